@@ -1,0 +1,96 @@
+"""The only time source of storm_py: a system clock and a simulated clock that tests advance by hand.
+
+Every timer (tick tuples, pending-map rotation, heartbeats, kill/rebalance waits) reads ``now()`` from a
+:class:`Clock`.  A :class:`SimulatedClock` only moves when ``advance`` is called, which wakes whoever waits on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class Clock:
+    """Wall time in seconds (float) plus waiting; the system implementation."""
+
+    simulated = False
+
+    def now(self) -> float:
+        """Seconds since an arbitrary epoch (monotonic)."""
+        return time.monotonic()
+
+    def wall(self) -> float:
+        """Seconds since the Unix epoch, for records humans read (launch times)."""
+        return time.time()
+
+    def sleep(self, secs: float) -> None:
+        """Block for ``secs`` of this clock's time."""
+        if secs > 0:
+            time.sleep(secs)
+
+    def add_listener(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` whenever the clock jumps (never, for the system clock)."""
+
+    def remove_listener(self, fn: Callable[[], None]) -> None:
+        """Undo :meth:`add_listener`."""
+
+
+class SimulatedClock(Clock):
+    """A clock that stands still until :meth:`advance` moves it; ``sleep`` blocks until it has moved far enough."""
+
+    simulated = True
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self._wall0 = time.time()
+        self._cond = threading.Condition()
+        self._listeners: list[Callable[[], None]] = []
+
+    def now(self) -> float:
+        return self._now
+
+    def wall(self) -> float:
+        return self._wall0 + self._now
+
+    def advance(self, secs: float) -> None:
+        """Move time forward by ``secs`` and wake sleepers and listeners."""
+        if secs < 0:
+            raise ValueError(f"cannot move a clock backwards (secs={secs})")
+        with self._cond:
+            self._now += secs
+            self._cond.notify_all()
+            listeners = list(self._listeners)
+        for fn in listeners:
+            fn()
+
+    def sleep(self, secs: float) -> None:
+        deadline = self._now + secs
+        with self._cond:
+            while self._now < deadline:
+                self._cond.wait(0.05)
+
+    def add_listener(self, fn: Callable[[], None]) -> None:
+        with self._cond:
+            self._listeners.append(fn)
+
+    def remove_listener(self, fn: Callable[[], None]) -> None:
+        with self._cond:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+
+
+SYSTEM_CLOCK = Clock()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.005, what: str = "condition") -> None:
+    """Poll ``predicate`` in real time until it holds; raise :class:`WaitTimeoutError` after ``timeout`` seconds."""
+    from storm_py.errors import WaitTimeoutError
+
+    deadline = time.monotonic() + timeout
+    delay = interval
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise WaitTimeoutError(f"timed out after {timeout}s waiting for {what}", what=what, timeout=timeout)
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.1)
