@@ -30,7 +30,7 @@ class ConfigError(StormPyError, ValueError):
     code = "config_error"
 
 
-class InvalidTopologyException(StormPyError):
+class InvalidTopologyException(StormPyError, ValueError):
     """The topology's structure is invalid (unknown component, stream or field, reserved or duplicate ids)."""
 
     code = "invalid_topology"

@@ -1,0 +1,56 @@
+"""storm_py: Apache Storm's stream-processing model, natively in Python (public API of ``API.md`` §1)."""
+
+from __future__ import annotations
+
+from storm_py.api.components import (
+    BasicBolt,
+    Bolt,
+    CustomStreamGrouping,
+    OutputFieldsDeclarer,
+    Spout,
+)
+from storm_py.api.config import Config
+from storm_py.api.context import TopologyContext
+from storm_py.api.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
+from storm_py.api.tuple import Fields, MessageId, Tuple
+from storm_py.errors import (
+    AlreadyAliveException,
+    FailedException,
+    InvalidTopologyException,
+    NotAliveException,
+    ReportedFailedException,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyAliveException",
+    "BasicBolt",
+    "Bolt",
+    "BoltDeclarer",
+    "Config",
+    "CustomStreamGrouping",
+    "FailedException",
+    "Fields",
+    "InvalidTopologyException",
+    "LocalCluster",
+    "MessageId",
+    "NotAliveException",
+    "OutputFieldsDeclarer",
+    "ReportedFailedException",
+    "Spout",
+    "SpoutDeclarer",
+    "StormTopology",
+    "TopologyBuilder",
+    "TopologyContext",
+    "Tuple",
+]
+
+
+def __getattr__(name: str) -> object:
+    # LocalCluster pulls in the daemons; import it lazily so ``import storm_py`` stays light.
+    if name == "LocalCluster":
+        from storm_py.local import LocalCluster
+
+        return LocalCluster
+    raise AttributeError(f"module 'storm_py' has no attribute {name!r}")

@@ -1,0 +1,96 @@
+"""TopologyContext: what a task knows about itself, its topology and its worker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from storm_py.api.tuple import Fields
+
+
+class TopologyContext:
+    """The view of the running topology a task receives in ``open``/``prepare``."""
+
+    def __init__(
+        self,
+        *,
+        topology_id: str,
+        topology_name: str,
+        task_id: int,
+        component_id: str,
+        task_to_component: Mapping[int, str],
+        component_tasks: Mapping[str, list[int]],
+        component_streams: Mapping[str, Mapping[str, Fields]],
+        worker_tasks: list[int],
+        worker_port: int | None = None,
+        resources: dict[str, Any] | None = None,
+        conf: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.topology_id = topology_id
+        self.topology_name = topology_name
+        self.this_task_id = task_id
+        self.this_component_id = component_id
+        self._task_to_component = task_to_component
+        self._component_tasks = component_tasks
+        self._component_streams = component_streams
+        self._worker_tasks = sorted(worker_tasks)
+        self.this_worker_port = worker_port
+        self._resources = resources if resources is not None else {}
+        self._conf = conf or {}
+        self.metrics: dict[str, tuple[Any, float]] = {}
+        tasks = component_tasks.get(component_id, [task_id])
+        self.this_task_index = tasks.index(task_id) if task_id in tasks else 0
+
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        """Sorted task ids of ``component_id`` (empty when unknown)."""
+        return list(self._component_tasks.get(component_id, []))
+
+    def get_component_id(self, task_id: int) -> str | None:
+        """The component a task belongs to."""
+        return self._task_to_component.get(task_id)
+
+    def get_this_worker_tasks(self) -> list[int]:
+        """Every task id running in this task's worker."""
+        return list(self._worker_tasks)
+
+    def get_this_task_id(self) -> int:
+        """This task's id."""
+        return self.this_task_id
+
+    def get_this_component_id(self) -> str:
+        """This task's component id."""
+        return self.this_component_id
+
+    def get_this_task_index(self) -> int:
+        """Index of this task among its component's sorted tasks."""
+        return self.this_task_index
+
+    def get_component_output_fields(self, component_id: str, stream: str) -> Fields:
+        """The fields of ``stream`` declared by ``component_id``."""
+        try:
+            return self._component_streams[component_id][stream]
+        except KeyError:
+            raise ValueError(f"component {component_id!r} declares no stream {stream!r}") from None
+
+    def get_component_ids(self) -> list[str]:
+        """All component ids of the topology (system components included)."""
+        return sorted(self._component_tasks)
+
+    def get_resource(self, key: str) -> Any:
+        """A worker-wide shared resource set by a worker hook (``None`` when unset)."""
+        return self._resources.get(key)
+
+    def set_resource(self, key: str, value: Any) -> None:
+        """Share ``value`` with every task of this worker under ``key``."""
+        self._resources[key] = value
+
+    def register_metric(self, name: str, metric: Any, bucket_secs: float) -> Any:
+        """Register a metric object (anything with ``get_value_and_reset()``), reported every ``bucket_secs``."""
+        if name in self.metrics:
+            raise ValueError(f"metric {name!r} is already registered for task {self.this_task_id}")
+        self.metrics[name] = (metric, bucket_secs)
+        return metric
+
+    def get_storm_conf(self) -> Mapping[str, Any]:
+        """The topology configuration."""
+        return self._conf

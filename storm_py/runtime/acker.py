@@ -1,0 +1,145 @@
+"""Storm's XOR acker: a ledger per spout-tuple root in a 3-bucket rotating map, wrapped as the ``__acker`` bolt.
+
+Rows on the hot path are plain tuples, not :class:`Tuple` objects:
+
+* to the acker: ``(INIT, root, init_val, spout_task)``, ``(ACK, root, ack_val)``, ``(FAIL, root)``,
+  ``(RESET, root)`` — Storm's ``__ack_init``, ``__ack_ack``, ``__ack_fail``, ``__ack_reset_timeout`` streams;
+* from the acker to a spout task (direct): ``(ACKED, root, delta_ms)``, ``(FAILED, root, delta_ms)``,
+  ``(RESET_TIMEOUT, root, delta_ms)``.
+
+Semantics follow Storm 2.x: acks and fails may arrive before the init (the entry is created and completion waits
+for the spout task to be known); acks do not refresh an entry's expiry, fails and resets do; a tick rotates the
+buckets and drops the oldest silently (the spout times the tuple out on its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from storm_py.api.components import Bolt
+from storm_py.api.tuple import Tuple
+
+INIT = 1
+ACK = 2
+FAIL = 3
+RESET = 4
+ACKED = 5
+FAILED = 6
+RESET_TIMEOUT = 7
+
+STREAM_CODES = {"__ack_init": INIT, "__ack_ack": ACK, "__ack_fail": FAIL, "__ack_reset_timeout": RESET}
+CODE_STREAMS = {ACKED: "__ack_ack", FAILED: "__ack_fail", RESET_TIMEOUT: "__ack_reset_timeout"}
+
+NUM_BUCKETS = 3
+
+Emit = Callable[[int, tuple[int, int, float]], None]
+
+
+class AckLedger:
+    """The pure XOR ledger: feed rows with ``now`` (seconds), get ``(spout_task, result_row)`` decisions back."""
+
+    __slots__ = ("_b0", "_b1", "_b2")
+
+    def __init__(self) -> None:
+        # an entry is [xor value, first-seen time, spout task (-1 until init), failed]
+        self._b0: dict[int, list[Any]] = {}
+        self._b1: dict[int, list[Any]] = {}
+        self._b2: dict[int, list[Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._b0) + len(self._b1) + len(self._b2)
+
+    def __contains__(self, root: int) -> bool:
+        return root in self._b0 or root in self._b1 or root in self._b2
+
+    def rotate(self) -> int:
+        """Drop the oldest bucket (silently, as Storm does); return how many roots expired."""
+        expired = len(self._b2)
+        self._b2 = self._b1
+        self._b1 = self._b0
+        self._b0 = {}
+        return expired
+
+    def process(self, rows: Iterable[tuple[int, ...]], now: float, emit: Emit) -> None:
+        """Apply rows; call ``emit(spout_task, (code, root, delta_ms))`` for every decided root."""
+        b0 = self._b0
+        b1 = self._b1
+        b2 = self._b2
+        for row in rows:
+            code = row[0]
+            root = row[1]
+            e = b0.get(root)
+            if e is None:
+                e = b1.get(root)
+                if e is None:
+                    e = b2.get(root)
+                    if e is None:
+                        e = [0, now, -1, False]
+                        b0[root] = e
+            reset = False
+            if code == ACK:
+                e[0] ^= row[2]
+            elif code == INIT:
+                e[0] ^= row[2]
+                e[2] = row[3]
+            elif code == FAIL:
+                e[3] = True
+                self._reput(root, e)
+            elif code == RESET:
+                reset = True
+                self._reput(root, e)
+            else:
+                continue
+            task = e[2]
+            if task >= 0:
+                if e[0] == 0:
+                    self._remove(root)
+                    emit(task, (ACKED, root, (now - e[1]) * 1000.0))
+                elif e[3]:
+                    self._remove(root)
+                    emit(task, (FAILED, root, (now - e[1]) * 1000.0))
+                elif reset:
+                    emit(task, (RESET_TIMEOUT, root, (now - e[1]) * 1000.0))
+
+    def _reput(self, root: int, e: list[Any]) -> None:
+        self._b1.pop(root, None)
+        self._b2.pop(root, None)
+        self._b0[root] = e
+
+    def _remove(self, root: int) -> None:
+        if self._b0.pop(root, None) is None and self._b1.pop(root, None) is None:
+            self._b2.pop(root, None)
+
+
+class AckerBolt(Bolt):
+    """The ``__acker`` bolt: an :class:`AckLedger` fed by Storm's ack streams, rotated by its tick tuple.
+
+    Its executor hands it rows in batches (:meth:`process_rows`); :meth:`execute` accepts the same messages as
+    ordinary tuples on Storm's streams, so the bolt also works when driven tuple by tuple.
+    """
+
+    def __init__(self) -> None:
+        self.ledger = AckLedger()
+        self._emit_direct: Emit | None = None
+        self._now: Callable[[], float] = lambda: 0.0
+
+    def bind(self, emit_direct: Emit, now: Callable[[], float]) -> None:
+        """Wire the acker to its executor: where decisions go, and the clock."""
+        self._emit_direct = emit_direct
+        self._now = now
+
+    def process_rows(self, rows: Iterable[tuple[int, ...]], now: float) -> None:
+        """Apply a batch of ack rows."""
+        assert self._emit_direct is not None, "acker used before bind()"
+        self.ledger.process(rows, now, self._emit_direct)
+
+    def execute(self, tup: Tuple) -> None:
+        """Apply one tuple on an ack stream, or rotate on a tick tuple."""
+        if tup.is_tick():
+            self.ledger.rotate()
+            return
+        code = STREAM_CODES.get(tup.source_stream)
+        if code is None:
+            return
+        self.process_rows([(code, *tup.values)], self._now())

@@ -1,0 +1,642 @@
+"""Spout, bolt and acker executors and the collectors their tasks emit through.
+
+An executor runs one or more tasks of one component.  The worker loop calls ``step(now)`` on every executor in
+turn; ``step`` drains the executor's inbox (batches of ``(task, [items])``), fires its timers and, for spouts,
+calls ``next_tuple``.  Emits go into ``outbuf`` (target task -> list), which the worker flushes after each step:
+tuples between tasks of one worker are handed over as Python objects, in batches, never serialized.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from storm_py.api.components import BasicBolt
+from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple, make_tick_tuple
+from storm_py.errors import FailedException, ReportedFailedException
+from storm_py.runtime.acker import ACK, ACKED, FAIL, FAILED, INIT, RESET, RESET_TIMEOUT, AckerBolt
+from storm_py.runtime.routing import StreamRoute
+
+if TYPE_CHECKING:
+    from storm_py.runtime.worker_runtime import WorkerRuntime
+
+log = logging.getLogger(__name__)
+
+#: how many next_tuple calls a spout task gets per pass of the worker loop
+SPOUT_CALLS_PER_PASS = 128
+#: complete-latency samples kept per spout executor (for percentiles)
+LATENCY_SAMPLES = 20000
+
+
+class ExecutorStats:
+    """Plain counters of one executor (read by heartbeats and the topology summary)."""
+
+    __slots__ = ("acked", "emitted", "executed", "failed", "lat_count", "lat_samples", "lat_sum", "transferred")
+
+    def __init__(self) -> None:
+        self.emitted = 0
+        self.transferred = 0
+        self.executed = 0
+        self.acked = 0
+        self.failed = 0
+        self.lat_sum = 0.0
+        self.lat_count = 0
+        self.lat_samples: list[float] = []
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly snapshot."""
+        return {
+            "emitted": self.emitted,
+            "transferred": self.transferred,
+            "executed": self.executed,
+            "acked": self.acked,
+            "failed": self.failed,
+            "complete_latency_ms": (self.lat_sum / self.lat_count) if self.lat_count else 0.0,
+        }
+
+
+class Executor:
+    """What every executor has: its tasks, an inbox, an out-buffer and counters."""
+
+    is_spout = False
+
+    def __init__(self, rt: WorkerRuntime, component_id: str, task_ids: list[int]) -> None:
+        self.rt = rt
+        self.component_id = component_id
+        self.task_ids = task_ids
+        self.inbox: deque[tuple[int, list[Any]]] = deque()
+        self.outbuf: defaultdict[int, list[Any]] = defaultdict(list)
+        self.stats = ExecutorStats()
+        self.conf = rt.component_conf(component_id)
+        freq = self.conf.get("topology.tick.tuple.freq.secs")
+        self.tick_freq: float | None = float(freq) if freq else None
+        self.next_tick = rt.clock.now() + self.tick_freq if self.tick_freq else float("inf")
+
+    def prepare(self) -> None:
+        """Create and prepare the tasks' component objects."""
+
+    def step(self, now: float) -> bool:
+        """Do one round of work; return whether anything was done."""
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        """Clean up the tasks' component objects."""
+
+    def context_for(self, task: int) -> TopologyContext:
+        """The context handed to a task."""
+        return self.rt.make_context(task, self.component_id)
+
+    def report_error(self, task: int, exc: BaseException) -> None:
+        """Record an error with its traceback for the topology summary."""
+        self.rt.report_error(self.component_id, task, exc)
+
+
+# ---------------------------------------------------------------------------------------------------------- spouts
+
+
+class SpoutCollector:
+    """The spout output collector of one spout task."""
+
+    __slots__ = ("_ex", "_routes", "_spout", "_task", "component_id")
+
+    def __init__(self, ex: SpoutExecutor, task: int, spout: Any) -> None:
+        self._ex = ex
+        self._task = task
+        self._spout = spout
+        self._routes = ex.rt.routes_for(task)
+        self.component_id = ex.component_id
+
+    def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a tuple (tracked when ``msg_id`` is given and ackers run); return the target task ids."""
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
+        if route.direct:
+            raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
+        if type(values) is not list:
+            values = list(values)
+        single = route.single
+        targets = single(self._task, values) if single is not None else route.choose(self._task, values)
+        self._send(route, targets, values, msg_id)
+        return targets
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit a tuple to one task on a direct stream."""
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
+        if not route.direct:
+            raise ValueError(f"cannot emit_direct to stream {stream!r} of {self.component_id!r}: it is not direct")
+        targets = [task_id] if task_id in route.direct_targets else []
+        self._send(route, targets, list(values), msg_id)
+
+    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
+        ex = self._ex
+        out = ex.outbuf
+        stats = ex.stats
+        stats.emitted += 1
+        stats.transferred += len(targets)
+        ex.rt.spout_emitted += 1
+        fields = route.fields
+        stream = route.stream
+        comp = self.component_id
+        task = self._task
+        if msg_id is None or not ex.acking:
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            if msg_id is not None:
+                ex.ack_now(self._spout, msg_id)
+            return
+        rand = ex.rand64
+        root = rand()
+        ack_val = 0
+        for t in targets:
+            edge = rand()
+            ack_val ^= edge
+            out[t].append(Tuple(values, fields, comp, stream, task, {root: edge}))
+        ex.pending0[root] = (task, msg_id, ex.now)
+        out[ex.acker_for(root)].append((INIT, root, ack_val, task))
+
+    def get_pending_count(self) -> int:
+        """Tuples of this executor waiting to be acked or failed."""
+        return len(self._ex.pending0) + len(self._ex.pending1)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._ex.report_error(self._task, exc)
+
+    def flush(self) -> None:
+        """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
+
+
+class SpoutExecutor(Executor):
+    """Calls ``next_tuple`` while active and under ``max.spout.pending``; turns acker rows into ``ack``/``fail``."""
+
+    is_spout = True
+
+    def __init__(self, rt: WorkerRuntime, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.acking = rt.num_ackers > 0
+        self.rand64 = rt.rand64
+        self.acker_for = rt.acker_for
+        self.pending0: dict[int, tuple[int, Any, float]] = {}
+        self.pending1: dict[int, tuple[int, Any, float]] = {}
+        msp = self.conf.get("topology.max.spout.pending")
+        self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
+        timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
+        timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
+        self.rotate_every = timeout if (self.acking and timeouts) else None
+        self.next_rotate = rt.clock.now() + timeout if self.rotate_every else float("inf")
+        self.tick_freq = None
+        self.next_tick = float("inf")
+        self.now = rt.clock.now()
+        self.spouts: dict[int, Any] = {}
+        self.collectors: dict[int, SpoutCollector] = {}
+        self.opened = False
+        self.active = False
+
+    def prepare(self) -> None:
+        for t in self.task_ids:
+            spout = self.rt.instantiate(self.component_id, t)
+            self.spouts[t] = spout
+            self.collectors[t] = SpoutCollector(self, t, spout)
+
+    def _open(self) -> None:
+        self.opened = True
+        for t, spout in self.spouts.items():
+            try:
+                spout.open(self.rt.component_conf(self.component_id), self.context_for(t), self.collectors[t])
+            except Exception as exc:
+                log.exception("spout %s task %d failed in open", self.component_id, t)
+                self.report_error(t, exc)
+
+    def set_active(self, active: bool) -> None:
+        """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""
+        if active == self.active:
+            return
+        if active and not self.opened:
+            self._open()
+        self.active = active
+        for t, spout in self.spouts.items():
+            try:
+                spout.activate() if active else spout.deactivate()
+            except Exception as exc:
+                self.report_error(t, exc)
+
+    def ack_now(self, spout: Any, msg_id: Any) -> None:
+        """With no ackers an emitted tuple counts as acked at once (Storm calls ``ack`` inside ``emit``)."""
+        self.stats.acked += 1
+        try:
+            spout.ack(msg_id)
+        except Exception as exc:
+            self.report_error(-1, exc)
+
+    def step(self, now: float) -> bool:
+        self.now = now
+        did = False
+        inbox = self.inbox
+        if inbox:
+            did = True
+            self._handle_acker_rows(inbox, now)
+        if now >= self.next_rotate:
+            did = True
+            self.next_rotate = now + (self.rotate_every or 0.0)
+            self._rotate()
+        if self.active:
+            rt = self.rt
+            max_pending = self.max_pending
+            for task, spout in self.spouts.items():
+                stats = self.stats
+                for _ in range(SPOUT_CALLS_PER_PASS):
+                    if max_pending and len(self.pending0) + len(self.pending1) >= max_pending:
+                        break
+                    if rt.backlog >= rt.backlog_limit:
+                        break
+                    before = stats.emitted
+                    try:
+                        spout.next_tuple()
+                    except Exception as exc:
+                        log.exception("spout %s task %d failed in next_tuple", self.component_id, task)
+                        self.report_error(task, exc)
+                        break
+                    if stats.emitted == before:
+                        break
+                    did = True
+        return did
+
+    def _handle_acker_rows(self, inbox: deque[tuple[int, list[Any]]], now: float) -> None:
+        p0 = self.pending0
+        p1 = self.pending1
+        spouts = self.spouts
+        stats = self.stats
+        samples = stats.lat_samples
+        n = 0
+        while inbox:
+            _, rows = inbox.popleft()
+            n += len(rows)
+            for code, root, delta in rows:
+                if code == RESET_TIMEOUT:
+                    entry = p1.pop(root, None)
+                    if entry is not None:
+                        p0[root] = entry
+                    continue
+                entry = p0.pop(root, None)
+                if entry is None:
+                    entry = p1.pop(root, None)
+                    if entry is None:
+                        continue  # already timed out: a late ack or fail is ignored
+                task, msg_id, emitted_at = entry
+                spout = spouts[task]
+                try:
+                    if code == ACKED:
+                        stats.acked += 1
+                        delta = (now - emitted_at) * 1000.0
+                        stats.lat_sum += delta
+                        stats.lat_count += 1
+                        if len(samples) < LATENCY_SAMPLES:
+                            samples.append(delta)
+                        spout.ack(msg_id)
+                    elif code == FAILED:
+                        stats.failed += 1
+                        spout.fail(msg_id)
+                except Exception as exc:
+                    log.exception("spout %s task %d failed in ack/fail", self.component_id, task)
+                    self.report_error(task, exc)
+        self.rt.backlog -= n
+
+    def _rotate(self) -> None:
+        expired = self.pending1
+        self.pending1 = self.pending0
+        self.pending0 = {}
+        for task, msg_id, _ in expired.values():
+            self.stats.failed += 1
+            try:
+                self.spouts[task].fail(msg_id)
+            except Exception as exc:
+                self.report_error(task, exc)
+
+    def pending_count(self) -> int:
+        """Tuples emitted and not yet acked, failed or timed out."""
+        return len(self.pending0) + len(self.pending1)
+
+    def shutdown(self) -> None:
+        for t, spout in self.spouts.items():
+            try:
+                if self.active:
+                    spout.deactivate()
+                if self.opened:
+                    spout.close()
+            except Exception as exc:
+                self.report_error(t, exc)
+
+
+# ----------------------------------------------------------------------------------------------------------- bolts
+
+
+def _anchor_list(anchors: Any) -> list[Tuple]:
+    if anchors is None:
+        return []
+    if isinstance(anchors, Tuple):
+        return [anchors]
+    return list(anchors)
+
+
+class BoltCollector:
+    """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
+
+    __slots__ = ("_acking", "_ex", "_rand", "_routes", "_task", "component_id")
+
+    def __init__(self, ex: BoltExecutor, task: int) -> None:
+        self._ex = ex
+        self._task = task
+        self._routes = ex.rt.routes_for(task)
+        self._acking = ex.rt.num_ackers > 0
+        self._rand = ex.rt.rand64
+        self.component_id = ex.component_id
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
+        if route.direct:
+            raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
+        if type(values) is not list:
+            values = list(values)
+        single = route.single
+        targets = single(self._task, values) if single is not None else route.choose(self._task, values)
+        self._send(route, targets, values, anchors)
+        return targets
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit a tuple to one task on a direct stream."""
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
+        if not route.direct:
+            raise ValueError(f"cannot emit_direct to stream {stream!r} of {self.component_id!r}: it is not direct")
+        targets = [task_id] if task_id in route.direct_targets else []
+        self._send(route, targets, list(values), anchors)
+
+    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
+        ex = self._ex
+        out = ex.outbuf
+        stats = ex.stats
+        stats.emitted += 1
+        stats.transferred += len(targets)
+        fields = route.fields
+        stream = route.stream
+        comp = self.component_id
+        task = self._task
+        if anchors is None or not self._acking:
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            return
+        if type(anchors) is Tuple:
+            aids = anchors._ids
+            if not aids:
+                for t in targets:
+                    out[t].append(Tuple(values, fields, comp, stream, task, None))
+                return
+            rand = self._rand
+            for t in targets:
+                edge = rand()
+                anchors._ack_val ^= edge
+                out[t].append(Tuple(values, fields, comp, stream, task, dict.fromkeys(aids, edge)))
+            return
+        alist = [a for a in _anchor_list(anchors) if a._ids]
+        rand = self._rand
+        for t in targets:
+            ids: dict[int, int] = {}
+            for a in alist:
+                edge = rand()
+                a._ack_val ^= edge
+                for root in a._ids:  # type: ignore[union-attr]
+                    ids[root] = ids.get(root, 0) ^ edge
+            out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
+
+    def ack(self, tup: Tuple) -> None:
+        """The input was processed: tell the ackers of each of its roots."""
+        ids = tup._ids
+        self._ex.stats.acked += 1
+        if ids and self._acking:
+            out = self._ex.outbuf
+            acker_for = self._ex.acker_for
+            av = tup._ack_val
+            for root, v in ids.items():
+                out[acker_for(root)].append((ACK, root, v ^ av))
+
+    def fail(self, tup: Tuple) -> None:
+        """The input failed: fail the tuple tree of each of its roots at once."""
+        ids = tup._ids
+        self._ex.stats.failed += 1
+        if ids and self._acking:
+            out = self._ex.outbuf
+            acker_for = self._ex.acker_for
+            for root in ids:
+                out[acker_for(root)].append((FAIL, root))
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of the input's tuple trees."""
+        ids = tup._ids
+        if ids and self._acking:
+            out = self._ex.outbuf
+            acker_for = self._ex.acker_for
+            for root in ids:
+                out[acker_for(root)].append((RESET, root))
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._ex.report_error(self._task, exc)
+
+    def flush(self) -> None:
+        """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
+
+
+class BasicCollector:
+    """The collector a :class:`BasicBolt` sees: emits are anchored to the current input."""
+
+    __slots__ = ("_inner", "input")
+
+    def __init__(self, inner: BoltCollector) -> None:
+        self._inner = inner
+        self.input: Tuple | None = None
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit anchored to the input being executed."""
+        return self._inner.emit(values, self.input, stream)
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        """Emit directly to ``task_id``, anchored to the input being executed."""
+        self._inner.emit_direct(task_id, values, self.input, stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._inner.report_error(exc)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s trees."""
+        self._inner.reset_timeout(tup)
+
+
+class BoltExecutor(Executor):
+    """Executes input tuples on the bolt tasks; a bolt that raises fails the input and processing goes on."""
+
+    def __init__(self, rt: WorkerRuntime, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.acker_for = rt.acker_for
+        self.bolts: dict[int, Any] = {}
+        self.collectors: dict[int, BoltCollector] = {}
+        self.runners: dict[int, Any] = {}
+
+    def prepare(self) -> None:
+        conf = self.rt.component_conf(self.component_id)
+        for t in self.task_ids:
+            bolt = self.rt.instantiate(self.component_id, t)
+            collector = BoltCollector(self, t)
+            self.bolts[t] = bolt
+            self.collectors[t] = collector
+            try:
+                if isinstance(bolt, BasicBolt):
+                    bolt.prepare(conf, self.context_for(t))
+                    self.runners[t] = self._basic_runner(bolt, collector)
+                else:
+                    bolt.prepare(conf, self.context_for(t), collector)
+                    self.runners[t] = bolt.execute
+            except Exception as exc:
+                log.exception("bolt %s task %d failed in prepare", self.component_id, t)
+                self.report_error(t, exc)
+                self.runners[t] = bolt.execute
+
+    def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Any:
+        basic = BasicCollector(collector)
+        execute = bolt.execute
+        ack = collector.ack
+        fail = collector.fail
+        report = self.report_error
+        task = collector._task
+
+        def run(tup: Tuple) -> None:
+            basic.input = tup
+            try:
+                execute(tup, basic)
+            except ReportedFailedException as exc:
+                report(task, exc)
+                fail(tup)
+                return
+            except FailedException:
+                fail(tup)
+                return
+            ack(tup)
+
+        return run
+
+    def step(self, now: float) -> bool:
+        inbox = self.inbox
+        did = False
+        if inbox:
+            did = True
+            runners = self.runners
+            n = 0
+            while inbox:
+                task, batch = inbox.popleft()
+                run = runners[task]
+                n += len(batch)
+                for tup in batch:
+                    try:
+                        run(tup)
+                    except Exception as exc:
+                        self._on_error(task, tup, exc)
+            self.stats.executed += n
+            self.rt.backlog -= n
+        if now >= self.next_tick:
+            did = True
+            self.next_tick = now + (self.tick_freq or 0.0)
+            tick = make_tick_tuple(self.tick_freq or 0)
+            for task, run in self.runners.items():
+                try:
+                    run(tick)
+                except Exception as exc:
+                    self.report_error(task, exc)
+        return did
+
+    def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:
+        log.error("bolt %s task %d raised on %r: %s", self.component_id, task, tup, exc)
+        self.report_error(task, exc)
+        self.collectors[task].fail(tup)
+
+    def shutdown(self) -> None:
+        for t, bolt in self.bolts.items():
+            try:
+                bolt.cleanup()
+            except Exception as exc:
+                self.report_error(t, exc)
+
+
+class AckerExecutor(Executor):
+    """Runs ``__acker`` tasks: batches of ack rows go straight into each task's ledger."""
+
+    def __init__(self, rt: WorkerRuntime, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.ackers: dict[int, AckerBolt] = {}
+
+    def prepare(self) -> None:
+        out = self.outbuf
+        for t in self.task_ids:
+            acker = AckerBolt()
+            acker.bind(lambda task, row, _out=out: _out[task].append(row), self.rt.clock.now)
+            self.ackers[t] = acker
+
+    def step(self, now: float) -> bool:
+        inbox = self.inbox
+        did = False
+        if inbox:
+            did = True
+            ackers = self.ackers
+            n = 0
+            while inbox:
+                task, rows = inbox.popleft()
+                n += len(rows)
+                ackers[task].ledger.process(rows, now, self._emit)
+            self.stats.executed += n
+            self.rt.backlog -= n
+        if now >= self.next_tick:
+            did = True
+            self.next_tick = now + (self.tick_freq or 0.0)
+            for acker in self.ackers.values():
+                acker.ledger.rotate()
+        return did
+
+    def _emit(self, task: int, row: tuple[int, int, float]) -> None:
+        self.outbuf[task].append(row)
+
+
+def error_text(exc: BaseException) -> str:
+    """The error with its traceback, as shown in the topology summary."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def all_rows(batches: Iterable[tuple[int, list[Any]]]) -> int:
+    """Number of items in a sequence of inbox batches."""
+    return sum(len(b) for _, b in batches)
+
+
+__all__ = [
+    "ACK",
+    "FAIL",
+    "FAILED",
+    "RESET",
+    "AckerExecutor",
+    "BoltExecutor",
+    "Executor",
+    "SpoutExecutor",
+    "error_text",
+]

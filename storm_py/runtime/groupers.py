@@ -1,0 +1,190 @@
+"""Grouping implementations: which target tasks get a tuple, by Storm's rules, hashing stably across processes.
+
+The fields hash never uses Python's ``hash()`` (salted per process); it is a 32-bit hash of the selected values
+computed the same way in every process and run.  Targets are always sorted ascending first, as in Storm.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from storm_py.api.components import CustomStreamGrouping
+from storm_py.api.topology import (
+    ALL,
+    CUSTOM,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    Grouping,
+)
+from storm_py.api.tuple import Fields
+
+_MASK = 0xFFFFFFFF
+
+
+def value_hash(v: Any) -> int:
+    """A 32-bit hash of one value, identical in every process (strings and bytes by CRC-32)."""
+    if isinstance(v, str):
+        return zlib.crc32(v.encode("utf-8", "surrogatepass"))
+    if isinstance(v, bool):
+        return 1231 if v else 1237
+    if isinstance(v, int):
+        v &= 0xFFFFFFFFFFFFFFFF
+        return (v ^ (v >> 32)) & _MASK
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return zlib.crc32(v)
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 2**63:
+            return value_hash(int(v))
+        return zlib.crc32(struct.pack(">d", v))
+    if v is None:
+        return 0
+    if isinstance(v, (list, tuple)):
+        return values_hash(v)
+    if isinstance(v, dict):
+        h = 0
+        for k, x in v.items():
+            h = (h + (value_hash(k) ^ value_hash(x))) & _MASK
+        return h
+    return zlib.crc32(repr(v).encode("utf-8", "surrogatepass"))
+
+
+def values_hash(values: Sequence[Any]) -> int:
+    """Hash of a list of values (Java's ``Arrays.deepHashCode`` shape: ``31 * h + hash(v)``)."""
+    h = 1
+    for v in values:
+        h = (31 * h + value_hash(v)) & _MASK
+    return h
+
+
+Chooser = Callable[[int, list[Any]], list[int]]
+
+
+class Shuffle:
+    """Round robin over a once-shuffled list of targets."""
+
+    __slots__ = ("_i", "_n", "_targets")
+
+    def __init__(self, targets: list[int], rng: random.Random) -> None:
+        t = list(targets)
+        rng.shuffle(t)
+        self._targets = t
+        self._n = len(t)
+        self._i = 0
+
+    def __call__(self, task: int, values: list[Any]) -> list[int]:
+        i = self._i
+        self._i = i + 1 if i + 1 < self._n else 0
+        return [self._targets[i]]
+
+
+class FieldsHash:
+    """Equal selected values, same task: ``targets[hash(selected) mod n]`` (a cache remembers recent keys)."""
+
+    __slots__ = ("_cache", "_idx", "_n", "_single", "_targets")
+
+    def __init__(self, targets: list[int], out_fields: Fields, group_fields: Fields) -> None:
+        self._targets = targets
+        self._n = len(targets)
+        self._idx = [out_fields.index(f) for f in group_fields]
+        self._single = self._idx[0] if len(self._idx) == 1 else -1
+        self._cache: dict[Any, list[int]] = {}
+
+    def __call__(self, task: int, values: list[Any]) -> list[int]:
+        if self._single >= 0:
+            key = values[self._single]
+            try:
+                hit = self._cache.get(key)
+            except TypeError:  # unhashable value: no caching
+                return [self._targets[values_hash([key]) % self._n]]
+            if hit is not None:
+                return list(hit)
+            chosen = [self._targets[values_hash([key]) % self._n]]
+            if len(self._cache) > 65536:
+                self._cache.clear()
+            self._cache[key] = chosen
+            return list(chosen)
+        return [self._targets[values_hash([values[i] for i in self._idx]) % self._n]]
+
+
+class PartialKey:
+    """Two candidate tasks per key (two hash seeds); the one that got fewer tuples so far wins."""
+
+    __slots__ = ("_counts", "_idx", "_n", "_targets")
+
+    def __init__(self, targets: list[int], out_fields: Fields, group_fields: Fields) -> None:
+        self._targets = targets
+        self._n = len(targets)
+        self._idx = [out_fields.index(f) for f in group_fields]
+        self._counts = [0] * len(targets)
+
+    def __call__(self, task: int, values: list[Any]) -> list[int]:
+        key = [values[i] for i in self._idx]
+        h1 = values_hash(key) % self._n
+        h2 = values_hash([*key, "\x01second"]) % self._n
+        pick = h1 if self._counts[h1] <= self._counts[h2] else h2
+        self._counts[pick] += 1
+        return [self._targets[pick]]
+
+
+class Custom:
+    """Delegates to a user's :class:`CustomStreamGrouping`."""
+
+    __slots__ = ("_grouping",)
+
+    def __init__(self, grouping: CustomStreamGrouping) -> None:
+        self._grouping = grouping
+
+    def __call__(self, task: int, values: list[Any]) -> list[int]:
+        return list(self._grouping.choose_tasks(task, values))
+
+
+def make_grouper(
+    grouping: Grouping,
+    targets: list[int],
+    out_fields: Fields,
+    worker_tasks: set[int],
+    rng: random.Random,
+    prepare_custom: Callable[[CustomStreamGrouping, list[int]], None],
+) -> Chooser | None:
+    """A chooser for one (stream, subscriber) pair; ``None`` for direct groupings (the producer chooses)."""
+    targets = sorted(targets)
+    kind = grouping.kind
+    if kind == DIRECT:
+        return None
+    if not targets:
+        return lambda task, values: []
+    if kind == SHUFFLE:
+        return Shuffle(targets, rng)
+    if kind == LOCAL_OR_SHUFFLE:
+        local = [t for t in targets if t in worker_tasks]
+        return Shuffle(local or targets, rng)
+    if kind == FIELDS:
+        assert grouping.fields is not None
+        if len(grouping.fields) == 0:
+            first = targets[0]
+            return lambda task, values: [first]
+        return FieldsHash(targets, out_fields, grouping.fields)
+    if kind == GLOBAL:
+        first = targets[0]
+        return lambda task, values: [first]
+    if kind == ALL:
+        return lambda task, values: list(targets)
+    if kind == NONE:
+        return lambda task, values: [rng.choice(targets)]
+    if kind == PARTIAL_KEY:
+        assert grouping.fields is not None
+        return PartialKey(targets, out_fields, grouping.fields)
+    if kind == CUSTOM:
+        assert grouping.custom is not None
+        prepare_custom(grouping.custom, targets)
+        return Custom(grouping.custom)
+    raise ValueError(f"unknown grouping kind {kind!r}")

@@ -1,0 +1,34 @@
+"""Per-task routing tables: for each output stream of a task, its fields, direct flag and target choosers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storm_py.api.tuple import Fields
+from storm_py.runtime.groupers import Chooser
+
+
+class StreamRoute:
+    """Where one stream of one task goes."""
+
+    __slots__ = ("choosers", "direct", "direct_targets", "fields", "single", "stream")
+
+    def __init__(
+        self, stream: str, fields: Fields, direct: bool, choosers: list[Chooser], direct_targets: set[int]
+    ) -> None:
+        self.stream = stream
+        self.fields = fields
+        self.direct = direct
+        self.choosers = choosers
+        self.direct_targets = direct_targets
+        self.single: Chooser | None = choosers[0] if len(choosers) == 1 else None
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        """Target tasks for one tuple (all non-direct subscribers)."""
+        single = self.single
+        if single is not None:
+            return single(task, values)
+        out: list[int] = []
+        for c in self.choosers:
+            out.extend(c(task, values))
+        return out

@@ -1,0 +1,118 @@
+"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams and lays out task ids and executors.
+
+Pure: takes a user :class:`StormTopology` plus the topology conf and returns the topology that actually runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from storm_py.api.topology import DIRECT, FIELDS, ComponentSpec, Grouping, StormTopology
+from storm_py.api.tuple import Fields
+
+ACKER_COMPONENT = "__acker"
+SYSTEM_COMPONENT = "__system"
+ACK_INIT = "__ack_init"
+ACK_ACK = "__ack_ack"
+ACK_FAIL = "__ack_fail"
+ACK_RESET_TIMEOUT = "__ack_reset_timeout"
+SYSTEM_IDS = frozenset({ACKER_COMPONENT, SYSTEM_COMPONENT})
+
+Executor = tuple[int, int]
+
+
+def num_ackers(conf: dict[str, Any]) -> int:
+    """``topology.acker.executors``, or workers × ``topology.ras.acker.executors.per.worker`` when unset."""
+    n = conf.get("topology.acker.executors")
+    if n is None:
+        return int(conf.get("topology.workers") or 1) * int(conf.get("topology.ras.acker.executors.per.worker") or 1)
+    return int(n)
+
+
+def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
+    """A copy of ``topology`` with the acker (when ackers > 0) and every system stream wired in."""
+    from storm_py.runtime.acker import AckerBolt
+
+    topo = StormTopology(dict(topology.spouts), dict(topology.bolts))
+    n = num_ackers(conf)
+    timeout = conf.get("topology.message.timeout.secs", 30)
+    if n <= 0:
+        return topo
+    for spec in topo.components().values():
+        spec.streams = dict(spec.streams)
+        if spec.is_spout:
+            spec.streams[ACK_INIT] = (Fields("id", "init-val", "spout-task"), False)
+        else:
+            spec.streams[ACK_ACK] = (Fields("id", "ack-val"), False)
+            spec.streams[ACK_FAIL] = (Fields("id"), False)
+            spec.streams[ACK_RESET_TIMEOUT] = (Fields("id"), False)
+    acker = ComponentSpec(ACKER_COMPONENT, AckerBolt(), n, False)
+    acker.conf = {"topology.tasks": n, "topology.tick.tuple.freq.secs": timeout}
+    acker.streams = {
+        ACK_ACK: (Fields("id", "time-delta-ms"), True),
+        ACK_FAIL: (Fields("id", "time-delta-ms"), True),
+        ACK_RESET_TIMEOUT: (Fields("id", "time-delta-ms"), True),
+    }
+    by_id = Fields("id")
+    for cid, spec in topo.components().items():
+        if spec.is_spout:
+            acker.inputs[(cid, ACK_INIT)] = Grouping(FIELDS, by_id)
+            for stream in (ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT):
+                spec.inputs = dict(spec.inputs)
+                spec.inputs[(ACKER_COMPONENT, stream)] = Grouping(DIRECT)
+        else:
+            for stream in (ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT):
+                acker.inputs[(cid, stream)] = Grouping(FIELDS, by_id)
+    topo.bolts[ACKER_COMPONENT] = acker
+    return topo
+
+
+@dataclass
+class TaskLayout:
+    """Task ids per component and executors (contiguous task ranges) per component."""
+
+    component_tasks: dict[str, list[int]]
+    component_executors: dict[str, list[Executor]]
+
+    def task_to_component(self) -> dict[int, str]:
+        """Reverse map of task id to component id."""
+        return {t: c for c, ts in self.component_tasks.items() for t in ts}
+
+    def all_executors(self) -> list[tuple[str, Executor]]:
+        """Every (component, executor) in component-id order."""
+        return [(c, e) for c in sorted(self.component_executors) for e in self.component_executors[c]]
+
+
+def split_tasks(tasks: list[int], executors: int) -> list[Executor]:
+    """Split sorted task ids into ``executors`` contiguous ranges as evenly as possible (Storm's partitioning)."""
+    if not tasks:
+        return []
+    executors = max(1, min(executors, len(tasks)))
+    base, extra = divmod(len(tasks), executors)
+    out: list[Executor] = []
+    i = 0
+    for k in range(executors):
+        size = base + (1 if k < extra else 0)
+        out.append((tasks[i], tasks[i + size - 1]))
+        i += size
+    return out
+
+
+def layout_tasks(topology: StormTopology, executor_counts: dict[str, int] | None = None) -> TaskLayout:
+    """Assign task ids 1.. in sorted component-id order and split them over executors.
+
+    ``executor_counts`` overrides the parallelism of some components (rebalance); tasks never change.
+    """
+    comps = topology.components()
+    tasks: dict[str, list[int]] = {}
+    nxt = 1
+    for cid in sorted(comps):
+        n = comps[cid].num_tasks()
+        tasks[cid] = list(range(nxt, nxt + n))
+        nxt += n
+    execs: dict[str, list[Executor]] = {}
+    for cid in sorted(comps):
+        count = (executor_counts or {}).get(cid, comps[cid].num_executors())
+        execs[cid] = split_tasks(tasks[cid], count)
+    return TaskLayout(tasks, execs)

@@ -1,0 +1,357 @@
+"""WorkerRuntime: one worker's executors, routing and transfer, driven by a single-threaded loop.
+
+It knows nothing of ZooKeeper, processes or sockets: the worker daemon (or LocalCluster) hands it the topology,
+its executors, where every other task lives, and a ``send_remote`` callable.  :class:`WorkerLoop` is the thin
+driver thread: it calls :meth:`WorkerRuntime.run_once` and waits when a pass found nothing to do.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import random
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from storm_py.api.components import CustomStreamGrouping
+from storm_py.api.context import TopologyContext
+from storm_py.api.topology import StormTopology
+from storm_py.api.tuple import Fields
+from storm_py.clock import Clock
+from storm_py.config import merge_component_conf
+from storm_py.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor, error_text
+from storm_py.runtime.groupers import make_grouper, values_hash
+from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
+
+log = logging.getLogger(__name__)
+
+Entries = list[tuple[int, list[Any]]]
+SendRemote = Callable[[str, Entries], None]
+ErrorSink = Callable[[str, int, str], None]
+
+
+class WorkerRuntime:
+    """Executors of one worker plus the transfer between them and to other workers."""
+
+    def __init__(
+        self,
+        *,
+        topology_id: str,
+        topology_name: str,
+        topology: StormTopology,
+        conf: Mapping[str, Any],
+        layout: TaskLayout,
+        executors: list[tuple[str, tuple[int, int]]],
+        task_to_worker: Mapping[int, str],
+        worker_id: str,
+        clock: Clock,
+        send_remote: SendRemote | None = None,
+        error_sink: ErrorSink | None = None,
+        worker_port: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.topology_id = topology_id
+        self.topology_name = topology_name
+        self.topology = topology
+        self.conf = dict(conf)
+        self.layout = layout
+        self.worker_id = worker_id
+        self.worker_port = worker_port
+        self.clock = clock
+        self.task_to_worker = dict(task_to_worker)
+        self._send_remote = send_remote
+        self._error_sink = error_sink
+        self.rng = random.Random(seed)
+        self.rand64: Callable[[], int] = functools.partial(self.rng.getrandbits, 64)
+        self.task_to_component = layout.task_to_component()
+        self.component_streams: dict[str, dict[str, Fields]] = {
+            cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
+        }
+        self.resources: dict[str, Any] = {}
+        self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
+        ackers = layout.component_tasks.get(ACKER_COMPONENT, [])
+        self.acker_for = _acker_chooser(ackers)
+        self.backlog = 0
+        self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
+        self.spout_emitted = 0
+        self.dropped = 0
+        self.inbound: deque[Entries] = deque()
+        self.inbound_count = 0
+        self._desired_active = False
+        self._applied_active = False
+        self.worker_tasks = sorted(t for _, (s, e) in executors for t in range(s, e + 1))
+        self._worker_task_set = set(self.worker_tasks)
+        self._routes: dict[int, dict[str, StreamRoute]] = {}
+        self.executors: list[Executor] = []
+        for cid, (start, end) in executors:
+            tasks = list(range(start, end + 1))
+            spec = topology.components()[cid]
+            cls: type[Executor]
+            if cid == ACKER_COMPONENT:
+                cls = AckerExecutor
+            elif spec.is_spout:
+                cls = SpoutExecutor
+            else:
+                cls = BoltExecutor
+            self.executors.append(cls(self, cid, tasks))
+        # spouts first, then bolts, ackers last: one pass carries a batch all the way down the topology
+        self.executors.sort(key=lambda e: (0 if e.is_spout else (2 if e.component_id == ACKER_COMPONENT else 1)))
+        self.local_executor: dict[int, Executor] = {t: ex for ex in self.executors for t in ex.task_ids}
+        self.wake = threading.Event()
+
+    # ------------------------------------------------------------------------------------------ construction help
+
+    def component_conf(self, component_id: str) -> dict[str, Any]:
+        """Topology conf merged with the component's own (whitelisted) keys."""
+        return merge_component_conf(self.conf, self.topology.components()[component_id].conf)
+
+    def instantiate(self, component_id: str, task: int) -> Any:
+        """A private copy of the component object for one task."""
+        return copy.deepcopy(self.topology.components()[component_id].obj)
+
+    def make_context(self, task: int, component_id: str) -> TopologyContext:
+        """The :class:`TopologyContext` of one task."""
+        return TopologyContext(
+            topology_id=self.topology_id,
+            topology_name=self.topology_name,
+            task_id=task,
+            component_id=component_id,
+            task_to_component=self.task_to_component,
+            component_tasks=self.layout.component_tasks,
+            component_streams=self.component_streams,
+            worker_tasks=self.worker_tasks,
+            worker_port=self.worker_port,
+            resources=self.resources,
+            conf=self.conf,
+        )
+
+    def routes_for(self, task: int) -> dict[str, StreamRoute]:
+        """Routing of every output stream of ``task`` (built once per task)."""
+        routes = self._routes.get(task)
+        if routes is not None:
+            return routes
+        comp = self.task_to_component[task]
+        comps = self.topology.components()
+        spec = comps[comp]
+        routes = {}
+        for stream, (fields, direct) in spec.streams.items():
+            choosers = []
+            direct_targets: set[int] = set()
+            for sub_id in sorted(comps):
+                grouping = comps[sub_id].inputs.get((comp, stream))
+                if grouping is None:
+                    continue
+                targets = self.layout.component_tasks.get(sub_id, [])
+                if grouping.kind == "custom" and grouping.custom is not None:
+                    grouping = copy.copy(grouping)
+                    grouping.custom = copy.deepcopy(grouping.custom)
+                chooser = make_grouper(
+                    grouping, targets, fields, self._worker_task_set, self.rng,
+                    functools.partial(self._prepare_custom, task, comp, stream),
+                )
+                if chooser is None:
+                    direct_targets.update(targets)
+                else:
+                    choosers.append(chooser)
+            routes[stream] = StreamRoute(stream, fields, direct, choosers, direct_targets)
+        self._routes[task] = routes
+        return routes
+
+    def _prepare_custom(
+        self, task: int, comp: str, stream: str, grouping: CustomStreamGrouping, targets: list[int]
+    ) -> None:
+        grouping.prepare(self.make_context(task, comp), (comp, stream), list(targets))
+
+    # --------------------------------------------------------------------------------------------------- running
+
+    def prepare(self) -> None:
+        """Create every task's component object and prepare bolts (spouts open at their first activation)."""
+        for ex in self.executors:
+            ex.prepare()
+
+    def set_active(self, active: bool) -> None:
+        """Ask for the topology's spouts to be (de)activated; applied by the loop thread."""
+        self._desired_active = active
+        self.wake.set()
+
+    def report_error(self, component_id: str, task: int, exc: BaseException) -> None:
+        """Record an error of a task (with traceback) through the error sink."""
+        text = error_text(exc)
+        if self._error_sink is not None:
+            try:
+                self._error_sink(component_id, task, text)
+            except Exception:
+                log.exception("could not record an error of %s task %d", component_id, task)
+
+    def deliver(self, entries: Entries) -> None:
+        """Hand in a batch from another worker (thread-safe)."""
+        self.inbound.append(entries)
+        self.wake.set()
+
+    def run_once(self, now: float) -> bool:
+        """One pass over every executor; return whether any work was done."""
+        did = False
+        if self._desired_active != self._applied_active:
+            self._applied_active = self._desired_active
+            for ex in self.executors:
+                if isinstance(ex, SpoutExecutor):
+                    ex.set_active(self._applied_active)
+            did = True
+        if self.inbound:
+            did = True
+            self._drain_inbound()
+        clock_now = self.clock.now
+        for ex in self.executors:
+            if ex.step(clock_now()):
+                did = True
+            if ex.outbuf:
+                self._flush(ex.outbuf)
+        return did
+
+    def _drain_inbound(self) -> None:
+        local = self.local_executor
+        inbound = self.inbound
+        n = 0
+        while inbound:
+            for task, items in inbound.popleft():
+                ex = local.get(task)
+                if ex is None:
+                    self.dropped += len(items)
+                    log.warning("dropped %d tuples for task %d, which is not in this worker", len(items), task)
+                    continue
+                ex.inbox.append((task, items))
+                n += len(items)
+        self.backlog += n
+        self.inbound_count += n
+
+    def _flush(self, outbuf: dict[int, list[Any]]) -> None:
+        local = self.local_executor
+        remote: dict[str, Entries] | None = None
+        n = 0
+        for task, items in outbuf.items():
+            ex = local.get(task)
+            if ex is not None:
+                ex.inbox.append((task, items))
+                n += len(items)
+                continue
+            worker = self.task_to_worker.get(task)
+            if worker is None or self._send_remote is None:
+                self.dropped += len(items)
+                log.warning("dropped %d tuples for task %d: no worker runs it", len(items), task)
+                continue
+            if remote is None:
+                remote = {}
+            remote.setdefault(worker, []).append((task, items))
+        outbuf.clear()
+        self.backlog += n
+        if remote is not None:
+            assert self._send_remote is not None
+            for worker, entries in remote.items():
+                self._send_remote(worker, entries)
+
+    def shutdown(self) -> None:
+        """Deactivate and close spouts, clean up bolts."""
+        for ex in self.executors:
+            try:
+                ex.shutdown()
+            except Exception:
+                log.exception("shutdown of %s failed", ex.component_id)
+
+    # -------------------------------------------------------------------------------------------------- reading
+
+    def stats(self) -> dict[str, Any]:
+        """Per-executor counters, keyed ``component:[start-end]``."""
+        out: dict[str, Any] = {}
+        for ex in self.executors:
+            d = ex.stats.as_dict()
+            d["component"] = ex.component_id
+            d["tasks"] = ex.task_ids
+            if isinstance(ex, SpoutExecutor):
+                d["pending"] = ex.pending_count()
+                d["latency_samples"] = list(ex.stats.lat_samples[-2000:])
+            out[f"{ex.component_id}:[{ex.task_ids[0]}-{ex.task_ids[-1]}]"] = d
+        return out
+
+    def is_idle(self) -> bool:
+        """No queued tuples in any executor and nothing inbound."""
+        return not self.inbound and all(not ex.inbox for ex in self.executors)
+
+
+def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
+    if not ackers:
+        return lambda root: -1
+    if len(ackers) == 1:
+        only = ackers[0]
+        return lambda root: only
+    ordered = sorted(ackers)
+    n = len(ordered)
+    return lambda root: ordered[values_hash([root]) % n]
+
+
+class WorkerLoop:
+    """The thread that drives a :class:`WorkerRuntime`: run passes, wait briefly when idle, stop on request."""
+
+    def __init__(self, rt: WorkerRuntime, name: str = "worker") -> None:
+        self.rt = rt
+        self.clock = rt.clock
+        self.idle = False
+        self.passes = 0
+        self.work_passes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._listener = rt.wake.set
+        self.clock.add_listener(self._on_clock)
+        self.failure: BaseException | None = None
+
+    def _on_clock(self) -> None:
+        self.idle = False
+        self.rt.wake.set()
+
+    def start(self) -> None:
+        """Prepare the runtime's tasks, then start the loop thread."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        rt = self.rt
+        wake = rt.wake
+        clock = self.clock
+        idle_wait = 0.0
+        try:
+            rt.prepare()
+            while not self._stop.is_set():
+                wake.clear()
+                inbound_before = rt.inbound_count
+                did = rt.run_once(clock.now())
+                self.passes += 1
+                if did:
+                    self.work_passes += 1
+                    self.idle = False
+                    idle_wait = 0.0
+                    continue
+                if rt.inbound_count == inbound_before and not rt.inbound:
+                    self.idle = True
+                wake.wait(idle_wait)
+                idle_wait = min(idle_wait * 2 or 0.0002, 0.005)
+        except BaseException as exc:  # keep the failure for whoever joins the loop
+            self.failure = exc
+            log.exception("worker loop of %s crashed", rt.worker_id)
+        finally:
+            self.idle = True
+            rt.shutdown()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop and wait for its thread (which shuts the runtime down)."""
+        self._stop.set()
+        self.rt.wake.set()
+        self.clock.remove_listener(self._on_clock)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the loop thread runs."""
+        return self._thread.is_alive()
