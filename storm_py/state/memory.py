@@ -1,0 +1,343 @@
+"""This module owns the in-process twin of ZooKeeper: :class:`MemoryStore` (the tree) and
+:class:`MemoryStorage` (one client session on it), used by the LocalCluster and by tests.
+
+It follows ZooKeeper's data model closely enough for the contract suite: ephemeral nodes belong to a session
+and cannot have children, sequential names carry the parent's 10-digit child counter, watches fire after
+changes.  :meth:`MemoryStorage.expire_session` plays a session expiry: the session's ephemeral nodes vanish
+(other sessions' watches fire), listeners see ``lost``, then a new session re-creates the non-sequential
+ephemeral nodes and listeners see ``connected``.  All methods are thread-safe; each session runs its callbacks
+on its own storage thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+from storm_py.errors import StateError
+from storm_py.state import znodes
+from storm_py.state.dispatch import CallbackThread
+from storm_py.state.election import LatchElection
+from storm_py.state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
+
+log = logging.getLogger(__name__)
+
+_WatchKind = Literal["data", "children"]
+
+
+@dataclass(slots=True)
+class _Node:
+    data: bytes
+    owner: int | None = None  # session id of an ephemeral node
+    sequential: bool = False
+    children: set[str] = field(default_factory=set)
+    cversion: int = 0  # bumped on every child creation and deletion; names sequential children
+
+
+class _MemoryWatch:
+    """A watch registered by one session on the shared store."""
+
+    def __init__(self, storage: MemoryStorage, kind: _WatchKind, path: str, callback: WatchCallback) -> None:
+        self._storage = storage
+        self.kind = kind
+        self._path = path
+        self._callback = callback
+        self.cancelled = False
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self._storage.store._remove_watch(self)
+
+    def fire(self) -> None:
+        if not self.cancelled:
+            self._storage._dispatcher.post(self._run)
+
+    def _run(self) -> None:
+        if not self.cancelled:
+            self._callback(self._path)
+
+
+class MemoryStore:
+    """The shared tree of nodes; sessions are :class:`MemoryStorage` objects made with :meth:`session`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._nodes: dict[str, _Node] = {znodes.ROOT: _Node(b"")}
+        self._watches: dict[tuple[_WatchKind, str], list[_MemoryWatch]] = {}
+        self._session_ids = itertools.count(1)
+
+    def session(self) -> MemoryStorage:
+        """A new client session on this store."""
+        return MemoryStorage(self)
+
+    def dump(self) -> dict[str, bytes]:
+        """Every node's data by path (for debugging and tests)."""
+        with self._lock:
+            return {path: node.data for path, node in sorted(self._nodes.items())}
+
+    # ------------------------------------------------------------------- operations (path already normalized)
+    def _new_session_id(self) -> int:
+        return next(self._session_ids)
+
+    def _get(self, path: str) -> bytes | None:
+        with self._lock:
+            node = self._nodes.get(path)
+            return None if node is None else node.data
+
+    def _exists(self, path: str) -> bool:
+        with self._lock:
+            return path in self._nodes
+
+    def _children(self, path: str) -> list[str]:
+        with self._lock:
+            node = self._nodes.get(path)
+            return [] if node is None else sorted(node.children)
+
+    def _create(self, path: str, data: bytes, owner: int | None, sequential: bool) -> str:
+        with self._lock:
+            for ancestor in znodes.ancestors(path):
+                if ancestor not in self._nodes:
+                    self._add(ancestor, b"", None, False)
+            parent = self._nodes[znodes.parent(path)]
+            if parent.owner is not None:
+                raise StateError(
+                    f"cannot create {path}: its parent is ephemeral",
+                    path=path,
+                    op="create",
+                    reason="ephemeral_parent",
+                )
+            if sequential:
+                path = znodes.join(
+                    znodes.parent(path), znodes.sequential_name(znodes.basename(path), parent.cversion)
+                )
+            if path in self._nodes:
+                raise StateError(
+                    f"cannot create {path}: node exists", path=path, op="create", reason="node_exists"
+                )
+            self._add(path, data, owner, sequential)
+            return path
+
+    def _set(self, path: str, data: bytes, owner: int | None) -> None:
+        """Overwrite ``path``; create it (persistent, or ephemeral for ``owner``) if absent."""
+        with self._lock:
+            node = self._nodes.get(path)
+            if node is None:
+                self._create(path, data, owner, False)
+                return
+            node.data = data
+            self._fire("data", path)
+
+    def _set_ephemeral(self, path: str, data: bytes, owner: int) -> None:
+        with self._lock:
+            node = self._nodes.get(path)
+            if node is not None and node.owner == owner:
+                node.data = data
+                self._fire("data", path)
+                return
+            if node is not None:
+                if node.children:
+                    raise StateError(
+                        f"cannot make {path} ephemeral: it has children",
+                        path=path,
+                        op="set",
+                        reason="not_empty",
+                    )
+                self._remove(path)
+            self._create(path, data, owner, False)
+
+    def _delete(self, path: str) -> None:
+        with self._lock:
+            if path == znodes.ROOT:
+                for child in self._children(path):
+                    self._delete(znodes.join(path, child))
+                return
+            node = self._nodes.get(path)
+            if node is None:
+                return
+            for child in sorted(node.children):
+                self._delete(znodes.join(path, child))
+            self._remove(path)
+
+    def _owned_by(self, owner: int) -> list[tuple[str, _Node]]:
+        with self._lock:
+            return [(path, node) for path, node in self._nodes.items() if node.owner == owner]
+
+    def _drop_session(self, owner: int) -> list[tuple[str, bytes, bool]]:
+        """Delete the ephemeral nodes of ``owner``; return them as ``(path, data, sequential)``."""
+        with self._lock:
+            owned = self._owned_by(owner)
+            for path, _ in owned:
+                self._remove(path)
+            return [(path, node.data, node.sequential) for path, node in owned]
+
+    # ------------------------------------------------------------------------------------------- watches
+    def _add_watch(self, watch: _MemoryWatch) -> None:
+        with self._lock:
+            self._watches.setdefault((watch.kind, watch.path), []).append(watch)
+
+    def _remove_watch(self, watch: _MemoryWatch) -> None:
+        with self._lock:
+            watches = self._watches.get((watch.kind, watch.path), [])
+            if watch in watches:
+                watches.remove(watch)
+            if not watches:
+                self._watches.pop((watch.kind, watch.path), None)
+
+    def _remove_watches_of(self, storage: MemoryStorage) -> None:
+        with self._lock:
+            mine = [w for watches in self._watches.values() for w in watches if w._storage is storage]
+            for watch in mine:
+                watch.cancel()
+
+    # ------------------------------------------------------------------------------------------ internals
+    def _add(self, path: str, data: bytes, owner: int | None, sequential: bool) -> None:
+        parent_path = znodes.parent(path)
+        parent = self._nodes[parent_path]
+        parent.children.add(znodes.basename(path))
+        parent.cversion += 1
+        self._nodes[path] = _Node(data, owner, sequential)
+        self._fire("data", path)
+        self._fire("children", path)
+        self._fire("children", parent_path)
+
+    def _remove(self, path: str) -> None:
+        parent_path = znodes.parent(path)
+        parent = self._nodes[parent_path]
+        parent.children.discard(znodes.basename(path))
+        parent.cversion += 1
+        del self._nodes[path]
+        self._fire("data", path)
+        self._fire("children", path)
+        self._fire("children", parent_path)
+
+    def _fire(self, kind: _WatchKind, path: str) -> None:
+        for watch in list(self._watches.get((kind, path), ())):
+            watch.fire()
+
+
+class MemoryStorage:
+    """One client session on a :class:`MemoryStore`; a :class:`~storm_py.state.storage.StateStorage`."""
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self.store = store if store is not None else MemoryStore()
+        self._session = self.store._new_session_id()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._listeners: list[ConnectionListener] = []
+        self._dispatcher = CallbackThread(f"memory-storage-{self._session}")
+
+    @property
+    def session_id(self) -> int:
+        """The current session's id (changes after :meth:`expire_session`)."""
+        return self._session
+
+    # ------------------------------------------------------------------------------------------- data
+    def get(self, path: str) -> bytes | None:
+        return self.store._get(self._path("get", path))
+
+    def set(self, path: str, data: bytes) -> None:
+        path = self._path("set", path)
+        with self.store._lock:
+            node = self.store._nodes.get(path)
+            # A node of ours stays ephemeral, even when re-created by a write.
+            owner = self._session if node is not None and node.owner == self._session else None
+            self.store._set(path, bytes(data), owner)
+
+    def set_ephemeral(self, path: str, data: bytes) -> None:
+        self.store._set_ephemeral(self._path("set", path), bytes(data), self._session)
+
+    def create(self, path: str, data: bytes = b"", ephemeral: bool = False, sequential: bool = False) -> str:
+        path = self._path("create", path)
+        if path == znodes.ROOT:
+            raise StateError("cannot create the root", path=path, op="create", reason="node_exists")
+        return self.store._create(path, bytes(data), self._session if ephemeral else None, sequential)
+
+    def exists(self, path: str) -> bool:
+        return self.store._exists(self._path("exists", path))
+
+    def children(self, path: str) -> list[str]:
+        return self.store._children(self._path("children", path))
+
+    def delete(self, path: str) -> None:
+        self.store._delete(self._path("delete", path))
+
+    # ---------------------------------------------------------------------------------------- watches
+    def watch_data(self, path: str, callback: WatchCallback) -> _MemoryWatch:
+        return self._watch("data", path, callback)
+
+    def watch_children(self, path: str, callback: WatchCallback) -> _MemoryWatch:
+        return self._watch("children", path, callback)
+
+    def _watch(self, kind: _WatchKind, path: str, callback: WatchCallback) -> _MemoryWatch:
+        watch = _MemoryWatch(self, kind, self._path("watch", path), callback)
+        self.store._add_watch(watch)
+        return watch
+
+    # ------------------------------------------------------------------------------------- connection
+    def add_connection_listener(self, callback: ConnectionListener) -> None:
+        with self._lock:
+            self._listeners.append(callback)
+
+    def remove_connection_listener(self, callback: ConnectionListener) -> None:
+        with self._lock:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+    def connection_state(self) -> ConnectionState:
+        return "lost" if self._closed else "connected"
+
+    def elect(self, path: str, identifier: str) -> LeaderElection:
+        self._path("elect", path)
+        return LatchElection(self, path, identifier)
+
+    def expire_session(self) -> None:
+        """Play a session expiry followed by a new session (see the module docstring)."""
+        self._path("expire", znodes.ROOT)
+        with self.store._lock:
+            dropped = self.store._drop_session(self._session)
+            self._notify("lost")
+            old, self._session = self._session, self.store._new_session_id()
+            for path, data, sequential in dropped:
+                if sequential:
+                    continue
+                try:
+                    self.store._set_ephemeral(path, data, self._session)
+                except StateError as err:
+                    log.warning("could not re-create ephemeral node %s: %s", path, err)
+            self._notify("connected")
+        log.info("memory session %d expired; new session %d", old, self._session)
+
+    def close(self) -> None:
+        with self.store._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.store._drop_session(self._session)
+            self.store._remove_watches_of(self)
+        self._dispatcher.stop()
+
+    # ------------------------------------------------------------------------------------------ internals
+    def _path(self, op: str, path: str) -> str:
+        if self._closed:
+            raise StateError(
+                f"cannot {op} {path}: the storage session is closed", path=path, op=op, reason="closed"
+            )
+        return znodes.normalize(path)
+
+    def _notify(self, state: ConnectionState) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            self._dispatcher.post(functools.partial(listener, state))
+
+    def __repr__(self) -> str:
+        return f"MemoryStorage(session={self._session})"
