@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.api.tuple import Fields
+from storm_py.clock import SYSTEM_CLOCK, Clock
 
 
 class TopologyContext:
@@ -25,6 +26,7 @@ class TopologyContext:
         worker_port: int | None = None,
         resources: dict[str, Any] | None = None,
         conf: Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -37,6 +39,8 @@ class TopologyContext:
         self.this_worker_port = worker_port
         self._resources = resources if resources is not None else {}
         self._conf = conf or {}
+        #: the cluster's clock (simulated in tests): components that keep time should read it
+        self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self.metrics: dict[str, tuple[Any, float]] = {}
         tasks = component_tasks.get(component_id, [task_id])
         self.this_task_index = tasks.index(task_id) if task_id in tasks else 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,20 +242,22 @@ def fill_component(spec: ComponentSpec) -> None:
         spec.conf = {**own, **spec.conf}
 
 
-def validate_topology(topology: StormTopology, system_ids_allowed: Iterable[str] = ()) -> None:
-    """Storm's structural checks; raise :class:`InvalidTopologyException` naming what is wrong."""
+def validate_topology(topology: StormTopology, system: bool = False) -> None:
+    """Storm's structural checks; raise :class:`InvalidTopologyException` naming what is wrong.
+
+    ``system`` is for the rewritten topology, where ``__`` ids are the system's own.
+    """
     if not isinstance(topology, StormTopology):
         raise InvalidTopologyException(f"expected a StormTopology, got {type(topology).__name__}")
-    allowed = set(system_ids_allowed)
     comps = topology.components()
     if not topology.spouts:
         raise InvalidTopologyException("topology has no spouts")
     for cid, spec in comps.items():
-        if cid.startswith("__") and cid not in allowed:
+        if cid.startswith("__") and not system:
             raise InvalidTopologyException(f"component id {cid!r} is reserved (ids starting '__' are system ids)",
                                            component=cid)
         for stream in spec.streams:
-            if stream.startswith("__") and cid not in allowed:
+            if stream.startswith("__") and not system:
                 raise InvalidTopologyException(
                     f"stream id {stream!r} of {cid!r} is reserved (ids starting '__' are system ids)", component=cid
                 )

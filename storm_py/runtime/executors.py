@@ -56,6 +56,8 @@ class ExecutorStats:
             "acked": self.acked,
             "failed": self.failed,
             "complete_latency_ms": (self.lat_sum / self.lat_count) if self.lat_count else 0.0,
+            "lat_sum": self.lat_sum,
+            "lat_count": self.lat_count,
         }
 
 

@@ -99,20 +99,42 @@ def split_tasks(tasks: list[int], executors: int) -> list[Executor]:
     return out
 
 
-def layout_tasks(topology: StormTopology, executor_counts: dict[str, int] | None = None) -> TaskLayout:
+def component_counts(topology: StormTopology, conf: dict[str, Any] | None = None) -> dict[str, tuple[int, int]]:
+    """``{component: (tasks, executors)}``; a topology-level ``topology.max.task.parallelism`` caps both."""
+    cap = (conf or {}).get("topology.max.task.parallelism")
+    out: dict[str, tuple[int, int]] = {}
+    for cid, spec in topology.components().items():
+        tasks, execs = spec.num_tasks(), spec.num_executors()
+        if cap is not None and cid not in SYSTEM_IDS:
+            tasks, execs = min(tasks, int(cap)), min(execs, int(cap))
+        out[cid] = (tasks, execs)
+    return out
+
+
+def layout_tasks(
+    topology: StormTopology,
+    executor_counts: dict[str, int] | None = None,
+    conf: dict[str, Any] | None = None,
+) -> TaskLayout:
     """Assign task ids 1.. in sorted component-id order and split them over executors.
 
     ``executor_counts`` overrides the parallelism of some components (rebalance); tasks never change.
     """
-    comps = topology.components()
+    return layout_from_counts(component_counts(topology, conf), executor_counts)
+
+
+def layout_from_counts(
+    counts: dict[str, tuple[int, int]], executor_counts: dict[str, int] | None = None
+) -> TaskLayout:
+    """The layout of :func:`layout_tasks` from ``{component: (tasks, executors)}`` alone."""
     tasks: dict[str, list[int]] = {}
     nxt = 1
-    for cid in sorted(comps):
-        n = comps[cid].num_tasks()
+    for cid in sorted(counts):
+        n = counts[cid][0]
         tasks[cid] = list(range(nxt, nxt + n))
         nxt += n
     execs: dict[str, list[Executor]] = {}
-    for cid in sorted(comps):
-        count = (executor_counts or {}).get(cid, comps[cid].num_executors())
+    for cid in sorted(counts):
+        count = (executor_counts or {}).get(cid, counts[cid][1])
         execs[cid] = split_tasks(tasks[cid], count)
     return TaskLayout(tasks, execs)

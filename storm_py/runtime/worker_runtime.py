@@ -127,6 +127,7 @@ class WorkerRuntime:
             worker_port=self.worker_port,
             resources=self.resources,
             conf=self.conf,
+            clock=self.clock,
         )
 
     def routes_for(self, task: int) -> dict[str, StreamRoute]:
@@ -270,9 +271,10 @@ class WorkerRuntime:
             d = ex.stats.as_dict()
             d["component"] = ex.component_id
             d["tasks"] = ex.task_ids
+            d["is_spout"] = ex.is_spout
             if isinstance(ex, SpoutExecutor):
                 d["pending"] = ex.pending_count()
-                d["latency_samples"] = list(ex.stats.lat_samples[-2000:])
+                d["latency_samples"] = list(ex.stats.lat_samples[-200:])
             out[f"{ex.component_id}:[{ex.task_ids[0]}-{ex.task_ids[-1]}]"] = d
         return out
 

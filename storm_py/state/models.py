@@ -58,6 +58,8 @@ class StormBase:
     prev_status: TopologyStatus | None = None
     topology_action_options: dict[str, Any] | None = None
     component_debug: dict[str, Any] = field(default_factory=dict)
+    component_tasks: dict[str, int] = field(default_factory=dict)
+    spout_ids: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -72,6 +74,8 @@ class StormBase:
             "prev_status": self.prev_status,
             "topology_action_options": self.topology_action_options,
             "component_debug": dict(self.component_debug),
+            "component_tasks": dict(self.component_tasks),
+            "spout_ids": list(self.spout_ids),
         }
 
     @classmethod
@@ -93,6 +97,8 @@ class StormBase:
             prev_status=None if prev is None else _status(prev),
             topology_action_options=None if options is None else _mapping(options),
             component_debug=_mapping(d.get("component_debug", {})),
+            component_tasks={str(k): int(v) for k, v in _mapping(d.get("component_tasks", {})).items()},
+            spout_ids=[str(x) for x in d.get("spout_ids", [])],
         )
 
 

@@ -1,0 +1,1 @@
+"""Example topologies (ports of storm-starter's)."""

@@ -1,0 +1,434 @@
+"""Nimbus: accepts topologies, schedules their executors onto supervisors' slots, runs timed transitions
+(kill, rebalance) and reassigns the executors of dead workers and supervisors.
+
+The class holds no thread: :meth:`Nimbus.step` does one round of timers and monitoring with the given clock;
+the nimbus daemon calls it from its loop, LocalCluster calls it directly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from storm_py.api.topology import StormTopology, validate_topology
+from storm_py.clock import Clock
+from storm_py.daemons import topology_status as ts
+from storm_py.daemons.code_store import CodeStore
+from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
+from storm_py.runtime.system_topology import (
+    SYSTEM_IDS,
+    component_counts,
+    layout_from_counts,
+    num_ackers,
+    system_topology,
+)
+from storm_py.scheduler import schedule_even
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.models import Assignment, StormBase
+
+log = logging.getLogger(__name__)
+
+_NAME_RE = re.compile(r"^[^/.:\\]+$")
+
+TopologyLoader = Callable[[Any, dict[str, Any]], StormTopology]
+
+
+def _load_object(code: Any, conf: dict[str, Any]) -> StormTopology:
+    if not isinstance(code, StormTopology):
+        raise InvalidTopologyException(f"expected a StormTopology, got {type(code).__name__}")
+    return code
+
+
+class Nimbus:
+    """The master's logic over a :class:`ClusterState`."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        state: ClusterState,
+        code_store: CodeStore,
+        clock: Clock,
+        loader: TopologyLoader = _load_object,
+    ) -> None:
+        self.conf = dict(conf)
+        self.state = state
+        self.code_store = code_store
+        self.clock = clock
+        self.loader = loader
+        self._lock = threading.RLock()
+        self._counter = 0
+        # (topology id, node, port) -> (last heartbeat time seen, nimbus time it was first seen)
+        self._hb_seen: dict[tuple[str, str, int], tuple[float, float]] = {}
+        self.is_leader: Callable[[], bool] = lambda: True
+
+    # -------------------------------------------------------------------------------------------------- lookups
+
+    def topology_id(self, name: str) -> str | None:
+        """The id of the live topology called ``name``."""
+        for tid, base in self.state.storm_bases().items():
+            if base.name == name:
+                return tid
+        return None
+
+    def _require(self, name: str) -> tuple[str, StormBase]:
+        tid = self.topology_id(name)
+        base = self.state.storm_base(tid) if tid else None
+        if tid is None or base is None:
+            raise NotAliveException(f"topology {name!r} is not alive", topology=name)
+        return tid, base
+
+    # --------------------------------------------------------------------------------------------------- submit
+
+    def submit_topology(self, name: str, conf: Mapping[str, Any] | None, code: Any, inactive: bool = False) -> str:
+        """Validate, store and schedule a topology; return its id."""
+        with self._lock:
+            if not isinstance(name, str) or not _NAME_RE.match(name):
+                raise InvalidTopologyException(f"topology name {name!r} is invalid (no '/', '.', ':' or '\\')")
+            if self.topology_id(name) is not None:
+                raise AlreadyAliveException(f"topology {name!r} is already alive", topology=name)
+            topo_conf = self._normalize_conf(name, conf or {})
+            topology = self.loader(code, topo_conf)
+            validate_topology(topology)
+            system = system_topology(topology, topo_conf)
+            validate_topology(system, system=True)
+            counts = component_counts(system, topo_conf)
+            for cid, (tasks, execs) in counts.items():
+                if execs <= 0 and tasks > 0:
+                    raise InvalidTopologyException(f"component {cid!r} has no executors", component=cid)
+            self._counter += 1
+            tid = f"{name}-{self._counter}-{int(self.clock.wall())}"
+            self.code_store.put(tid, code)
+            base = StormBase(
+                name=name,
+                status=ts.INACTIVE if inactive else ts.ACTIVE,
+                launch_time=self.clock.wall(),
+                num_workers=int(topo_conf.get("topology.workers") or 1),
+                component_executors={c: e for c, (_, e) in counts.items()},
+                component_tasks={c: t for c, (t, _) in counts.items()},
+                spout_ids=sorted(system.spouts),
+                topology_conf=topo_conf,
+            )
+            self.state.set_storm_base(tid, base)
+            self._schedule(tid, base, fresh=True)
+            log.info("submitted topology %s as %s", name, tid)
+            return tid
+
+    def _normalize_conf(self, name: str, conf: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {k: v for k, v in self.conf.items() if k.startswith("topology.")}
+        merged.update(conf)
+        merged["topology.name"] = name
+        try:
+            json.dumps(merged)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"topology conf of {name!r} is not JSON-serializable: {err}", topology=name) from err
+        workers = merged.get("topology.workers")
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ConfigError(f"topology.workers must be a positive integer, got {workers!r}")
+        ackers = merged.get("topology.acker.executors")
+        if ackers is not None and (not isinstance(ackers, int) or ackers < 0):
+            raise ConfigError(f"topology.acker.executors must be a non-negative integer, got {ackers!r}")
+        timeout = merged.get("topology.message.timeout.secs")
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigError(f"topology.message.timeout.secs must be a positive number, got {timeout!r}")
+        merged["topology.acker.executors"] = num_ackers(merged)
+        return merged
+
+    # ---------------------------------------------------------------------------------------------- scheduling
+
+    def _alive_slots(self) -> tuple[list[tuple[str, int]], dict[str, str]]:
+        now = self.clock.wall()
+        timeout = float(self.conf.get("nimbus.supervisor.timeout.secs", 60))
+        slots: list[tuple[str, int]] = []
+        hosts: dict[str, str] = {}
+        for sid, info in self.state.supervisors().items():
+            if now - info.time_secs > timeout:
+                continue
+            hosts[sid] = info.hostname
+            slots.extend((sid, p) for p in info.ports)
+        return slots, hosts
+
+    def _schedule(self, tid: str, base: StormBase, fresh: bool = False, dead: set[tuple[str, int]] = frozenset()) -> None:  # type: ignore[assignment]
+        counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+        layout = layout_from_counts(counts)
+        executors = [(c, s, e) for c, (s, e) in layout.all_executors()]
+        by_range = {(s, e): c for c, s, e in executors}
+        slots, hosts = self._alive_slots()
+        slots = [s for s in slots if s not in dead]
+        used: set[tuple[str, int]] = set()
+        for other, assignment in self.state.assignments().items():
+            if other != tid:
+                used.update(assignment.executor_node_port.values())
+        free = [s for s in slots if s not in used]
+        existing = None
+        current = self.state.assignment(tid)
+        if current is not None and not fresh:
+            existing = {
+                (by_range[r], r[0], r[1]): slot for r, slot in current.executor_node_port.items() if r in by_range
+            }
+        placed = schedule_even(executors, base.num_workers, free, existing, alive_slots=slots)
+        now = self.clock.wall()
+        start_times: dict[tuple[int, int], float] = {}
+        for (_, s, e), slot in placed.items():
+            old = current.executor_node_port.get((s, e)) if current is not None else None
+            keep = current is not None and old == slot and not fresh
+            start_times[(s, e)] = current.executor_start_time_secs.get((s, e), now) if keep and current else now
+        assignment = Assignment(
+            node_host={node: hosts.get(node, node) for node, _ in placed.values()},
+            executor_node_port={(s, e): slot for (_, s, e), slot in placed.items()},
+            executor_start_time_secs=start_times,
+        )
+        if current is None or current.executor_node_port != assignment.executor_node_port:
+            self.state.set_assignment(tid, assignment)
+            log.info("assigned %s to %d slot(s)", tid, len(set(assignment.executor_node_port.values())))
+
+    # ----------------------------------------------------------------------------------------------- actions
+
+    def activate(self, name: str) -> None:
+        """Status active: spouts run."""
+        self._transition(name, "activate")
+
+    def deactivate(self, name: str) -> None:
+        """Status inactive: spouts stop calling ``next_tuple``."""
+        self._transition(name, "deactivate")
+
+    def _transition(self, name: str, action: str) -> None:
+        with self._lock:
+            tid, base = self._require(name)
+            status = ts.apply(base.status, action, name)
+            if status != base.status:
+                self.state.set_storm_base(tid, _replace(base, status=status))
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        """Deactivate now; remove the topology after ``wait_secs`` (default: its message timeout)."""
+        with self._lock:
+            tid, base = self._require(name)
+            wait = self._wait(base, wait_secs)
+            options = {"action": "kill", "delay_secs": wait, "at": self.clock.wall() + wait}
+            self.state.set_storm_base(
+                tid, _replace(base, status=ts.KILLED, prev_status=base.status, topology_action_options=options)
+            )
+            log.info("killing %s in %ss", tid, wait)
+        self.step()
+
+    def rebalance(
+        self,
+        name: str,
+        wait_secs: float | None = None,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+    ) -> None:
+        """Deactivate for ``wait_secs`` (default: message timeout), then reschedule with new counts."""
+        with self._lock:
+            tid, base = self._require(name)
+            if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
+                raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")
+            for cid, n in (executors or {}).items():
+                if cid not in base.component_executors or cid in SYSTEM_IDS:
+                    raise InvalidTopologyException(
+                        f"cannot rebalance unknown component {cid!r} of {name!r}", component=cid
+                    )
+                tasks = base.component_tasks.get(cid, 0)
+                if not isinstance(n, int) or n <= 0 or n > tasks:
+                    raise InvalidTopologyException(
+                        f"executors of {cid!r} must be between 1 and its {tasks} task(s), got {n!r}", component=cid
+                    )
+            status = ts.apply(base.status, "rebalance", name)
+            wait = self._wait(base, wait_secs)
+            options = {
+                "action": "rebalance",
+                "delay_secs": wait,
+                "at": self.clock.wall() + wait,
+                "num_workers": num_workers,
+                "num_executors": dict(executors or {}),
+            }
+            self.state.set_storm_base(
+                tid, _replace(base, status=status, prev_status=base.status, topology_action_options=options)
+            )
+        self.step()
+
+    def _wait(self, base: StormBase, wait_secs: float | None) -> float:
+        if wait_secs is None:
+            return float(base.topology_conf.get("topology.message.timeout.secs", 30))
+        if wait_secs < 0:
+            raise ValueError(f"wait_secs must be >= 0, got {wait_secs}")
+        return float(wait_secs)
+
+    # ------------------------------------------------------------------------------------------------- timers
+
+    def step(self) -> None:
+        """Fire due kill/rebalance transitions and reassign executors of dead workers or supervisors."""
+        with self._lock:
+            now = self.clock.wall()
+            for tid, base in self.state.storm_bases().items():
+                opts = base.topology_action_options
+                if opts and now >= float(opts.get("at", 0)):
+                    if opts.get("action") == "kill":
+                        self._remove(tid)
+                        continue
+                    if opts.get("action") == "rebalance":
+                        self._do_rebalance(tid, base, opts)
+                        continue
+                if base.status != ts.KILLED:
+                    self._monitor(tid, base)
+
+    def _remove(self, tid: str) -> None:
+        log.info("removing topology %s", tid)
+        self.state.remove_assignment(tid)
+        self.state.remove_storm_base(tid)
+        self.state.remove_worker_heartbeats(tid)
+        self.state.remove_errors(tid)
+        self.code_store.delete(tid)
+        for key in [k for k in self._hb_seen if k[0] == tid]:
+            del self._hb_seen[key]
+
+    def _do_rebalance(self, tid: str, base: StormBase, opts: Mapping[str, Any]) -> None:
+        execs = dict(base.component_executors)
+        execs.update(opts.get("num_executors") or {})
+        workers = opts.get("num_workers") or base.num_workers
+        restored = base.prev_status if base.prev_status in (ts.ACTIVE, ts.INACTIVE) else ts.ACTIVE
+        new = _replace(
+            base,
+            status=restored,
+            prev_status=None,
+            topology_action_options=None,
+            num_workers=int(workers),
+            component_executors=execs,
+        )
+        self.state.set_storm_base(tid, new)
+        self._schedule(tid, new, fresh=True)
+        log.info("rebalanced %s: %d worker(s), executors %s", tid, new.num_workers, execs)
+
+    def _monitor(self, tid: str, base: StormBase) -> None:
+        assignment = self.state.assignment(tid)
+        if assignment is None:
+            self._schedule(tid, base)
+            return
+        nimbus_now = self.clock.now()
+        wall = self.clock.wall()
+        task_timeout = float(self.conf.get("nimbus.task.timeout.secs", 30))
+        launch_timeout = float(self.conf.get("nimbus.task.launch.secs", 120))
+        beats = self.state.worker_heartbeats(tid)
+        alive_slots, _ = self._alive_slots()
+        alive = set(alive_slots)
+        dead: set[tuple[str, int]] = set()
+        for slot, executors in assignment.slots().items():
+            if slot not in alive:
+                dead.add(slot)
+                continue
+            key = (tid, slot[0], slot[1])
+            hb = beats.get(slot)
+            started = min(assignment.executor_start_time_secs.get(e, wall) for e in executors)
+            if hb is None:
+                if wall - started > launch_timeout:
+                    dead.add(slot)
+                continue
+            seen = self._hb_seen.get(key)
+            if seen is None or seen[0] != hb.time_secs:
+                self._hb_seen[key] = (hb.time_secs, nimbus_now)
+            elif nimbus_now - seen[1] > task_timeout:
+                dead.add(slot)
+        if dead:
+            log.warning("executors of %s on dead slot(s) %s: reassigning", tid, sorted(dead))
+            for slot in dead:
+                self._hb_seen.pop((tid, slot[0], slot[1]), None)
+            self._schedule(tid, base, dead=dead)
+
+    # ---------------------------------------------------------------------------------------------- summaries
+
+    def topology_summary(self, name: str) -> dict[str, Any]:
+        """Storm UI's topology page for ``name`` (``/api/v1/topology/:id`` field names)."""
+        tid, base = self._require(name)
+        return self.summary_by_id(tid, base)
+
+    def summary_by_id(self, tid: str, base: StormBase | None = None) -> dict[str, Any]:
+        """The topology page of a topology id."""
+        base = base or self.state.storm_base(tid)
+        if base is None:
+            raise NotAliveException(f"topology {tid!r} is not alive", topology=tid)
+        assignment = self.state.assignment(tid)
+        beats = self.state.worker_heartbeats(tid)
+        comps: dict[str, dict[str, Any]] = {}
+        latencies: dict[str, list[float]] = {}
+        for hb in beats.values():
+            for ex in (hb.stats or {}).get("executors", {}).values():
+                c = comps.setdefault(
+                    ex["component"],
+                    {"emitted": 0, "transferred": 0, "executed": 0, "acked": 0, "failed": 0, "executors": 0,
+                     "lat_sum": 0.0, "lat_count": 0, "is_spout": ex.get("is_spout", False)},
+                )
+                for k in ("emitted", "transferred", "executed", "acked", "failed"):
+                    c[k] += int(ex.get(k, 0))
+                c["executors"] += 1
+                c["lat_sum"] += float(ex.get("lat_sum", 0.0))
+                c["lat_count"] += int(ex.get("lat_count", 0))
+                latencies.setdefault(ex["component"], []).extend(ex.get("latency_samples", []))
+        errors = self.state.topology_errors(tid)
+        spouts, bolts = [], []
+        for cid in sorted(base.component_executors):
+            c = comps.get(cid, {})
+            errs = errors.get(cid, [])
+            entry: dict[str, Any] = {
+                "executors": base.component_executors[cid],
+                "tasks": base.component_tasks.get(cid, 0),
+                "emitted": c.get("emitted", 0),
+                "transferred": c.get("transferred", 0),
+                "acked": c.get("acked", 0),
+                "failed": c.get("failed", 0),
+                "lastError": errs[0].error if errs else "",
+                "errors": [e.to_json() for e in errs],
+            }
+            if c.get("is_spout") or (not c and cid in self._spout_ids(base)):
+                entry["spoutId"] = cid
+                entry["completeLatency"] = (c["lat_sum"] / c["lat_count"]) if c.get("lat_count") else 0.0
+                spouts.append(entry)
+            else:
+                entry["boltId"] = cid
+                entry["executed"] = c.get("executed", 0)
+                bolts.append(entry)
+        workers = len(set(assignment.executor_node_port.values())) if assignment else 0
+        uptime = max(0.0, self.clock.wall() - base.launch_time)
+        return {
+            "id": tid,
+            "name": base.name,
+            "status": base.status.upper(),
+            "uptimeSeconds": int(uptime),
+            "tasksTotal": sum(base.component_tasks.values()),
+            "workersTotal": workers,
+            "executorsTotal": sum(base.component_executors.values()),
+            "spouts": spouts,
+            "bolts": bolts,
+            "configuration": base.topology_conf,
+            "assignment": {f"{s}-{e}": [n, p] for (s, e), (n, p) in (assignment.executor_node_port.items()
+                                                                           if assignment else [])},
+        }
+
+    def _spout_ids(self, base: StormBase) -> set[str]:
+        return set(base.spout_ids)
+
+    def cluster_summary(self) -> list[dict[str, Any]]:
+        """One row per live topology (the columns of ``storm list``)."""
+        rows = []
+        for tid, base in sorted(self.state.storm_bases().items()):
+            assignment = self.state.assignment(tid)
+            rows.append(
+                {
+                    "id": tid,
+                    "name": base.name,
+                    "status": base.status.upper(),
+                    "tasksTotal": sum(base.component_tasks.values()),
+                    "workersTotal": len(set(assignment.executor_node_port.values())) if assignment else 0,
+                    "executorsTotal": sum(base.component_executors.values()),
+                    "uptimeSeconds": int(max(0.0, self.clock.wall() - base.launch_time)),
+                }
+            )
+        return rows
+
+
+def _replace(base: StormBase, **changes: Any) -> StormBase:
+    from dataclasses import replace
+
+    return replace(base, **changes)

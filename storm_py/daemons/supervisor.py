@@ -1,0 +1,119 @@
+"""The supervisor: registers its slots, follows the assignments and keeps one worker per assigned slot.
+
+No thread of its own: :meth:`Supervisor.sync` does one round (the daemon calls it from its loop; LocalCluster
+directly).  How a worker is started is the launcher's business (a thread in LocalCluster, a process otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from storm_py.clock import Clock
+from storm_py.daemons.slots import RunningSlot, WantedSlot, reconcile
+from storm_py.errors import StormPyError
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.models import SupervisorInfo
+
+log = logging.getLogger(__name__)
+
+
+class WorkerHandle(Protocol):
+    """A launched worker as its supervisor sees it."""
+
+    topology_id: str
+    executors: list[tuple[int, int]]
+
+    @property
+    def alive(self) -> bool: ...
+
+    def refresh(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+    def silent_secs(self) -> float: ...
+
+
+class Launcher(Protocol):
+    """Starts a worker for (topology, port) on this supervisor."""
+
+    def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> WorkerHandle:
+        ...
+
+
+class Supervisor:
+    """One host's slots."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        state: ClusterState,
+        launcher: Launcher,
+        clock: Clock,
+        supervisor_id: str,
+        hostname: str = "127.0.0.1",
+        ports: list[int] | None = None,
+    ) -> None:
+        self.conf = dict(conf)
+        self.state = state
+        self.launcher = launcher
+        self.clock = clock
+        self.id = supervisor_id
+        self.hostname = hostname
+        self.ports = list(ports if ports is not None else conf.get("supervisor.slots.ports", [6700, 6701]))
+        self.workers: dict[int, WorkerHandle] = {}
+        self.started = clock.now()
+        self.launch_failures: dict[int, str] = {}
+
+    def heartbeat(self) -> None:
+        """Register or refresh this supervisor in the cluster state."""
+        info = SupervisorInfo(
+            hostname=self.hostname,
+            time_secs=self.clock.wall(),
+            uptime_secs=self.clock.now() - self.started,
+            ports=list(self.ports),
+            used_ports=sorted(self.workers),
+        )
+        self.state.set_supervisor_info(self.id, info)
+
+    def wanted(self) -> dict[int, WantedSlot]:
+        """The slots the assignments give this supervisor."""
+        out: dict[int, WantedSlot] = {}
+        for tid, assignment in self.state.assignments().items():
+            for port, executors in assignment.slots_on(self.id).items():
+                out[port] = WantedSlot(tid, tuple(executors))
+        return out
+
+    def sync(self) -> None:
+        """One round: heartbeat, stop workers no longer wanted, launch missing ones, refresh the rest."""
+        self.heartbeat()
+        wanted = self.wanted()
+        running: dict[int, RunningSlot] = {}
+        for port, w in self.workers.items():
+            alive = w.alive and w.refresh()
+            running[port] = RunningSlot(w.topology_id, tuple(w.executors), alive, w.silent_secs())
+        timeout = float(self.conf.get("supervisor.worker.timeout.secs", 30))
+        actions = reconcile(wanted, running, timeout)
+        for port in actions.stop:
+            worker = self.workers.pop(port)
+            log.info("supervisor %s stopping worker %s:%d of %s", self.id, self.id, port, worker.topology_id)
+            worker.stop()
+        for port in actions.launch:
+            want = wanted[port]
+            try:
+                self.workers[port] = self.launcher.launch(self.id, want.topology_id, port, list(want.executors))
+                self.launch_failures.pop(port, None)
+            except StormPyError as err:
+                self.launch_failures[port] = str(err)
+                log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
+
+    def shutdown(self) -> None:
+        """Stop every worker and leave the cluster."""
+        for worker in self.workers.values():
+            worker.stop()
+        self.workers.clear()
+        try:
+            self.state.remove_supervisor(self.id)
+        except StormPyError:
+            log.debug("supervisor %s already unregistered", self.id)

@@ -1,0 +1,48 @@
+"""Topology status transitions (Storm's ``TopologyActions``): a pure table of what each action does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storm_py.errors import StormPyError
+
+ACTIVE = "active"
+INACTIVE = "inactive"
+KILLED = "killed"
+REBALANCING = "rebalancing"
+
+
+class InvalidTransitionError(StormPyError):
+    """An action that the topology's current status does not allow (e.g. activating a killed topology)."""
+
+    code = "invalid_transition"
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The status after an action and whether the spouts run in it."""
+
+    status: str
+    spouts_active: bool
+
+
+def spouts_active(status: str) -> bool:
+    """Spouts call ``next_tuple`` only while the topology is active."""
+    return status == ACTIVE
+
+
+def apply(status: str, action: str, name: str = "") -> str:
+    """The status after ``action`` (activate, deactivate, kill, rebalance) from ``status``."""
+    if action == "kill":
+        return KILLED
+    if status == KILLED:
+        raise InvalidTransitionError(f"topology {name!r} is being killed; cannot {action} it", topology=name)
+    if action == "activate":
+        return ACTIVE if status in (ACTIVE, INACTIVE) else status
+    if action == "deactivate":
+        return INACTIVE if status in (ACTIVE, INACTIVE) else status
+    if action == "rebalance":
+        if status == REBALANCING:
+            raise InvalidTransitionError(f"topology {name!r} is already rebalancing", topology=name)
+        return REBALANCING
+    raise InvalidTransitionError(f"unknown topology action {action!r}", action=action)

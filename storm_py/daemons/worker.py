@@ -1,0 +1,187 @@
+"""The worker: runs one slot of one topology — its executors, its transfer to peers, its heartbeats.
+
+The same class runs inside a worker process (driven by ``storm-py worker``) and inside LocalCluster (launched
+on a thread); what differs is handed in: the state store, the code store, the transport and the clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from storm_py.clock import Clock
+from storm_py.config import merge_component_conf
+from storm_py.daemons import topology_status as ts
+from storm_py.daemons.code_store import CodeStore
+from storm_py.errors import StormPyError
+from storm_py.runtime.system_topology import layout_from_counts, system_topology
+from storm_py.runtime.worker_runtime import Entries, WorkerLoop, WorkerRuntime
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.models import WorkerHeartbeat
+
+log = logging.getLogger(__name__)
+
+
+class WorkerTransport(Protocol):
+    """How a worker receives batches and sends them to peer workers (keyed ``node:port``)."""
+
+    def bind(self, worker_key: str, deliver: Callable[[Entries], None]) -> None: ...
+
+    def send(self, worker_key: str, entries: Entries) -> None: ...
+
+    def unbind(self, worker_key: str) -> None: ...
+
+
+def worker_key(node: str, port: int) -> str:
+    """How workers name each other: ``node:port``."""
+    return f"{node}:{port}"
+
+
+class WorkerStartError(StormPyError):
+    """The worker could not start (its topology, assignment or code is missing or broken)."""
+
+    code = "worker_start_failed"
+
+
+class Worker:
+    """One worker slot of one topology."""
+
+    def __init__(
+        self,
+        *,
+        conf: Mapping[str, Any],
+        state: ClusterState,
+        code_store: CodeStore,
+        transport: WorkerTransport,
+        clock: Clock,
+        topology_id: str,
+        supervisor_id: str,
+        port: int,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.conf = dict(conf)
+        self.state = state
+        self.code_store = code_store
+        self.transport = transport
+        self.clock = clock
+        self.topology_id = topology_id
+        self.supervisor_id = supervisor_id
+        self.port = port
+        self.host = host
+        self.key = worker_key(supervisor_id, port)
+        self.executors: list[tuple[int, int]] = []
+        self.runtime: WorkerRuntime | None = None
+        self.loop: WorkerLoop | None = None
+        self.started_at = clock.now()
+        self._next_heartbeat = 0.0
+        self._lock = threading.Lock()
+        self.stopped = False
+
+    def start(self) -> None:
+        """Load the topology, build the executors of this slot and start the loop."""
+        tid = self.topology_id
+        base = self.state.storm_base(tid)
+        assignment = self.state.assignment(tid)
+        if base is None or assignment is None:
+            raise WorkerStartError(f"topology {tid} has no storm base or assignment", topology=tid)
+        topo_conf = {**self.conf, **base.topology_conf}
+        user_topology = self.code_store.load(tid, topo_conf)
+        system = system_topology(user_topology, topo_conf)
+        counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+        layout = layout_from_counts(counts)
+        task_to_comp = layout.task_to_component()
+        mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
+        self.executors = mine
+        runtime = WorkerRuntime(
+            topology_id=tid,
+            topology_name=base.name,
+            topology=system,
+            conf=topo_conf,
+            layout=layout,
+            executors=[(task_to_comp[s], (s, e)) for s, e in mine],
+            task_to_worker=self._task_to_worker(assignment.executor_node_port),
+            worker_id=self.key,
+            clock=self.clock,
+            send_remote=self.transport.send,
+            error_sink=self._record_error,
+            worker_port=self.port,
+        )
+        self.runtime = runtime
+        self.transport.bind(self.key, runtime.deliver)
+        runtime.set_active(ts.spouts_active(base.status))
+        self.loop = WorkerLoop(runtime, name=f"worker-{self.key}-{tid}")
+        self.loop.start()
+        self.heartbeat()
+
+    @staticmethod
+    def _task_to_worker(executor_node_port: Mapping[tuple[int, int], tuple[str, int]]) -> dict[int, str]:
+        return {t: worker_key(n, p) for (s, e), (n, p) in executor_node_port.items() for t in range(s, e + 1)}
+
+    def _record_error(self, component_id: str, task: int, text: str) -> None:
+        self.state.report_error(self.topology_id, component_id, text, self.host, self.port, self.clock.wall())
+
+    def component_conf(self, component_id: str) -> dict[str, Any]:
+        """Used by tests: the conf a component of this worker sees."""
+        assert self.runtime is not None
+        return merge_component_conf(self.runtime.conf, self.runtime.topology.components()[component_id].conf)
+
+    def refresh(self) -> bool:
+        """Follow the topology's status and peers' moves, heartbeat when due; False when this slot is gone."""
+        if self.runtime is None or self.stopped:
+            return False
+        base = self.state.storm_base(self.topology_id)
+        assignment = self.state.assignment(self.topology_id)
+        if base is None or assignment is None:
+            return False
+        mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
+        if mine != self.executors:
+            return False
+        self.runtime.set_active(ts.spouts_active(base.status))
+        self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
+        now = self.clock.now()
+        if now >= self._next_heartbeat:
+            self.heartbeat()
+        return True
+
+    def heartbeat(self) -> None:
+        """Write this worker's heartbeat (executors and their counters)."""
+        if self.runtime is None:
+            return
+        freq = float(self.conf.get("worker.heartbeat.frequency.secs", 1))
+        self._next_heartbeat = self.clock.now() + freq
+        hb = WorkerHeartbeat(
+            topology_id=self.topology_id,
+            executors=list(self.executors),
+            time_secs=self.clock.wall(),
+            uptime_secs=self.clock.now() - self.started_at,
+            stats={"executors": self.runtime.stats(), "dropped": self.runtime.dropped},
+        )
+        try:
+            self.state.set_worker_heartbeat(self.topology_id, self.supervisor_id, self.port, hb)
+        except StormPyError as err:
+            log.warning("worker %s could not heartbeat: %s", self.key, err)
+
+    def silent_secs(self) -> float:
+        """How long the worker's loop has been unable to run (0 while its thread lives)."""
+        return 0.0
+
+    @property
+    def alive(self) -> bool:
+        """Whether the worker's loop runs."""
+        return self.loop is not None and self.loop.alive and not self.stopped
+
+    def stop(self) -> None:
+        """Stop the loop (closing spouts, cleaning up bolts) and leave the transport."""
+        with self._lock:
+            if self.stopped:
+                return
+            self.stopped = True
+        self.transport.unbind(self.key)
+        if self.loop is not None:
+            self.loop.stop()
+        try:
+            self.state.remove_worker_heartbeat(self.topology_id, self.supervisor_id, self.port)
+        except StormPyError:
+            log.debug("heartbeat of %s already gone", self.key)

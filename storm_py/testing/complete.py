@@ -1,0 +1,85 @@
+"""complete_topology: run a topology with fixed inputs until every spout tuple is done; return what was emitted."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from storm_py.api.topology import DIRECT, GLOBAL, ComponentSpec, Grouping, StormTopology, fill_component
+from storm_py.api.tuple import DEFAULT_STREAM, Fields
+from storm_py.errors import WaitTimeoutError
+from storm_py.testing.components import CaptureBolt, CaptureStore, FixedTupleSpout
+
+if TYPE_CHECKING:
+    from storm_py.local import LocalCluster
+
+Results = dict[str, list[tuple[str, list[Any]]]]
+
+
+def capture_topology(topology: StormTopology) -> tuple[StormTopology, CaptureStore]:
+    """A copy of ``topology`` with a bolt that records every tuple of every stream."""
+    store = CaptureStore()
+    spouts = {k: _copy_spec(v) for k, v in topology.spouts.items()}
+    bolts = {k: _copy_spec(v) for k, v in topology.bolts.items()}
+    capture = ComponentSpec(f"capture-{uuid.uuid4().hex[:12]}", CaptureBolt(store), 1, False)
+    for cid, spec in {**spouts, **bolts}.items():
+        for stream, (_, direct) in spec.streams.items():
+            capture.inputs[(cid, stream)] = Grouping(DIRECT) if direct else Grouping(GLOBAL, Fields())
+    fill_component(capture)
+    bolts[capture.id] = capture
+    return StormTopology(spouts, bolts), store
+
+
+def _copy_spec(spec: ComponentSpec) -> ComponentSpec:
+    return ComponentSpec(
+        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams)
+    )
+
+
+def complete_topology(
+    cluster: LocalCluster,
+    topology: StormTopology,
+    mocked_sources: Mapping[str, list[Any]] | None = None,
+    storm_conf: Mapping[str, Any] | None = None,
+    cleanup_state: bool = True,
+    topology_name: str | None = None,
+    timeout_secs: float = 60,
+) -> Results:
+    """Run ``topology`` until every spout is exhausted; return ``{component: [(stream, values), ...]}``.
+
+    Spouts named in ``mocked_sources`` are replaced by fixed-tuple spouts emitting the given values; every
+    other spout must have an ``is_exhausted()`` method.
+    """
+    captured, store = capture_topology(topology)
+    for sid, values in (mocked_sources or {}).items():
+        if sid not in captured.spouts:
+            raise ValueError(f"mocked source {sid!r} is not a spout of the topology")
+        captured.spouts[sid].obj = FixedTupleSpout(values)
+    spouts = [spec.obj for spec in captured.spouts.values()]
+    for sid, spec in captured.spouts.items():
+        if not hasattr(spec.obj, "is_exhausted"):
+            raise ValueError(f"cannot complete topology: spout {sid!r} is not completable (no is_exhausted())")
+    name = topology_name or f"topologytest-{uuid.uuid4().hex[:12]}"
+    cluster.submit_topology(name, dict(storm_conf or {}), captured)
+    simulated = cluster.simulated
+    if simulated:
+        cluster.advance_cluster_time(11)
+    deadline = time.monotonic() + timeout_secs
+    while not all(s.is_exhausted() for s in spouts):
+        if time.monotonic() > deadline:
+            cluster.kill_topology(name, 0)
+            raise WaitTimeoutError(f"topology {name} did not complete within {timeout_secs}s", topology=name)
+        if simulated:
+            cluster.advance_cluster_time(10)
+        else:
+            time.sleep(0.005)
+    cluster.wait_idle(max(1.0, deadline - time.monotonic()))
+    cluster.kill_topology(name, 0)
+    return store.snapshot()
+
+
+def read_tuples(results: Results, component_id: str, stream: str = DEFAULT_STREAM) -> list[list[Any]]:
+    """The values ``component_id`` emitted on ``stream``, in the order captured."""
+    return [values for s, values in results.get(component_id, []) if s == stream]
