@@ -1,0 +1,33 @@
+"""The ``storm-py`` root command: Storm's ``storm`` verbs as click subcommands."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+import storm_py
+from storm_py.cli.local import local
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-level", default="WARNING", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def cli(log_level: str) -> None:
+    """storm_py: Apache Storm's stream processing, natively in Python."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@cli.command("version")
+def version() -> None:
+    """Print the storm_py version."""
+    click.echo(f"storm_py {storm_py.__version__} (Python {sys.version.split()[0]})")
+
+
+cli.add_command(local)
+
+
+def main() -> None:
+    """Entry point of the ``storm-py`` script."""
+    cli(prog_name="storm-py")
