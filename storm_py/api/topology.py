@@ -245,7 +245,8 @@ def fill_component(spec: ComponentSpec) -> None:
 def validate_topology(topology: StormTopology, system: bool = False) -> None:
     """Storm's structural checks; raise :class:`InvalidTopologyException` naming what is wrong.
 
-    ``system`` is for the rewritten topology, where ``__`` ids are the system's own.
+    A user topology is checked for reserved ids only; ``system=True`` checks the rewritten topology (where
+    ``__`` ids are the system's own, and streams like ``__system`` exist) for every reference.
     """
     if not isinstance(topology, StormTopology):
         raise InvalidTopologyException(f"expected a StormTopology, got {type(topology).__name__}")
@@ -261,6 +262,8 @@ def validate_topology(topology: StormTopology, system: bool = False) -> None:
                 raise InvalidTopologyException(
                     f"stream id {stream!r} of {cid!r} is reserved (ids starting '__' are system ids)", component=cid
                 )
+        if not system:
+            continue
         if spec.num_tasks() < 0:
             raise InvalidTopologyException(f"component {cid!r} has a negative number of tasks", component=cid)
         for (src, stream), grouping in spec.inputs.items():

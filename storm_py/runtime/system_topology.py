@@ -17,6 +17,7 @@ ACK_INIT = "__ack_init"
 ACK_ACK = "__ack_ack"
 ACK_FAIL = "__ack_fail"
 ACK_RESET_TIMEOUT = "__ack_reset_timeout"
+SYSTEM_STREAM = "__system"
 SYSTEM_IDS = frozenset({ACKER_COMPONENT, SYSTEM_COMPONENT})
 
 Executor = tuple[int, int]
@@ -34,13 +35,16 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     """A copy of ``topology`` with the acker (when ackers > 0) and every system stream wired in."""
     from storm_py.runtime.acker import AckerBolt
 
-    topo = StormTopology(dict(topology.spouts), dict(topology.bolts))
+    topo = StormTopology(
+        {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()}
+    )
+    for spec in topo.components().values():
+        spec.streams[SYSTEM_STREAM] = (Fields("event"), False)
     n = num_ackers(conf)
     timeout = conf.get("topology.message.timeout.secs", 30)
     if n <= 0:
         return topo
     for spec in topo.components().values():
-        spec.streams = dict(spec.streams)
         if spec.is_spout:
             spec.streams[ACK_INIT] = (Fields("id", "init-val", "spout-task"), False)
         else:
@@ -59,13 +63,20 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         if spec.is_spout:
             acker.inputs[(cid, ACK_INIT)] = Grouping(FIELDS, by_id)
             for stream in (ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT):
-                spec.inputs = dict(spec.inputs)
                 spec.inputs[(ACKER_COMPONENT, stream)] = Grouping(DIRECT)
         else:
             for stream in (ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT):
                 acker.inputs[(cid, stream)] = Grouping(FIELDS, by_id)
+    acker.streams[SYSTEM_STREAM] = (Fields("event"), False)
     topo.bolts[ACKER_COMPONENT] = acker
     return topo
+
+
+def _shallow(spec: ComponentSpec) -> ComponentSpec:
+    """A copy whose inputs, conf and streams can be extended without touching the user's topology."""
+    return ComponentSpec(
+        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams)
+    )
 
 
 @dataclass
