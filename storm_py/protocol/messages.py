@@ -1,0 +1,240 @@
+"""Frames exchanged between workers: type codes, the entry layout of a tuple batch, encoders, a validator.
+
+Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a three-element array::
+
+    [frame_type, src_worker, payload]
+
+``FRAME_TUPLES``
+    ``payload`` is a list of entries, each addressed to one task of the receiving worker.  A worker encodes
+    one such frame per destination worker and send, so a tuple crossing workers is encoded exactly once.
+
+    * ``[task, KIND_TUPLE, stream, source_task, values, ids]`` -- a data tuple.  ``values`` is a list;
+      ``ids`` is ``None`` (unanchored) or a flat list ``[root1, edge1, root2, edge2, ...]`` of unsigned
+      64-bit ints.
+    * ``[task, KIND_ACKER, row]`` -- an acker/spout control row, a short list of ints (code, root, value,
+      extra); the runtime defines the codes.
+
+``FRAME_BACKPRESSURE``
+    ``payload`` is ``{task: bool}``: whether each listed task of ``src_worker`` is overloaded (True) or
+    relieved.
+
+``FRAME_HELLO``
+    ``payload`` is a ``{str: value}`` map a worker sends when it first connects (codec version, its tasks,
+    ...).
+
+``FRAME_PING`` / ``FRAME_PONG``
+    ``payload`` is an int sequence number; a PONG echoes the PING's number.
+
+``src_worker`` is the sending worker's id, a ``str`` or an ``int``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from storm_py.errors import CodecError
+from storm_py.protocol.codec import CODEC_VERSION, decode, encode
+
+log = logging.getLogger(__name__)
+
+# Frame types.
+FRAME_TUPLES = 0
+FRAME_BACKPRESSURE = 1
+FRAME_HELLO = 2
+FRAME_PING = 3
+FRAME_PONG = 4
+
+FRAME_NAMES: dict[int, str] = {
+    FRAME_TUPLES: "TUPLES",
+    FRAME_BACKPRESSURE: "BACKPRESSURE",
+    FRAME_HELLO: "HELLO",
+    FRAME_PING: "PING",
+    FRAME_PONG: "PONG",
+}
+
+# Entry kinds inside a FRAME_TUPLES batch.
+KIND_TUPLE = 0
+KIND_ACKER = 1
+
+KIND_NAMES: dict[int, str] = {KIND_TUPLE: "TUPLE", KIND_ACKER: "ACKER"}
+
+# Field positions inside an entry.
+ENTRY_TASK = 0
+ENTRY_KIND = 1
+TUPLE_STREAM = 2
+TUPLE_SOURCE_TASK = 3
+TUPLE_VALUES = 4
+TUPLE_IDS = 5
+ACKER_ROW = 2
+
+TUPLE_ENTRY_LEN = 6
+ACKER_ENTRY_LEN = 3
+
+_U64_MAX = (1 << 64) - 1
+
+WorkerId = str | int
+
+
+class Frame(NamedTuple):
+    """A decoded frame; unpacks as ``(frame_type, src_worker, payload)``."""
+
+    frame_type: int
+    src_worker: WorkerId
+    payload: Any
+
+
+def tuple_entry(
+    task: int, stream: str, source_task: int, values: Sequence[Any], ids: Sequence[int] | None = None
+) -> list[Any]:
+    """A ``KIND_TUPLE`` entry for ``task``; ``ids`` is None or the flat ``[root, edge, ...]`` list."""
+    return [task, KIND_TUPLE, stream, source_task, values, ids]
+
+
+def acker_entry(task: int, row: Sequence[int]) -> list[Any]:
+    """A ``KIND_ACKER`` entry for ``task`` carrying one control row (a short list of ints)."""
+    return [task, KIND_ACKER, row]
+
+
+def encode_batch(src_worker: WorkerId, entries: Sequence[Sequence[Any]]) -> bytes:
+    """One ``FRAME_TUPLES`` frame carrying ``entries`` (from :func:`tuple_entry` / :func:`acker_entry`)."""
+    return encode([FRAME_TUPLES, src_worker, entries])
+
+
+def encode_backpressure(src_worker: WorkerId, states: Mapping[int, bool]) -> bytes:
+    """A ``FRAME_BACKPRESSURE`` frame: ``{task: overloaded}`` for tasks of ``src_worker``."""
+    return encode([FRAME_BACKPRESSURE, src_worker, dict(states)])
+
+
+def encode_hello(src_worker: WorkerId, info: Mapping[str, Any] | None = None) -> bytes:
+    """A ``FRAME_HELLO`` frame; ``codec_version`` is always included in the info map."""
+    payload: dict[str, Any] = {"codec_version": CODEC_VERSION}
+    if info:
+        payload.update(info)
+    return encode([FRAME_HELLO, src_worker, payload])
+
+
+def encode_ping(src_worker: WorkerId, seq: int) -> bytes:
+    """A ``FRAME_PING`` frame with sequence number ``seq``."""
+    return encode([FRAME_PING, src_worker, seq])
+
+
+def encode_pong(src_worker: WorkerId, seq: int) -> bytes:
+    """A ``FRAME_PONG`` frame answering the PING numbered ``seq``."""
+    return encode([FRAME_PONG, src_worker, seq])
+
+
+def _kind_of(value: Any) -> str:
+    return type(value).__name__
+
+
+def _bad(field: str, expected: str, value: Any, **fields: Any) -> CodecError:
+    return CodecError(
+        f"bad frame: field {field!r} must be {expected}, got {_kind_of(value)} {value!r:.80}", **fields
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def decode_frame(data: bytes | bytearray | memoryview, *, validate_entries: bool = True) -> Frame:
+    """Decode and check one frame; a frame of the wrong shape raises :class:`CodecError` naming the field.
+
+    The envelope and the payload of control frames are always checked.  ``validate_entries=False`` skips the
+    per-entry check of a ``FRAME_TUPLES`` batch (it roughly doubles the decode time of a large batch); a
+    caller that does so must handle malformed entries where it dispatches them.
+    """
+    obj = decode(data)
+    if type(obj) is not list:
+        raise _bad("frame", "a [frame_type, src_worker, payload] array", obj)
+    if len(obj) != 3:
+        raise CodecError(f"bad frame: expected 3 fields [frame_type, src_worker, payload], got {len(obj)}")
+    frame_type, src_worker, payload = obj
+    if not _is_int(frame_type):
+        raise _bad("frame_type", "an int", frame_type)
+    if not (_is_int(src_worker) or type(src_worker) is str):
+        raise _bad("src_worker", "a str or an int", src_worker)
+    if frame_type == FRAME_TUPLES:
+        if type(payload) is not list:
+            raise _bad("entries", "a list", payload, frame_type="TUPLES")
+        if validate_entries:
+            check_entries(payload)
+    elif frame_type == FRAME_BACKPRESSURE:
+        if type(payload) is not dict:
+            raise _bad("payload", "a {task: bool} map", payload, frame_type="BACKPRESSURE")
+        for task, flag in payload.items():
+            if not _is_int(task):
+                raise _bad("payload key", "an int task id", task, frame_type="BACKPRESSURE")
+            if type(flag) is not bool:
+                raise _bad(f"payload[{task}]", "a bool", flag, frame_type="BACKPRESSURE")
+    elif frame_type == FRAME_HELLO:
+        if type(payload) is not dict or not all(type(k) is str for k in payload):
+            raise _bad("payload", "a map with str keys", payload, frame_type="HELLO")
+    elif frame_type in (FRAME_PING, FRAME_PONG):
+        if not _is_int(payload):
+            raise _bad("payload", "an int sequence number", payload, frame_type=FRAME_NAMES[frame_type])
+    else:
+        raise CodecError(
+            f"bad frame: field 'frame_type' has unknown value {frame_type}", frame_type=frame_type
+        )
+    return Frame(frame_type, src_worker, payload)
+
+
+def check_entries(entries: Sequence[Any]) -> None:
+    """Check every entry of a ``FRAME_TUPLES`` batch; raise :class:`CodecError` naming the entry and field."""
+    for i, entry in enumerate(entries):
+        if type(entry) is not list:
+            raise _bad(f"entries[{i}]", "a list", entry, entry=i)
+        n = len(entry)
+        if n < 2:
+            raise CodecError(f"bad frame: entries[{i}] has {n} fields, needs at least [task, kind]", entry=i)
+        task = entry[ENTRY_TASK]
+        kind = entry[ENTRY_KIND]
+        if not _is_int(task):
+            raise _bad(f"entries[{i}].task", "an int", task, entry=i)
+        if kind == KIND_TUPLE and _is_int(kind):
+            _check_tuple_entry(i, entry)
+        elif kind == KIND_ACKER and _is_int(kind):
+            _check_acker_entry(i, entry)
+        else:
+            raise _bad(f"entries[{i}].kind", f"one of {sorted(KIND_NAMES)}", kind, entry=i)
+
+
+def _check_tuple_entry(i: int, entry: list[Any]) -> None:
+    if len(entry) != TUPLE_ENTRY_LEN:
+        raise CodecError(
+            f"bad frame: entries[{i}] is a TUPLE entry with {len(entry)} fields, expected "
+            f"[task, kind, stream, source_task, values, ids]",
+            entry=i,
+        )
+    _, _, stream, source_task, values, ids = entry
+    if type(stream) is not str:
+        raise _bad(f"entries[{i}].stream", "a str", stream, entry=i)
+    if not _is_int(source_task):
+        raise _bad(f"entries[{i}].source_task", "an int", source_task, entry=i)
+    if type(values) is not list:
+        raise _bad(f"entries[{i}].values", "a list", values, entry=i)
+    if ids is not None:
+        if type(ids) is not list or len(ids) % 2:
+            raise _bad(
+                f"entries[{i}].ids", "None or a flat [root, edge, ...] list of even length", ids, entry=i
+            )
+        for j, x in enumerate(ids):
+            if not _is_int(x) or not 0 <= x <= _U64_MAX:
+                raise _bad(f"entries[{i}].ids[{j}]", "an unsigned 64-bit int", x, entry=i)
+
+
+def _check_acker_entry(i: int, entry: list[Any]) -> None:
+    if len(entry) != ACKER_ENTRY_LEN:
+        raise CodecError(
+            f"bad frame: entries[{i}] is an ACKER entry with {len(entry)} fields, expected [task, kind, row]",
+            entry=i,
+        )
+    row = entry[ACKER_ROW]
+    if type(row) is not list:
+        raise _bad(f"entries[{i}].row", "a list of ints", row, entry=i)
+    for j, x in enumerate(row):
+        if not _is_int(x):
+            raise _bad(f"entries[{i}].row[{j}]", "an int", x, entry=i)

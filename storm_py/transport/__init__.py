@@ -1,0 +1,36 @@
+"""Moving frames between worker processes: the transport Protocols and a factory (zmq or in-memory)."""
+
+from __future__ import annotations
+
+from storm_py.errors import TransportError
+from storm_py.transport.base import (
+    DEFAULT_HWM,
+    FrameHandler,
+    Receiver,
+    Sender,
+    TransportContext,
+    TransportStats,
+)
+from storm_py.transport.memory import MemoryTransport
+
+__all__ = [
+    "DEFAULT_HWM",
+    "FrameHandler",
+    "MemoryTransport",
+    "Receiver",
+    "Sender",
+    "TransportContext",
+    "TransportStats",
+    "open_transport",
+]
+
+
+def open_transport(kind: str = "zmq", hwm: int = DEFAULT_HWM) -> TransportContext:
+    """A new transport context: ``"zmq"`` (between processes) or ``"memory"`` (inside one process)."""
+    if kind == "memory":
+        return MemoryTransport(hwm=hwm)
+    if kind == "zmq":
+        from storm_py.transport.zmq import ZmqTransport
+
+        return ZmqTransport(hwm=hwm)
+    raise TransportError(f"unknown transport {kind!r} (expected 'zmq' or 'memory')", kind=kind)

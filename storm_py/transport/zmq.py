@@ -1,0 +1,352 @@
+"""The ZeroMQ transport (the only zmq import): one bound PULL socket per worker slot, one PUSH per peer.
+
+Addresses are ZeroMQ endpoints: ``tcp://127.0.0.1:6700`` between processes, ``inproc://name`` inside one
+process (through :meth:`ZmqTransport.bind_address`), ``ipc://path`` also works.  Every :class:`ZmqTransport`
+uses the process-wide ``zmq.Context.instance()``, so ``inproc://`` endpoints of different transports reach
+each other.
+
+Queues: a PUSH socket holds up to ``hwm`` frames for its peer (SNDHWM) and the PULL socket up to ``hwm`` more
+(RCVHWM); over TCP the kernel's socket buffers hold some more.  When all are full, ``send`` waits or returns
+``False``.  Sockets close with linger 0: frames still queued in a closed sender are dropped.
+
+Threads: a socket is only ever used by one thread at a time.  A sender's socket is guarded by a lock, so
+``send`` may be called from several threads.  A receiver's socket belongs to its background thread while
+started (``stop`` wakes that thread through a pipe, never touching the socket), and to the caller of ``recv``
+otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+import zmq
+
+from storm_py.errors import TransportError
+from storm_py.transport.base import (
+    DEFAULT_HWM,
+    STOP_JOIN_TIMEOUT,
+    FrameHandler,
+    HandlerErrorLog,
+    TransportStats,
+)
+
+log = logging.getLogger(__name__)
+
+#: Longest single wait inside a blocking call, so that ``close`` from another thread is noticed.
+_WAIT_SLICE = 0.1
+
+#: Frames read per wake-up before the receiver thread checks for ``stop`` again.
+_DRAIN_MAX = 256
+
+#: At most this many frames are counted (and dropped) when a receiver closes with frames queued.
+_DISCARD_COUNT_MAX = 100_000
+
+
+def _context() -> zmq.Context[zmq.Socket[bytes]]:
+    return zmq.Context.instance()
+
+
+class ZmqSender:
+    """A PUSH socket connected to one peer."""
+
+    def __init__(self, transport: ZmqTransport, address: str, hwm: int) -> None:
+        self._transport = transport
+        self._address = address
+        self._stats = TransportStats()
+        self._lock = threading.Lock()
+        self._closed = False
+        sock = _context().socket(zmq.PUSH)
+        try:
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDHWM, hwm)
+            sock.connect(address)
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            raise TransportError(f"cannot connect to {address}: {exc}", address=address) from exc
+        self._sock = sock
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def stats(self) -> TransportStats:
+        return self._stats
+
+    def send(self, frame: bytes, block: bool = True, timeout: float | None = None) -> bool:
+        stats = self._stats
+        with self._lock:
+            if self._closed:
+                raise TransportError(f"sender to {self._address} is closed", address=self._address)
+            sock = self._sock
+            try:
+                try:
+                    sock.send(frame, zmq.NOBLOCK)
+                except zmq.Again:
+                    stats.send_blocked += 1
+                    if not block or (timeout is not None and timeout <= 0):
+                        stats.send_refused += 1
+                        return False
+                    if not self._send_waiting(sock, frame, timeout):
+                        stats.send_refused += 1
+                        return False
+            except zmq.ZMQError as exc:
+                raise TransportError(f"send to {self._address} failed: {exc}", address=self._address) from exc
+            stats.frames_sent += 1
+            stats.bytes_sent += len(frame)
+            return True
+
+    def _send_waiting(self, sock: zmq.Socket[bytes], frame: bytes, timeout: float | None) -> bool:
+        """Wait for room in the queue (holding the lock) and send; False when ``timeout`` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._closed:
+                raise TransportError(
+                    f"sender to {self._address} was closed while waiting to send", address=self._address
+                )
+            wait = _WAIT_SLICE
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    return False
+            if sock.poll(max(1, int(wait * 1000)), zmq.POLLOUT):
+                try:
+                    sock.send(frame, zmq.NOBLOCK)
+                    return True
+                except zmq.Again:
+                    continue
+
+    def close(self) -> None:
+        self._closed = True  # seen by a send waiting for room, which then gives up the lock
+        with self._lock:
+            sock = self._sock
+            if sock.closed:
+                return
+            sock.close(linger=0)
+        self._transport._release(self)
+
+
+class ZmqReceiver:
+    """A PULL socket bound to this worker slot's address."""
+
+    def __init__(self, transport: ZmqTransport, endpoint: str, hwm: int) -> None:
+        self._transport = transport
+        self._stats = TransportStats()
+        self._state_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wake_w: int | None = None
+        self._recv_lock = threading.Lock()
+        self._closed = False
+        sock = _context().socket(zmq.PULL)
+        try:
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RCVHWM, hwm)
+            sock.bind(endpoint)
+            address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            raise TransportError(f"cannot bind {endpoint}: {exc}", address=endpoint) from exc
+        self._sock = sock
+        self._address = address or endpoint
+        self._errors = HandlerErrorLog(log, self._address)
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def stats(self) -> TransportStats:
+        return self._stats
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self, on_frame: FrameHandler) -> None:
+        with self._state_lock:
+            if self._closed:
+                raise TransportError(f"receiver on {self._address} is closed", address=self._address)
+            if self._thread is not None:
+                raise TransportError(f"receiver on {self._address} is already started", address=self._address)
+            wake_r, wake_w = os.pipe()
+            self._wake_w = wake_w
+            thread = threading.Thread(
+                target=self._run, args=(on_frame, wake_r), name=f"storm-py-recv-{self._address}", daemon=True
+            )
+            self._thread = thread
+            thread.start()
+        log.debug("receiver on %s started", self._address)
+
+    def _run(self, on_frame: FrameHandler, wake_r: int) -> None:
+        sock = self._sock
+        stats = self._stats
+        recv = sock.recv
+        noblock = zmq.NOBLOCK
+        again = zmq.Again
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(wake_r, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if wake_r in events:
+                    return
+                for _ in range(_DRAIN_MAX):
+                    try:
+                        frame = recv(noblock)
+                    except again:
+                        break
+                    stats.frames_received += 1
+                    stats.bytes_received += len(frame)
+                    try:
+                        on_frame(frame)
+                    except Exception:
+                        stats.handler_errors += 1
+                        self._errors.report(stats.handler_errors)
+        except zmq.ZMQError:
+            log.exception("receiver on %s failed; it no longer receives", self._address)
+        finally:
+            os.close(wake_r)
+
+    def stop(self) -> None:
+        with self._state_lock:
+            thread = self._thread
+            if thread is None:
+                return
+            self._thread = None
+            wake_w = self._wake_w
+            self._wake_w = None
+            if wake_w is not None:
+                os.write(wake_w, b"x")
+                os.close(wake_w)
+        if thread is not threading.current_thread():
+            thread.join(STOP_JOIN_TIMEOUT)
+            if thread.is_alive():
+                log.error("receiver thread on %s did not stop within %.0fs", self._address, STOP_JOIN_TIMEOUT)
+        log.debug("receiver on %s stopped", self._address)
+
+    def recv(self, timeout: float | None = None) -> bytes | None:
+        if self._thread is not None:
+            raise TransportError(
+                f"receiver on {self._address} is started; recv is not allowed", address=self._address
+            )
+        with self._recv_lock:
+            if self._closed:
+                raise TransportError(f"receiver on {self._address} is closed", address=self._address)
+            return self._recv_locked(timeout)
+
+    def _recv_locked(self, timeout: float | None) -> bytes | None:
+        sock = self._sock
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                wait = _WAIT_SLICE
+                if deadline is not None:
+                    wait = min(wait, deadline - time.monotonic())
+                if sock.poll(max(0, int(wait * 1000)), zmq.POLLIN):
+                    try:
+                        frame = sock.recv(zmq.NOBLOCK)
+                    except zmq.Again:
+                        continue
+                    self._stats.frames_received += 1
+                    self._stats.bytes_received += len(frame)
+                    return frame
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                if self._closed:
+                    raise TransportError(f"receiver on {self._address} is closed", address=self._address)
+        except zmq.ZMQError as exc:
+            raise TransportError(f"recv on {self._address} failed: {exc}", address=self._address) from exc
+
+    def close(self) -> None:
+        self.stop()
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True  # seen by a recv waiting in another thread, which then gives up the lock
+        with self._recv_lock:
+            sock = self._sock
+            discarded = 0
+            try:
+                while discarded < _DISCARD_COUNT_MAX:
+                    sock.recv(zmq.NOBLOCK)
+                    discarded += 1
+            except zmq.ZMQError:
+                pass
+            sock.close(linger=0)
+        if discarded:
+            self._stats.frames_discarded += discarded
+            log.warning("receiver on %s closed with %d frames not received", self._address, discarded)
+        self._transport._release(self)
+        log.debug("receiver on %s closed", self._address)
+
+
+class ZmqTransport:
+    """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue."""
+
+    def __init__(self, hwm: int = DEFAULT_HWM) -> None:
+        if hwm < 1:
+            raise TransportError(f"hwm must be at least 1, got {hwm}", hwm=hwm)
+        self.hwm = hwm
+        self._lock = threading.Lock()
+        self._senders: set[ZmqSender] = set()
+        self._receivers: set[ZmqReceiver] = set()
+        self._closed_totals = TransportStats()
+        self._closed = False
+
+    @property
+    def scheme(self) -> str:
+        return "zmq"
+
+    def bind(self, host: str, port: int) -> ZmqReceiver:
+        if port < 0 or port > 65535:
+            raise TransportError(f"port must be in 0..65535, got {port}", port=port)
+        return self.bind_address(f"tcp://{host}:{port if port else '*'}")
+
+    def bind_address(self, address: str) -> ZmqReceiver:
+        with self._lock:
+            self._check_open()
+            receiver = ZmqReceiver(self, address, self.hwm)
+            self._receivers.add(receiver)
+        log.debug("bound %s", receiver.address)
+        return receiver
+
+    def connect(self, address: str) -> ZmqSender:
+        with self._lock:
+            self._check_open()
+            sender = ZmqSender(self, address, self.hwm)
+            self._senders.add(sender)
+        return sender
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportError("zmq transport is closed")
+
+    def _release(self, endpoint: ZmqSender | ZmqReceiver) -> None:
+        with self._lock:
+            if isinstance(endpoint, ZmqSender):
+                self._senders.discard(endpoint)
+            else:
+                self._receivers.discard(endpoint)
+            self._closed_totals.add(endpoint.stats)
+
+    def stats(self) -> TransportStats:
+        with self._lock:
+            total = self._closed_totals.copy()
+            live: list[ZmqSender | ZmqReceiver] = [*self._senders, *self._receivers]
+            for endpoint in live:
+                total.add(endpoint.stats)
+        return total
+
+    def close(self) -> None:
+        """Close this transport's sockets; the shared process-wide zmq context stays up for other users."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            endpoints: list[ZmqSender | ZmqReceiver] = [*self._senders, *self._receivers]
+        for endpoint in endpoints:
+            endpoint.close()

@@ -1,0 +1,1 @@
+"""Tests of storm_py.protocol and storm_py.transport."""
