@@ -9,11 +9,14 @@ dependencies).  A missing ``java`` or jar fails the test with the fix to apply: 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -30,6 +33,7 @@ DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -53,6 +57,13 @@ def four_letter_word(host: str, port: int, word: bytes = b"srvr", timeout: float
             return b"".join(chunks)
     except OSError:
         return b""
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: have Linux SIGTERM the server if pytest dies without cleaning up."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def find_java() -> str:
@@ -145,6 +156,7 @@ class ZooKeeperServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.base_dir,
+                preexec_fn=_die_with_parent,
             )
         proc = self._proc
 

@@ -33,7 +33,6 @@ _WatchKind = Literal["data", "children"]
 class _Node:
     data: bytes
     owner: int | None = None  # session id of an ephemeral node
-    sequential: bool = False
     children: set[str] = field(default_factory=set)
     cversion: int = 0  # bumped on every child creation and deletion; names sequential children
 
@@ -106,7 +105,7 @@ class MemoryStore:
         with self._lock:
             for ancestor in znodes.ancestors(path):
                 if ancestor not in self._nodes:
-                    self._add(ancestor, b"", None, False)
+                    self._add(ancestor, b"", None)
             parent = self._nodes[znodes.parent(path)]
             if parent.owner is not None:
                 raise StateError(
@@ -123,7 +122,7 @@ class MemoryStore:
                 raise StateError(
                     f"cannot create {path}: node exists", path=path, op="create", reason="node_exists"
                 )
-            self._add(path, data, owner, sequential)
+            self._add(path, data, owner)
             return path
 
     def _set(self, path: str, data: bytes, owner: int | None) -> None:
@@ -167,17 +166,11 @@ class MemoryStore:
                 self._delete(znodes.join(path, child))
             self._remove(path)
 
-    def _owned_by(self, owner: int) -> list[tuple[str, _Node]]:
+    def _drop_session(self, owner: int) -> None:
+        """Delete the ephemeral nodes of session ``owner``."""
         with self._lock:
-            return [(path, node) for path, node in self._nodes.items() if node.owner == owner]
-
-    def _drop_session(self, owner: int) -> list[tuple[str, bytes, bool]]:
-        """Delete the ephemeral nodes of ``owner``; return them as ``(path, data, sequential)``."""
-        with self._lock:
-            owned = self._owned_by(owner)
-            for path, _ in owned:
+            for path in sorted(path for path, node in self._nodes.items() if node.owner == owner):
                 self._remove(path)
-            return [(path, node.data, node.sequential) for path, node in owned]
 
     # ------------------------------------------------------------------------------------------- watches
     def _add_watch(self, watch: _MemoryWatch) -> None:
@@ -199,12 +192,12 @@ class MemoryStore:
                 watch.cancel()
 
     # ------------------------------------------------------------------------------------------ internals
-    def _add(self, path: str, data: bytes, owner: int | None, sequential: bool) -> None:
+    def _add(self, path: str, data: bytes, owner: int | None) -> None:
         parent_path = znodes.parent(path)
         parent = self._nodes[parent_path]
         parent.children.add(znodes.basename(path))
         parent.cversion += 1
-        self._nodes[path] = _Node(data, owner, sequential)
+        self._nodes[path] = _Node(data, owner)
         self._fire("data", path)
         self._fire("children", path)
         self._fire("children", parent_path)
@@ -233,6 +226,9 @@ class MemoryStorage:
         self._closed = False
         self._lock = threading.Lock()
         self._listeners: list[ConnectionListener] = []
+        # The non-sequential ephemeral nodes this client made, with their latest data: what a new session
+        # re-creates (guarded by the store's lock).
+        self._ephemerals: dict[str, bytes] = {}
         self._dispatcher = CallbackThread(f"memory-storage-{self._session}")
 
     @property
@@ -247,19 +243,28 @@ class MemoryStorage:
     def set(self, path: str, data: bytes) -> None:
         path = self._path("set", path)
         with self.store._lock:
-            node = self.store._nodes.get(path)
-            # A node of ours stays ephemeral, even when re-created by a write.
-            owner = self._session if node is not None and node.owner == self._session else None
-            self.store._set(path, bytes(data), owner)
+            if path in self._ephemerals:
+                # A node of ours stays ephemeral, even when (re-)created by a write.
+                self._ephemerals[path] = bytes(data)
+                self.store._set_ephemeral(path, bytes(data), self._session)
+            else:
+                self.store._set(path, bytes(data), None)
 
     def set_ephemeral(self, path: str, data: bytes) -> None:
-        self.store._set_ephemeral(self._path("set", path), bytes(data), self._session)
+        path = self._path("set", path)
+        with self.store._lock:
+            self._ephemerals[path] = bytes(data)
+            self.store._set_ephemeral(path, bytes(data), self._session)
 
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False, sequential: bool = False) -> str:
         path = self._path("create", path)
         if path == znodes.ROOT:
             raise StateError("cannot create the root", path=path, op="create", reason="node_exists")
-        return self.store._create(path, bytes(data), self._session if ephemeral else None, sequential)
+        with self.store._lock:
+            created = self.store._create(path, bytes(data), self._session if ephemeral else None, sequential)
+            if ephemeral and not sequential:
+                self._ephemerals[created] = bytes(data)
+            return created
 
     def exists(self, path: str) -> bool:
         return self.store._exists(self._path("exists", path))
@@ -268,7 +273,11 @@ class MemoryStorage:
         return self.store._children(self._path("children", path))
 
     def delete(self, path: str) -> None:
-        self.store._delete(self._path("delete", path))
+        path = self._path("delete", path)
+        with self.store._lock:
+            for tracked in [p for p in self._ephemerals if znodes.is_within(p, path)]:
+                del self._ephemerals[tracked]
+            self.store._delete(path)
 
     # ---------------------------------------------------------------------------------------- watches
     def watch_data(self, path: str, callback: WatchCallback) -> _MemoryWatch:
@@ -303,12 +312,10 @@ class MemoryStorage:
         """Play a session expiry followed by a new session (see the module docstring)."""
         self._path("expire", znodes.ROOT)
         with self.store._lock:
-            dropped = self.store._drop_session(self._session)
+            self.store._drop_session(self._session)
             self._notify("lost")
             old, self._session = self._session, self.store._new_session_id()
-            for path, data, sequential in dropped:
-                if sequential:
-                    continue
+            for path, data in sorted(self._ephemerals.items()):
                 try:
                     self.store._set_ephemeral(path, data, self._session)
                 except StateError as err:

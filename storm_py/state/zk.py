@@ -206,6 +206,7 @@ class KazooStorage:
         return b"" if data is None else bytes(data)
 
     def set(self, path: str, data: bytes) -> None:
+        path = znodes.normalize(path)
         full = self._full(path)
         data = bytes(data)
         with self._lock:
@@ -232,7 +233,7 @@ class KazooStorage:
 
     def set_ephemeral(self, path: str, data: bytes) -> None:
         data = bytes(data)
-        znodes.normalize(path)
+        path = znodes.normalize(path)
         with self._lock:
             previous = self._ephemerals.get(path)
             self._ephemerals[path] = (data, None if previous is None else previous[1])
@@ -240,6 +241,7 @@ class KazooStorage:
         self._put_ephemeral(path, data, internal=False)
 
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False, sequential: bool = False) -> str:
+        path = znodes.normalize(path)
         full = self._full(path)
         data = bytes(data)
         if full == self._prefix:
@@ -286,6 +288,7 @@ class KazooStorage:
         return sorted(str(n) for n in names)
 
     def delete(self, path: str) -> None:
+        path = znodes.normalize(path)
         full = self._full(path)
         with self._lock:
             for tracked in [p for p in self._ephemerals if znodes.is_within(p, path)]:
@@ -343,6 +346,8 @@ class KazooStorage:
                 return
             self._closed = True
         self._shutdown_client(self._client)
+        # Wake operations waiting for a connection: they find the storage closed.
+        self._connected.set()
         self._dispatcher.stop()
         log.info("closed ZooKeeper session to %s", self._hosts)
 
@@ -585,15 +590,15 @@ class KazooStorage:
     def _on_kazoo_state(self, state: str) -> None:
         """kazoo's state listener, on kazoo's connection thread: records, then posts to the storage thread."""
         mapped = _STATES[state]
+        if mapped == "lost":
+            self._lost_event.set()
+        if self._closed:
+            return
         self._state = mapped
         if mapped == "connected":
             self._connected.set()
         else:
             self._connected.clear()
-        if mapped == "lost":
-            self._lost_event.set()
-        if self._closed:
-            return
         session = self._live_session() if mapped == "connected" else None
         self._dispatcher.post(functools.partial(self._handle_state, mapped, session))
 
@@ -608,7 +613,7 @@ class KazooStorage:
                     previous,
                     session or 0,
                 )
-            else:
+            elif previous is not None:
                 log.info("reconnected to ZooKeeper %s", self._hosts)
             self._resync()
         else:

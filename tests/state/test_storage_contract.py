@@ -153,6 +153,16 @@ def test_set_keeps_an_own_ephemeral_node_ephemeral(backend: Backend) -> None:
     wait_until(lambda: not b.exists("/reg"), WAIT, what="the ephemeral node to vanish")
 
 
+def test_set_recreates_an_own_ephemeral_node_as_ephemeral(backend: Backend) -> None:
+    owner, other = backend.session(), backend.session()
+    owner.create("/mine", b"v1", ephemeral=True)
+    other.delete("/mine")  # someone removes it behind the owner's back
+    owner.set("/mine", b"v2")  # the owner's next write puts it back, still ephemeral
+    assert other.get("/mine") == b"v2"
+    owner.close()
+    wait_until(lambda: not other.exists("/mine"), WAIT, what="the ephemeral node to vanish")
+
+
 def test_set_ephemeral_creates_updates_and_replaces(backend: Backend) -> None:
     old, new, observer = backend.session(), backend.session(), backend.session()
     old.set_ephemeral("/sup/s1", b"old incarnation")
