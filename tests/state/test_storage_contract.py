@@ -341,7 +341,7 @@ def _leader_of(*candidates: LeaderElection) -> list[str]:
 
 
 def test_election_has_one_leader_and_fails_over_on_cancel(backend: Backend) -> None:
-    a, b, observer = backend.session(), backend.session(), backend.session()
+    a, b = backend.session(), backend.session()
     first = a.elect("/election", "nimbus-a:6627")
     second = b.elect("/election", "nimbus-b:6627")
     wait_until(lambda: _leader_of(first, second) == ["nimbus-a:6627"], WAIT, what="a to lead")
@@ -354,7 +354,6 @@ def test_election_has_one_leader_and_fails_over_on_cancel(backend: Backend) -> N
     changes.wait_for(lambda c: c == [True], "b's leadership listener")
     assert second.leader_id() == "nimbus-b:6627"
     assert isinstance(first, LeaderElection)
-    _ = observer
 
 
 def test_election_fails_over_when_the_leader_dies(backend: Backend) -> None:
