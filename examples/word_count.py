@@ -100,7 +100,8 @@ def build(conf: dict[str, Any] | None = None) -> Any:
     limit = conf.get("wordcount.sentences")
     builder = TopologyBuilder()
     builder.set_spout("spout", RandomSentenceSpout(limit), 1)
-    builder.set_bolt("split", SplitSentence(), int(conf.get("wordcount.split.parallelism", 2))).shuffle_grouping("spout")
+    split = int(conf.get("wordcount.split.parallelism", 2))
+    builder.set_bolt("split", SplitSentence(), split).shuffle_grouping("spout")
     builder.set_bolt("count", WordCount(), int(conf.get("wordcount.count.parallelism", 2))).fields_grouping(
         "split", ["word"]
     )

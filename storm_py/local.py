@@ -107,9 +107,13 @@ class LocalCluster:
             self._sync()
             assignment = self.state.assignment(topology_id)
             workers = self.workers(topology_id)
-            if assignment is not None and workers and len(workers) == len(assignment.slots()):
-                if all(w.loop is not None and w.loop.passes > 0 for w in workers):
-                    return
+            if (
+                assignment is not None
+                and workers
+                and len(workers) == len(assignment.slots())
+                and all(w.loop is not None and w.loop.passes > 0 for w in workers)
+            ):
+                return
             time.sleep(0.002)
         raise WaitTimeoutError(f"workers of {topology_id} did not start within {timeout}s", topology=topology_id)
 

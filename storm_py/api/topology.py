@@ -199,7 +199,7 @@ class TopologyBuilder:
                 f"parallelism of {cid!r} must be a positive integer, got {parallelism!r}", component=cid
             )
 
-    def set_spout(self, id: str, spout: Spout, parallelism: int = 1) -> SpoutDeclarer:  # noqa: A002 - API name
+    def set_spout(self, id: str, spout: Spout, parallelism: int = 1) -> SpoutDeclarer:
         """Add a spout with ``parallelism`` executors."""
         self._check_new(id, parallelism)
         if not hasattr(spout, "next_tuple"):
@@ -208,7 +208,7 @@ class TopologyBuilder:
         self._spouts[id] = spec
         return SpoutDeclarer(spec)
 
-    def set_bolt(self, id: str, bolt: Bolt | BasicBolt, parallelism: int = 1) -> BoltDeclarer:  # noqa: A002
+    def set_bolt(self, id: str, bolt: Bolt | BasicBolt, parallelism: int = 1) -> BoltDeclarer:
         """Add a bolt (rich or basic) with ``parallelism`` executors."""
         self._check_new(id, parallelism)
         if not hasattr(bolt, "execute"):
@@ -231,7 +231,9 @@ def fill_component(spec: ComponentSpec) -> None:
     try:
         spec.obj.declare_output_fields(declarer)
     except (ValueError, TypeError) as err:
-        raise InvalidTopologyException(f"component {spec.id!r} declares invalid outputs: {err}", component=spec.id) from err
+        raise InvalidTopologyException(
+            f"component {spec.id!r} declares invalid outputs: {err}", component=spec.id
+        ) from err
     spec.streams = declarer.streams
     own = spec.obj.get_component_configuration() if hasattr(spec.obj, "get_component_configuration") else None
     if own:

@@ -104,7 +104,7 @@ class Nimbus:
             self.code_store.put(tid, code)
             base = StormBase(
                 name=name,
-                status=ts.INACTIVE if inactive else ts.ACTIVE,
+                status="inactive" if inactive else "active",
                 launch_time=self.clock.wall(),
                 num_workers=int(topo_conf.get("topology.workers") or 1),
                 component_executors={c: e for c, (_, e) in counts.items()},
@@ -151,7 +151,9 @@ class Nimbus:
             slots.extend((sid, p) for p in info.ports)
         return slots, hosts
 
-    def _schedule(self, tid: str, base: StormBase, fresh: bool = False, dead: set[tuple[str, int]] = frozenset()) -> None:  # type: ignore[assignment]
+    def _schedule(
+        self, tid: str, base: StormBase, fresh: bool = False, dead: frozenset[tuple[str, int]] = frozenset()
+    ) -> None:
         counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
         layout = layout_from_counts(counts)
         executors = [(c, s, e) for c, (s, e) in layout.all_executors()]
@@ -335,7 +337,7 @@ class Nimbus:
             log.warning("executors of %s on dead slot(s) %s: reassigning", tid, sorted(dead))
             for slot in dead:
                 self._hb_seen.pop((tid, slot[0], slot[1]), None)
-            self._schedule(tid, base, dead=dead)
+            self._schedule(tid, base, dead=frozenset(dead))
 
     # ---------------------------------------------------------------------------------------------- summaries
 

@@ -591,10 +591,9 @@ class AckerExecutor(Executor):
         self.ackers: dict[int, AckerBolt] = {}
 
     def prepare(self) -> None:
-        out = self.outbuf
         for t in self.task_ids:
             acker = AckerBolt()
-            acker.bind(lambda task, row, _out=out: _out[task].append(row), self.rt.clock.now)
+            acker.bind(self._emit, self.rt.clock.now)
             self.ackers[t] = acker
 
     def step(self, now: float) -> bool:

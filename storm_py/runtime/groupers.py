@@ -37,8 +37,8 @@ def value_hash(v: Any) -> int:
     if isinstance(v, bool):
         return 1231 if v else 1237
     if isinstance(v, int):
-        v &= 0xFFFFFFFFFFFFFFFF
-        return (v ^ (v >> 32)) & _MASK
+        u = v & 0xFFFFFFFFFFFFFFFF
+        return (u ^ (u >> 32)) & _MASK
     if isinstance(v, (bytes, bytearray, memoryview)):
         return zlib.crc32(v)
     if isinstance(v, float):

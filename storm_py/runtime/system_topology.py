@@ -24,7 +24,7 @@ Executor = tuple[int, int]
 
 
 def num_ackers(conf: dict[str, Any]) -> int:
-    """``topology.acker.executors``, or workers × ``topology.ras.acker.executors.per.worker`` when unset."""
+    """``topology.acker.executors``, or workers x ``topology.ras.acker.executors.per.worker`` when unset."""
     n = conf.get("topology.acker.executors")
     if n is None:
         return int(conf.get("topology.workers") or 1) * int(conf.get("topology.ras.acker.executors.per.worker") or 1)

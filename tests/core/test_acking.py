@@ -5,7 +5,6 @@ from __future__ import annotations
 from storm_py import LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
-
 from tests.core.helpers import (
     AckBolt,
     AckEveryOtherBolt,

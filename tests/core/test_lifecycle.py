@@ -21,7 +21,6 @@ from storm_py import (
 from storm_py.clock import wait_until
 from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
 from storm_py.testing.registry import Shared
-
 from tests.core.helpers import AckBolt
 
 

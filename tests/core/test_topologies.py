@@ -16,7 +16,6 @@ from storm_py.testing import (
     multiset_eq,
     read_tuples,
 )
-
 from tests.core.helpers import ConfBolt, IdentityBolt, PlannerSpout
 
 
@@ -96,9 +95,8 @@ def test_reserved_and_duplicate_ids():
     with pytest.raises(InvalidTopologyException, match="already has a component"):
         builder.set_bolt("1", TestWordCounter())
     builder.set_bolt("__mine", TestWordCounter()).shuffle_grouping("1")
-    with LocalCluster(simulated_time=True) as cluster:
-        with pytest.raises(InvalidTopologyException, match="reserved"):
-            cluster.submit_topology("reserved", {}, builder.create_topology())
+    with LocalCluster(simulated_time=True) as cluster, pytest.raises(InvalidTopologyException, match="reserved"):
+        cluster.submit_topology("reserved", {}, builder.create_topology())
 
     class SystemStreamSpout(TestWordSpout):
         def declare_output_fields(self, declarer):
@@ -106,9 +104,8 @@ def test_reserved_and_duplicate_ids():
 
     builder = TopologyBuilder()
     builder.set_spout("1", SystemStreamSpout())
-    with LocalCluster(simulated_time=True) as cluster:
-        with pytest.raises(InvalidTopologyException, match="reserved"):
-            cluster.submit_topology("reserved-stream", {}, builder.create_topology())
+    with LocalCluster(simulated_time=True) as cluster, pytest.raises(InvalidTopologyException, match="reserved"):
+        cluster.submit_topology("reserved-stream", {}, builder.create_topology())
 
 
 def test_system_stream():
