@@ -107,6 +107,7 @@ class Worker:
             send_remote=self.transport.send,
             error_sink=self._record_error,
             worker_port=self.port,
+            transactional_state=self.state,
         )
         self.runtime = runtime
         self.transport.bind(self.key, runtime.deliver)

@@ -33,6 +33,10 @@ Entries = list[tuple[int, list[Any]]]
 SendRemote = Callable[[str, Entries], None]
 ErrorSink = Callable[[str, int, str], None]
 
+#: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
+#: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
+TRANSACTIONAL_STATE_RESOURCE = "storm_py.transactional_state"
+
 
 class WorkerRuntime:
     """Executors of one worker plus the transfer between them and to other workers."""
@@ -53,6 +57,7 @@ class WorkerRuntime:
         error_sink: ErrorSink | None = None,
         worker_port: int | None = None,
         seed: int | None = None,
+        transactional_state: Any = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -72,6 +77,8 @@ class WorkerRuntime:
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
         self.resources: dict[str, Any] = {}
+        if transactional_state is not None:
+            self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         ackers = layout.component_tasks.get(ACKER_COMPONENT, [])
         self.acker_for = _acker_chooser(ackers)
