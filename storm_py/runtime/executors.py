@@ -303,6 +303,8 @@ class SpoutExecutor(Executor):
                         stats.lat_count += 1
                         if len(samples) < LATENCY_SAMPLES:
                             samples.append(delta)
+                        else:  # keep the latest samples: a ring over the sample buffer
+                            samples[stats.lat_count % LATENCY_SAMPLES] = delta
                         spout.ack(msg_id)
                     elif code == FAILED:
                         stats.failed += 1
