@@ -22,6 +22,7 @@ result is JSON on stdout; one human line per configuration goes to stderr.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -179,12 +180,21 @@ STACKS = {
 # ---------------------------------------------------------------------------------- driver
 
 
-def _one_run(stack: str, n: int, batch_size: int, hwm: int) -> dict[str, Any]:
+def _child(gc_off: bool, fn: Any, *args: Any) -> None:
+    """Process entry point: optionally switch off the cyclic garbage collector, then run ``fn``."""
+    if gc_off:
+        gc.disable()
+    fn(*args)
+
+
+def _one_run(stack: str, n: int, batch_size: int, hwm: int, gc_off: bool = False) -> dict[str, Any]:
     receiver_fn, sender_fn = STACKS[stack]
     mpc = mp.get_context("spawn")
     r_parent, r_child = mpc.Pipe()
     s_parent, s_child = mpc.Pipe()
-    receiver = mpc.Process(target=receiver_fn, args=(r_child, hwm), name=f"bench-recv-{stack}", daemon=True)
+    receiver = mpc.Process(
+        target=_child, args=(gc_off, receiver_fn, r_child, hwm), name=f"bench-recv-{stack}", daemon=True
+    )
     procs = [receiver]
     try:
         receiver.start()
@@ -192,8 +202,8 @@ def _one_run(stack: str, n: int, batch_size: int, hwm: int) -> dict[str, Any]:
             raise RuntimeError("receiver did not report its port")
         port = r_parent.recv()
         sender = mpc.Process(
-            target=sender_fn,
-            args=(s_child, port, n, batch_size, hwm),
+            target=_child,
+            args=(gc_off, sender_fn, s_child, port, n, batch_size, hwm),
             name=f"bench-send-{stack}",
             daemon=True,
         )
@@ -238,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stacks", default="raw,storm_py,storm_py_unchecked", help=f"comma-separated, from {sorted(STACKS)}"
     )
+    parser.add_argument("--gc-off", action="store_true", help="disable the cyclic GC in both processes")
     args = parser.parse_args(argv)
     stacks = [s for s in args.stacks.split(",") if s]
     for s in stacks:
@@ -248,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for stack in stacks:
         for batch_size in batches:
-            runs = [_one_run(stack, args.n, batch_size, args.hwm) for _ in range(args.runs)]
+            runs = [_one_run(stack, args.n, batch_size, args.hwm, args.gc_off) for _ in range(args.runs)]
             rates = [r["tuples_per_s"] for r in runs]
             row = {
                 "stack": stack,
@@ -270,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         "n": args.n,
         "runs_per_config": args.runs,
         "hwm": args.hwm,
+        "gc": "off" if args.gc_off else "on",
         "python": platform.python_version(),
         "pyzmq": zmq.__version__,
         "libzmq": zmq.zmq_version(),

@@ -69,9 +69,7 @@ def _type_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def register_ext(
-    code: int, cls: type[T], to_bytes: Callable[[T], bytes], from_bytes: Callable[[bytes], T]
-) -> None:
+def register_ext(code: int, cls: type[T], to_bytes: Callable[[T], bytes], from_bytes: Callable[[bytes], T]) -> None:
     """Carry instances of exactly ``cls`` as msgpack extension type ``code`` (0..127).
 
     ``to_bytes(obj)`` must return ``bytes``; ``from_bytes(data)`` rebuilds the object.  To carry structured
@@ -149,8 +147,7 @@ def _default(obj: Any) -> msgpack.ExtType:
     if type(data) is not bytes:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise CodecError(
-                f"to_bytes of ext type {ext.code} ({_type_name(cls)}) returned {_type_name(type(data))}, "
-                f"not bytes",
+                f"to_bytes of ext type {ext.code} ({_type_name(cls)}) returned {_type_name(type(data))}, not bytes",
                 ext_code=ext.code,
             )
         data = bytes(data)
@@ -165,9 +162,7 @@ def _ext_hook(code: int, data: bytes) -> Any:
     try:
         return ext.from_bytes(data)
     except Exception as exc:
-        raise CodecError(
-            f"from_bytes of ext type {code} ({_type_name(ext.cls)}) failed: {exc}", ext_code=code
-        ) from exc
+        raise CodecError(f"from_bytes of ext type {code} ({_type_name(ext.cls)}) failed: {exc}", ext_code=code) from exc
 
 
 def _new_packer() -> msgpack.Packer:

@@ -187,9 +187,7 @@ class MemoryReceiver:
 
     def recv(self, timeout: float | None = None) -> bytes | None:
         if self._thread is not None:
-            raise TransportError(
-                f"receiver on {self.address} is started; recv is not allowed", address=self.address
-            )
+            raise TransportError(f"receiver on {self.address} is started; recv is not allowed", address=self.address)
         box = self._box
         with box.lock:
             if self._closed:
@@ -206,9 +204,7 @@ class MemoryReceiver:
                             return None
                         box.not_empty.wait(remaining)
                 if self._closed:
-                    raise TransportError(
-                        f"receiver on {self.address} was closed while waiting", address=self.address
-                    )
+                    raise TransportError(f"receiver on {self.address} was closed while waiting", address=self.address)
             frame = box.frames.popleft()
             box.not_full.notify()
         self._stats.frames_received += 1
@@ -216,16 +212,16 @@ class MemoryReceiver:
         return frame
 
     def close(self) -> None:
-        self.stop()
         box = self._box
         with self._state_lock:
             if self._closed:
                 return
-            self._closed = True
-            with box.lock:
-                if box.receiver is self:
-                    box.receiver = None
-                box.not_empty.notify_all()
+            self._closed = True  # refuses start()
+        self.stop()
+        with box.lock:
+            if box.receiver is self:
+                box.receiver = None
+            box.not_empty.notify_all()
         self._transport._release(self, box)
         log.debug("receiver on %s closed", self.address)
 
@@ -341,6 +337,4 @@ class MemoryTransport:
 
 def _check_scheme(address: str) -> None:
     if not address.startswith(SCHEME) or len(address) == len(SCHEME):
-        raise TransportError(
-            f"not a memory transport address: {address!r} (expected memory://name)", address=address
-        )
+        raise TransportError(f"not a memory transport address: {address!r} (expected memory://name)", address=address)

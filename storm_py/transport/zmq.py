@@ -230,9 +230,7 @@ class ZmqReceiver:
 
     def recv(self, timeout: float | None = None) -> bytes | None:
         if self._thread is not None:
-            raise TransportError(
-                f"receiver on {self._address} is started; recv is not allowed", address=self._address
-            )
+            raise TransportError(f"receiver on {self._address} is started; recv is not allowed", address=self._address)
         with self._recv_lock:
             if self._closed:
                 raise TransportError(f"receiver on {self._address} is closed", address=self._address)
@@ -262,11 +260,11 @@ class ZmqReceiver:
             raise TransportError(f"recv on {self._address} failed: {exc}", address=self._address) from exc
 
     def close(self) -> None:
-        self.stop()
         with self._state_lock:
             if self._closed:
                 return
-            self._closed = True  # seen by a recv waiting in another thread, which then gives up the lock
+            self._closed = True  # refuses start(); a recv waiting in another thread sees it and gives up the lock
+        self.stop()
         with self._recv_lock:
             sock = self._sock
             discarded = 0

@@ -101,9 +101,7 @@ scalars = (
     | st.binary()
 )
 keys = st.none() | st.booleans() | st.integers(min_value=-(1 << 63), max_value=U64) | st.text() | st.binary()
-attempts = st.builds(
-    Attempt, st.integers(min_value=0, max_value=U64), st.integers(min_value=0, max_value=2**32 - 1)
-)
+attempts = st.builds(Attempt, st.integers(min_value=0, max_value=U64), st.integers(min_value=0, max_value=2**32 - 1))
 
 values = st.recursive(
     scalars | attempts,
@@ -429,6 +427,12 @@ def _raw(obj: Any) -> bytes:
         ([0, "w", [[5, 0, "s", 1, [], 7]]], r"entries\[0\]\.ids"),
         ([0, "w", [[5, 0, "s", 1, [], [1, -2]]]], r"entries\[0\]\.ids\[1\]"),
         ([0, "w", [[5, 0, "s", 1, [], ["a", 2]]]], r"entries\[0\]\.ids\[0\]"),
+        ([0, "w", [[5, 0, "s", 1, [], [1, 2, 3, "x"]]]], r"entries\[0\]\.ids\[3\]"),
+        ([0, "w", [[5, 0, "s", 1, [], [1, 2, -3, 4]]]], r"entries\[0\]\.ids\[2\]"),
+        ([0, "w", [[5, 0, "s", 1, [], [True, 2]]]], r"entries\[0\]\.ids\[0\]"),
+        ([0, "w", [[5, 0, "s", 1, [], [1, 2, 3]]]], r"entries\[0\]\.ids"),
+        ([0, "w", [tuple_entry(1, "s", 1, [], None), [5, 1, [1, 2], 9, 9, 9]]], r"entries\[1\] is an ACKER"),
+        ([0, "w", [tuple_entry(1, "s", 1, [], None), [5, 0, [1, 2]]]], r"entries\[1\] is a TUPLE"),
         ([0, "w", [acker_entry(1, [1]), [5, 1, [1], 2]]], r"entries\[1\] is an ACKER entry with 4 fields"),
         ([0, "w", [[5, 1, 3]]], r"entries\[0\]\.row"),
         ([0, "w", [[5, 1, [1, 2.5]]]], r"entries\[0\]\.row\[1\]"),

@@ -427,9 +427,7 @@ def test_no_file_descriptors_leak(kind: str) -> None:
         got.wait_for(1)
         tx.close()
         rx.close()
-    wait_until(
-        lambda: open_fds() <= baseline + 2, DEADLINE, what=f"fds back to {baseline} (now {open_fds()})"
-    )
+    wait_until(lambda: open_fds() <= baseline + 2, DEADLINE, what=f"fds back to {baseline} (now {open_fds()})")
     transport.close()
 
 
