@@ -354,7 +354,7 @@ def _anchor_list(anchors: Any) -> list[Tuple]:
 class BoltCollector:
     """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
 
-    __slots__ = ("_acking", "_ex", "_rand", "_routes", "_task", "component_id")
+    __slots__ = ("_acker_for", "_acking", "_ex", "_out", "_rand", "_routes", "_stats", "_task", "component_id")
 
     def __init__(self, ex: BoltExecutor, task: int) -> None:
         self._ex = ex
@@ -362,21 +362,47 @@ class BoltCollector:
         self._routes = ex.rt.routes_for(task)
         self._acking = ex.rt.num_ackers > 0
         self._rand = ex.rt.rand64
+        self._out = ex.outbuf  # cleared in place after every flush, never replaced
+        self._stats = ex.stats
+        self._acker_for = ex.rt.acker_for
         self.component_id = ex.component_id
 
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
         route = self._routes.get(stream)
-        if route is None:
-            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
-        if route.direct:
-            raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
+        if route is None or route.direct:
+            self._bad_stream(stream, route)
         if type(values) is not list:
             values = list(values)
-        single = route.single
-        targets = single(self._task, values) if single is not None else route.choose(self._task, values)
-        self._send(route, targets, values, anchors)
+        single = route.single  # type: ignore[union-attr]
+        task = self._task
+        targets = single(task, values) if single is not None else route.choose(task, values)  # type: ignore[union-attr]
+        stats = self._stats
+        stats.emitted += 1
+        if not targets:
+            return targets
+        stats.transferred += len(targets)
+        if type(anchors) is Tuple and self._acking:
+            # the common case, inlined: one anchor
+            aids = anchors._ids
+            if aids:
+                out = self._out
+                rand = self._rand
+                fields = route.fields  # type: ignore[union-attr]
+                comp = self.component_id
+                for t in targets:
+                    edge = rand()
+                    anchors._ack_val ^= edge
+                    out[t].append(Tuple(values, fields, comp, stream, task, dict.fromkeys(aids, edge)))
+                return targets
+            anchors = None
+        self._send(route, targets, values, anchors)  # type: ignore[arg-type]
         return targets
+
+    def _bad_stream(self, stream: str, route: StreamRoute | None) -> None:
+        if route is None:
+            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
+        raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
@@ -388,35 +414,21 @@ class BoltCollector:
         if not route.direct:
             raise ValueError(f"cannot emit_direct to stream {stream!r} of {self.component_id!r}: it is not direct")
         targets = [task_id] if task_id in route.direct_targets else []
+        self._stats.emitted += 1
+        self._stats.transferred += len(targets)
         self._send(route, targets, list(values), anchors)
 
     def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
-        ex = self._ex
-        out = ex.outbuf
-        stats = ex.stats
-        stats.emitted += 1
-        stats.transferred += len(targets)
+        out = self._out
         fields = route.fields
         stream = route.stream
         comp = self.component_id
         task = self._task
-        if anchors is None or not self._acking:
+        alist = [a for a in _anchor_list(anchors) if a._ids] if (anchors is not None and self._acking) else []
+        if not alist:
             for t in targets:
                 out[t].append(Tuple(values, fields, comp, stream, task, None))
             return
-        if type(anchors) is Tuple:
-            aids = anchors._ids
-            if not aids:
-                for t in targets:
-                    out[t].append(Tuple(values, fields, comp, stream, task, None))
-                return
-            rand = self._rand
-            for t in targets:
-                edge = rand()
-                anchors._ack_val ^= edge
-                out[t].append(Tuple(values, fields, comp, stream, task, dict.fromkeys(aids, edge)))
-            return
-        alist = [a for a in _anchor_list(anchors) if a._ids]
         rand = self._rand
         for t in targets:
             ids: dict[int, int] = {}
@@ -429,11 +441,11 @@ class BoltCollector:
 
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots."""
+        self._stats.acked += 1
         ids = tup._ids
-        self._ex.stats.acked += 1
         if ids and self._acking:
-            out = self._ex.outbuf
-            acker_for = self._ex.acker_for
+            out = self._out
+            acker_for = self._acker_for
             av = tup._ack_val
             for root, v in ids.items():
                 out[acker_for(root)].append((ACK, root, v ^ av))
@@ -468,15 +480,16 @@ class BoltCollector:
 class BasicCollector:
     """The collector a :class:`BasicBolt` sees: emits are anchored to the current input."""
 
-    __slots__ = ("_inner", "input")
+    __slots__ = ("_emit", "_inner", "input")
 
     def __init__(self, inner: BoltCollector) -> None:
         self._inner = inner
+        self._emit = inner.emit
         self.input: Tuple | None = None
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit anchored to the input being executed."""
-        return self._inner.emit(values, self.input, stream)
+        return self._emit(values, self.input, stream)
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit directly to ``task_id``, anchored to the input being executed."""
