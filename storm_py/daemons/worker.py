@@ -72,6 +72,7 @@ class Worker:
         self.host = host
         self.key = worker_key(supervisor_id, port)
         self.executors: list[tuple[int, int]] = []
+        self.node_host: dict[str, str] = {}
         self.runtime: WorkerRuntime | None = None
         self.loop: WorkerLoop | None = None
         self.started_at = clock.now()
@@ -94,6 +95,7 @@ class Worker:
         task_to_comp = layout.task_to_component()
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
         self.executors = mine
+        self.node_host = dict(assignment.node_host)
         runtime = WorkerRuntime(
             topology_id=tid,
             topology_name=base.name,
@@ -140,6 +142,7 @@ class Worker:
         if mine != self.executors:
             return False
         self.runtime.set_active(ts.spouts_active(base.status))
+        self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
         now = self.clock.now()
         if now >= self._next_heartbeat:
@@ -157,12 +160,20 @@ class Worker:
             executors=list(self.executors),
             time_secs=self.clock.wall(),
             uptime_secs=self.clock.now() - self.started_at,
-            stats={"executors": self.runtime.stats(), "dropped": self.runtime.dropped},
+            stats={
+                "executors": self.runtime.stats(),
+                "dropped": self.runtime.dropped,
+                "transfer": self._transfer_metrics(),
+            },
         )
         try:
             self.state.set_worker_heartbeat(self.topology_id, self.supervisor_id, self.port, hb)
         except StormPyError as err:
             log.warning("worker %s could not heartbeat: %s", self.key, err)
+
+    def _transfer_metrics(self) -> dict[str, int]:
+        metrics = getattr(self.transport, "metrics", None)
+        return dict(metrics()) if callable(metrics) else {}
 
     def silent_secs(self) -> float:
         """How long the worker's loop has been unable to run (0 while its thread lives)."""

@@ -1,0 +1,332 @@
+"""This module owns a worker process's traffic with its peers: one bound socket, one sender per peer, backpressure.
+
+:class:`SocketTransfer` implements the worker's transport seam (``bind`` / ``send`` / ``unbind``) over a
+:class:`~storm_py.transport.base.TransportContext` (ZeroMQ between processes).  Frames are encoded once per
+destination worker (:mod:`storm_py.daemons.tuple_frames`).
+
+Backpressure, without ever blocking the worker's loop thread (two workers sending to each other would
+deadlock if both waited):
+
+* receiving: the socket's thread hands a batch to the runtime only while the runtime's queued work is under
+  ``topology.executor.receive.buffer.size``; otherwise it waits, so the socket's bounded queue fills up and
+  the peers' sends find it full (``receive_waits`` counts those waits);
+* sending: a frame the peer's queue refuses goes to that peer's overflow, which a pump thread pushes in order
+  (``send_blocked`` counts them).  The tuples held there shrink the runtime's work budget, so spouts stop
+  emitting until the overflow drains: the sender waits, bolts keep running.
+
+Nothing is dropped silently: frames for peers that are gone and items that cannot be encoded are counted
+(``dropped_*``), and a corrupted frame is rejected whole, logged and counted (``frames_rejected``); the
+spouts' message timeouts replay what was lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from storm_py.daemons.tuple_frames import Entries, FrameDecoder, encode_entries
+from storm_py.errors import CodecError, TransportError
+from storm_py.transport.base import Sender, TransportContext
+
+if TYPE_CHECKING:
+    from storm_py.runtime.worker_runtime import WorkerRuntime
+
+log = logging.getLogger(__name__)
+
+#: How long the pump waits for room in one peer's queue before looking at the other peers again.
+PUMP_SLICE_SECS = 0.05
+#: Longest single wait of the receiving thread while the runtime is over its budget.
+RECEIVE_WAIT_MAX_SECS = 0.01
+#: How many occurrences of a repeated problem are logged in full (then every 1000th).
+LOGGED = 5
+
+
+def split_key(worker_key: str) -> tuple[str, int]:
+    """``node:port`` -> ``(node, port)``."""
+    node, sep, port = worker_key.rpartition(":")
+    if not sep or not node or not port.isdigit():
+        raise TransportError(f"not a worker key (node:port): {worker_key!r}", key=worker_key)
+    return node, int(port)
+
+
+@dataclass
+class TransferMetrics:
+    """Counters of one worker's transfer (reported in its heartbeat)."""
+
+    frames_sent: int = 0
+    tuples_sent: int = 0
+    frames_received: int = 0
+    tuples_received: int = 0
+    frames_rejected: int = 0
+    send_blocked: int = 0
+    receive_waits: int = 0
+    overflow_tuples: int = 0
+    overflow_max: int = 0
+    dropped_no_peer: int = 0
+    dropped_unencodable: int = 0
+    dropped_pruned: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """A JSON-ready snapshot."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Peer:
+    key: str
+    address: str
+    sender: Sender
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    overflow: deque[tuple[bytes, int]] = field(default_factory=deque)
+
+
+class SocketTransfer:
+    """A worker's bound socket plus its senders (see the module docstring).
+
+    Args:
+        transport: the transport context (ZeroMQ in a worker process).
+        host: the interface this worker binds (its supervisor's hostname).
+        resolve: the host of a supervisor id, from the current assignment (None when unknown).
+        runtime: the runtime this transfer serves (read when binding; its worker creates it just before).
+        scheme: how an address is built from host and port.
+    """
+
+    def __init__(
+        self,
+        transport: TransportContext,
+        host: str,
+        resolve: Callable[[str], str | None],
+        runtime: Callable[[], WorkerRuntime | None],
+        scheme: str = "tcp://{host}:{port}",
+    ) -> None:
+        self._transport = transport
+        self._host = host
+        self._resolve = resolve
+        self._runtime_of = runtime
+        self._scheme = scheme
+        self.metrics_ = TransferMetrics()
+        self._peers: dict[str, _Peer] = {}
+        self._peers_lock = threading.Lock()
+        self._key = ""
+        self._runtime: WorkerRuntime | None = None
+        self._deliver: Callable[[Entries], None] = lambda entries: None
+        self._decoder: FrameDecoder | None = None
+        self._receiver: Any = None
+        self._delivered = 0
+        self._base_limit = 0
+        self._budget_lock = threading.Lock()
+        self._queued = 0  # tuples put in overflow, ever (under _budget_lock)
+        self._drained = 0  # tuples taken out of overflow, ever (under _budget_lock)
+        self._closing = threading.Event()
+        self._wake = threading.Condition()
+        self._pump: threading.Thread | None = None
+        self._log_counts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------------------------------- the seam
+
+    def bind(self, worker_key: str, deliver: Callable[[Entries], None]) -> None:
+        """Bind this worker's slot port and start handing arriving batches to ``deliver`` (its runtime's)."""
+        _, port = split_key(worker_key)
+        runtime = self._runtime_of()
+        if runtime is None:
+            raise TransportError(f"worker {worker_key} has no runtime to deliver to", key=worker_key)
+        self._deliver = deliver
+        self._key = worker_key
+        self._runtime = runtime
+        self._base_limit = runtime.backlog_limit
+        self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams)
+        self._receiver = self._transport.bind(self._host, port)
+        self._receiver.start(self._on_frame)
+        self._pump = threading.Thread(target=self._run_pump, name=f"transfer-pump-{worker_key}", daemon=True)
+        self._pump.start()
+        log.info("worker %s receiving on %s", worker_key, self._receiver.address)
+
+    def send(self, worker_key: str, entries: Entries) -> None:
+        """Send one batch to a peer worker (called from the worker loop; never blocks it)."""
+        encoded = encode_entries(self._key, entries)
+        m = self.metrics_
+        if encoded.rejected:
+            m.dropped_unencodable += len(encoded.rejected)
+            self._report_unencodable(encoded.rejected)
+        if encoded.frame is None:
+            return
+        peer = self._peer(worker_key)
+        if peer is None:
+            m.dropped_no_peer += encoded.count
+            self._warn("no_peer", "dropped %d tuple(s) for %s: its host is unknown", encoded.count, worker_key)
+            return
+        with peer.lock:
+            if not peer.overflow:
+                try:
+                    sent = peer.sender.send(encoded.frame, block=False)
+                except TransportError as err:
+                    m.dropped_no_peer += encoded.count
+                    self._warn("send_failed", "dropped %d tuple(s) for %s: %s", encoded.count, worker_key, err)
+                    return
+                if sent:
+                    m.frames_sent += 1
+                    m.tuples_sent += encoded.count
+                    return
+            m.send_blocked += 1
+            peer.overflow.append((encoded.frame, encoded.count))
+        self._account(queued=encoded.count)
+        with self._wake:
+            self._wake.notify()
+
+    def unbind(self, worker_key: str) -> None:
+        """Stop receiving and sending; frames still in overflow are dropped (and counted)."""
+        self._closing.set()
+        with self._wake:
+            self._wake.notify_all()
+        if self._receiver is not None:
+            self._receiver.close()
+        if self._pump is not None and self._pump is not threading.current_thread():
+            self._pump.join(5.0)
+        self.prune(())
+
+    def metrics(self) -> dict[str, int]:
+        """The transfer counters (for the worker heartbeat)."""
+        m = self.metrics_
+        m.overflow_tuples = self._queued - self._drained
+        return m.as_dict()
+
+    def close(self) -> None:
+        """Release every socket of this transfer."""
+        self.unbind(self._key)
+        self._transport.close()
+
+    # ------------------------------------------------------------------------------------------- peers
+
+    def prune(self, keep: Iterable[str]) -> None:
+        """Forget peers not in ``keep`` (moved or gone); their overflow is dropped and counted."""
+        wanted = set(keep)
+        with self._peers_lock:
+            gone = [p for k, p in self._peers.items() if k not in wanted]
+            for p in gone:
+                del self._peers[p.key]
+        for peer in gone:
+            with peer.lock:
+                n = sum(c for _, c in peer.overflow)
+                peer.overflow.clear()
+            self.metrics_.dropped_pruned += n
+            self._account(drained=n)
+            peer.sender.close()
+            if n:
+                log.warning("dropped %d tuple(s) queued for %s, which no longer runs", n, peer.key)
+
+    def _peer(self, worker_key: str) -> _Peer | None:
+        peer = self._peers.get(worker_key)
+        if peer is not None:
+            return peer
+        node, port = split_key(worker_key)
+        host = self._resolve(node)
+        if host is None:
+            return None
+        address = self._scheme.format(host=host, port=port)
+        with self._peers_lock:
+            peer = self._peers.get(worker_key)
+            if peer is None:
+                peer = _Peer(worker_key, address, self._transport.connect(address))
+                self._peers[worker_key] = peer
+                log.debug("worker %s connected to %s at %s", self._key, worker_key, address)
+        return peer
+
+    # ------------------------------------------------------------------------------------------- budget
+
+    def _account(self, queued: int = 0, drained: int = 0) -> None:
+        """Count tuples into or out of overflow and shrink the runtime's work budget by what is held there.
+
+        The runtime's spouts stop emitting when their worker's queued work reaches the budget, so a full
+        overflow pauses them until the pump has drained it.
+        """
+        rt = self._runtime
+        with self._budget_lock:
+            self._queued += queued
+            self._drained += drained
+            pending = self._queued - self._drained
+            m = self.metrics_
+            m.overflow_tuples = pending
+            if pending > m.overflow_max:
+                m.overflow_max = pending
+            if rt is not None:
+                rt.backlog_limit = max(0, self._base_limit - pending)
+        if rt is not None and pending == 0:
+            rt.wake.set()
+
+    def _run_pump(self) -> None:
+        while not self._closing.is_set():
+            with self._peers_lock:
+                peers = [p for p in self._peers.values() if p.overflow]
+            if not peers:
+                with self._wake:
+                    if not any(p.overflow for p in list(self._peers.values())):
+                        self._wake.wait(0.5)
+                continue
+            for peer in peers:
+                self._drain(peer)
+
+    def _drain(self, peer: _Peer) -> None:
+        while peer.overflow and not self._closing.is_set():
+            frame, count = peer.overflow[0]
+            try:
+                sent = peer.sender.send(frame, block=True, timeout=PUMP_SLICE_SECS)
+            except TransportError:
+                return  # the peer was pruned meanwhile
+            if not sent:
+                return
+            with peer.lock:
+                if not (peer.overflow and peer.overflow[0][0] is frame):
+                    return  # pruned meanwhile; already accounted for
+                peer.overflow.popleft()
+            self.metrics_.frames_sent += 1
+            self.metrics_.tuples_sent += count
+            self._account(drained=count)
+
+    # ------------------------------------------------------------------------------------------- receiving
+
+    def _on_frame(self, data: bytes) -> None:
+        rt = self._runtime
+        decoder = self._decoder
+        if rt is None or decoder is None:
+            return
+        m = self.metrics_
+        try:
+            _src, entries, n = decoder.decode(data)
+        except CodecError as err:
+            m.frames_rejected += 1
+            self._warn("rejected", "rejected a frame of %d bytes on %s: %s", len(data), self._key, err.message)
+            return
+        m.frames_received += 1
+        m.tuples_received += n
+        if rt.backlog + (self._delivered - rt.inbound_count) >= self._base_limit:
+            m.receive_waits += 1
+            wait = 0.0005
+            while (
+                rt.backlog + (self._delivered - rt.inbound_count) >= self._base_limit
+                and not self._closing.is_set()
+            ):
+                self._closing.wait(wait)
+                wait = min(wait * 2, RECEIVE_WAIT_MAX_SECS)
+        self._delivered += n
+        self._deliver(entries)
+
+    # ------------------------------------------------------------------------------------------- logging
+
+    def _warn(self, kind: str, msg: str, *args: Any) -> None:
+        n = self._log_counts.get(kind, 0) + 1
+        self._log_counts[kind] = n
+        if n <= LOGGED or n % 1000 == 0:
+            log.warning("%s (%d so far)", msg % args, n)
+
+    def _report_unencodable(self, rejected: list[tuple[int, Any, CodecError]]) -> None:
+        rt = self._runtime
+        for _task, item, err in rejected[:1]:
+            comp = getattr(item, "source_component", "?")
+            src = getattr(item, "source_task", -1)
+            self._warn("unencodable", "cannot send a tuple of %s to another worker: %s", comp, err.message)
+            if rt is not None:
+                rt.report_error(comp, src, err)

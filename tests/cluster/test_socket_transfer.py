@@ -1,0 +1,202 @@
+"""The worker-to-worker transfer over real ZeroMQ sockets: frames, corrupted input, backpressure, pruning."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from storm_py.api.tuple import Fields, Tuple
+from storm_py.clock import wait_until
+from storm_py.daemons.socket_transfer import SocketTransfer
+from storm_py.daemons.tuple_frames import FrameDecoder, encode_entries
+from storm_py.runtime.acker import ACK, ACKED, INIT
+from storm_py.transport.zmq import ZmqTransport
+from tests.zk_fixture import free_port
+
+pytestmark = pytest.mark.timeout(60)
+
+WAIT = 20.0
+COMPONENTS = {1: "spout", 2: "split", 3: "split", 4: "__acker"}
+STREAMS = {"spout": {"default": Fields("sentence")}, "split": {"default": Fields("word")}, "__acker": {}}
+
+
+class FakeRuntime:
+    """What a SocketTransfer reads of a WorkerRuntime; draining is under the test's control."""
+
+    def __init__(self, limit: int) -> None:
+        self.backlog = 0
+        self.backlog_limit = limit
+        self.inbound_count = 0
+        self.wake = threading.Event()
+        self.task_to_component = COMPONENTS
+        self.component_streams = STREAMS
+        self.batches: list[Any] = []
+        self.errors: list[tuple[str, int, BaseException]] = []
+        self.lock = threading.Lock()
+        self.draining = True
+
+    def deliver(self, entries: Any) -> None:
+        with self.lock:
+            self.batches.append(entries)
+            if self.draining:
+                self.inbound_count += sum(len(items) for _, items in entries)
+
+    def drain(self) -> None:
+        with self.lock:
+            self.draining = True
+            self.inbound_count = sum(len(i) for e in self.batches for _, i in e)
+
+    def items(self) -> list[Any]:
+        with self.lock:
+            return [item for e in self.batches for _, items in e for item in items]
+
+    def report_error(self, component_id: str, task: int, exc: BaseException) -> None:
+        self.errors.append((component_id, task, exc))
+
+
+class Pair:
+    """Two transfers on loopback: ``a`` sends to ``b``."""
+
+    def __init__(self, limit_a: int = 1000, limit_b: int = 1000, hwm: int = 100) -> None:
+        self.rt_a, self.rt_b = FakeRuntime(limit_a), FakeRuntime(limit_b)
+        self.port_a, self.port_b = free_port(), free_port()
+        hosts = {"a": "127.0.0.1", "b": "127.0.0.1"}
+        self.a = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get, lambda: self.rt_a)  # type: ignore[arg-type,return-value]
+        self.b = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get, lambda: self.rt_b)  # type: ignore[arg-type,return-value]
+        self.a.bind(f"a:{self.port_a}", self.rt_a.deliver)
+        self.b.bind(f"b:{self.port_b}", self.rt_b.deliver)
+        self.to_b = f"b:{self.port_b}"
+
+    def close(self) -> None:
+        self.a.close()
+        self.b.close()
+
+
+@pytest.fixture
+def pair():
+    made: list[Pair] = []
+
+    def make(**kw: Any) -> Pair:
+        p = Pair(**kw)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def word(w: str, task: int = 2, ids: dict[int, int] | None = None) -> Tuple:
+    return Tuple([w], Fields("word"), "split", "default", task, ids)
+
+
+def test_frames_round_trip_tuples_and_ack_rows() -> None:
+    root = (1 << 64) - 5
+    entries = [
+        (3, [word("cow", ids={root: 17, 5: 9}), word("moon")]),
+        (4, [(INIT, root, 12345, 1), (ACK, root, 7)]),
+        (1, [(ACKED, root, 12.75)]),
+    ]
+    encoded = encode_entries("w1", entries)  # type: ignore[arg-type]
+    assert encoded.count == 5 and not encoded.rejected and encoded.frame is not None
+    src, out, n = FrameDecoder(COMPONENTS, STREAMS).decode(encoded.frame)
+    assert (src, n) == ("w1", 5)
+    assert [t for t, _ in out] == [3, 4, 1]
+    cow, moon = out[0][1]
+    assert cow.values == ["cow"] and cow.fields == Fields("word") and cow.source_component == "split"
+    assert cow.source_task == 2 and cow.source_stream == "default" and cow._ids == {root: 17, 5: 9}
+    assert moon._ids is None
+    assert out[1][1] == [(INIT, root, 12345, 1), (ACK, root, 7)]
+    assert out[2][1] == [(ACKED, root, 12)]
+
+
+def test_batches_reach_the_peer_in_order(pair) -> None:
+    p = pair()
+    for i in range(50):
+        p.a.send(p.to_b, [(2, [word(f"w{i}")]), (4, [(ACK, i, i)])])
+    wait_until(lambda: len(p.rt_b.items()) == 100, WAIT, what="100 items at b")
+    words = [t.values[0] for t in p.rt_b.items() if isinstance(t, Tuple)]
+    assert words == [f"w{i}" for i in range(50)]
+    m = p.a.metrics()
+    assert m["frames_sent"] == 50 and m["tuples_sent"] == 100
+    assert p.b.metrics()["frames_received"] == 50
+
+
+def test_a_corrupted_frame_is_rejected_and_counted_and_receiving_goes_on(pair) -> None:
+    p = pair()
+    raw = ZmqTransport()
+    try:
+        sender = raw.connect(f"tcp://127.0.0.1:{p.port_b}")
+        sender.send(b"\x01garbage that is not msgpack \xc1\xc1")
+        sender.send(b"")
+        sender.send(b"\x07wrong version")
+        p.a.send(p.to_b, [(2, [word("after")])])
+        wait_until(lambda: len(p.rt_b.items()) == 1, WAIT, what="the good frame")
+        wait_until(lambda: p.b.metrics()["frames_rejected"] == 3, WAIT, what="3 rejected frames")
+    finally:
+        raw.close()
+    assert p.rt_b.items()[0].values == ["after"]
+
+
+def test_a_tuple_from_an_unknown_task_rejects_its_frame(pair) -> None:
+    p = pair()
+    p.a.send(p.to_b, [(2, [Tuple(["x"], Fields("word"), "split", "default", 99, None)])])
+    p.a.send(p.to_b, [(2, [word("ok")])])
+    wait_until(lambda: len(p.rt_b.items()) == 1, WAIT, what="the good frame")
+    assert p.b.metrics()["frames_rejected"] == 1
+
+
+def test_unencodable_values_are_dropped_counted_and_reported(pair) -> None:
+    p = pair()
+    p.a.send(p.to_b, [(2, [word("fine"), Tuple([object()], Fields("word"), "split", "default", 2, None)])])
+    wait_until(lambda: len(p.rt_b.items()) == 1, WAIT, what="the encodable tuple")
+    assert p.a.metrics()["dropped_unencodable"] == 1
+    assert p.rt_a.errors and p.rt_a.errors[0][0] == "split"
+
+
+def test_a_peer_with_unknown_host_is_counted_as_dropped(pair) -> None:
+    p = pair()
+    p.a.send("nowhere:1234", [(2, [word("lost"), word("lost")])])
+    assert p.a.metrics()["dropped_no_peer"] == 2
+
+
+def test_an_overloaded_receiver_makes_the_sender_wait_and_pause_its_spouts(pair) -> None:
+    frames, per_frame = 200, 100
+    total = frames * per_frame
+    p = pair(limit_a=5000, limit_b=50, hwm=2)
+    p.rt_b.draining = False  # b's executors are stuck: its receive budget (50 tuples) fills up
+    pad = "x" * 1000  # big enough frames to fill the kernel's socket buffers as well
+    for f in range(frames):
+        p.a.send(p.to_b, [(2, [word(f"{f}:{i}:{pad}") for i in range(per_frame)])])
+    wait_until(lambda: p.b.metrics()["receive_waits"] >= 1, WAIT, what="b to hold back")
+    wait_until(lambda: p.a.metrics()["overflow_tuples"] > 0, WAIT, what="frames waiting at a")
+    m = p.a.metrics()
+    assert m["send_blocked"] >= 1
+    # a's work budget shrank by what waits in overflow: its spouts pause once it reaches zero
+    assert p.rt_a.backlog_limit == 0
+    assert len(p.rt_b.items()) < total
+    # b's executors catch up: everything arrives, in order, and a's budget is restored
+    def all_in() -> bool:
+        p.rt_b.drain()
+        return len(p.rt_b.items()) == total
+
+    wait_until(all_in, WAIT, what=f"all {total} tuples at b")
+    wait_until(lambda: p.rt_a.backlog_limit == 5000, WAIT, what="a's budget back")
+    m = p.a.metrics()
+    assert m["overflow_tuples"] == 0 and m["overflow_max"] > 5000 and m["tuples_sent"] == total
+    words = [t.values[0].rsplit(":", 1)[0] for t in p.rt_b.items()]
+    assert words == [f"{f}:{i}" for f in range(frames) for i in range(per_frame)]
+
+
+def test_pruning_a_gone_peer_drops_its_overflow_and_restores_the_budget(pair) -> None:
+    p = pair(limit_a=100, hwm=1)
+    dead = f"b:{free_port()}"  # nobody listens there: frames pile up
+    for _ in range(20):
+        p.a.send(dead, [(2, [word("x") for _ in range(5)])])
+    wait_until(lambda: p.a.metrics()["overflow_tuples"] > 0, WAIT, what="overflow")
+    p.a.prune([p.to_b])
+    m = p.a.metrics()
+    assert m["overflow_tuples"] == 0 and m["dropped_pruned"] > 0
+    assert p.rt_a.backlog_limit == 100
