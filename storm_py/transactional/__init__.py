@@ -1,0 +1,44 @@
+"""storm_py.transactional: Storm 1.2 transactional topologies (``API.md`` §3) and map-state helpers.
+
+Batches are processed in parallel and committed strictly in txid order; a failed batch is replayed with the
+same txid under a new attempt id.  The lower-level pieces live in the submodules: the spout contracts in
+:mod:`~storm_py.transactional.spouts`, the coordinator in :mod:`~storm_py.transactional.coordinator`, the
+counting protocol in :mod:`~storm_py.transactional.coordinated`, persisted state in
+:mod:`~storm_py.transactional.state`, stream ids in :mod:`~storm_py.transactional.streams`.
+"""
+
+from storm_py.transactional.attempt import TransactionAttempt
+from storm_py.transactional.batch import BaseBatchBolt, BaseTransactionalBolt, Committer
+from storm_py.transactional.builder import TransactionalTopologyBuilder
+from storm_py.transactional.map_state import (
+    BackingMap,
+    MapStateError,
+    MemoryBackingMap,
+    NonTransactionalMap,
+    OpaqueMap,
+    OpaqueValue,
+    TransactionalMap,
+    TransactionalValue,
+)
+from storm_py.transactional.memory import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
+from storm_py.transactional.spouts import OpaquePartitionedTransactionalSpout, PartitionedTransactionalSpout
+
+__all__ = [
+    "BackingMap",
+    "BaseBatchBolt",
+    "BaseTransactionalBolt",
+    "Committer",
+    "MapStateError",
+    "MemoryBackingMap",
+    "MemoryTransactionalSpout",
+    "NonTransactionalMap",
+    "OpaqueMap",
+    "OpaqueMemoryTransactionalSpout",
+    "OpaquePartitionedTransactionalSpout",
+    "OpaqueValue",
+    "PartitionedTransactionalSpout",
+    "TransactionAttempt",
+    "TransactionalMap",
+    "TransactionalTopologyBuilder",
+    "TransactionalValue",
+]
