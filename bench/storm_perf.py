@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storm_py import BasicBolt, Bolt, LocalCluster, Spout, TopologyBuilder  # noqa: E402
+from storm_py import BasicBolt, Bolt, LocalCluster, Spout, TopologyBuilder
 
 SENTENCES = [
     "the cow jumped over the moon and away",

@@ -35,7 +35,11 @@ def test_conf_dir_is_searched(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [("- a\n- b\n", "mapping"), ("topology.workers: [\n", "not valid YAML"), ("topology.workers: 0\n", "topology.workers")],
+    [
+        ("- a\n- b\n", "mapping"),
+        ("topology.workers: [\n", "not valid YAML"),
+        ("topology.workers: 0\n", r"topology\.workers"),
+    ],
 )
 def test_bad_config_files_name_the_problem(tmp_path, content, needle):
     f = tmp_path / "storm.yaml"
@@ -49,7 +53,7 @@ def test_missing_file_and_bad_override():
         read_storm_config("/nonexistent/storm.yaml")
     with pytest.raises(ConfigError, match="key=value"):
         parse_override("no-equals-sign")
-    with pytest.raises(ConfigError, match="topology.max.spout.pending"):
+    with pytest.raises(ConfigError, match=r"topology\.max\.spout\.pending"):
         read_storm_config(overrides=["topology.max.spout.pending=-3"], search_dirs=[])
 
 
