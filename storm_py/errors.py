@@ -48,7 +48,7 @@ class NotAliveException(StormPyError):
     code = "not_alive"
 
 
-class FailedException(Exception):  # noqa: N818 - Storm's name
+class FailedException(Exception):
     """Raised by a BasicBolt (or batch bolt) to fail the input tuple (and so its tuple tree)."""
 
 
