@@ -20,6 +20,7 @@ def make_context(
     component: str = "spout",
     task: int = 1,
     component_tasks: dict[str, list[int]] | None = None,
+    clock: Any = None,
 ) -> TopologyContext:
     """A task context whose resources hold ``state`` as the transactional store."""
     tasks = component_tasks or {component: [task]}
@@ -33,6 +34,7 @@ def make_context(
         component_streams={},
         worker_tasks=[t for ts in tasks.values() for t in ts],
         resources={TRANSACTIONAL_STATE_RESOURCE: state},
+        clock=clock,
     )
 
 
@@ -74,13 +76,21 @@ class BoltCapture:
 
     def __init__(self) -> None:
         self.log: dict[Any, list[Any]] = {}
+        self.events: list[tuple[Any, Any]] = []
+        self.anchors: list[tuple[str, list[Any]]] = []
+        #: the tasks ``emit`` says a stream's tuples go to
+        self.targets: dict[str, list[int]] = {}
 
     def _add(self, key: Any, value: Any) -> None:
         self.log.setdefault(key, []).append(value)
+        self.events.append((key, value))
 
     def emit(self, values, anchors=None, stream="default"):
         self._add(stream, list(values))
-        return []
+        if anchors is not None:
+            anchors = [anchors] if hasattr(anchors, "values") else list(anchors)
+            self.anchors.append((stream, [list(a.values) for a in anchors]))
+        return self.targets.get(stream, [])
 
     def emit_direct(self, task_id, values, anchors=None, stream="default"):
         self._add(stream, list(values))
@@ -99,4 +109,6 @@ class BoltCapture:
 
     def take(self) -> dict[Any, list[Any]]:
         out, self.log = self.log, {}
+        self.events = []
+        self.anchors = []
         return out
