@@ -22,7 +22,7 @@ from storm_py.daemons.nimbus import Nimbus
 from storm_py.daemons.supervisor import Supervisor
 from storm_py.daemons.transfer import InProcessTransfer
 from storm_py.daemons.worker import Worker
-from storm_py.errors import StormPyError, WaitTimeoutError
+from storm_py.errors import WaitTimeoutError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
 
@@ -89,7 +89,7 @@ class LocalCluster:
         while not self._stop.wait(BACKGROUND_PERIOD):
             try:
                 self._sync()
-            except StormPyError:
+            except Exception:  # keep the cluster's background round alive whatever a topology does
                 log.exception("local cluster round failed")
 
     def workers(self, topology_id: str | None = None) -> list[Worker]:

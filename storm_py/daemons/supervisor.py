@@ -104,7 +104,7 @@ class Supervisor:
             try:
                 self.workers[port] = self.launcher.launch(self.id, want.topology_id, port, list(want.executors))
                 self.launch_failures.pop(port, None)
-            except StormPyError as err:
+            except Exception as err:  # a broken topology must not take the supervisor down
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
 

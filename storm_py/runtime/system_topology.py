@@ -52,7 +52,9 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
             spec.streams[ACK_FAIL] = (Fields("id"), False)
             spec.streams[ACK_RESET_TIMEOUT] = (Fields("id"), False)
     acker = ComponentSpec(ACKER_COMPONENT, AckerBolt(), n, False)
-    acker.conf = {"topology.tasks": n, "topology.tick.tuple.freq.secs": timeout}
+    # with message timeouts disabled the acker never rotates, so a slow tree can still complete (Storm)
+    timeouts = conf.get("topology.enable.message.timeouts", True)
+    acker.conf = {"topology.tasks": n, "topology.tick.tuple.freq.secs": timeout if timeouts else None}
     acker.streams = {
         ACK_ACK: (Fields("id", "time-delta-ms"), True),
         ACK_FAIL: (Fields("id", "time-delta-ms"), True),
