@@ -1,0 +1,269 @@
+"""storm-starter's TransactionalWords: exact per-word counts and a histogram of counts, into SQLite.
+
+``count`` (a committer, one task per share of the words) stores each word as ``(count, prev_count, txid)``:
+when the stored txid is the batch's, the batch was already applied and the stored values are re-emitted
+unchanged.  ``bucketize`` turns each new count into moves between buckets of 10 (``[0, 10)``, ``[10, 20)``,
+...), and ``buckets`` applies those moves to ``(count, txid)`` rows the same way.  ``buckets`` reads from a
+committer, so it too runs in the commit phase, in txid order.  The database always holds the exact counts.
+
+Run it in-process:  storm-py local examples.transactional_words:build --ttl 5 -c example.db.path=FILE
+(without ``example.db.path`` a new temporary file is used; a fresh cluster needs a fresh database).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from storm_py import BasicBolt, Config, LocalCluster
+from storm_py.api.components import BasicOutputCollector, OutputFieldsDeclarer
+from storm_py.api.context import TopologyContext
+from storm_py.api.topology import StormTopology
+from storm_py.api.tuple import Tuple
+from storm_py.clock import wait_until
+from storm_py.transactional import (
+    BaseTransactionalBolt,
+    Committer,
+    MemoryTransactionalSpout,
+    TransactionalTopologyBuilder,
+)
+from storm_py.transactional.attempt import TransactionAttempt
+from storm_py.transactional.batch import BatchOutputCollector
+
+log = logging.getLogger(__name__)
+
+#: called at named points with the attempt being processed; may raise FailedException (fault injection)
+FaultHook = Callable[[str, TransactionAttempt], None]
+
+BUCKET_SIZE = 10
+PARTITION_TAKE_PER_BATCH = 3
+DEFAULT_DB = "transactional_words.db"
+
+DATA: dict[int, list[list[Any]]] = {
+    0: [["cat"], ["dog"], ["chicken"], ["cat"], ["dog"], ["apple"]],
+    1: [["cat"], ["dog"], ["apple"], ["banana"]],
+    2: [["cat"], ["cat"], ["cat"], ["cat"], ["cat"], ["dog"], ["dog"], ["dog"], ["dog"]],
+}
+
+
+class WordsDB:
+    """The SQLite database: ``words(word, count, prev_count, txid)`` and ``buckets(bucket, count, txid)``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        with self.transaction() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS words "
+                "(word TEXT PRIMARY KEY, count INTEGER NOT NULL, prev_count INTEGER, txid INTEGER NOT NULL)"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS buckets "
+                "(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, txid INTEGER NOT NULL)"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on error)."""
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def apply_words(self, txid: int, deltas: dict[str, int]) -> list[tuple[str, int, int | None]]:
+        """Add each word's delta for ``txid`` unless applied; return ``(word, count, prev_count)`` per word."""
+        out: list[tuple[str, int, int | None]] = []
+        with self.transaction() as conn:
+            for word, delta in sorted(deltas.items()):
+                row = conn.execute("SELECT count, prev_count, txid FROM words WHERE word = ?", (word,)).fetchone()
+                if row is not None and row[2] == txid:
+                    out.append((word, int(row[0]), None if row[1] is None else int(row[1])))
+                    continue
+                prev = None if row is None else int(row[0])
+                count = (prev or 0) + delta
+                conn.execute(
+                    "INSERT INTO words (word, count, prev_count, txid) VALUES (?, ?, ?, ?) ON CONFLICT(word) DO "
+                    "UPDATE SET count = excluded.count, prev_count = excluded.prev_count, txid = excluded.txid",
+                    (word, count, prev, txid),
+                )
+                out.append((word, count, prev))
+        return out
+
+    def apply_buckets(self, txid: int, deltas: dict[int, int]) -> list[tuple[int, int]]:
+        """Add each bucket's delta for ``txid`` unless applied; return ``(bucket, count)`` per bucket."""
+        out: list[tuple[int, int]] = []
+        with self.transaction() as conn:
+            for bucket, delta in sorted(deltas.items()):
+                row = conn.execute("SELECT count, txid FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
+                if row is not None and row[1] == txid:
+                    out.append((bucket, int(row[0])))
+                    continue
+                count = (0 if row is None else int(row[0])) + delta
+                conn.execute(
+                    "INSERT INTO buckets (bucket, count, txid) VALUES (?, ?, ?) ON CONFLICT(bucket) DO "
+                    "UPDATE SET count = excluded.count, txid = excluded.txid",
+                    (bucket, count, txid),
+                )
+                out.append((bucket, count))
+        return out
+
+    def word_counts(self) -> dict[str, int]:
+        """Every word's count."""
+        with self.transaction() as conn:
+            return {w: int(c) for w, c in conn.execute("SELECT word, count FROM words")}
+
+    def bucket_counts(self) -> dict[int, int]:
+        """How many words each bucket holds (empty buckets left out)."""
+        with self.transaction() as conn:
+            return {int(b): int(c) for b, c in conn.execute("SELECT bucket, count FROM buckets WHERE count != 0")}
+
+
+class KeyedCountUpdater(BaseTransactionalBolt, Committer):
+    """Counts its words of the batch; in the commit phase adds them to the stored counts once per txid."""
+
+    def __init__(self, db_path: str, fault_hook: FaultHook | None = None) -> None:
+        self.db_path = db_path
+        self.fault_hook = fault_hook
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, id: Any
+    ) -> None:
+        self.collector = collector
+        self.attempt: TransactionAttempt = id
+        self.counts: dict[str, int] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        if self.fault_hook is not None:
+            self.fault_hook("count.execute", self.attempt)
+        word = str(tup.get_value(1))
+        self.counts[word] = self.counts.get(word, 0) + 1
+
+    def finish_batch(self) -> None:
+        hook = self.fault_hook
+        if hook is not None:
+            hook("count.before-write", self.attempt)
+        rows = WordsDB(self.db_path).apply_words(self.attempt.transaction_id, self.counts) if self.counts else []
+        if hook is not None:
+            hook("count.after-write", self.attempt)
+        for word, count, prev in rows:
+            self.collector.emit([self.attempt, word, count, prev])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "key", "count", "prev-count"])
+
+
+class Bucketize(BasicBolt):
+    """A word's new count moves it into a bucket (``+1``) and, if it changed bucket, out of the old one (``-1``)."""
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        attempt, count, prev = tup.get_value(0), int(tup.get_value(2)), tup.get_value(3)
+        bucket = count // BUCKET_SIZE
+        if prev is None:
+            collector.emit([attempt, bucket, 1])
+        elif bucket != int(prev) // BUCKET_SIZE:
+            collector.emit([attempt, bucket, 1])
+            collector.emit([attempt, int(prev) // BUCKET_SIZE, -1])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["attempt", "bucket", "delta"])
+
+
+class BucketCountUpdater(BaseTransactionalBolt):
+    """Adds the batch's bucket moves to the stored bucket counts once per txid (it runs in the commit phase)."""
+
+    def __init__(self, db_path: str, fault_hook: FaultHook | None = None) -> None:
+        self.db_path = db_path
+        self.fault_hook = fault_hook
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, id: Any
+    ) -> None:
+        self.collector = collector
+        self.attempt: TransactionAttempt = id
+        self.accum: dict[int, int] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        bucket = int(tup.get_value(1))
+        self.accum[bucket] = self.accum.get(bucket, 0) + int(tup.get_value(2))
+
+    def finish_batch(self) -> None:
+        hook = self.fault_hook
+        if hook is not None:
+            hook("buckets.before-write", self.attempt)
+        rows = WordsDB(self.db_path).apply_buckets(self.attempt.transaction_id, self.accum) if self.accum else []
+        if hook is not None:
+            hook("buckets.after-write", self.attempt)
+        for bucket, count in rows:
+            self.collector.emit([self.attempt, bucket, count])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "bucket", "count"])
+
+
+def build_topology(
+    db_path: str,
+    data: dict[int, list[list[Any]]] | None = None,
+    take_per_batch: int = PARTITION_TAKE_PER_BATCH,
+    fault_hook: FaultHook | None = None,
+    tx_id: str = "top-n-words",
+) -> StormTopology:
+    """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``."""
+    WordsDB(db_path)
+    spout = MemoryTransactionalSpout(DATA if data is None else data, ["word"], take_per_batch)
+    builder = TransactionalTopologyBuilder(tx_id, "spout", spout, 2)
+    builder.set_bolt("count", KeyedCountUpdater(db_path, fault_hook), 5).fields_grouping("spout", ["word"])
+    builder.set_bolt("bucketize", Bucketize()).none_grouping("count")
+    builder.set_bolt("buckets", BucketCountUpdater(db_path, fault_hook), 5).fields_grouping("bucketize", ["bucket"])
+    return builder.build_topology()
+
+
+def expected_buckets(counts: dict[str, int]) -> dict[int, int]:
+    """How many words fall in each bucket, given the word counts."""
+    out: dict[int, int] = {}
+    for count in counts.values():
+        out[count // BUCKET_SIZE] = out.get(count // BUCKET_SIZE, 0) + 1
+    return out
+
+
+def build(conf: dict[str, Any] | None = None) -> StormTopology:
+    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file)."""
+    path = (conf or {}).get("example.db.path")
+    if not path:
+        fd, path = tempfile.mkstemp(prefix="transactional_words-", suffix=".db")
+        os.close(fd)
+        log.warning("writing the word counts to %s", path)
+    return build_topology(str(path))
+
+
+def main() -> None:
+    """Run the topology on a fresh database until every word is counted, then print the database."""
+    config = Config()
+    config.set_max_spout_pending(3)
+    total = sum(len(rows) for rows in DATA.values())
+    with tempfile.TemporaryDirectory() as tmp:
+        db = WordsDB(os.path.join(tmp, DEFAULT_DB))
+        with LocalCluster() as cluster:
+            cluster.submit_topology("top-n-topology", config, build_topology(db.path))
+            wait_until(
+                lambda: sum(db.word_counts().values()) >= total
+                and db.bucket_counts() == expected_buckets(db.word_counts()),
+                30,
+                what="every word counted",
+            )
+        print("words:", dict(sorted(db.word_counts().items())))
+        print("buckets:", dict(sorted(db.bucket_counts().items())))
+
+
+if __name__ == "__main__":
+    main()
