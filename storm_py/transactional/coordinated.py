@@ -191,6 +191,10 @@ class CoordinatedBolt(Bolt):
             track = TrackingInfo(self.id_stream is None, now)
             self.tracked[batch_id] = track
         if kind == REGULAR:
+            if track.failed:  # the batch already failed: its stragglers fail too
+                assert self._out is not None
+                self._out.fail(tup)
+                return
             self._run_delegate(tup)
             return
         track.touched = now
@@ -270,6 +274,7 @@ class CoordinatedBolt(Bolt):
         if track.failed:
             failed = True
             self._drop(batch_id, track)
+            track.touched = self._clock.now()
         elif track.received_id and (
             not self.sources or (track.report_count == self.num_reports and track.expected == track.received)
         ):
@@ -294,7 +299,6 @@ class CoordinatedBolt(Bolt):
                 out.report_error(exc)
             else:
                 log.info("finishing batch %r failed: %s", batch_id, exc)
-            track.failed = True
             self._drop(batch_id, track)
             return True
         anchors = list(track.held)
@@ -307,13 +311,17 @@ class CoordinatedBolt(Bolt):
         return False
 
     def _drop(self, batch_id: Any, track: TrackingInfo) -> None:
-        """Fail what the batch held and forget it (its delegate instance too)."""
+        """Fail what the batch held and drop its delegate instance.
+
+        The failed track stays (until swept) so that the batch's later tuples and reports fail at once
+        instead of opening a new track that could only time out.
+        """
         out = self._out
         assert out is not None
-        for held in track.held:
-            out.fail(held)
-        track.held = []
-        self.tracked.pop(batch_id, None)
+        track.failed = True
+        held, track.held = track.held, []
+        for t in held:
+            out.fail(t)
         timeout = getattr(self.delegate, "timeout_id", None)
         if timeout is not None:
             timeout(batch_id)
@@ -325,5 +333,6 @@ class CoordinatedBolt(Bolt):
         self._next_sweep = now + min(limit, 1.0)
         for batch_id, track in [(b, t) for b, t in self.tracked.items() if now - t.touched > limit]:
             log.debug("forgetting batch %r after %.1fs: %r", batch_id, now - track.touched, track)
-            track.failed = True
-            self._drop(batch_id, track)
+            if not track.failed:
+                self._drop(batch_id, track)
+            del self.tracked[batch_id]

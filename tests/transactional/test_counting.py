@@ -89,8 +89,9 @@ def test_a_failed_tuple_fails_the_held_reports():
     bolt.execute(report({ME: 2}, task=1))
     bolt.execute(tup([A, "bad"]))
     assert cap.log["fail"] == [[A, {ME: 2}], [A, "bad"]]
-    bolt.execute(tup([A, "ok"]))  # the batch is gone: a straggler opens a new, doomed track
+    bolt.execute(tup([A, "ok"]))  # the batch failed: its stragglers and later reports fail at once
     bolt.execute(report({}, task=2))
+    assert cap.log["fail"][2:] == [[A, "ok"], [A, {}]]
     assert "default" not in cap.log
 
 
@@ -100,7 +101,7 @@ def test_failed_exception_in_finish_batch_fails_the_batch():
     bolt.execute(report({}, task=2))
     assert cap.log["fail"] == [[A, {}], [A, {}]]
     assert COORD_STREAM not in cap.log
-    assert bolt.tracked == {}
+    assert bolt.tracked[A].failed
 
 
 def test_committer_acks_reports_at_once_and_finishes_on_the_commit_tuple():
@@ -154,3 +155,12 @@ def test_untouched_batches_expire_after_twice_the_message_timeout():
     bolt.execute(tup([other, "y"]))
     assert A not in bolt.tracked and delegate.open_batches() == [other]
     assert cap.log["fail"] == [[A, {ME: 1}]]
+
+
+def test_a_committer_fails_the_reports_that_follow_a_failed_tuple():
+    bolt, cap = make_bolt(BatchBoltExecutor(Picky()), committer=True)
+    bolt.execute(tup([A, "bad"]))
+    bolt.execute(report({ME: 1}, task=1))
+    bolt.execute(report({}, task=2))
+    assert cap.log["fail"] == [[A, "bad"], [A, {ME: 1}], [A, {}]]
+    assert "ack" not in cap.log
