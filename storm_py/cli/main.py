@@ -8,7 +8,9 @@ import sys
 import click
 
 import storm_py
+from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.local import local
+from storm_py.cli.topology import activate, deactivate, kill, list_topologies, logs, rebalance, submit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +28,9 @@ def version() -> None:
 
 
 cli.add_command(local)
+for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster,
+                 submit, kill, activate, deactivate, rebalance, list_topologies, logs):
+    cli.add_command(_command)
 
 
 def main() -> None:

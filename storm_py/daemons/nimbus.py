@@ -261,6 +261,25 @@ class Nimbus:
 
     # ------------------------------------------------------------------------------------------------- timers
 
+    def reset_heartbeat_tracking(self) -> None:
+        """Forget when heartbeats were last seen changing: every worker gets a full timeout from now on.
+
+        Called when this nimbus gains leadership or its state store reconnects, so that time spent not
+        watching is not held against the workers.
+        """
+        with self._lock:
+            self._hb_seen.clear()
+
+    def next_action_secs(self) -> float | None:
+        """Seconds until the earliest pending kill or rebalance is due (None when there is none)."""
+        now = self.clock.wall()
+        due = [
+            float(base.topology_action_options.get("at", now)) - now
+            for base in self.state.storm_bases().values()
+            if base.topology_action_options
+        ]
+        return max(0.0, min(due)) if due else None
+
     def step(self) -> None:
         """Fire due kill/rebalance transitions and reassign executors of dead workers or supervisors."""
         with self._lock:

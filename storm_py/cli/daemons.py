@@ -1,0 +1,211 @@
+"""``storm-py nimbus | supervisor | ui | dev-zookeeper | dev-cluster`` and the hidden ``worker``: the daemon commands.
+
+Each daemon runs in the foreground until SIGINT or SIGTERM, then shuts down cleanly; a bad configuration or an
+unreachable ZooKeeper is a one-line error and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from storm_py.cli.options import config_options, load_conf
+from storm_py.errors import StormPyError
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM (the previous handlers come back afterwards)."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _info_logging() -> None:
+    root = logging.getLogger()
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+
+
+def _fail(err: StormPyError) -> click.ClickException:
+    return click.ClickException(err.message)
+
+
+def _run_daemon(make: Callable[[], Any], what: str) -> None:
+    _info_logging()
+    try:
+        daemon = make()
+    except StormPyError as err:
+        raise _fail(err) from err
+    with _stop_on_signals() as stop:
+        try:
+            daemon.start()
+        except StormPyError as err:
+            daemon.stop()
+            raise _fail(err) from err
+        try:
+            daemon.run(stop)
+        finally:
+            log.info("%s stopping", what)
+            daemon.stop()
+
+
+@click.command("nimbus")
+@config_options
+def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a nimbus: leader election, scheduling, the REST API on nimbus.thrift.port."""
+    from storm_py.daemons.nimbus_daemon import NimbusDaemon
+
+    conf = load_conf(config_file, overrides)
+    _run_daemon(lambda: NimbusDaemon(conf), "nimbus")
+
+
+@click.command("supervisor")
+@config_options
+def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a supervisor: one worker process per assigned slot of supervisor.slots.ports."""
+    from storm_py.daemons.supervisor_daemon import SupervisorDaemon
+
+    conf = load_conf(config_file, overrides)
+    _run_daemon(lambda: SupervisorDaemon(conf), "supervisor")
+
+
+@click.command("ui")
+@config_options
+def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Serve Storm UI's REST API (/api/v1/...) on ui.port, relayed to the leading nimbus."""
+    from storm_py.daemons.ui_daemon import UiDaemon
+
+    conf = load_conf(config_file, overrides)
+    _info_logging()
+    try:
+        daemon = UiDaemon(conf)
+    except StormPyError as err:
+        raise _fail(err) from err
+    with _stop_on_signals() as stop:
+        daemon.start()
+        click.echo(f"ui: http://{daemon.host}:{daemon.port}/api/v1", err=False)
+        try:
+            stop.wait()
+        finally:
+            daemon.stop()
+
+
+@click.command("worker", hidden=True)
+@click.argument("topology_id")
+@click.argument("supervisor_id")
+@click.argument("port", type=int)
+@click.option("--worker-id", required=True)
+@click.option("--supervisor-pid", type=int, default=None)
+@click.option("--log-file", type=click.Path(dir_okay=False), default=None)
+@config_options
+def worker(
+    topology_id: str,
+    supervisor_id: str,
+    port: int,
+    worker_id: str,
+    supervisor_pid: int | None,
+    log_file: str | None,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run one worker (started by a supervisor)."""
+    from storm_py.daemons.worker_main import configure_logging, run_worker
+
+    conf = load_conf(config_file, overrides)
+    configure_logging(Path(log_file) if log_file else None)
+    sys.exit(run_worker(conf, topology_id, supervisor_id, port, worker_id, supervisor_pid))
+
+
+@click.command("dev-zookeeper")
+@click.option("--port", type=int, default=None, help="Port (default: storm.zookeeper.port).")
+@click.option("--dir", "data_dir", type=click.Path(file_okay=False), default=None,
+              help="Data directory (default: dev.zookeeper.path, else ./dev-zookeeper).")
+@config_options
+def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a development ZooKeeper on loopback until interrupted."""
+    from storm_py.daemons.dev_zookeeper import ZooKeeperProcess
+
+    conf = load_conf(config_file, overrides)
+    path = Path(data_dir or conf.get("dev.zookeeper.path") or "dev-zookeeper")
+    zk = ZooKeeperProcess(path.resolve(), int(port or conf.get("storm.zookeeper.port") or 2181))
+    with _stop_on_signals() as stop:
+        try:
+            zk.start()
+        except StormPyError as err:
+            raise _fail(err) from err
+        click.echo(f"zookeeper: {zk.connect_string}")
+        try:
+            while not stop.wait(0.5):
+                if not zk.running:
+                    raise click.ClickException("ZooKeeper exited")
+        finally:
+            zk.stop()
+
+
+@click.command("dev-cluster")
+@click.option("--supervisors", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--nimbuses", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Nimbuses (more than one: a leader and standbys).")
+@click.option("--ports-per-supervisor", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default="dev-cluster", show_default=True,
+              help="Where configuration, logs and local state go; DIR/storm.yaml is the client config.")
+@click.option("--zookeeper", default=None, metavar="HOST:PORT", help="Use this ZooKeeper instead of starting one.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=90.0, show_default=True,
+              help="Seconds to wait for the cluster to accept work.")
+@config_options
+def dev_cluster(
+    supervisors: int,
+    nimbuses: int,
+    ports_per_supervisor: int,
+    workdir: str,
+    zookeeper: str | None,
+    timeout: float,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Start ZooKeeper, nimbus and supervisors on this machine; stop them all on SIGINT/SIGTERM."""
+    from storm_py.daemons.dev_cluster import DevCluster
+
+    conf = load_conf(config_file, overrides)
+    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper)
+    with _stop_on_signals() as stop:
+        try:
+            cluster.start(timeout)
+        except StormPyError as err:
+            raise _fail(err) from err
+        try:
+            click.echo(f"config: {cluster.client_conf_path}")
+            click.echo(f"nimbus: {cluster.nimbus_url()}", nl=True)
+            sys.stdout.flush()
+            reported: set[str] = set()
+            while not stop.wait(0.5):
+                for d in cluster.dead_daemons():
+                    if d.name not in reported:
+                        reported.add(d.name)
+                        code = d.proc.returncode if d.proc is not None else None
+                        click.echo(f"{d.name} exited with code {code} (see {d.log_path})", err=True)
+        finally:
+            started = time.monotonic()
+            cluster.stop()
+            log.info("dev cluster stopped in %.1fs", time.monotonic() - started)

@@ -1,0 +1,294 @@
+"""This module owns the client side of nimbus's REST API (Storm UI's ``/api/v1`` routes): what the CLI calls.
+
+:class:`NimbusClient` finds the leading nimbus among ``nimbus.seeds`` (each ``host`` or ``host:port``, the port
+defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` as a bearer token, retries while nimbus is
+unreachable or leadership is moving (``storm.nimbus.retry.times``, ``storm.nimbus.retry.interval.millis``),
+and turns error replies back into storm_py's exceptions (``NotAliveException``, ``InvalidTopologyException``...).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from storm_py.daemons.package import TopologyPackage
+from storm_py.errors import (
+    AlreadyAliveException,
+    AuthorizationError,
+    ConfigError,
+    InvalidTopologyException,
+    NotAliveException,
+    NotLeaderError,
+    StormPyError,
+    TopologyLoadError,
+)
+
+log = logging.getLogger(__name__)
+
+API = "/api/v1"
+#: Seconds one plain request may take.
+REQUEST_TIMEOUT_SECS = 30.0
+#: Seconds a submit may take (nimbus validates the package in a subprocess and waits for replication).
+SUBMIT_TIMEOUT_SECS = 300.0
+TOKEN_HEADER = "Authorization"
+
+_ERRORS: dict[str, type[StormPyError]] = {
+    NotAliveException.code: NotAliveException,
+    AlreadyAliveException.code: AlreadyAliveException,
+    InvalidTopologyException.code: InvalidTopologyException,
+    TopologyLoadError.code: TopologyLoadError,
+    AuthorizationError.code: AuthorizationError,
+    NotLeaderError.code: NotLeaderError,
+    ConfigError.code: ConfigError,
+}
+
+
+class NimbusUnreachableError(StormPyError):
+    """No nimbus answered (connection refused, timed out, or no leader elected)."""
+
+    code = "nimbus_unreachable"
+
+
+class NimbusRequestError(StormPyError):
+    """Nimbus answered a request with an error of its own."""
+
+    code = "nimbus_error"
+
+
+def parse_seeds(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """The ``(host, port)`` of every nimbus seed."""
+    raw = conf.get("nimbus.seeds") or ["127.0.0.1"]
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    port = int(conf.get("nimbus.thrift.port") or 6627)
+    seeds: list[tuple[str, int]] = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        host, sep, p = text.rpartition(":")
+        if sep and p.isdigit() and host:
+            seeds.append((host, int(p)))
+        else:
+            seeds.append((text, port))
+    if not seeds:
+        raise ConfigError("nimbus.seeds lists no nimbus")
+    return seeds
+
+
+def error_from_reply(status: int, body: bytes, url: str) -> StormPyError:
+    """The exception an error reply stands for."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    code = str(data.get("error") or "")
+    message = str(data.get("errorMessage") or data.get("message") or f"HTTP {status} from {url}")
+    fields = {k: v for k, v in data.items() if k not in ("error", "errorMessage", "message", "status")}
+    cls = _ERRORS.get(code, NimbusRequestError)
+    err = cls(message, status=status, **fields)
+    if cls is NimbusRequestError and code:
+        err.code = code
+    return err
+
+
+class NimbusClient:
+    """Talks to the leading nimbus over HTTP/JSON (see the module docstring)."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.seeds = parse_seeds(conf)
+        token = conf.get("nimbus.auth.token")
+        self.token = str(token) if token else None
+        self.retry_times = max(0, int(conf.get("storm.nimbus.retry.times", 5)))
+        self.retry_interval = max(0.0, float(conf.get("storm.nimbus.retry.interval.millis", 2000)) / 1000.0)
+        self.retry_ceiling = float(conf.get("storm.nimbus.retry.intervalceiling.millis", 60000)) / 1000.0
+        self._leader: str | None = None
+
+    # ------------------------------------------------------------------------------------------- plumbing
+
+    def _http(
+        self, method: str, url: str, body: bytes | None, timeout: float, content_type: str = "application/json"
+    ) -> bytes:
+        req = urllib.request.Request(url, data=body, method=method)
+        if body is not None:
+            req.add_header("Content-Type", content_type)
+        if self.token:
+            req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                data: bytes = resp.read()
+                return data
+        except urllib.error.HTTPError as err:
+            raise error_from_reply(err.code, err.read(), url) from err
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+
+    def _base(self, node: str) -> str:
+        return f"http://{node}"
+
+    def find_leader(self) -> str:
+        """``host:port`` of the leading nimbus, asked of the seeds in turn."""
+        problems: list[str] = []
+        for host, port in self.seeds:
+            node = f"{host}:{port}"
+            try:
+                data = json.loads(self._http("GET", f"{self._base(node)}{API}/nimbus/summary", None, 10.0))
+            except StormPyError as err:
+                problems.append(err.message)
+                continue
+            for n in data.get("nimbuses", []):
+                if n.get("status") == "Leader":
+                    leader = f"{n['host']}:{n['port']}"
+                    self._leader = leader
+                    return leader
+            problems.append(f"nimbus {node} knows no leader yet")
+        raise NimbusUnreachableError("no leading nimbus: " + "; ".join(problems))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        *,
+        timeout: float = REQUEST_TIMEOUT_SECS,
+        raw: bool = False,
+    ) -> Any:
+        """Send ``method path`` to the leader (retrying as configured); the decoded JSON reply, or bytes."""
+        body = None if payload is None else json.dumps(payload).encode("utf-8")
+        attempt = 0
+        delay = self.retry_interval
+        while True:
+            try:
+                leader = self._leader or self.find_leader()
+                data = self._http(method, f"{self._base(leader)}{API}{path}", body, timeout)
+                return data if raw else json.loads(data.decode("utf-8") or "null")
+            except (NimbusUnreachableError, NotLeaderError) as err:
+                self._leader = None
+                attempt += 1
+                if attempt > self.retry_times:
+                    raise
+                log.info("nimbus not available (%s); retrying in %.1fs", err.message, delay)
+                time.sleep(delay)
+                delay = min(delay * 2 if delay else 0.0, self.retry_ceiling)
+
+    def forward(
+        self, method: str, path_and_query: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> tuple[int, bytes, str]:
+        """Relay a raw API request to the leader: ``(status, body, content type)`` of its reply."""
+        attempt = 0
+        while True:
+            leader = self._leader or self.find_leader()
+            req = urllib.request.Request(f"{self._base(leader)}{path_and_query}", data=body, method=method)
+            for k, v in headers.items():
+                if k.lower() in ("authorization", "content-type"):
+                    req.add_header(k, v)
+            try:
+                with urllib.request.urlopen(req, timeout=SUBMIT_TIMEOUT_SECS) as resp:
+                    return resp.status, resp.read(), resp.headers.get("Content-Type", "application/json")
+            except urllib.error.HTTPError as err:
+                reply = err.read()
+                if err.code != 503 or attempt >= self.retry_times:
+                    return err.code, reply, err.headers.get("Content-Type", "application/json")
+            except (urllib.error.URLError, OSError) as err:
+                if attempt >= self.retry_times:
+                    raise NimbusUnreachableError(f"cannot reach nimbus at {leader} ({err})") from err
+            self._leader = None
+            attempt += 1
+            time.sleep(self.retry_interval)
+
+    def fetch_blob(self, holder: str, key: str) -> bytes:
+        """Blob ``key`` from the nimbus ``holder`` (``host:port``), without retries."""
+        url = f"{self._base(holder)}{API}/blobstore/{quote(key, safe='')}"
+        return self._http("GET", url, None, REQUEST_TIMEOUT_SECS)
+
+    # ------------------------------------------------------------------------------------------- reads
+
+    def nimbus_summary(self) -> list[dict[str, Any]]:
+        """Every nimbus with its status (``Leader`` / ``Not a Leader``)."""
+        return list(self.request("GET", "/nimbus/summary")["nimbuses"])
+
+    def cluster_summary(self) -> dict[str, Any]:
+        """Storm UI's cluster summary."""
+        return dict(self.request("GET", "/cluster/summary"))
+
+    def supervisor_summary(self) -> list[dict[str, Any]]:
+        """Every live supervisor."""
+        return list(self.request("GET", "/supervisor/summary")["supervisors"])
+
+    def topology_summaries(self) -> list[dict[str, Any]]:
+        """One row per live topology."""
+        return list(self.request("GET", "/topology/summary")["topologies"])
+
+    def topology_id(self, name: str) -> str:
+        """The id of live topology ``name``; :class:`NotAliveException` when there is none."""
+        for row in self.topology_summaries():
+            if row.get("name") == name:
+                return str(row["id"])
+        raise NotAliveException(f"topology {name!r} is not alive", topology=name)
+
+    def topology(self, name: str) -> dict[str, Any]:
+        """The topology page of live topology ``name``."""
+        return dict(self.request("GET", f"/topology/{quote(self.topology_id(name), safe='')}"))
+
+    def component(self, name: str, component: str) -> dict[str, Any]:
+        """The component page of ``component`` of live topology ``name``."""
+        tid = quote(self.topology_id(name), safe="")
+        return dict(self.request("GET", f"/topology/{tid}/component/{quote(component, safe='')}"))
+
+    # ------------------------------------------------------------------------------------------- actions
+
+    def submit(
+        self, name: str, package: TopologyPackage, conf: Mapping[str, Any] | None = None, inactive: bool = False
+    ) -> dict[str, Any]:
+        """Upload a package and submit its topology as ``name``; returns ``{"id": ..., ...}``."""
+        payload = {
+            "name": name,
+            "entry": package.entry,
+            "filename": package.filename,
+            "conf": dict(conf or {}),
+            "inactive": bool(inactive),
+            "package": base64.b64encode(package.data).decode("ascii"),
+        }
+        return dict(self.request("POST", "/uploadTopology", payload, timeout=SUBMIT_TIMEOUT_SECS))
+
+    def _action(self, name: str, action: str, wait: float | None = None, payload: Any = None) -> dict[str, Any]:
+        tid = quote(self.topology_id(name), safe="")
+        suffix = "" if wait is None else f"/{wait:g}"
+        return dict(self.request("POST", f"/topology/{tid}/{action}{suffix}", payload if payload is not None else {}))
+
+    def kill(self, name: str, wait_secs: float | None = None) -> dict[str, Any]:
+        """Kill ``name`` after ``wait_secs`` (default: its message timeout)."""
+        return self._action(name, "kill", wait_secs)
+
+    def activate(self, name: str) -> dict[str, Any]:
+        """Activate ``name``."""
+        return self._action(name, "activate")
+
+    def deactivate(self, name: str) -> dict[str, Any]:
+        """Deactivate ``name``."""
+        return self._action(name, "deactivate")
+
+    def rebalance(
+        self,
+        name: str,
+        wait_secs: float | None = None,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``)."""
+        options: dict[str, Any] = {}
+        if num_workers is not None:
+            options["numWorkers"] = num_workers
+        if executors:
+            options["executors"] = dict(executors)
+        return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})

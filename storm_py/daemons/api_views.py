@@ -1,0 +1,293 @@
+"""This module owns the JSON shapes of Storm UI's REST API, built from cluster-state records (pure functions).
+
+Field names follow Storm's ``STORM-UI-REST-API.md`` (``slotsTotal``, ``uptimeSeconds``, ``spoutId``...).
+Statistics come from the workers' heartbeats and cover the topology's whole life (Storm's ``:all-time``
+window); resource fields of the resource-aware scheduler are not reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from storm_py.runtime.system_topology import layout_from_counts
+from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
+
+ALL_TIME = ":all-time"
+ALL_TIME_PRETTY = "All time"
+LEADER = "Leader"
+NOT_LEADER = "Not a Leader"
+
+
+def pretty_uptime(secs: float) -> str:
+    """Storm's duration format: ``"42s"``, ``"5m 58s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``."""
+    total = max(0, int(secs))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h {minutes}m {seconds}s"
+    if hours:
+        return f"{hours}h {minutes}m {seconds}s"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
+
+
+def _used_slots(assignments: Mapping[str, Assignment]) -> dict[str, set[int]]:
+    used: dict[str, set[int]] = {}
+    for a in assignments.values():
+        for node, port in a.executor_node_port.values():
+            used.setdefault(node, set()).add(port)
+    return used
+
+
+def supervisor_rows(
+    supervisors: Mapping[str, SupervisorInfo], assignments: Mapping[str, Assignment]
+) -> list[dict[str, Any]]:
+    """``/api/v1/supervisor/summary`` rows."""
+    used = _used_slots(assignments)
+    rows = []
+    for sid, info in sorted(supervisors.items()):
+        rows.append(
+            {
+                "id": sid,
+                "host": info.hostname,
+                "uptime": pretty_uptime(info.uptime_secs),
+                "uptimeSeconds": int(info.uptime_secs),
+                "slotsTotal": len(info.ports),
+                "slotsUsed": len(used.get(sid, set()) & set(info.ports)),
+                "version": info.version,
+            }
+        )
+    return rows
+
+
+def cluster_summary(
+    version: str,
+    supervisors: Mapping[str, SupervisorInfo],
+    bases: Mapping[str, StormBase],
+    assignments: Mapping[str, Assignment],
+) -> dict[str, Any]:
+    """``/api/v1/cluster/summary``."""
+    rows = supervisor_rows(supervisors, assignments)
+    total = sum(r["slotsTotal"] for r in rows)
+    used = sum(r["slotsUsed"] for r in rows)
+    return {
+        "stormVersion": version,
+        "supervisors": len(rows),
+        "topologies": len(bases),
+        "slotsTotal": total,
+        "slotsUsed": used,
+        "slotsFree": total - used,
+        "executorsTotal": sum(sum(b.component_executors.values()) for b in bases.values()),
+        "tasksTotal": sum(sum(b.component_tasks.values()) for b in bases.values()),
+        "schedulerDisplayResource": False,
+    }
+
+
+def nimbus_rows(nimbuses: list[NimbusInfo], leader: str | None, now: float) -> list[dict[str, Any]]:
+    """``/api/v1/nimbus/summary`` rows; a registered nimbus is alive (its registration is ephemeral)."""
+    rows = []
+    for n in nimbuses:
+        up = max(0.0, now - n.start_time) if n.start_time else 0.0
+        rows.append(
+            {
+                "host": n.host,
+                "port": n.port,
+                "status": LEADER if n.id == leader else NOT_LEADER,
+                "version": n.version,
+                "nimbusUpTime": pretty_uptime(up),
+                "nimbusUpTimeSeconds": int(up),
+                "nimbusLogLink": "",
+            }
+        )
+    return rows
+
+
+def topology_row(summary: Mapping[str, Any], replication: int) -> dict[str, Any]:
+    """A ``/api/v1/topology/summary`` row from :meth:`Nimbus.cluster_summary`'s row."""
+    row = dict(summary)
+    row["encodedId"] = row["id"]
+    row["uptime"] = pretty_uptime(row.get("uptimeSeconds", 0))
+    row["replicationCount"] = replication
+    row["schedulerDisplayResource"] = False
+    return row
+
+
+def _error_fields(errors: list[dict[str, Any]], now: float) -> dict[str, Any]:
+    if not errors:
+        return {"errorHost": "", "errorPort": None, "errorTime": None, "errorLapsedSecs": None,
+                "errorWorkerLogLink": ""}
+    last = errors[0]
+    return {
+        "errorHost": last.get("host", ""),
+        "errorPort": last.get("port"),
+        "errorTime": int(last.get("time_secs", 0)),
+        "errorLapsedSecs": int(max(0.0, now - float(last.get("time_secs", 0)))),
+        "errorWorkerLogLink": "",
+    }
+
+
+def _workers(
+    tid: str, name: str, assignment: Assignment | None, beats: Mapping[tuple[str, int], WorkerHeartbeat],
+    task_component: Mapping[int, str],
+) -> list[dict[str, Any]]:
+    if assignment is None:
+        return []
+    out = []
+    for (node, port), executors in sorted(assignment.slots().items()):
+        hb = beats.get((node, port))
+        counts: dict[str, int] = {}
+        for start, end in executors:
+            comp = task_component.get(start, "?")
+            counts[comp] = counts.get(comp, 0) + (end - start + 1)
+        up = hb.uptime_secs if hb is not None else 0.0
+        out.append(
+            {
+                "topologyId": tid,
+                "topologyName": name,
+                "supervisorId": node,
+                "host": assignment.node_host.get(node, node),
+                "port": port,
+                "executorsTotal": len(executors),
+                "componentNumTasks": counts,
+                "uptime": pretty_uptime(up),
+                "uptimeSeconds": int(up),
+                "workerLogLink": "",
+                "transfer": dict((hb.stats or {}).get("transfer", {})) if hb is not None else {},
+                "dropped": int((hb.stats or {}).get("dropped", 0)) if hb is not None else 0,
+            }
+        )
+    return out
+
+
+def task_components(base: StormBase) -> dict[int, str]:
+    """Task id -> component id of a topology (the layout every daemon computes from its storm base)."""
+    counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+    return layout_from_counts(counts).task_to_component()
+
+
+def topology_page(
+    summary: Mapping[str, Any],
+    base: StormBase,
+    assignment: Assignment | None,
+    beats: Mapping[tuple[str, int], WorkerHeartbeat],
+    replication: int,
+    now: float,
+) -> dict[str, Any]:
+    """``/api/v1/topology/:id`` from :meth:`Nimbus.summary_by_id`'s page plus the assignment and heartbeats."""
+    page = dict(summary)
+    tid = str(page["id"])
+    page["encodedId"] = tid
+    page["uptime"] = pretty_uptime(page.get("uptimeSeconds", 0))
+    page["msgTimeout"] = base.topology_conf.get("topology.message.timeout.secs")
+    page["debug"] = bool(base.topology_conf.get("topology.debug", False))
+    page["replicationCount"] = replication
+    page["window"] = ALL_TIME
+    page["windowHint"] = ALL_TIME_PRETTY
+    page["schedulerDisplayResource"] = False
+    spouts = [dict(s) for s in page.get("spouts", [])]
+    bolts = [dict(b) for b in page.get("bolts", [])]
+    for comp in spouts + bolts:
+        comp.update(_error_fields(comp.get("errors", []), now))
+        comp.setdefault("encodedId", comp.get("spoutId") or comp.get("boltId"))
+    page["spouts"], page["bolts"] = spouts, bolts
+    latency = [s["completeLatency"] for s in spouts if s.get("acked")]
+    page["topologyStats"] = [
+        {
+            "window": ALL_TIME,
+            "windowPretty": ALL_TIME_PRETTY,
+            "emitted": sum(c.get("emitted", 0) for c in spouts + bolts),
+            "transferred": sum(c.get("transferred", 0) for c in spouts + bolts),
+            "acked": sum(s.get("acked", 0) for s in spouts),
+            "failed": sum(s.get("failed", 0) for s in spouts),
+            "completeLatency": (sum(latency) / len(latency)) if latency else 0.0,
+        }
+    ]
+    page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base))
+    return page
+
+
+def component_page(
+    page: Mapping[str, Any],
+    component: str,
+    assignment: Assignment | None,
+    beats: Mapping[tuple[str, int], WorkerHeartbeat],
+    errors: list[ErrorInfo],
+    now: float,
+) -> dict[str, Any] | None:
+    """``/api/v1/topology/:id/component/:component`` from a topology page; None for an unknown component."""
+    comp = next((c for c in page["spouts"] if c.get("spoutId") == component), None)
+    is_spout = comp is not None
+    if comp is None:
+        comp = next((c for c in page["bolts"] if c.get("boltId") == component), None)
+    if comp is None:
+        return None
+    executor_stats = []
+    for (node, port), hb in sorted(beats.items()):
+        host = assignment.node_host.get(node, node) if assignment is not None else node
+        for ex in (hb.stats or {}).get("executors", {}).values():
+            if ex.get("component") != component:
+                continue
+            tasks = ex.get("tasks") or [0]
+            row = {
+                "id": f"[{tasks[0]}-{tasks[-1]}]",
+                "host": host,
+                "port": port,
+                "supervisorId": node,
+                "uptime": pretty_uptime(hb.uptime_secs),
+                "uptimeSeconds": int(hb.uptime_secs),
+                "emitted": ex.get("emitted", 0),
+                "transferred": ex.get("transferred", 0),
+                "acked": ex.get("acked", 0),
+                "failed": ex.get("failed", 0),
+                "workerLogLink": "",
+            }
+            if is_spout:
+                row["completeLatency"] = ex.get("complete_latency_ms", 0.0)
+            else:
+                row["executed"] = ex.get("executed", 0)
+            executor_stats.append(row)
+    window = {
+        "window": ALL_TIME,
+        "windowPretty": ALL_TIME_PRETTY,
+        "emitted": comp.get("emitted", 0),
+        "transferred": comp.get("transferred", 0),
+        "acked": comp.get("acked", 0),
+        "failed": comp.get("failed", 0),
+    }
+    out: dict[str, Any] = {
+        "id": component,
+        "encodedId": component,
+        "name": page["name"],
+        "topologyId": page["id"],
+        "encodedTopologyId": page["id"],
+        "topologyStatus": page["status"],
+        "componentType": "spout" if is_spout else "bolt",
+        "executors": comp.get("executors", 0),
+        "tasks": comp.get("tasks", 0),
+        "window": ALL_TIME,
+        "windowHint": ALL_TIME_PRETTY,
+        "debug": False,
+        "schedulerDisplayResource": False,
+        "executorStats": executor_stats,
+        "componentErrors": [
+            {
+                "error": e.error,
+                "errorHost": e.host,
+                "errorPort": e.port,
+                "errorTime": int(e.time_secs),
+                "errorLapsedSecs": int(max(0.0, now - e.time_secs)),
+                "errorWorkerLogLink": "",
+            }
+            for e in errors
+        ],
+    }
+    if is_spout:
+        window["completeLatency"] = comp.get("completeLatency", 0.0)
+        out["spoutSummary"] = [window]
+    else:
+        window["executed"] = comp.get("executed", 0)
+        out["boltStats"] = [window]
+    return out

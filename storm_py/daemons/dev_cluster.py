@@ -1,0 +1,207 @@
+"""This module owns the development cluster: ZooKeeper, nimbus(es) and supervisors as processes on one machine.
+
+:class:`DevCluster` picks free loopback ports, writes one configuration file per daemon plus the client
+configuration ``<workdir>/storm.yaml``, starts each daemon as ``python -m storm_py <daemon> --config FILE``
+(output in ``<workdir>/logs/<daemon>.log``), records what runs in ``<workdir>/dev-cluster.json`` and waits
+until a nimbus leads and every supervisor is registered.  It is not a process manager: a daemon that dies
+stays dead (the chaos tests kill them on purpose).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from storm_py.client import NimbusClient
+from storm_py.daemons.dev_zookeeper import ZooKeeperProcess, free_port
+from storm_py.daemons.local_state import write_json
+from storm_py.errors import StormPyError, WaitTimeoutError
+
+log = logging.getLogger(__name__)
+
+#: How long a stopped daemon gets before it is killed.
+STOP_TIMEOUT_SECS = 15.0
+
+
+@dataclass
+class Daemon:
+    """One daemon process of the cluster."""
+
+    name: str
+    kind: str
+    conf_path: Path
+    log_path: Path
+    port: int | None
+    proc: subprocess.Popen[bytes] | None = None
+
+    def alive(self) -> bool:
+        """Whether the process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready record."""
+        return {"name": self.name, "kind": self.kind, "pid": self.proc.pid if self.proc else None,
+                "port": self.port, "config": str(self.conf_path), "log": str(self.log_path)}
+
+
+class DevCluster:
+    """ZooKeeper (unless ``zookeeper`` names a running one), ``nimbuses`` nimbus(es) and ``supervisors``."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        conf: Mapping[str, Any] | None = None,
+        supervisors: int = 2,
+        nimbuses: int = 1,
+        ports_per_supervisor: int = 4,
+        zookeeper: str | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.workdir = workdir.resolve()
+        self.base_conf = dict(conf or {})
+        self.num_supervisors = supervisors
+        self.num_nimbuses = nimbuses
+        self.ports_per_supervisor = ports_per_supervisor
+        self.external_zookeeper = zookeeper
+        self.host = host
+        self.zookeeper: ZooKeeperProcess | None = None
+        self.daemons: list[Daemon] = []
+        self.client_conf: dict[str, Any] = {}
+
+    @property
+    def client_conf_path(self) -> Path:
+        """The client configuration to pass as ``--config``."""
+        return self.workdir / "storm.yaml"
+
+    def nimbus_url(self) -> str:
+        """The API address of the first nimbus."""
+        port = next(d.port for d in self.daemons if d.kind == "nimbus")
+        return f"http://{self.host}:{port}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start everything and wait until the cluster accepts topologies; stops what it started on failure."""
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> None:
+        logs = self.workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        if self.external_zookeeper:
+            zk_host, _, zk_port = self.external_zookeeper.rpartition(":")
+            if not zk_host or not zk_port.isdigit():
+                raise StormPyError(f"--zookeeper must be HOST:PORT, got {self.external_zookeeper!r}")
+        else:
+            self.zookeeper = ZooKeeperProcess(self.workdir / "zookeeper", free_port(self.host), self.host)
+            self.zookeeper.start()
+            zk_host, zk_port = self.host, str(self.zookeeper.port)
+        nimbus_ports = [free_port(self.host) for _ in range(self.num_nimbuses)]
+        common = {
+            **self.base_conf,
+            "storm.zookeeper.servers": [zk_host],
+            "storm.zookeeper.port": int(zk_port),
+            "nimbus.seeds": [f"{self.host}:{p}" for p in nimbus_ports],
+            "nimbus.thrift.port": nimbus_ports[0],
+            "nimbus.host": self.host,
+            "storm.local.hostname": self.host,
+            "storm.log.dir": str(logs),
+            "storm.local.dir": str(self.workdir / "client"),
+        }
+        self.client_conf = common
+        self.client_conf_path.write_text(yaml.safe_dump(common, sort_keys=True), encoding="utf-8")
+        for i, port in enumerate(nimbus_ports, 1):
+            self._spawn(f"nimbus-{i}", "nimbus", {**common, "nimbus.thrift.port": port,
+                                                  "storm.local.dir": str(self.workdir / f"nimbus-{i}")}, port)
+        for i in range(1, self.num_supervisors + 1):
+            slots = [free_port(self.host) for _ in range(self.ports_per_supervisor)]
+            self._spawn(f"supervisor-{i}", "supervisor", {**common, "supervisor.slots.ports": slots,
+                                                          "storm.local.dir": str(self.workdir / f"supervisor-{i}")})
+        self._record()
+        self._wait_ready(timeout)
+
+    def _spawn(self, name: str, kind: str, conf: Mapping[str, Any], port: int | None = None) -> None:
+        conf_path = self.workdir / f"{name}.yaml"
+        conf_path.write_text(yaml.safe_dump(dict(conf), sort_keys=True), encoding="utf-8")
+        conf_path.chmod(0o600)
+        daemon = Daemon(name, kind, conf_path, self.workdir / "logs" / f"{name}.log", port)
+        with daemon.log_path.open("ab") as out:
+            daemon.proc = subprocess.Popen(
+                [sys.executable, "-m", "storm_py", "--log-level", "INFO", kind, "--config", str(conf_path)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+            )
+        self.daemons.append(daemon)
+        log.info("started %s (pid %d)", name, daemon.proc.pid)
+
+    def _record(self) -> None:
+        write_json(
+            self.workdir / "dev-cluster.json",
+            {
+                "pid": os.getpid(),
+                "zookeeper": self.external_zookeeper
+                or (self.zookeeper.connect_string if self.zookeeper is not None else None),
+                "zookeeper_pid": self.zookeeper.proc.pid if self.zookeeper and self.zookeeper.proc else None,
+                "config": str(self.client_conf_path),
+                "daemons": [d.describe() for d in self.daemons],
+            },
+        )
+
+    def _wait_ready(self, timeout: float) -> None:
+        client = NimbusClient({**self.client_conf, "storm.nimbus.retry.times": 0})
+        deadline = time.monotonic() + timeout
+        problem = "nothing answered yet"
+        while time.monotonic() < deadline:
+            for d in self.daemons:
+                if not d.alive():
+                    raise StormPyError(f"{d.name} exited while starting: {_tail(d.log_path)}", daemon=d.name)
+            try:
+                client.find_leader()
+                registered = client.cluster_summary()["supervisors"]
+                if registered >= self.num_supervisors:
+                    return
+                problem = f"{registered} of {self.num_supervisors} supervisors registered"
+            except StormPyError as err:
+                problem = err.message
+            time.sleep(0.1)
+        raise WaitTimeoutError(f"the dev cluster was not ready within {timeout:g}s: {problem}")
+
+    def dead_daemons(self) -> list[Daemon]:
+        """Daemons whose process has exited."""
+        return [d for d in self.daemons if d.proc is not None and not d.alive()]
+
+    def stop(self) -> None:
+        """Stop supervisors (they stop their workers), then nimbuses, then ZooKeeper."""
+        for kind in ("supervisor", "nimbus"):
+            group = [d for d in self.daemons if d.kind == kind and d.alive()]
+            for d in group:
+                assert d.proc is not None
+                d.proc.send_signal(signal.SIGTERM)
+            for d in group:
+                assert d.proc is not None
+                try:
+                    d.proc.wait(STOP_TIMEOUT_SECS)
+                except subprocess.TimeoutExpired:
+                    log.warning("%s did not stop within %.0fs; killing it", d.name, STOP_TIMEOUT_SECS)
+                    d.proc.kill()
+                    d.proc.wait()
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:]) or "(empty log)"

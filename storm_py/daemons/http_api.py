@@ -1,0 +1,223 @@
+"""This module owns the HTTP plumbing of the daemons' JSON APIs: routes, bearer-token checks, error replies.
+
+A :class:`JsonApiServer` serves a table of :class:`Route` s on a thread pool; a handler gets a
+:class:`Request` and returns a JSON-ready value or a :class:`Reply`.  A :class:`~storm_py.errors.StormPyError`
+becomes an error reply ``{"error": <code>, "errorMessage": <message>, ...fields}`` with a status that fits
+the code (Storm's UI answers every error with 500; clients here also get a meaningful status).  Routes marked
+``protected`` require ``Authorization: Bearer <token>`` when a token is configured.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from storm_py.errors import AuthorizationError, StormPyError
+
+log = logging.getLogger(__name__)
+
+#: Largest request body accepted (a topology package travels base64-encoded in a submit).
+MAX_BODY_BYTES = 256 * 1024 * 1024
+
+STATUS_BY_CODE = {
+    "not_alive": 404,
+    "not_found": 404,
+    "already_alive": 409,
+    "invalid_transition": 409,
+    "invalid_topology": 400,
+    "topology_load_error": 400,
+    "config_error": 400,
+    "bad_request": 400,
+    "unauthorized": 401,
+    "not_leader": 503,
+    "state_error": 503,
+    "nimbus_unreachable": 502,
+}
+
+
+class BadRequestError(StormPyError):
+    """The request itself is malformed (bad JSON, bad parameter)."""
+
+    code = "bad_request"
+
+
+class NotFoundError(StormPyError):
+    """No such route or resource."""
+
+    code = "not_found"
+
+
+@dataclass
+class Request:
+    """One HTTP request as a handler sees it."""
+
+    method: str
+    path: str
+    params: dict[str, str]
+    query: dict[str, list[str]]
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON (an empty body is ``{}``)."""
+        if not self.body.strip():
+            return {}
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as err:
+            raise BadRequestError(f"request body is not JSON: {err}") from err
+
+
+@dataclass
+class Reply:
+    """A handler's explicit reply (for non-JSON bodies or other statuses)."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of_json(cls, value: Any, status: int = 200) -> Reply:
+        """A JSON reply."""
+        return cls(status, json.dumps(value, default=str).encode("utf-8"))
+
+
+Handler = Callable[[Request], Any]
+
+
+@dataclass
+class Route:
+    """``method`` + a path pattern with ``{name}`` segments; ``protected`` routes need the token."""
+
+    method: str
+    pattern: str
+    handler: Handler
+    protected: bool = False
+    regex: re.Pattern[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        parts = re.split(r"(\{\w+\})", self.pattern)
+        rx = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
+        self.regex = re.compile(f"^{rx}/?$")
+
+
+def error_reply(err: StormPyError) -> Reply:
+    """The reply of an error."""
+    body = {k: str(v) for k, v in err.fields.items()}
+    body.update({"error": err.code, "errorMessage": err.message})
+    return Reply.of_json(body, STATUS_BY_CODE.get(err.code, 500))
+
+
+class JsonApiServer:
+    """Serves ``routes`` on ``host:port`` (port 0 picks a free one) from a background thread."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        routes: Sequence[Route],
+        token: str | None = None,
+        fallback: Handler | None = None,
+        name: str = "api",
+    ) -> None:
+        self.routes = list(routes)
+        self.token = token
+        self.fallback = fallback
+        self.name = name
+        api = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            server_version = "storm-py"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("%s %s", api.name, format % args)
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self.close_connection = True
+                    reply = error_reply(BadRequestError(f"request body of {length} bytes is too large"))
+                    reply.status = 413
+                else:
+                    body = self.rfile.read(length) if length > 0 else b""
+                    reply = api.dispatch(self.command, self.path, dict(self.headers.items()), body)
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(reply.body)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(reply.body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port actually bound."""
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        """Serve from a background thread."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=f"{self.name}-http", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(5.0)
+            self._thread = None
+        self._server.server_close()
+
+    def _authorized(self, headers: Mapping[str, str]) -> bool:
+        if not self.token:
+            return True
+        given = ""
+        for k, v in headers.items():
+            if k.lower() == "authorization" and v.startswith("Bearer "):
+                given = v[len("Bearer ") :].strip()
+        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+
+    def dispatch(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """Route one request and turn its outcome (value, reply or error) into a reply."""
+        split = urlsplit(raw_path)
+        path = split.path
+        query = parse_qs(split.query)
+        try:
+            for route in self.routes:
+                match = route.regex.match(path)
+                if match is None or route.method != method:
+                    continue
+                if route.protected and not self._authorized(headers):
+                    raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
+                params = {k: unquote(v) for k, v in match.groupdict().items()}
+                result = route.handler(Request(method, path, params, query, headers, body))
+                return result if isinstance(result, Reply) else Reply.of_json(result)
+            if self.fallback is not None:
+                result = self.fallback(Request(method, raw_path, {}, query, headers, body))
+                return result if isinstance(result, Reply) else Reply.of_json(result)
+            raise NotFoundError(f"no route {method} {path}", path=path)
+        except StormPyError as err:
+            if err.code not in ("not_alive", "not_found", "not_leader"):
+                log.info("%s %s failed: %s", method, path, err.message)
+            return error_reply(err)
+        except Exception as err:
+            log.exception("%s %s crashed", method, path)
+            return Reply.of_json({"error": "internal_error", "errorMessage": f"{type(err).__name__}: {err}"}, 500)

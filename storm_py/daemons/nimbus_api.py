@@ -1,0 +1,301 @@
+"""This module owns nimbus's REST API: Storm UI's ``/api/v1`` routes plus upload and blob download.
+
+Reads are answered by any nimbus (everything comes from the cluster state); submit, kill, activate,
+deactivate and rebalance only by the leader — a standby answers ``503 not_leader`` naming the leader, which
+:class:`storm_py.client.NimbusClient` follows.  Mutating routes and blob downloads need the configured
+``nimbus.auth.token``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import storm_py
+from storm_py.clock import wait_until
+from storm_py.daemons import api_views
+from storm_py.daemons.blobstore import LocalFsBlobStore, NimbusCodeStore
+from storm_py.daemons.code_loader import parse_entry
+from storm_py.daemons.http_api import BadRequestError, NotFoundError, Reply, Request, Route
+from storm_py.daemons.nimbus import Nimbus
+from storm_py.daemons.package import TopologyPackage, check_archive
+from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.models import StormBase
+
+log = logging.getLogger(__name__)
+
+API = "/api/v1"
+#: Configuration keys never shown by ``/api/v1/cluster/configuration``.
+SECRET_KEYS = frozenset({"nimbus.auth.token"})
+
+
+class NimbusNode(Protocol):
+    """What the API needs of the nimbus daemon it serves."""
+
+    conf: dict[str, Any]
+    state: ClusterState
+    nimbus: Nimbus
+    code_store: NimbusCodeStore
+    blobs: LocalFsBlobStore
+
+    def is_leader(self) -> bool: ...
+
+    def leader_id(self) -> str | None: ...
+
+    def wake(self) -> None: ...
+
+
+def _wait_param(req: Request) -> float | None:
+    raw = req.params.get("wait")
+    if raw is None:
+        return None
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise BadRequestError(f"wait time must be a number of seconds, got {raw!r}") from None
+    if wait < 0:
+        raise BadRequestError(f"wait time must be >= 0, got {raw!r}")
+    return wait
+
+
+class NimbusApi:
+    """The route table of one nimbus daemon."""
+
+    def __init__(self, node: NimbusNode) -> None:
+        self.node = node
+
+    def routes(self) -> list[Route]:
+        """Every route, Storm UI's first."""
+
+        def get(path: str, handler: Callable[[Request], Any]) -> Route:
+            return Route("GET", API + path, handler)
+
+        def post(path: str, handler: Callable[[Request], Any]) -> Route:
+            return Route("POST", API + path, handler, protected=True)
+
+        return [
+            get("/cluster/configuration", self.configuration),
+            get("/cluster/summary", self.cluster_summary),
+            get("/supervisor/summary", self.supervisor_summary),
+            get("/nimbus/summary", self.nimbus_summary),
+            get("/topology/summary", self.topology_summary),
+            get("/topology-workers/{id}", self.topology_workers),
+            get("/topology/{id}", self.topology_page),
+            get("/topology/{id}/component/{component}", self.component_page),
+            post("/topology/{id}/activate", self.activate),
+            post("/topology/{id}/deactivate", self.deactivate),
+            post("/topology/{id}/rebalance", self.rebalance),
+            post("/topology/{id}/rebalance/{wait}", self.rebalance),
+            post("/topology/{id}/kill", self.kill),
+            post("/topology/{id}/kill/{wait}", self.kill),
+            post("/uploadTopology", self.upload),
+            Route("GET", API + "/blobstore/{key}", self.blob, protected=True),
+        ]
+
+    # ------------------------------------------------------------------------------------------- helpers
+
+    def _base(self, topology: str) -> tuple[str, StormBase]:
+        """A live topology by id (or, for convenience, by name)."""
+        state = self.node.state
+        base = state.storm_base(topology) if _valid_id(topology) else None
+        if base is not None:
+            return topology, base
+        tid = self.node.nimbus.topology_id(topology)
+        base = state.storm_base(tid) if tid else None
+        if tid is None or base is None:
+            raise NotAliveException(f"topology {topology!r} is not alive", topology=topology)
+        return tid, base
+
+    def _require_leader(self) -> None:
+        if not self.node.is_leader():
+            leader = self.node.leader_id()
+            raise NotLeaderError(
+                f"this nimbus is not the leader (the leader is {leader or 'not elected yet'})", leader=leader or ""
+            )
+
+    def _done(self, operation: str, tid: str) -> dict[str, Any]:
+        self.node.wake()
+        return {"topologyOperation": operation, "topologyId": tid, "status": "success"}
+
+    # ------------------------------------------------------------------------------------------- reads
+
+    def configuration(self, req: Request) -> dict[str, Any]:
+        """``/cluster/configuration``: this nimbus's configuration (secrets left out)."""
+        return {k: v for k, v in self.node.conf.items() if k not in SECRET_KEYS}
+
+    def cluster_summary(self, req: Request) -> dict[str, Any]:
+        """``/cluster/summary``."""
+        s = self.node.state
+        return api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+
+    def supervisor_summary(self, req: Request) -> dict[str, Any]:
+        """``/supervisor/summary``."""
+        s = self.node.state
+        return {
+            "supervisors": api_views.supervisor_rows(s.supervisors(), s.assignments()),
+            "schedulerDisplayResource": False,
+        }
+
+    def nimbus_summary(self, req: Request) -> dict[str, Any]:
+        """``/nimbus/summary``: every registered nimbus and which one leads."""
+        s = self.node.state
+        return {"nimbuses": api_views.nimbus_rows(s.nimbuses(), self.node.leader_id(), time.time())}
+
+    def topology_summary(self, req: Request) -> dict[str, Any]:
+        """``/topology/summary``."""
+        rows = [
+            api_views.topology_row(r, self.node.code_store.replication_count(r["id"]))
+            for r in self.node.nimbus.cluster_summary()
+        ]
+        return {"topologies": rows, "schedulerDisplayResource": False}
+
+    def _page(self, topology: str) -> tuple[str, StormBase, dict[str, Any]]:
+        tid, base = self._base(topology)
+        s = self.node.state
+        summary = self.node.nimbus.summary_by_id(tid, base)
+        page = api_views.topology_page(
+            summary,
+            base,
+            s.assignment(tid),
+            s.worker_heartbeats(tid),
+            self.node.code_store.replication_count(tid),
+            time.time(),
+        )
+        return tid, base, page
+
+    def topology_page(self, req: Request) -> dict[str, Any]:
+        """``/topology/:id``."""
+        return self._page(req.params["id"])[2]
+
+    def component_page(self, req: Request) -> dict[str, Any]:
+        """``/topology/:id/component/:component``."""
+        tid, _, page = self._page(req.params["id"])
+        comp = req.params["component"]
+        s = self.node.state
+        out = api_views.component_page(
+            page, comp, s.assignment(tid), s.worker_heartbeats(tid), s.errors(tid, comp), time.time()
+        )
+        if out is None:
+            raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
+        return out
+
+    def topology_workers(self, req: Request) -> dict[str, Any]:
+        """``/topology-workers/:id``: where the topology's workers run."""
+        tid, _ = self._base(req.params["id"])
+        assignment = self.node.state.assignment(tid)
+        slots = sorted(assignment.slots()) if assignment is not None else []
+        hosts = assignment.node_host if assignment is not None else {}
+        return {
+            "hostPortList": [{"host": hosts.get(n, n), "port": p, "supervisorId": n} for n, p in slots],
+            "logviewerPort": self.node.conf.get("logviewer.port"),
+        }
+
+    def blob(self, req: Request) -> Reply:
+        """A blob's bytes (for supervisors and standby nimbuses)."""
+        key = req.params["key"]
+        data = self.node.blobs.get(key)
+        if data is None:
+            raise NotFoundError(f"blob {key!r} is not held by this nimbus", key=key)
+        return Reply(200, data, "application/octet-stream")
+
+    # ------------------------------------------------------------------------------------------- actions
+
+    def activate(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id/activate``."""
+        self._require_leader()
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.activate(base.name)
+        return self._done("activate", tid)
+
+    def deactivate(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id/deactivate``."""
+        self._require_leader()
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.deactivate(base.name)
+        return self._done("deactivate", tid)
+
+    def kill(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id/kill[/:wait]`` (default wait: the topology's message timeout)."""
+        self._require_leader()
+        wait = _wait_param(req)
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.kill_topology(base.name, wait)
+        return self._done("kill", tid)
+
+    def rebalance(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body."""
+        self._require_leader()
+        wait = _wait_param(req)
+        body = req.json()
+        options = body.get("rebalanceOptions", {}) if isinstance(body, Mapping) else {}
+        if not isinstance(options, Mapping):
+            raise BadRequestError("rebalanceOptions must be an object")
+        workers = options.get("numWorkers")
+        executors = options.get("executors") or {}
+        if not isinstance(executors, Mapping):
+            raise BadRequestError("rebalanceOptions.executors must map component ids to executor counts")
+        try:
+            counts = {str(k): int(v) for k, v in executors.items()}
+            num_workers = None if workers is None else int(workers)
+        except (TypeError, ValueError) as err:
+            raise BadRequestError(f"rebalance options must be integers: {err}") from err
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts)
+        return self._done("rebalance", tid)
+
+    def upload(self, req: Request) -> dict[str, Any]:
+        """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``."""
+        self._require_leader()
+        body = req.json()
+        if not isinstance(body, Mapping):
+            raise BadRequestError("submit body must be a JSON object")
+        name = body.get("name")
+        entry = body.get("entry")
+        conf = body.get("conf") or {}
+        if not isinstance(name, str) or not isinstance(entry, str) or not isinstance(conf, Mapping):
+            raise BadRequestError("submit needs a string name, a string entry and an object conf")
+        parse_entry(entry)
+        try:
+            data = base64.b64decode(str(body.get("package") or ""), validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise BadRequestError(f"package is not base64: {err}") from err
+        filename = str(body.get("filename") or "topology.zip")
+        check_archive(data, filename)
+        package = TopologyPackage(data, entry, filename)
+        tid = self.node.nimbus.submit_topology(name, dict(conf), package, bool(body.get("inactive", False)))
+        replication = self._await_replication(tid, {**self.node.conf, **conf})
+        self.node.wake()
+        return {"id": tid, "encodedId": quote(tid, safe=""), "name": name, "status": "success",
+                "replicationCount": replication}
+
+    def _await_replication(self, tid: str, conf: Mapping[str, Any]) -> int:
+        """Wait until ``topology.min.replication.count`` nimbuses hold the package (Storm's submit wait)."""
+        wanted = int(conf.get("topology.min.replication.count") or 1)
+        max_wait = float(conf.get("topology.max.replication.wait.time.secs", 60))
+        store = self.node.code_store
+        if wanted <= 1:
+            return store.replication_count(tid)
+        self.node.wake()
+        try:
+            wait_until(
+                lambda: store.replication_count(tid) >= wanted,
+                max_wait if max_wait >= 0 else 365 * 86400.0,
+                interval=0.05,
+                what=f"{wanted} nimbuses to hold the code of {tid}",
+            )
+        except WaitTimeoutError:
+            log.warning(
+                "only %d of %d nimbuses hold the code of %s after %.0fs; going on",
+                store.replication_count(tid), wanted, tid, max_wait,
+            )
+        return store.replication_count(tid)
+
+
+def _valid_id(text: str) -> bool:
+    return bool(text) and "/" not in text and text not in (".", "..")

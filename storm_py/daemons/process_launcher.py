@@ -1,0 +1,201 @@
+"""This module owns worker processes as a supervisor sees them: launching, watching, stopping, exit codes.
+
+:class:`ProcessLauncher` is the supervisor's :class:`~storm_py.daemons.supervisor.Launcher` in a real cluster:
+it makes sure the topology's code is downloaded (:class:`~storm_py.daemons.stormdist.StormDist`), then starts
+``python -m storm_py worker ...`` with its stdout and stderr kept in
+``<storm.log.dir>/workers-artifacts/<topology-id>/<port>/``.  A :class:`ProcessWorker` reports the process
+alive until it exits, and silent when its local heartbeat file goes stale (``supervisor.worker.timeout.secs``)
+or never appears (``supervisor.worker.start.timeout.secs``); every exit is appended to ``exit-codes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from storm_py.daemons.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
+from storm_py.daemons.stormdist import StormDist
+from storm_py.errors import StormPyError
+
+log = logging.getLogger(__name__)
+
+#: How long a stopped worker gets to exit cleanly before it is killed (``supervisor.worker.shutdown.sleep.secs``).
+DEFAULT_SHUTDOWN_SECS = 3.0
+
+
+class WorkerLaunchError(StormPyError):
+    """A worker process could not be started."""
+
+    code = "worker_launch_failed"
+
+
+class ProcessWorker:
+    """One launched worker process (a :class:`~storm_py.daemons.supervisor.WorkerHandle`)."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        *,
+        worker_id: str,
+        topology_id: str,
+        port: int,
+        executors: list[tuple[int, int]],
+        heartbeat_path: Path,
+        artifacts: Path,
+        start_timeout: float,
+        shutdown_secs: float,
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.worker_id = worker_id
+        self.topology_id = topology_id
+        self.port = port
+        self.executors = executors
+        self.heartbeat_path = heartbeat_path
+        self.artifacts = artifacts
+        self.start_timeout = start_timeout
+        self.shutdown_secs = shutdown_secs
+        self.launched = time.time()
+        self.last_heartbeat: float | None = None
+        self.exit_code: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process runs (its exit is recorded the first time it is found gone)."""
+        if self.exit_code is not None:
+            return False
+        code = self.proc.poll()
+        if code is None:
+            return True
+        self._exited(code)
+        return False
+
+    def _exited(self, code: int) -> None:
+        if self.exit_code is not None:
+            return
+        self.exit_code = code
+        how = f"signal {-code}" if code < 0 else f"code {code}"
+        level = logging.INFO if code == 0 else logging.WARNING
+        log.log(level, "worker %s of %s on port %d (pid %d) exited with %s",
+                self.worker_id, self.topology_id, self.port, self.pid, how)
+        try:
+            with (self.artifacts / "exit-codes").open("a", encoding="utf-8") as f:
+                f.write(f"{time.time():.3f} pid={self.pid} worker={self.worker_id} exit={code}\n")
+        except OSError as err:
+            log.warning("cannot record the exit code of worker %s: %s", self.worker_id, err)
+        self.heartbeat_path.unlink(missing_ok=True)
+
+    def refresh(self) -> bool:
+        """Read the worker's local heartbeat; False once the process is gone."""
+        if not self.alive:
+            return False
+        beat = read_json(self.heartbeat_path)
+        if isinstance(beat, Mapping) and isinstance(beat.get("time"), (int, float)):
+            self.last_heartbeat = float(beat["time"])
+        return True
+
+    def silent_secs(self) -> float:
+        """Seconds since the last heartbeat; before the first, 0 until the start timeout, then infinite."""
+        now = time.time()
+        if self.last_heartbeat is None:
+            return 0.0 if now - self.launched <= self.start_timeout else math.inf
+        return max(0.0, now - self.last_heartbeat)
+
+    def terminate(self) -> None:
+        """Ask the worker to exit (SIGTERM) without waiting."""
+        if self.alive:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def stop(self) -> None:
+        """Ask the worker to exit, kill it if it lingers, and record its exit."""
+        self.terminate()
+        try:
+            code = self.proc.wait(self.shutdown_secs)
+        except subprocess.TimeoutExpired:
+            log.warning("worker %s (pid %d) did not exit within %.0fs; killing it",
+                        self.worker_id, self.pid, self.shutdown_secs)
+            self.proc.kill()
+            code = self.proc.wait()
+        self._exited(code)
+
+
+class ProcessLauncher:
+    """Starts worker processes for one supervisor (see the module docstring).
+
+    Args:
+        conf: the supervisor's configuration.
+        dist: where topology code is downloaded to.
+        conf_path: the configuration file workers start with.
+        python: the interpreter workers run on.
+    """
+
+    def __init__(self, conf: Mapping[str, Any], dist: StormDist, conf_path: Path, python: str | None = None) -> None:
+        self.conf = dict(conf)
+        self.dist = dist
+        self.conf_path = conf_path
+        self.python = python or sys.executable
+        self.launched: list[ProcessWorker] = []
+
+    def launch(
+        self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]
+    ) -> ProcessWorker:
+        """Download the topology's code if needed and start its worker for ``port``."""
+        self.dist.ensure(topology_id)
+        worker_id = uuid.uuid4().hex
+        artifacts = worker_artifacts_dir(self.conf, topology_id, port)
+        heartbeat = worker_heartbeat_path(self.conf, worker_id)
+        cmd = [
+            self.python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),
+            "--worker-id", worker_id,
+            "--supervisor-pid", str(os.getpid()),
+            "--log-file", str(artifacts / "worker.log"),
+            "--config", str(self.conf_path),
+        ]
+        try:
+            artifacts.mkdir(parents=True, exist_ok=True)
+            heartbeat.parent.mkdir(parents=True, exist_ok=True)
+            with (artifacts / "worker.log.out").open("ab") as out, (artifacts / "worker.log.err").open("ab") as err:
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=artifacts, close_fds=True
+                )
+        except OSError as err:
+            raise WorkerLaunchError(
+                f"cannot start a worker for {topology_id} on port {port}: {err}", topology=topology_id, port=port
+            ) from err
+        write_json(
+            artifacts / "worker.yaml",
+            {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
+             "supervisor-id": supervisor_id, "executors": [list(e) for e in executors], "launched": time.time()},
+        )
+        log.info("launched worker %s of %s on port %d (pid %d)", worker_id, topology_id, port, proc.pid)
+        worker = ProcessWorker(
+            proc,
+            worker_id=worker_id,
+            topology_id=topology_id,
+            port=port,
+            executors=list(executors),
+            heartbeat_path=heartbeat,
+            artifacts=artifacts,
+            start_timeout=float(self.conf.get("supervisor.worker.start.timeout.secs") or 120),
+            shutdown_secs=float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or DEFAULT_SHUTDOWN_SECS),
+        )
+        self.launched = [w for w in self.launched if w.alive]
+        self.launched.append(worker)
+        return worker
+
+    def terminate_all(self) -> None:
+        """Ask every worker still running to exit (they are then stopped one by one)."""
+        for worker in self.launched:
+            worker.terminate()

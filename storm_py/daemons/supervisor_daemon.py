@@ -1,0 +1,120 @@
+"""This module owns the supervisor process: its identity, the loop driving :class:`Supervisor`, code cleanup.
+
+The supervisor keeps its id in ``<storm.local.dir>/supervisor/id`` (so a restarted supervisor is the same
+node), writes the configuration its workers start with, and runs :meth:`Supervisor.sync` every
+``supervisor.monitor.frequency.secs`` and whenever the assignments change.  Workers are processes
+(:class:`~storm_py.daemons.process_launcher.ProcessLauncher`); a worker whose supervisor dies exits on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from storm_py.client import NimbusClient
+from storm_py.clock import Clock
+from storm_py.daemons.local_state import supervisor_dir
+from storm_py.daemons.node import local_hostname, open_storage
+from storm_py.daemons.process_launcher import ProcessLauncher
+from storm_py.daemons.stormdist import StormDist
+from storm_py.daemons.supervisor import Supervisor
+from storm_py.errors import StormPyError
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.storage import StateStorage, Watch
+
+log = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def supervisor_id(conf: Mapping[str, Any], hostname: str) -> str:
+    """This supervisor's id, created once and kept in its local directory."""
+    path = supervisor_dir(conf) / "id"
+    try:
+        existing = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        existing = ""
+    if existing:
+        return existing
+    sid = f"{_UNSAFE.sub('_', hostname)}-{uuid.uuid4().hex[:8]}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sid + "\n", encoding="utf-8")
+    return sid
+
+
+class SupervisorDaemon:
+    """One supervisor process (see the module docstring)."""
+
+    def __init__(self, conf: Mapping[str, Any], storage: StateStorage | None = None) -> None:
+        self.conf = dict(conf)
+        self.hostname = local_hostname(conf)
+        self.id = supervisor_id(conf, self.hostname)
+        self.state = ClusterState(storage if storage is not None else open_storage(conf), conf)
+        self.clock = Clock()
+        self.client = NimbusClient(conf)
+        self.dist = StormDist(supervisor_dir(conf) / "stormdist", self.state, self.client.fetch_blob,
+                              self._leader)
+        self.worker_conf = supervisor_dir(conf) / "worker-conf.yaml"
+        self.worker_conf.parent.mkdir(parents=True, exist_ok=True)
+        self.worker_conf.write_text(yaml.safe_dump(self.conf, sort_keys=True), encoding="utf-8")
+        self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
+        self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf)
+        ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
+        self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._watches: list[Watch] = []
+
+    def _leader(self) -> str | None:
+        try:
+            return self.state.nimbus_leader()
+        except StormPyError:
+            return None
+
+    def wake(self) -> None:
+        """Sync now."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Register and follow the assignments."""
+        self.supervisor.heartbeat()
+        self._watches = [self.state.watch_assignments(self.wake)]
+        log.info("supervisor %s on %s with slots %s", self.id, self.hostname, self.supervisor.ports)
+
+    def round(self) -> None:
+        """One sync: heartbeat, stop and launch workers, forget code nobody needs."""
+        self.supervisor.sync()
+        assigned = set(self.state.assignment_ids())
+        running = {w.topology_id for w in self.supervisor.workers.values()}
+        self.dist.cleanup(assigned | running)
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Loop until ``stop`` (or :meth:`stop`) is set."""
+        stop = stop or self._stop
+        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        while not stop.is_set() and not self._stop.is_set():
+            try:
+                self.round()
+            except StormPyError as err:
+                log.warning("supervisor round failed: %s", err.message)
+            self._wake.wait(freq)
+            self._wake.clear()
+
+    def stop(self) -> None:
+        """Stop every worker, unregister and close the state session."""
+        self._stop.set()
+        self._wake.set()
+        for watch in self._watches:
+            watch.cancel()
+        self.launcher.terminate_all()
+        try:
+            self.supervisor.shutdown()
+        except StormPyError as err:
+            log.warning("supervisor %s shut down uncleanly: %s", self.id, err.message)
+        self.state.close()

@@ -1,0 +1,143 @@
+"""This module owns the worker process: it runs one :class:`Worker` over ZooKeeper and ZeroMQ until told to stop.
+
+Started by a supervisor as ``storm-py worker TOPOLOGY_ID SUPERVISOR_ID PORT ...``.  It builds its executors
+from the assignment, binds its slot port, loads the topology from the unpacked package, writes a local
+heartbeat file for its supervisor every ``worker.heartbeat.frequency.secs`` and a heartbeat to the cluster
+state (the worker's own rhythm).  It exits cleanly (spouts closed, bolts cleaned up) on SIGTERM or SIGINT,
+when its slot is no longer assigned to it, and when its supervisor process is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from storm_py.clock import Clock
+from storm_py.daemons.local_state import stormdist_dir, worker_heartbeat_path, write_json
+from storm_py.daemons.node import local_hostname, open_storage
+from storm_py.daemons.socket_transfer import SocketTransfer
+from storm_py.daemons.stormdist import DistCodeStore
+from storm_py.daemons.worker import Worker
+from storm_py.errors import StormPyError
+from storm_py.state.cluster_state import ClusterState
+from storm_py.transport import open_transport
+
+log = logging.getLogger(__name__)
+
+#: Exit codes of the worker process.
+EXIT_OK = 0
+EXIT_START_FAILED = 2
+EXIT_CRASHED = 3
+
+
+def configure_logging(log_file: Path | None, level: str = "INFO") -> None:
+    """Log to the worker's ``worker.log`` (stderr when no file is given)."""
+    handler: logging.Handler
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def run_worker(
+    conf: Mapping[str, Any],
+    topology_id: str,
+    supervisor_id: str,
+    port: int,
+    worker_id: str,
+    supervisor_pid: int | None = None,
+) -> int:
+    """Run the worker until it should stop; returns the process exit code."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("worker of %s on port %d got signal %d; stopping", topology_id, port, signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    host = local_hostname(conf)
+    heartbeat_file = worker_heartbeat_path(conf, worker_id)
+    try:
+        state = ClusterState(open_storage(conf), conf)
+    except StormPyError as err:
+        log.error("worker of %s on port %d cannot reach the cluster state: %s", topology_id, port, err.message)
+        return EXIT_START_FAILED
+    holder: list[Worker] = []
+    transfer = SocketTransfer(
+        open_transport("zmq", hwm=int(conf.get("zmq.hwm") or 100)),
+        host,
+        resolve=lambda node: holder[0].node_host.get(node) if holder else None,
+        runtime=lambda: holder[0].runtime if holder else None,
+    )
+    worker = Worker(
+        conf=conf,
+        state=state,
+        code_store=DistCodeStore(stormdist_dir(conf, topology_id)),
+        transport=transfer,
+        clock=Clock(),
+        topology_id=topology_id,
+        supervisor_id=supervisor_id,
+        port=port,
+        host=host,
+    )
+    holder.append(worker)
+    code = EXIT_OK
+    try:
+        try:
+            worker.start()
+        except StormPyError as err:
+            log.error("worker of %s on port %d cannot start: %s", topology_id, port, err.message)
+            code = EXIT_START_FAILED
+            return code
+        log.info("worker %s of %s running executors %s on port %d", worker_id, topology_id, worker.executors, port)
+        code = _loop(worker, transfer, conf, heartbeat_file, supervisor_pid, stop)
+    finally:
+        worker.stop()
+        transfer.close()
+        state.close()
+        heartbeat_file.unlink(missing_ok=True)
+        log.info("worker %s of %s on port %d exited (code %d)", worker_id, topology_id, port, code)
+    return code
+
+
+def _loop(
+    worker: Worker,
+    transfer: SocketTransfer,
+    conf: Mapping[str, Any],
+    heartbeat_file: Path,
+    supervisor_pid: int | None,
+    stop: threading.Event,
+) -> int:
+    freq = float(conf.get("worker.heartbeat.frequency.secs") or 1)
+    while not stop.is_set():
+        write_json(heartbeat_file, {"time": time.time(), "pid": os.getpid(), "topology_id": worker.topology_id,
+                                    "port": worker.port})
+        if not worker.alive:
+            log.error("the executor loop of worker %s died; exiting so the supervisor restarts it", worker.key)
+            return EXIT_CRASHED
+        if supervisor_pid is not None and os.getppid() != supervisor_pid:
+            log.warning("supervisor (pid %d) of worker %s is gone; exiting", supervisor_pid, worker.key)
+            return EXIT_OK
+        try:
+            if not worker.refresh():
+                log.info("worker %s is no longer assigned its executors; exiting", worker.key)
+                return EXIT_OK
+            if worker.runtime is not None:
+                transfer.prune(set(worker.runtime.task_to_worker.values()))
+        except StormPyError as err:
+            log.warning("worker %s cannot read the cluster state (keeps running): %s", worker.key, err.message)
+        stop.wait(freq)
+    return EXIT_OK
