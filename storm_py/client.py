@@ -208,7 +208,7 @@ class NimbusClient:
 
     def fetch_blob(self, holder: str, key: str) -> bytes:
         """Blob ``key`` from the nimbus ``holder`` (``host:port``), without retries."""
-        url = f"{self._base(holder)}{API}/blobstore/{quote(key, safe='')}"
+        url = f"{self._base(holder)}{API}/blobs/{quote(key, safe='')}"
         return self._http("GET", url, None, REQUEST_TIMEOUT_SECS)
 
     # ------------------------------------------------------------------------------------------- reads

@@ -95,7 +95,7 @@ class NimbusApi:
             post("/topology/{id}/kill", self.kill),
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
-            Route("GET", API + "/blobstore/{key}", self.blob, protected=True),
+            Route("GET", API + "/blobs/{key}", self.blob, protected=True),
         ]
 
     # ------------------------------------------------------------------------------------------- helpers
