@@ -56,8 +56,15 @@ DATA: dict[int, list[list[Any]]] = {
 class GlobalCountDB:
     """The SQLite database the committer writes: the count with its txid, and a log of applications."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, create: bool = True) -> None:
         self.path = path
+        if not create:
+            return
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # writers do not block readers; one fsync per commit
+        finally:
+            conn.close()
         with self.transaction() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS global_count "
@@ -156,7 +163,8 @@ class UpdateGlobalCount(BaseTransactionalBolt, Committer):
         hook = self.fault_hook
         if hook is not None:
             hook("sum.before-write", self.attempt)
-        count, applied = GlobalCountDB(self.db_path).apply(self.attempt.transaction_id, self.sum)
+        db = GlobalCountDB(self.db_path, create=False)
+        count, applied = db.apply(self.attempt.transaction_id, self.sum)
         log.debug("txid %d: count %d (%s)", self.attempt.transaction_id, count, "applied" if applied else "replay")
         if hook is not None:
             hook("sum.after-write", self.attempt)
@@ -172,11 +180,12 @@ def build_topology(
     take_per_batch: int = PARTITION_TAKE_PER_BATCH,
     fault_hook: FaultHook | None = None,
     tx_id: str = "global-count",
+    spout_parallelism: int = 3,
 ) -> StormTopology:
     """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``."""
     GlobalCountDB(db_path)
     spout = MemoryTransactionalSpout(DATA if data is None else data, ["word"], take_per_batch)
-    builder = TransactionalTopologyBuilder(tx_id, "spout", spout, 3)
+    builder = TransactionalTopologyBuilder(tx_id, "spout", spout, spout_parallelism)
     builder.set_bolt("partial-count", BatchCount(fault_hook), 5).none_grouping("spout")
     builder.set_bolt("sum", UpdateGlobalCount(db_path, fault_hook)).global_grouping("partial-count")
     return builder.build_topology()

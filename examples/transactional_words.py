@@ -54,8 +54,15 @@ DATA: dict[int, list[list[Any]]] = {
 class WordsDB:
     """The SQLite database: ``words(word, count, prev_count, txid)`` and ``buckets(bucket, count, txid)``."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, create: bool = True) -> None:
         self.path = path
+        if not create:
+            return
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # writers do not block readers; one fsync per commit
+        finally:
+            conn.close()
         with self.transaction() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS words "
@@ -153,7 +160,8 @@ class KeyedCountUpdater(BaseTransactionalBolt, Committer):
         hook = self.fault_hook
         if hook is not None:
             hook("count.before-write", self.attempt)
-        rows = WordsDB(self.db_path).apply_words(self.attempt.transaction_id, self.counts) if self.counts else []
+        db = WordsDB(self.db_path, create=False)
+        rows = db.apply_words(self.attempt.transaction_id, self.counts) if self.counts else []
         if hook is not None:
             hook("count.after-write", self.attempt)
         for word, count, prev in rows:
@@ -201,7 +209,8 @@ class BucketCountUpdater(BaseTransactionalBolt):
         hook = self.fault_hook
         if hook is not None:
             hook("buckets.before-write", self.attempt)
-        rows = WordsDB(self.db_path).apply_buckets(self.attempt.transaction_id, self.accum) if self.accum else []
+        db = WordsDB(self.db_path, create=False)
+        rows = db.apply_buckets(self.attempt.transaction_id, self.accum) if self.accum else []
         if hook is not None:
             hook("buckets.after-write", self.attempt)
         for bucket, count in rows:

@@ -170,33 +170,38 @@ class CoordinatedBolt(Bolt):
     # -------------------------------------------------------------------------------------------- inputs
 
     def execute(self, tup: Tuple) -> None:
-        now = self._clock.now()
-        if now >= self._next_sweep and self._expire_after is not None:
-            self._sweep(now)
-        if tup.is_tick():
+        stream = tup.source_stream
+        id_stream = self.id_stream
+        if stream == COORD_STREAM and self.sources:
+            kind = COORD
+        elif id_stream is not None and stream == id_stream[1] and tup.source_component == id_stream[0]:
+            kind = ID
+        elif tup.is_tick():
+            self._maybe_sweep(self._clock.now())
             return
-        source = (tup.source_component, tup.source_stream)
-        if source in self.untracked:
+        elif self.untracked and (tup.source_component, stream) in self.untracked:
             self._run_delegate(tup)
             return
-        batch_id = tup.values[0]
-        if self.id_stream is not None and source == self.id_stream:
-            kind = ID
-        elif self.sources and tup.source_stream == COORD_STREAM:
-            kind = COORD
-        else:
-            kind = REGULAR
-        track = self.tracked.get(batch_id)
-        if track is None:
-            track = TrackingInfo(self.id_stream is None, now)
-            self.tracked[batch_id] = track
-        if kind == REGULAR:
-            if track.failed:  # the batch already failed: its stragglers fail too
+        else:  # a regular tuple of a batch: the hot path
+            batch_id = tup.values[0]
+            track = self.tracked.get(batch_id)
+            if track is None:
+                now = self._clock.now()
+                self._maybe_sweep(now)
+                self.tracked[batch_id] = TrackingInfo(id_stream is None, now)
+            elif track.failed:  # the batch already failed: its stragglers fail too
                 assert self._out is not None
                 self._out.fail(tup)
                 return
             self._run_delegate(tup)
             return
+        now = self._clock.now()
+        self._maybe_sweep(now)
+        batch_id = tup.values[0]
+        track = self.tracked.get(batch_id)
+        if track is None:
+            track = TrackingInfo(id_stream is None, now)
+            self.tracked[batch_id] = track
         track.touched = now
         if kind == ID:
             track.received_id = True
@@ -205,6 +210,10 @@ class CoordinatedBolt(Bolt):
             track.report_count += 1
             track.expected += int(counts.get(self._task, 0)) if counts else 0
         self._check(tup, kind)
+
+    def _maybe_sweep(self, now: float) -> None:
+        if now >= self._next_sweep and self._expire_after is not None:
+            self._sweep(now)
 
     def _run_delegate(self, tup: Tuple) -> None:
         try:
@@ -218,7 +227,7 @@ class CoordinatedBolt(Bolt):
     def _on_ack(self, tup: Tuple) -> None:
         out = self._out
         assert out is not None
-        if (tup.source_component, tup.source_stream) in self.untracked:
+        if self.untracked and (tup.source_component, tup.source_stream) in self.untracked:
             out.ack(tup)
             return
         track = self.tracked.get(tup.values[0])
@@ -243,7 +252,7 @@ class CoordinatedBolt(Bolt):
     def _on_fail(self, tup: Tuple) -> None:
         out = self._out
         assert out is not None
-        if (tup.source_component, tup.source_stream) not in self.untracked:
+        if not self.untracked or (tup.source_component, tup.source_stream) not in self.untracked:
             track = self.tracked.get(tup.values[0])
             if track is not None:
                 track.failed = True

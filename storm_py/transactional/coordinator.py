@@ -181,6 +181,7 @@ class TransactionalSpoutCoordinator(Spout):
         self._state: TransactionalState | None = None
         self._collector: SpoutOutputCollector | None = None
         self._context: TopologyContext | None = None
+        self._active = False
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -204,6 +205,7 @@ class TransactionalSpoutCoordinator(Spout):
         pending = conf.get("topology.max.spout.pending")
         max_active = int(pending) if pending else 1
         self._core = TxCoordinator(current, max_active)
+        self._active = True  # a spout is opened on its topology's first activation
         log.info(
             "transactional topology %s: coordinator starts at txid %d (%d in flight at most, metadata kept for %s)",
             self.tx_id, current, max_active, self._meta.txids(),
@@ -213,6 +215,13 @@ class TransactionalSpoutCoordinator(Spout):
         if self._coordinator is not None:
             self._coordinator.close()
 
+    def activate(self) -> None:
+        self._active = True
+
+    def deactivate(self) -> None:
+        """No transaction starts (or restarts) while inactive; processed ones still commit."""
+        self._active = False
+
     # ----------------------------------------------------------------------------------------- the engine
 
     def _now(self) -> float:
@@ -220,7 +229,7 @@ class TransactionalSpoutCoordinator(Spout):
 
     def _can_start(self, txid: int) -> bool:
         assert self._meta is not None and self._coordinator is not None
-        return self._meta.has_cache(txid) or bool(self._coordinator.is_ready())
+        return self._active and (self._meta.has_cache(txid) or bool(self._coordinator.is_ready()))
 
     def _initialize(self, txid: int, prev_meta: Any) -> Any:
         assert self._coordinator is not None

@@ -229,3 +229,22 @@ def test_transactional_state_paths():
     assert ts.get_data("3/7") == {"index": 1}
     ts.delete("3")
     assert ts.list("") == []
+
+
+def test_a_deactivated_coordinator_starts_nothing_but_still_commits():
+    box = Box(1)
+    coordinator, capture = open_coordinator(box, memory_state(), max_pending=2)
+    coordinator.next_tuple()
+    a1, a2 = capture.msg_ids(BATCH_STREAM)
+    capture.take()
+    coordinator.deactivate()
+    coordinator.fail(a2)  # no replay while inactive
+    assert capture.take() == {}
+    coordinator.ack(a1)
+    commit = capture.msg_ids(COMMIT_STREAM)[0]
+    assert capture.take() == {COMMIT_STREAM: [[1]]}
+    coordinator.ack(commit)
+    assert capture.take() == {}
+    coordinator.activate()
+    coordinator.next_tuple()
+    assert capture.take() == {BATCH_STREAM: [[2, 1], [3, 1]]}

@@ -216,3 +216,23 @@ def test_opaque_transactional_topology():
         tracked_wait(tracked, 2)
         verify({"count": [[2, "apple", 1], [2, "dog", 1]]})
         assert cluster.state.transactional_children("id", "user") == ["0"]
+
+
+def test_a_bolt_fed_by_both_phases_finishes_in_the_commit_phase():
+    """A non-committer reading a processing-phase bolt and a committer must not hold the batch tree open
+    while it waits for the committer (that would deadlock); it finishes in the commit phase."""
+    with LocalCluster(simulated_time=True) as cluster:
+        data: dict[int, list[Any]] = {0: [["a"], ["b"], ["c"]], 1: [["d"]]}
+        builder = TransactionalTopologyBuilder("mixed", "spout", MemoryTransactionalSpout(data, ["word"], 2), 2)
+        builder.set_bolt("early", CountingBatchBolt(), 2).shuffle_grouping("spout")
+        builder.set_bolt("late", CountingCommitBolt(), 1).global_grouping("spout")
+        builder.set_bolt("both", KeyedCountingBatchBolt(), 2).shuffle_grouping("early").shuffle_grouping("late")
+        results = complete_topology(
+            cluster, builder.build_topology(), storm_conf={"topology.max.spout.pending": 2}, timeout_secs=30
+        )
+        per_txid: dict[int, int] = {}
+        for values in read_tuples(results, "both"):
+            per_txid[values[0].transaction_id] = per_txid.get(values[0].transaction_id, 0) + values[2]
+        assert per_txid and all(n == 3 for n in per_txid.values()), per_txid  # 2 "early" tasks + 1 "late"
+        late = {v[0].transaction_id: v[1] for v in read_tuples(results, "late")}
+        assert late[1] == 3 and late[2] == 1
