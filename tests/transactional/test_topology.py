@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from storm_py import LocalCluster
+from storm_py.clock import wait_until
+from storm_py.errors import FailedException
 from storm_py.testing import TrackedTopology, complete_topology, multiset_eq, read_tuples, tracked_wait
 from storm_py.testing.complete import capture_topology
+from storm_py.testing.registry import Shared
 from storm_py.transactional import (
+    BaseBatchBolt,
+    Committer,
     MemoryTransactionalSpout,
     OpaqueMemoryTransactionalSpout,
     TransactionalTopologyBuilder,
@@ -236,3 +242,66 @@ def test_a_bolt_fed_by_both_phases_finishes_in_the_commit_phase():
         assert per_txid and all(n == 3 for n in per_txid.values()), per_txid  # 2 "early" tasks + 1 "late"
         late = {v[0].transaction_id: v[1] for v in read_tuples(results, "late")}
         assert late[1] == 3 and late[2] == 1
+
+
+class CommitLog(Shared):
+    """What a :class:`RecordingCommitter` saw: the sorted words of every commit attempt, per txid."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.attempts: dict[int, list[list[str]]] = {}
+        self.blocked: set[int] = set()
+
+    def record(self, txid: int, words: list[str]) -> bool:
+        with self.lock:
+            self.attempts.setdefault(txid, []).append(sorted(words))
+            return txid in self.blocked
+
+
+class RecordingCommitter(BaseBatchBolt, Committer):
+    """Records each commit's batch; fails the commits of blocked txids."""
+
+    def __init__(self, log: CommitLog) -> None:
+        self.log = log
+
+    def prepare(self, conf, context, collector, id):
+        self.id = id
+        self.words: list[str] = []
+
+    def execute(self, tup):
+        self.words.append(tup.get_value(1))
+
+    def finish_batch(self):
+        if self.log.record(self.id.transaction_id, self.words):
+            raise FailedException(f"commit of {self.id!r} blocked")
+
+
+def test_resubmitted_topology_replays_uncommitted_batches_identically():
+    """Killed while txid 3 cannot commit, the resubmitted topology replays txids 3 and 4 exactly as decided
+    before (the coordinator's metadata says 2 partitions, though a third exists by then), then moves on."""
+    with LocalCluster(simulated_time=True) as cluster:
+        data: dict[int, list[Any]] = {0: [[f"a{i}"] for i in range(10)], 1: [[f"b{i}"] for i in range(10)]}
+        log = CommitLog()
+        log.blocked.add(3)
+        builder = TransactionalTopologyBuilder("resume", "spout", MemoryTransactionalSpout(data, ["word"], 2), 2)
+        builder.set_bolt("commit", RecordingCommitter(log), 1).global_grouping("spout")
+
+        def currtx() -> int:
+            return int(cluster.state.transactional_get("resume", "coordinator", "currtx") or 1)
+
+        first = cluster.submit_topology("first-run", {"topology.max.spout.pending": 2}, builder.build_topology())
+        wait_until(lambda: currtx() == 3 and len(log.attempts.get(3, [])) >= 3, 30, what="txid 3 failing")
+        cluster.kill_topology("first-run", 0)
+        wait_until(lambda: not cluster.workers(first), 30, what="the first run to stop")
+        blocked_batch = log.attempts[3][0]
+        assert all(attempt == blocked_batch for attempt in log.attempts[3])
+        assert blocked_batch == ["a4", "a5", "b4", "b5"]
+
+        data[2] = [[f"c{i}"] for i in range(10)]
+        log.blocked.clear()
+        cluster.submit_topology("second-run", {"topology.max.spout.pending": 2}, builder.build_topology())
+        wait_until(lambda: currtx() > 5, 30, what="commits after the restart")
+        assert log.attempts[3][-1] == blocked_batch
+        assert log.attempts[4][-1] == ["a6", "a7", "b6", "b7"]  # also in flight (and decided) before the kill
+        assert log.attempts[5][-1] == ["a8", "a9", "b8", "b9", "c0", "c1"]
+        cluster.kill_topology("second-run", 0)
