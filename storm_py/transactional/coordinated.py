@@ -76,6 +76,8 @@ class _CountingCollector:
             emitted = track.emitted
             for t in tasks:
                 emitted[t] = emitted.get(t, 0) + 1
+        else:
+            self._bolt.untracked_emit(values[0], stream)
         return tasks
 
     def emit_direct(
@@ -84,6 +86,8 @@ class _CountingCollector:
         track = self._bolt.tracked.get(values[0])
         if track is not None:
             track.emitted[task_id] = track.emitted.get(task_id, 0) + 1
+        else:
+            self._bolt.untracked_emit(values[0], stream)
         self._out.emit_direct(task_id, values, anchors, stream)
 
     def ack(self, tup: Tuple) -> None:
@@ -138,6 +142,7 @@ class CoordinatedBolt(Bolt):
         self._clock: Clock = SYSTEM_CLOCK
         self._expire_after: float | None = None
         self._next_sweep = 0.0
+        self._warned = False
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -258,6 +263,16 @@ class CoordinatedBolt(Bolt):
                 track.failed = True
             self._check(tup, REGULAR)
         out.fail(tup)
+
+    def untracked_emit(self, first: Any, stream: str) -> None:
+        """An emit whose first value is no open batch: downstream tasks will not count it (warned once)."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "task %d emitted on %r a tuple whose first value %r is not an open batch id: every tuple of a "
+                "batch must carry the batch id (the TransactionAttempt) first, or the batch never completes",
+                self._task, stream, first,
+            )
 
     # ---------------------------------------------------------------------------------------- the protocol
 

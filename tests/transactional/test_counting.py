@@ -164,3 +164,18 @@ def test_a_committer_fails_the_reports_that_follow_a_failed_tuple():
     bolt.execute(report({}, task=2))
     assert cap.log["fail"] == [[A, "bad"], [A, {ME: 1}], [A, {}]]
     assert "ack" not in cap.log
+
+
+def test_an_emit_without_the_batch_id_first_is_warned_about(caplog):
+    class Forgetful(BaseBatchBolt):
+        def prepare(self, conf, context, collector, id):
+            self.collector = collector
+
+        def execute(self, t):
+            self.collector.emit(["no id here", 1])
+
+    bolt, _ = make_bolt(BatchBoltExecutor(Forgetful()))
+    with caplog.at_level("WARNING", logger="storm_py.transactional.coordinated"):
+        bolt.execute(tup([A, "x"]))
+        bolt.execute(tup([A, "y"]))
+    assert len([r for r in caplog.records if "not an open batch id" in r.getMessage()]) == 1
