@@ -110,6 +110,10 @@ def run_worker(
         state.close()
         heartbeat_file.unlink(missing_ok=True)
         log.info("worker %s of %s on port %d exited (code %d)", worker_id, topology_id, port, code)
+        # The worker is done: a SIGTERM arriving while the interpreter shuts down must not turn a clean exit
+        # into death by signal (Python restores the default handlers during finalization).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
 
 

@@ -1,0 +1,1 @@
+"""Topology functions that are wrong in the ways users get them wrong."""
