@@ -87,6 +87,7 @@ class WorkerRuntime:
         self.spout_emitted = 0
         self.dropped = 0
         self.inbound: deque[Entries] = deque()
+        self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
         self.inbound_count = 0
         self._desired_active = False
         self._applied_active = False
@@ -218,6 +219,14 @@ class WorkerRuntime:
                 did = True
             if ex.outbuf:
                 self._flush(ex.outbuf)
+        if self._remote:
+            # one frame per peer worker per pass, whatever number of executors sent to it
+            remote = self._remote
+            self._remote = {}
+            send = self._send_remote
+            assert send is not None
+            for worker, entries in remote.items():
+                send(worker, entries)
         return did
 
     def _drain_inbound(self) -> None:
@@ -238,7 +247,7 @@ class WorkerRuntime:
 
     def _flush(self, outbuf: dict[int, list[Any]]) -> None:
         local = self.local_executor
-        remote: dict[str, Entries] | None = None
+        remote = self._remote
         n = 0
         for task, items in outbuf.items():
             ex = local.get(task)
@@ -251,15 +260,13 @@ class WorkerRuntime:
                 self.dropped += len(items)
                 log.warning("dropped %d tuples for task %d: no worker runs it", len(items), task)
                 continue
-            if remote is None:
-                remote = {}
-            remote.setdefault(worker, []).append((task, items))
+            batches = remote.get(worker)
+            if batches is None:
+                remote[worker] = [(task, items)]
+            else:
+                batches.append((task, items))
         outbuf.clear()
         self.backlog += n
-        if remote is not None:
-            assert self._send_remote is not None
-            for worker, entries in remote.items():
-                self._send_remote(worker, entries)
 
     def shutdown(self) -> None:
         """Deactivate and close spouts, clean up bolts."""
