@@ -132,7 +132,6 @@ def test_a_corrupted_frame_on_a_worker_socket_is_rejected(running) -> None:
 
 
 def test_an_unreachable_nimbus_is_a_one_line_error(running) -> None:
-    cluster, _ = running
     proc = subprocess.run(
         [*storm_py_command(), "list", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']",
          "-c", "storm.nimbus.retry.times=0"],
