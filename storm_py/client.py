@@ -149,6 +149,10 @@ class NimbusClient:
             for n in data.get("nimbuses", []):
                 if n.get("status") == "Leader":
                     leader = f"{n['host']}:{n['port']}"
+                    # the seed itself leads: keep the address that reached it (its advertised name may only
+                    # resolve inside the cluster's network)
+                    if leader == data.get("self"):
+                        leader = node
                     self._leader = leader
                     return leader
             problems.append(f"nimbus {node} knows no leader yet")

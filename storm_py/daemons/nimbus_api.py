@@ -38,6 +38,7 @@ SECRET_KEYS = frozenset({"nimbus.auth.token"})
 class NimbusNode(Protocol):
     """What the API needs of the nimbus daemon it serves."""
 
+    id: str
     conf: dict[str, Any]
     state: ClusterState
     nimbus: Nimbus
@@ -143,9 +144,10 @@ class NimbusApi:
         }
 
     def nimbus_summary(self, req: Request) -> dict[str, Any]:
-        """``/nimbus/summary``: every registered nimbus and which one leads."""
+        """``/nimbus/summary``: every registered nimbus and which one leads (``self``: the one answering)."""
         s = self.node.state
-        return {"nimbuses": api_views.nimbus_rows(s.nimbuses(), self.node.leader_id(), time.time())}
+        rows = api_views.nimbus_rows(s.nimbuses(), self.node.leader_id(), time.time())
+        return {"nimbuses": rows, "self": self.node.id}
 
     def topology_summary(self, req: Request) -> dict[str, Any]:
         """``/topology/summary``."""

@@ -1,0 +1,22 @@
+# storm_py: one image for nimbus, supervisors, the UI relay and the command line.
+#   docker build -t storm-py .
+#   docker run --rm storm-py version
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml setup.cfg README.md ./
+COPY storm_py ./storm_py
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl \
+    && rm -rf /wheels \
+    && useradd --create-home --uid 1000 storm \
+    && mkdir -p /var/lib/storm-py /var/log/storm-py /conf \
+    && chown storm:storm /var/lib/storm-py /var/log/storm-py
+USER storm
+WORKDIR /home/storm
+# nimbus API, UI relay, worker slots
+EXPOSE 6627 8080 6700-6703
+ENTRYPOINT ["storm-py"]
+CMD ["--help"]
