@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 
+import click
 import pytest
 import yaml
 
@@ -45,7 +46,7 @@ def test_every_container_command_is_a_valid_storm_py_invocation() -> None:
         if args[0] == "--log-level":
             args = args[2:]
         sub_name, *rest = args
-        ctx = cli.make_context("storm-py", [])
+        ctx = click.Context(cli, info_name="storm-py")
         sub = cli.get_command(ctx, sub_name)
         assert sub is not None, (name, sub_name)
         sub.make_context(sub_name, rest, parent=ctx)
