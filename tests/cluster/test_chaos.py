@@ -135,9 +135,10 @@ def test_kill_9_of_the_leading_nimbus_hands_over_to_the_standby(
     ledger.wait_all_acked(ALL_ACKED_WITHIN)
     report(record_property, ledger)
 
-    # the new leader accepts submit and kill (the CLI finds it through nimbus.seeds)
+    # the new leader accepts submit and kill (the CLI finds it through nimbus.seeds); with one nimbus left,
+    # the package can only be held once (else submit waits topology.max.replication.wait.time.secs, as Storm's)
     out = cluster.cli("submit", str(wheels["wordcount"]), "examples.word_count:build", "--name", "after-failover",
-                      "-c", "wordcount.sentences=100")
+                      "-c", "wordcount.sentences=100", "-c", "topology.min.replication.count=1")
     assert "Finished submitting topology: after-failover" in out.stdout
     wait_until(lambda: client.topology("after-failover")["spouts"][0]["acked"] == 100, 120, interval=0.25,
                what="the new topology to run")
