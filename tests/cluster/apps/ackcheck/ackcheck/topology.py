@@ -3,7 +3,8 @@
 The ledger (``ackcheck.db``, created by the test) is the durable source: the spout emits every id not yet
 acked, marks ids acked when their tuple trees complete, replays failed ids, and after a restart (its worker was
 killed) emits again whatever was not acked.  ``emits`` counts every emission, so replays are measurable.
-``ackcheck.rate`` paces the spout (ids per second) so that a test can break things mid-stream.
+``ackcheck.rate`` paces the spout (ids per second) so that a test can break things mid-stream;
+``ackcheck.payload.bytes`` pads every tuple.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class LedgerSpout(Spout):
         rows = self.db.execute("SELECT id FROM ids WHERE acked = 0 ORDER BY id").fetchall()
         self.queue: deque[int] = deque(r[0] for r in rows)
         self.rate = float(conf.get("ackcheck.rate") or 0)
+        self.pad = "x" * int(conf.get("ackcheck.payload.bytes") or 0)
         self.started = time.monotonic()
         self.sent = 0
         self.emitted: list[int] = []
@@ -51,7 +53,7 @@ class LedgerSpout(Spout):
         i = self.queue.popleft()
         self.sent += 1
         self.emitted.append(i)
-        self.collector.emit([i, f"payload-{i}"], i)
+        self.collector.emit([i, f"payload-{i}{self.pad}"], i)
 
     def ack(self, msg_id: Any) -> None:
         self.acked.append(msg_id)
@@ -92,8 +94,14 @@ class Relay(BasicBolt):
 
 
 class Sink(BasicBolt):
+    """Consumes the tuples; ``ackcheck.sink.sleep.ms`` makes it slow (to cause backpressure)."""
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.sleep = float(conf.get("ackcheck.sink.sleep.ms") or 0) / 1000.0
+
     def execute(self, tup: Any, collector: Any) -> None:
-        pass
+        if self.sleep:
+            time.sleep(self.sleep)
 
 
 def build(conf: dict[str, Any]) -> Any:
