@@ -21,7 +21,7 @@ from tests.cluster.harness import DevClusterProcess, Ledger, alive
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(400)]
 
 IDS = 20_000
-RATE = 2_000  # ids per second: the stream lasts about ten seconds
+RATE = 3_000  # ids per second: the stream lasts about seven seconds
 ALL_ACKED_WITHIN = 180.0
 
 
@@ -83,6 +83,26 @@ def test_kill_9_of_a_worker_is_restarted_and_every_id_acked(
     ledger.wait_all_acked(ALL_ACKED_WITHIN)
     codes = (cluster.artifacts(tid) / str(port) / "exit-codes").read_text()
     assert f"pid={victim} " in codes and "exit=-9" in codes
+    report(record_property, ledger)
+    cluster.cli("kill", "ackcheck", "-w", "0")
+
+
+def test_a_hung_worker_is_replaced_and_every_id_acked(
+    dev_cluster, wheels, zookeeper, request, tmp_path, record_property
+) -> None:
+    cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request))
+    ledger = submit_ackcheck(cluster, wheels["ackcheck"], tmp_path / "ledger.db")
+    wait_until(lambda: ledger.acked() >= 2000, 120, interval=0.2, what="the stream to flow")
+    tid = cluster.client().topology_id("ackcheck")
+    _, port = spout_slot(cluster)
+    victim = cluster.worker_pid(tid, port)
+    os.kill(victim, signal.SIGSTOP)  # alive but silent: its heartbeats stop
+    try:
+        wait_until(lambda: not alive(victim), 90, interval=0.2, what="the silent worker to be killed")
+    finally:
+        if alive(victim):
+            os.kill(victim, signal.SIGKILL)
+    ledger.wait_all_acked(ALL_ACKED_WITHIN)
     report(record_property, ledger)
     cluster.cli("kill", "ackcheck", "-w", "0")
 
