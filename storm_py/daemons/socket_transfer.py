@@ -108,7 +108,7 @@ class SocketTransfer:
         self._resolve = resolve
         self._runtime_of = runtime
         self._scheme = scheme
-        self.metrics_ = TransferMetrics()
+        self.counters = TransferMetrics()
         self._peers: dict[str, _Peer] = {}
         self._peers_lock = threading.Lock()
         self._key = ""
@@ -148,7 +148,7 @@ class SocketTransfer:
     def send(self, worker_key: str, entries: Entries) -> None:
         """Send one batch to a peer worker (called from the worker loop; never blocks it)."""
         encoded = encode_entries(self._key, entries)
-        m = self.metrics_
+        m = self.counters
         if encoded.rejected:
             m.dropped_unencodable += len(encoded.rejected)
             self._report_unencodable(encoded.rejected)
@@ -190,7 +190,7 @@ class SocketTransfer:
 
     def metrics(self) -> dict[str, int]:
         """The transfer counters (for the worker heartbeat)."""
-        m = self.metrics_
+        m = self.counters
         m.overflow_tuples = self._queued - self._drained
         return m.as_dict()
 
@@ -212,7 +212,7 @@ class SocketTransfer:
             with peer.lock:
                 n = sum(c for _, c in peer.overflow)
                 peer.overflow.clear()
-            self.metrics_.dropped_pruned += n
+            self.counters.dropped_pruned += n
             self._account(drained=n)
             peer.sender.close()
             if n:
@@ -248,7 +248,7 @@ class SocketTransfer:
             self._queued += queued
             self._drained += drained
             pending = self._queued - self._drained
-            m = self.metrics_
+            m = self.counters
             m.overflow_tuples = pending
             if pending > m.overflow_max:
                 m.overflow_max = pending
@@ -282,8 +282,8 @@ class SocketTransfer:
                 if not (peer.overflow and peer.overflow[0][0] is frame):
                     return  # pruned meanwhile; already accounted for
                 peer.overflow.popleft()
-            self.metrics_.frames_sent += 1
-            self.metrics_.tuples_sent += count
+            self.counters.frames_sent += 1
+            self.counters.tuples_sent += count
             self._account(drained=count)
 
     # ------------------------------------------------------------------------------------------- receiving
@@ -293,7 +293,7 @@ class SocketTransfer:
         decoder = self._decoder
         if rt is None or decoder is None:
             return
-        m = self.metrics_
+        m = self.counters
         try:
             _src, entries, n = decoder.decode(data)
         except CodecError as err:

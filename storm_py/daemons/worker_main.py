@@ -9,6 +9,7 @@ when its slot is no longer assigned to it, and when its supervisor process is go
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -30,6 +31,10 @@ from storm_py.state.cluster_state import ClusterState
 from storm_py.transport import open_transport
 
 log = logging.getLogger(__name__)
+
+#: Generation-0 threshold of the worker's garbage collector: every tuple makes short-lived objects, and the
+#: default (700) runs the collector thousands of times a second (docs/DESIGN.md, "Garbage collection").
+GC_THRESHOLD0 = 100_000
 
 #: Exit codes of the worker process.
 EXIT_OK = 0
@@ -103,6 +108,8 @@ def run_worker(
             code = EXIT_START_FAILED
             return code
         log.info("worker %s of %s running executors %s on port %d", worker_id, topology_id, worker.executors, port)
+        gc.freeze()  # what exists now (code, topology, executors) lives as long as the process
+        gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
         code = _loop(worker, transfer, conf, heartbeat_file, supervisor_pid, stop)
     finally:
         worker.stop()
