@@ -1,0 +1,116 @@
+"""The topology commands against a running cluster: deactivate/activate, rebalance, logs -f, ui, kill -w."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from storm_py.clock import wait_until
+from storm_py.daemons.dev_zookeeper import free_port
+from tests.cluster.harness import DevClusterProcess, Ledger, storm_py_command
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, wheels, tmp_path_factory) -> Iterator[tuple[DevClusterProcess, Ledger]]:
+    root = tmp_path_factory.mktemp("commands")
+    dc = DevClusterProcess(root / "cluster", zookeeper=zookeeper.connect_string,
+                           conf={"storm.zookeeper.root": f"/tests/commands-{root.name}/storm"})
+    try:
+        dc.start()
+        ledger = Ledger(root / "ledger.db", 500_000)
+        dc.cli("submit", str(wheels["ackcheck"]), "ackcheck.topology:build", "--name", "steady",
+               "-c", "topology.workers=3", "-c", f"ackcheck.db={ledger.path}", "-c", "ackcheck.rate=500",
+               "-c", "ackcheck.parallelism=2")
+        wait_until(lambda: ledger.acked() > 0, 120, interval=0.2, what="the topology to flow")
+        yield dc, ledger
+    finally:
+        dc.stop()
+
+
+def progressing(ledger: Ledger, by: int = 100, timeout: float = 60) -> None:
+    start = ledger.acked()
+    wait_until(lambda: ledger.acked() >= start + by, timeout, interval=0.2, what="the topology to make progress")
+
+
+def status(dc: DevClusterProcess, name: str) -> str | None:
+    for line in dc.cli("list").stdout.splitlines()[2:]:
+        parts = line.split()
+        if parts and parts[0] == name:
+            return parts[1]
+    return None
+
+
+def test_deactivate_stops_the_spout_and_activate_resumes_it(cluster) -> None:
+    dc, ledger = cluster
+    assert dc.cli("deactivate", "steady").stdout.strip() == "Deactivated topology: steady"
+    assert status(dc, "steady") == "INACTIVE"
+    settled: list[int] = []
+
+    def quiet() -> bool:  # no acks for a second: in-flight trees done, nothing new emitted
+        settled.append(ledger.acked())
+        return len(settled) > 5 and settled[-1] == settled[-6]
+
+    wait_until(quiet, 60, interval=0.2, what="the spout to stop")
+    assert dc.cli("activate", "steady").stdout.strip() == "Activated topology: steady"
+    assert status(dc, "steady") == "ACTIVE"
+    progressing(ledger)
+
+
+def test_rebalance_changes_workers_and_executors(cluster) -> None:
+    dc, ledger = cluster
+    client = dc.client()
+    out = dc.cli("rebalance", "steady", "-w", "0", "-n", "2", "-e", "relay=1").stdout
+    assert out.strip() == "Topology steady is rebalancing"
+
+    def rebalanced() -> bool:
+        page = client.topology("steady")
+        relay = next(b for b in page["bolts"] if b["boltId"] == "relay")
+        return page["workersTotal"] == 2 and relay["executors"] == 1 and page["status"] == "ACTIVE"
+
+    wait_until(rebalanced, 60, interval=0.25, what="the new layout")
+    progressing(ledger)
+
+
+def test_logs_follow_prints_the_workers_logs_until_interrupted(cluster) -> None:
+    dc, _ = cluster
+    proc = subprocess.Popen([*storm_py_command(), "logs", "steady", "-f", "--config", str(dc.config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("==> ") and "/worker.log" in line
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_ui_serves_the_api_of_the_leader(cluster) -> None:
+    dc, _ = cluster
+    port = free_port()
+    proc = subprocess.Popen([*storm_py_command(), "ui", "--config", str(dc.config), "-c", f"ui.port={port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.strip() == f"ui: http://127.0.0.1:{port}/api/v1"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/topology/summary", timeout=10) as resp:
+            names = [t["name"] for t in json.loads(resp.read())["topologies"]]
+        assert "steady" in names
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_kill_with_a_wait_shows_killed_then_removes(cluster) -> None:
+    dc, _ = cluster
+    assert dc.cli("kill", "steady", "-w", "3").stdout.strip() == "Killed topology: steady"
+    assert status(dc, "steady") == "KILLED"
+    wait_until(lambda: status(dc, "steady") is None, 60, interval=0.25, what="the topology to be removed")
+    assert "No topologies running." in dc.cli("list").stdout
