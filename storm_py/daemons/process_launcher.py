@@ -168,7 +168,8 @@ class ProcessLauncher:
             heartbeat.parent.mkdir(parents=True, exist_ok=True)
             with (artifacts / "worker.log.out").open("ab") as out, (artifacts / "worker.log.err").open("ab") as err:
                 proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=artifacts, close_fds=True
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=artifacts, close_fds=True,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},  # user prints reach worker.log.out at once
                 )
         except OSError as err:
             raise WorkerLaunchError(
