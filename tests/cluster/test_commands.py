@@ -20,8 +20,10 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pyte
 @pytest.fixture(scope="module")
 def cluster(zookeeper, wheels, tmp_path_factory) -> Iterator[tuple[DevClusterProcess, Ledger]]:
     root = tmp_path_factory.mktemp("commands")
+    # with a token: the CLI sends it from the client configuration, supervisors when they download packages
     dc = DevClusterProcess(root / "cluster", zookeeper=zookeeper.connect_string,
-                           conf={"storm.zookeeper.root": f"/tests/commands-{root.name}/storm"})
+                           conf={"storm.zookeeper.root": f"/tests/commands-{root.name}/storm",
+                                 "nimbus.auth.token": "t0ken"})
     try:
         dc.start()
         ledger = Ledger(root / "ledger.db", 500_000)
@@ -45,6 +47,17 @@ def status(dc: DevClusterProcess, name: str) -> str | None:
         if parts and parts[0] == name:
             return parts[1]
     return None
+
+
+def test_without_the_token_nothing_changes(cluster) -> None:
+    dc, _ = cluster
+    for args in (["deactivate", "steady"], ["kill", "steady"], ["rebalance", "steady", "-n", "1"]):
+        proc = dc.cli(*args, "-c", "nimbus.auth.token=null", check=False)
+        assert proc.returncode == 1
+        assert proc.stderr.strip() == "Error: this request needs the cluster's nimbus.auth.token"
+    proc = dc.cli("deactivate", "steady", "-c", "nimbus.auth.token=wrong", check=False)
+    assert proc.returncode == 1 and "nimbus.auth.token" in proc.stderr
+    assert status(dc, "steady") == "ACTIVE"  # reads need no token
 
 
 def test_deactivate_stops_the_spout_and_activate_resumes_it(cluster) -> None:
