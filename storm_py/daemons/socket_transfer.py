@@ -8,8 +8,9 @@ Backpressure, without ever blocking the worker's loop thread (two workers sendin
 deadlock if both waited):
 
 * receiving: the socket's thread hands a batch to the runtime only while the runtime's queued work is under
-  ``topology.executor.receive.buffer.size``; otherwise it waits, so the socket's bounded queue fills up and
-  the peers' sends find it full (``receive_waits`` counts those waits);
+  ``topology.executor.receive.buffer.size`` (and its loop has taken in what it was handed); otherwise it
+  waits, so the socket's bounded queue fills up and the peers' sends find it full (``receive_waits`` counts
+  those waits);
 * sending: a frame the peer's queue refuses goes to that peer's overflow, which a pump thread pushes in order
   (``send_blocked`` counts them).  The tuples held there shrink the runtime's work budget, so spouts stop
   emitting until the overflow drains: the sender waits, bolts keep running.
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: How long the pump waits for room in one peer's queue before looking at the other peers again.
 PUMP_SLICE_SECS = 0.05
+#: Batches handed to the runtime and not yet taken in by its loop, beyond which the receiving thread waits.
+INBOUND_BATCHES_MAX = 64
 #: Longest single wait of the receiving thread while the runtime is over its budget.
 RECEIVE_WAIT_MAX_SECS = 0.01
 #: How many occurrences of a repeated problem are logged in full (then every 1000th).
@@ -116,7 +119,6 @@ class SocketTransfer:
         self._deliver: Callable[[Entries], None] = lambda entries: None
         self._decoder: FrameDecoder | None = None
         self._receiver: Any = None
-        self._delivered = 0
         self._base_limit = 0
         self._budget_lock = threading.Lock()
         self._queued = 0  # tuples put in overflow, ever (under _budget_lock)
@@ -302,17 +304,18 @@ class SocketTransfer:
             return
         m.frames_received += 1
         m.tuples_received += n
-        if rt.backlog + (self._delivered - rt.inbound_count) >= self._base_limit:
+        if self._overloaded(rt):
             m.receive_waits += 1
             wait = 0.0005
-            while (
-                rt.backlog + (self._delivered - rt.inbound_count) >= self._base_limit
-                and not self._closing.is_set()
-            ):
+            while self._overloaded(rt) and not self._closing.is_set():
                 self._closing.wait(wait)
                 wait = min(wait * 2, RECEIVE_WAIT_MAX_SECS)
-        self._delivered += n
         self._deliver(entries)
+
+    def _overloaded(self, rt: WorkerRuntime) -> bool:
+        """The runtime has as much queued work as it may: its executors' inboxes are full, or batches handed
+        over have not been taken in yet (its loop is busy)."""
+        return rt.backlog >= self._base_limit or len(rt.inbound) >= INBOUND_BATCHES_MAX
 
     # ------------------------------------------------------------------------------------------- logging
 

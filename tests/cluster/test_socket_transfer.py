@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 import pytest
@@ -23,12 +24,12 @@ STREAMS = {"spout": {"default": Fields("sentence")}, "split": {"default": Fields
 
 
 class FakeRuntime:
-    """What a SocketTransfer reads of a WorkerRuntime; draining is under the test's control."""
+    """What a SocketTransfer reads of a WorkerRuntime; whether its "loop" takes batches in is up to the test."""
 
     def __init__(self, limit: int) -> None:
         self.backlog = 0
         self.backlog_limit = limit
-        self.inbound_count = 0
+        self.inbound: deque[Any] = deque()
         self.wake = threading.Event()
         self.task_to_component = COMPONENTS
         self.component_streams = STREAMS
@@ -38,15 +39,24 @@ class FakeRuntime:
         self.draining = True
 
     def deliver(self, entries: Any) -> None:
+        self.inbound.append(entries)
+        if self.draining:
+            self._take_in()
+
+    def _take_in(self) -> None:
         with self.lock:
-            self.batches.append(entries)
-            if self.draining:
-                self.inbound_count += sum(len(items) for _, items in entries)
+            while self.inbound:
+                self.batches.append(self.inbound.popleft())
+
+    def stuck(self) -> None:
+        """The executors' inboxes are full and nothing is taken in."""
+        self.draining = False
+        self.backlog = self.backlog_limit
 
     def drain(self) -> None:
-        with self.lock:
-            self.draining = True
-            self.inbound_count = sum(len(i) for e in self.batches for _, i in e)
+        self.draining = True
+        self.backlog = 0
+        self._take_in()
 
     def items(self) -> list[Any]:
         with self.lock:
@@ -166,7 +176,7 @@ def test_an_overloaded_receiver_makes_the_sender_wait_and_pause_its_spouts(pair)
     frames, per_frame = 200, 100
     total = frames * per_frame
     p = pair(limit_a=5000, limit_b=50, hwm=2)
-    p.rt_b.draining = False  # b's executors are stuck: its receive budget (50 tuples) fills up
+    p.rt_b.stuck()  # b's executors are stuck: its receive budget (50 tuples) is used up
     pad = "x" * 1000  # big enough frames to fill the kernel's socket buffers as well
     for f in range(frames):
         p.a.send(p.to_b, [(2, [word(f"{f}:{i}:{pad}") for i in range(per_frame)])])
@@ -178,8 +188,8 @@ def test_an_overloaded_receiver_makes_the_sender_wait_and_pause_its_spouts(pair)
     assert p.rt_a.backlog_limit == 0
     assert len(p.rt_b.items()) < total
     # b's executors catch up: everything arrives, in order, and a's budget is restored
+    p.rt_b.drain()
     def all_in() -> bool:
-        p.rt_b.drain()
         return len(p.rt_b.items()) == total
 
     wait_until(all_in, WAIT, what=f"all {total} tuples at b")
@@ -200,3 +210,16 @@ def test_pruning_a_gone_peer_drops_its_overflow_and_restores_the_budget(pair) ->
     m = p.a.metrics()
     assert m["overflow_tuples"] == 0 and m["dropped_pruned"] > 0
     assert p.rt_a.backlog_limit == 100
+
+
+def test_batches_not_taken_in_by_a_busy_loop_hold_the_receiver_back(pair) -> None:
+    from storm_py.daemons.socket_transfer import INBOUND_BATCHES_MAX
+
+    p = pair()
+    p.rt_b.draining = False  # the loop is busy: handed batches pile up, executors' inboxes are not full
+    for i in range(INBOUND_BATCHES_MAX + 10):
+        p.a.send(p.to_b, [(2, [word(f"w{i}")])])
+    wait_until(lambda: p.b.metrics()["receive_waits"] >= 1, WAIT, what="b to hold back")
+    assert len(p.rt_b.inbound) == INBOUND_BATCHES_MAX
+    p.rt_b.drain()
+    wait_until(lambda: len(p.rt_b.items()) == INBOUND_BATCHES_MAX + 10, WAIT, what="the rest")
