@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 BLOB_VERSION = 1
 #: A local blob missing from the cluster state is deleted only when older than this (it may be mid-submit).
 ORPHAN_GRACE_SECS = 60.0
+#: After a failed copy, a blob is tried again after this long, doubling up to the ceiling.
+COPY_RETRY_SECS = 1.0
+COPY_RETRY_MAX_SECS = 60.0
 
 Fetch = Callable[[str, str], bytes]
 
@@ -165,6 +168,7 @@ class BlobReplicator:
         self.holder_id = holder_id
         self.fetch = fetch
         self._lock = threading.Lock()
+        self._retry: dict[str, tuple[float, float]] = {}  # key -> (when to try again, current delay)
 
     def sync(self) -> int:
         """One round; returns how many blobs were copied here.  Cluster-state errors propagate."""
@@ -177,8 +181,17 @@ class BlobReplicator:
                     if self.holder_id not in holders:
                         self.state.register_blob_holder(key, self.holder_id, BLOB_VERSION)
                     continue
+                retry_at, delay = self._retry.get(key, (0.0, COPY_RETRY_SECS / 2))
+                if time.monotonic() < retry_at:
+                    continue
                 if self._copy(key, [h for h in holders if h != self.holder_id]):
                     copied += 1
+                    self._retry.pop(key, None)
+                else:
+                    delay = min(delay * 2, COPY_RETRY_MAX_SECS)
+                    self._retry[key] = (time.monotonic() + delay, delay)
+            for key in [k for k in self._retry if k not in registered]:
+                del self._retry[key]
             for key in self.blobs.list_keys():
                 if key not in registered and self.blobs.age_secs(key) > ORPHAN_GRACE_SECS:
                     log.info("deleting blob %s: its topology is gone", key)

@@ -108,3 +108,24 @@ def test_a_corrupted_download_is_refused(tmp_path: Path, state) -> None:
 )
 def test_uptimes_read_like_storm_ui(secs: int, text: str) -> None:
     assert pretty_uptime(secs) == text
+
+
+def test_a_failed_copy_is_retried_with_backoff_not_every_round(tmp_path: Path, state, monkeypatch) -> None:
+    leader = NimbusCodeStore(LocalFsBlobStore(tmp_path / "leader"), state, "leader:1")
+    leader.put("t-1-1", ackcheck())
+    attempts: list[str] = []
+
+    def unreachable(holder: str, key: str) -> bytes:
+        attempts.append(key)
+        raise StormPyError("connection refused")
+
+    replicator = BlobReplicator(LocalFsBlobStore(tmp_path / "standby"), state, "standby:2", unreachable)
+    replicator.sync()
+    replicator.sync()
+    assert len(attempts) == 2  # one try per blob, the second round waited
+    monkeypatch.setattr(blobstore, "COPY_RETRY_MAX_SECS", 0.0)
+    replicator.sync()
+    assert len(attempts) == 2  # still within the first delay
+    replicator._retry = {k: (0.0, 0.0) for k in replicator._retry}
+    replicator.sync()
+    assert len(attempts) == 4
