@@ -54,8 +54,8 @@ def _entry(task: int, item: Any) -> list[Any]:
                 flat.append(root)
                 flat.append(edge)
         return [task, 0, item.source_stream, item.source_task, item.values, flat]
-    # an acker/spout control row; the latency field is a float of milliseconds, carried as an int
-    return [task, KIND_ACKER, [int(x) for x in item]]
+    # an acker/spout control row: a short tuple of ints (see storm_py.runtime.acker)
+    return [task, KIND_ACKER, item]
 
 
 def encode_entries(src_worker: str, entries: Entries) -> Encoded:

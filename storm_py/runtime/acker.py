@@ -4,7 +4,7 @@ Rows on the hot path are plain tuples, not :class:`Tuple` objects:
 
 * to the acker: ``(INIT, root, init_val, spout_task)``, ``(ACK, root, ack_val)``, ``(FAIL, root)``,
   ``(RESET, root)`` — Storm's ``__ack_init``, ``__ack_ack``, ``__ack_fail``, ``__ack_reset_timeout`` streams;
-* from the acker to a spout task (direct): ``(ACKED, root, delta_ms)``, ``(FAILED, root, delta_ms)``,
+* from the acker to a spout task (direct): ``(ACKED, root, delta_ms)`` (whole milliseconds), ``(FAILED, root, delta_ms)``,
   ``(RESET_TIMEOUT, root, delta_ms)``.
 
 Semantics follow Storm 2.x: acks and fails may arrive before the init (the entry is created and completion waits
@@ -33,7 +33,7 @@ CODE_STREAMS = {ACKED: "__ack_ack", FAILED: "__ack_fail", RESET_TIMEOUT: "__ack_
 
 NUM_BUCKETS = 3
 
-Emit = Callable[[int, tuple[int, int, float]], None]
+Emit = Callable[[int, tuple[int, int, int]], None]
 
 
 class AckLedger:
@@ -95,12 +95,12 @@ class AckLedger:
             if task >= 0:
                 if e[0] == 0:
                     self._remove(root)
-                    emit(task, (ACKED, root, (now - e[1]) * 1000.0))
+                    emit(task, (ACKED, root, int((now - e[1]) * 1000)))
                 elif e[3]:
                     self._remove(root)
-                    emit(task, (FAILED, root, (now - e[1]) * 1000.0))
+                    emit(task, (FAILED, root, int((now - e[1]) * 1000)))
                 elif reset:
-                    emit(task, (RESET_TIMEOUT, root, (now - e[1]) * 1000.0))
+                    emit(task, (RESET_TIMEOUT, root, int((now - e[1]) * 1000)))
 
     def _reput(self, root: int, e: list[Any]) -> None:
         self._b1.pop(root, None)

@@ -156,7 +156,7 @@ class SpoutCollector:
                 ex.ack_now(self._spout, msg_id)
             return
         rand = ex.rand64
-        root = rand()
+        root = ex.new_root()
         ack_val = 0
         for t in targets:
             edge = rand()
@@ -186,6 +186,7 @@ class SpoutExecutor(Executor):
         super().__init__(rt, component_id, task_ids)
         self.acking = rt.num_ackers > 0
         self.rand64 = rt.rand64
+        self.new_root = rt.new_root
         self.acker_for = rt.acker_for
         self.pending0: dict[int, tuple[int, Any, float]] = {}
         self.pending1: dict[int, tuple[int, Any, float]] = {}
@@ -631,7 +632,7 @@ class AckerExecutor(Executor):
                 acker.ledger.rotate()
         return did
 
-    def _emit(self, task: int, row: tuple[int, int, float]) -> None:
+    def _emit(self, task: int, row: tuple[int, int, int]) -> None:
         self.outbuf[task].append(row)
 
 

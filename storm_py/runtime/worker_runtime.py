@@ -82,6 +82,7 @@ class WorkerRuntime:
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         ackers = layout.component_tasks.get(ACKER_COMPONENT, [])
         self.acker_for = _acker_chooser(ackers)
+        self.new_root = _root_maker(self.rng, ackers, set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.spout_emitted = 0
@@ -298,6 +299,7 @@ class WorkerRuntime:
 
 
 def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
+    """The acker task of a root id: ``ackers[root mod n]`` (Storm's fields grouping on the root id)."""
     if not ackers:
         return lambda root: -1
     if len(ackers) == 1:
@@ -305,7 +307,32 @@ def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
         return lambda root: only
     ordered = sorted(ackers)
     n = len(ordered)
-    return lambda root: ordered[values_hash([root]) % n]
+    return lambda root: ordered[root % n]
+
+
+def _root_maker(rng: random.Random, ackers: list[int], worker_tasks: set[int]) -> Callable[[], int]:
+    """New random root ids; when this worker runs ackers, ids are picked so that one of them owns the tree.
+
+    The acker of a root is ``ackers[root mod n]`` everywhere, so choosing the residue keeps a spout's init and
+    the acker's answer inside its worker (Heron keeps the XOR ledger next to the spout for the same reason);
+    only acks from bolts in other workers cross the wire.  63 random bits remain.
+    """
+    ordered = sorted(ackers)
+    n = len(ordered)
+    local = [i for i, t in enumerate(ordered) if t in worker_tasks]
+    bits = rng.getrandbits
+    if n <= 1 or not local:
+        return functools.partial(bits, 64)
+    if len(local) == 1:
+        idx = local[0]
+        return lambda: (bits(63) // n) * n + idx
+    turn = [0]
+
+    def new_root() -> int:
+        turn[0] = (turn[0] + 1) % len(local)
+        return (bits(63) // n) * n + local[turn[0]]
+
+    return new_root
 
 
 class WorkerLoop:

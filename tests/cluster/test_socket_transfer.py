@@ -107,7 +107,7 @@ def test_frames_round_trip_tuples_and_ack_rows() -> None:
     entries = [
         (3, [word("cow", ids={root: 17, 5: 9}), word("moon")]),
         (4, [(INIT, root, 12345, 1), (ACK, root, 7)]),
-        (1, [(ACKED, root, 12.75)]),
+        (1, [(ACKED, root, 12)]),
     ]
     encoded = encode_entries("w1", entries)  # type: ignore[arg-type]
     assert encoded.count == 5 and not encoded.rejected and encoded.frame is not None
