@@ -33,6 +33,26 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster,
     cli.add_command(_command)
 
 
+_NO_ARGS: tuple[type[Exception], ...] = tuple(
+    c for c in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if isinstance(c, type)
+)
+
+
 def main() -> None:
-    """Entry point of the ``storm-py`` script."""
-    cli(prog_name="storm-py")
+    """Entry point of the ``storm-py`` script: every failure is one line on stderr and a non-zero exit."""
+    try:
+        rv = cli.main(prog_name="storm-py", standalone_mode=False)
+    except click.UsageError as err:
+        if isinstance(err, _NO_ARGS) and err.ctx is not None:  # bare `storm-py`: show the commands
+            click.echo(err.ctx.get_help())
+            sys.exit(err.exit_code)
+        hint = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
+        click.echo(f"Error: {err.format_message()}{hint}", err=True)
+        sys.exit(err.exit_code)
+    except click.ClickException as err:
+        click.echo(f"Error: {err.format_message()}", err=True)
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)

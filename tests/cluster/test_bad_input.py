@@ -154,6 +154,8 @@ def test_daemons_without_zookeeper_fail_with_one_line(running, tmp_path: Path) -
 def test_a_bad_config_value_is_a_usage_error(running) -> None:
     cluster, _ = running
     proc = cluster.cli("list", "-c", "topology.workers=many", check=False)
-    assert proc.returncode == 2 and "topology.workers" in proc.stderr
+    assert proc.returncode == 2 and "topology.workers" in one_line_error(proc)
     proc = cluster.cli("rebalance", "steady", "-e", "relay", check=False)
-    assert proc.returncode == 2 and "COMPONENT=N" in proc.stderr
+    assert proc.returncode == 2 and "COMPONENT=N" in one_line_error(proc)
+    proc = cluster.cli("kill", check=False)
+    assert proc.returncode == 2 and "Missing argument 'NAME'" in one_line_error(proc)

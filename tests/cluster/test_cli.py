@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from click.testing import CliRunner
 
 from storm_py.cli.main import cli
 from storm_py.daemons.dev_zookeeper import free_port
+from tests.cluster.harness import storm_py_command
 
 COMMANDS = ["nimbus", "supervisor", "ui", "submit", "kill", "activate", "deactivate", "rebalance", "list", "logs",
             "dev-zookeeper", "dev-cluster", "worker"]
@@ -60,3 +63,18 @@ def test_bad_overrides_are_usage_errors() -> None:
     assert result.exit_code == 2 and "COMPONENT=N" in result.output
     result = runner.invoke(cli, ["list", "--config", "/nonexistent/storm.yaml"])
     assert result.exit_code == 2 and "cannot read config file" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["kill"], 2, "Missing argument 'NAME'"),
+        (["list", "-c", "topology.workers=x"], 2, "'topology.workers' must be an integer"),
+        (["no-such-command"], 2, "No such command"),
+        (["list", *unreachable()], 1, "cannot reach nimbus"),
+    ],
+)
+def test_the_installed_command_fails_with_one_line(args: list[str], code: int, message: str) -> None:
+    proc = subprocess.run([*storm_py_command(), *args], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == code
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("Error: ") and message in proc.stderr
