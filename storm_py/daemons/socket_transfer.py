@@ -127,6 +127,8 @@ class SocketTransfer:
         self._wake = threading.Condition()
         self._pump: threading.Thread | None = None
         self._log_counts: dict[str, int] = {}
+        self._pumped_frames = 0  # sent from overflow (written by the pump thread only)
+        self._pumped_tuples = 0
 
     # ------------------------------------------------------------------------------------------- the seam
 
@@ -156,7 +158,15 @@ class SocketTransfer:
             self._report_unencodable(encoded.rejected)
         if encoded.frame is None:
             return
-        peer = self._peer(worker_key)
+        if self._closing.is_set():  # the worker is stopping: nothing leaves any more
+            m.dropped_no_peer += encoded.count
+            return
+        try:
+            peer = self._peer(worker_key)
+        except TransportError as err:
+            m.dropped_no_peer += encoded.count
+            self._warn("connect_failed", "dropped %d tuple(s) for %s: %s", encoded.count, worker_key, err)
+            return
         if peer is None:
             m.dropped_no_peer += encoded.count
             self._warn("no_peer", "dropped %d tuple(s) for %s: its host is unknown", encoded.count, worker_key)
@@ -194,7 +204,10 @@ class SocketTransfer:
         """The transfer counters (for the worker heartbeat)."""
         m = self.counters
         m.overflow_tuples = self._queued - self._drained
-        return m.as_dict()
+        out = m.as_dict()
+        out["frames_sent"] += self._pumped_frames
+        out["tuples_sent"] += self._pumped_tuples
+        return out
 
     def close(self) -> None:
         """Release every socket of this transfer."""
@@ -284,8 +297,8 @@ class SocketTransfer:
                 if not (peer.overflow and peer.overflow[0][0] is frame):
                     return  # pruned meanwhile; already accounted for
                 peer.overflow.popleft()
-            self.counters.frames_sent += 1
-            self.counters.tuples_sent += count
+            self._pumped_frames += 1
+            self._pumped_tuples += count
             self._account(drained=count)
 
     # ------------------------------------------------------------------------------------------- receiving
