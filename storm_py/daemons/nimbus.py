@@ -63,6 +63,9 @@ class Nimbus:
         self._counter = 0
         # (topology id, node, port) -> (last heartbeat time seen, nimbus time it was first seen)
         self._hb_seen: dict[tuple[str, str, int], tuple[float, float]] = {}
+        # wall time from which this nimbus watches the cluster (construction, leadership, reconnection)
+        self._watch_start = clock.wall()
+        self._unplaced: set[str] = set()
         self.is_leader: Callable[[], bool] = lambda: True
 
     # -------------------------------------------------------------------------------------------------- lookups
@@ -145,7 +148,8 @@ class Nimbus:
         slots: list[tuple[str, int]] = []
         hosts: dict[str, str] = {}
         for sid, info in self.state.supervisors().items():
-            if now - info.time_secs > timeout:
+            # a supervisor gets a full timeout from when this nimbus started watching
+            if now - max(info.time_secs, self._watch_start) > timeout:
                 continue
             hosts[sid] = info.hostname
             slots.extend((sid, p) for p in info.ports)
@@ -172,6 +176,13 @@ class Nimbus:
                 (by_range[r], r[0], r[1]): slot for r, slot in current.executor_node_port.items() if r in by_range
             }
         placed = schedule_even(executors, base.num_workers, free, existing, alive_slots=slots)
+        if not placed:
+            # No slot at all: keep what is assigned (nothing may run, but nothing is torn down) and retry.
+            if tid not in self._unplaced:
+                log.warning("no free slot for %s: waiting for supervisors", tid)
+                self._unplaced.add(tid)
+            return
+        self._unplaced.discard(tid)
         now = self.clock.wall()
         start_times: dict[tuple[int, int], float] = {}
         for (_, s, e), slot in placed.items():
@@ -269,6 +280,7 @@ class Nimbus:
         """
         with self._lock:
             self._hb_seen.clear()
+            self._watch_start = self.clock.wall()
 
     def next_action_secs(self) -> float | None:
         """Seconds until the earliest pending kill or rebalance is due (None when there is none)."""
@@ -325,7 +337,7 @@ class Nimbus:
 
     def _monitor(self, tid: str, base: StormBase) -> None:
         assignment = self.state.assignment(tid)
-        if assignment is None:
+        if assignment is None or not assignment.executor_node_port:
             self._schedule(tid, base)
             return
         nimbus_now = self.clock.now()
@@ -335,10 +347,14 @@ class Nimbus:
         beats = self.state.worker_heartbeats(tid)
         alive_slots, _ = self._alive_slots()
         alive = set(alive_slots)
+        # Right after this nimbus started watching (it just led or reconnected), a missing supervisor may only
+        # be re-registering: it gets the supervisor timeout before its slots count as dead.
+        settling = wall - self._watch_start < float(self.conf.get("nimbus.supervisor.timeout.secs", 60))
         dead: set[tuple[str, int]] = set()
         for slot, executors in assignment.slots().items():
             if slot not in alive:
-                dead.add(slot)
+                if not settling:
+                    dead.add(slot)
                 continue
             key = (tid, slot[0], slot[1])
             hb = beats.get(slot)
