@@ -110,7 +110,13 @@ def run_worker(
         log.info("worker %s of %s running executors %s on port %d", worker_id, topology_id, worker.executors, port)
         gc.freeze()  # what exists now (code, topology, executors) lives as long as the process
         gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
-        code = _loop(worker, transfer, conf, heartbeat_file, supervisor_pid, stop)
+        freq = float(conf.get("worker.heartbeat.frequency.secs") or 1)
+        beats = threading.Thread(
+            target=_local_heartbeats, args=(worker, heartbeat_file, freq, stop), name="local-heartbeat", daemon=True
+        )
+        beats.start()
+        code = _loop(worker, transfer, freq, supervisor_pid, stop)
+        stop.set()
     finally:
         worker.stop()
         transfer.close()
@@ -124,18 +130,23 @@ def run_worker(
     return code
 
 
+def _local_heartbeats(worker: Worker, path: Path, freq: float, stop: threading.Event) -> None:
+    """Tell the supervisor the executors run, whatever the cluster state does (a ZooKeeper outage blocks
+    reads of the state for seconds; it must not get healthy workers restarted)."""
+    while not stop.is_set() and worker.alive:
+        try:
+            write_json(path, {"time": time.time(), "pid": os.getpid(), "topology_id": worker.topology_id,
+                              "port": worker.port})
+        except StormPyError as err:
+            log.warning("worker %s cannot write its local heartbeat: %s", worker.key, err.message)
+        stop.wait(freq)
+
+
 def _loop(
-    worker: Worker,
-    transfer: SocketTransfer,
-    conf: Mapping[str, Any],
-    heartbeat_file: Path,
-    supervisor_pid: int | None,
-    stop: threading.Event,
+    worker: Worker, transfer: SocketTransfer, freq: float, supervisor_pid: int | None, stop: threading.Event
 ) -> int:
-    freq = float(conf.get("worker.heartbeat.frequency.secs") or 1)
+    """Follow the assignment until the worker should exit; returns the exit code."""
     while not stop.is_set():
-        write_json(heartbeat_file, {"time": time.time(), "pid": os.getpid(), "topology_id": worker.topology_id,
-                                    "port": worker.port})
         if not worker.alive:
             log.error("the executor loop of worker %s died; exiting so the supervisor restarts it", worker.key)
             return EXIT_CRASHED

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from storm_py.clock import wait_until
 from tests.cluster.conftest import zk_root_conf
-from tests.cluster.harness import DevClusterProcess, Ledger, alive
+from tests.cluster.harness import FAST_CONF, DevClusterProcess, Ledger, alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(400)]
 
@@ -175,25 +176,35 @@ def _leader(cluster: DevClusterProcess) -> str | None:
         return None
 
 
-def test_a_zookeeper_restart_is_ridden_out_without_manual_action(
+def test_a_zookeeper_outage_and_restart_is_ridden_out_without_manual_action(
     dev_cluster, wheels, zookeeper, request, tmp_path, record_property
 ) -> None:
     cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request))
     ledger = submit_ackcheck(cluster, wheels["ackcheck"], tmp_path / "ledger.db")
     wait_until(lambda: ledger.acked() >= 2000, 120, interval=0.2, what="the stream to flow")
+    client = cluster.client()
+    tid = client.topology_id("ackcheck")
+    workers = {w["port"]: cluster.worker_pid(tid, w["port"]) for w in client.topology("ackcheck")["workers"]}
     daemons = [d["pid"] for d in cluster.info()["daemons"]]
 
-    zookeeper.restart()
-    assert ledger.acked() < IDS, "the stream ended before the failure: raise IDS or lower RATE"
+    # ZooKeeper goes away for longer than the sessions' timeout and the supervisors' timeout
+    zookeeper.stop()
+    down_at, acked_at_stop = time.monotonic(), ledger.acked()
+    outage = 2 * FAST_CONF["nimbus.supervisor.timeout.secs"]
+    assert acked_at_stop < IDS, "the stream ended before the failure: raise IDS or lower RATE"
+    wait_until(lambda: time.monotonic() - down_at > outage and ledger.acked() > acked_at_stop + 1000, 120,
+               interval=0.25, what="the stream to go on while ZooKeeper is down")
+    zookeeper.start()
 
     ledger.wait_all_acked(ALL_ACKED_WITHIN)
     assert all(alive(p) for p in daemons)  # nobody had to be restarted by hand
+    # sessions expired and came back: no worker was restarted and nothing was moved
+    assert {w["port"]: cluster.worker_pid(tid, w["port"]) for w in client.topology("ackcheck")["workers"]} == workers
     report(record_property, ledger)
     # the cluster still takes orders
     out = cluster.cli("submit", str(wheels["wordcount"]), "examples.word_count:build", "--name", "after-restart",
                       "-c", "wordcount.sentences=100")
     assert "Finished submitting topology: after-restart" in out.stdout
-    client = cluster.client()
     wait_until(lambda: client.topology("after-restart")["spouts"][0]["acked"] == 100, 120, interval=0.25,
                what="the new topology to run")
     cluster.cli("kill", "ackcheck", "-w", "0")
