@@ -4,8 +4,8 @@ Rows on the hot path are plain tuples, not :class:`Tuple` objects:
 
 * to the acker: ``(INIT, root, init_val, spout_task)``, ``(ACK, root, ack_val)``, ``(FAIL, root)``,
   ``(RESET, root)`` — Storm's ``__ack_init``, ``__ack_ack``, ``__ack_fail``, ``__ack_reset_timeout`` streams;
-* from the acker to a spout task (direct): ``(ACKED, root, delta_ms)`` (whole milliseconds), ``(FAILED, root, delta_ms)``,
-  ``(RESET_TIMEOUT, root, delta_ms)``.
+* from the acker to a spout task (direct): ``(ACKED, root, delta_ms)``, ``(FAILED, root, delta_ms)``,
+  ``(RESET_TIMEOUT, root, delta_ms)``, the delta in whole milliseconds.
 
 Semantics follow Storm 2.x: acks and fails may arrive before the init (the entry is created and completion waits
 for the spout task to be known); acks do not refresh an entry's expiry, fails and resets do; a tick rotates the

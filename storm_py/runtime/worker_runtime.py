@@ -23,7 +23,7 @@ from storm_py.api.tuple import Fields
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor, error_text
-from storm_py.runtime.groupers import make_grouper, values_hash
+from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
 
