@@ -421,6 +421,8 @@ class Nimbus:
             if c.get("is_spout") or (not c and cid in self._spout_ids(base)):
                 entry["spoutId"] = cid
                 entry["completeLatency"] = (c["lat_sum"] / c["lat_count"]) if c.get("lat_count") else 0.0
+                samples = sorted(latencies.get(cid, []))
+                entry["completeLatencyP99"] = samples[max(0, int(len(samples) * 0.99) - 1)] if samples else 0.0
                 spouts.append(entry)
             else:
                 entry["boltId"] = cid

@@ -289,7 +289,8 @@ class WorkerRuntime:
             d["is_spout"] = ex.is_spout
             if isinstance(ex, SpoutExecutor):
                 d["pending"] = ex.pending_count()
-                d["latency_samples"] = list(ex.stats.lat_samples[-200:])
+                samples = ex.stats.lat_samples
+                d["latency_samples"] = [round(x, 3) for x in samples[:: max(1, len(samples) // 500)]]
             out[f"{ex.component_id}:[{ex.task_ids[0]}-{ex.task_ids[-1]}]"] = d
         return out
 

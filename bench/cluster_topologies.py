@@ -1,0 +1,47 @@
+"""storm-perf's topologies laid out for a multi-worker cluster (submitted by ``bench/cluster_perf.py``).
+
+Each component has one executor per worker; ConstSpout topologies use shuffle grouping (so about half the tuples
+cross workers), the word count keeps spout -> split in the worker (local-or-shuffle, as a Storm user would) and
+fields-groups split -> count across workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storm_perf import ConstSpout, Count, IdBolt, NullBolt, SentenceSpout, Split
+
+from storm_py import TopologyBuilder
+
+
+def _par(conf: dict[str, Any] | None) -> int:
+    return int((conf or {}).get("topology.workers", 2))
+
+
+def const_null(conf: dict[str, Any] | None = None) -> Any:
+    """ConstSpout -> NullBolt."""
+    n = _par(conf)
+    b = TopologyBuilder()
+    b.set_spout("spout", ConstSpout("some data"), n)
+    b.set_bolt("null", NullBolt(), n).shuffle_grouping("spout")
+    return b.create_topology()
+
+
+def const_id_null(conf: dict[str, Any] | None = None) -> Any:
+    """ConstSpout -> IdBolt -> NullBolt."""
+    n = _par(conf)
+    b = TopologyBuilder()
+    b.set_spout("spout", ConstSpout("some data"), n)
+    b.set_bolt("id", IdBolt(), n).shuffle_grouping("spout")
+    b.set_bolt("null", NullBolt(), n).shuffle_grouping("id")
+    return b.create_topology()
+
+
+def word_count(conf: dict[str, Any] | None = None) -> Any:
+    """Sentences -> split (in-worker) -> running counts (fields grouping across workers)."""
+    n = _par(conf)
+    b = TopologyBuilder()
+    b.set_spout("spout", SentenceSpout(), n)
+    b.set_bolt("split", Split(), n).local_or_shuffle_grouping("spout")
+    b.set_bolt("count", Count(), n).fields_grouping("split", ["word"])
+    return b.create_topology()
