@@ -4,7 +4,8 @@ Batches are processed in parallel and committed strictly in txid order; a failed
 same txid under a new attempt id.  The lower-level pieces live in the submodules: the spout contracts in
 :mod:`~storm_py.transactional.spouts`, the coordinator in :mod:`~storm_py.transactional.coordinator`, the
 counting protocol in :mod:`~storm_py.transactional.coordinated`, persisted state in
-:mod:`~storm_py.transactional.state`, stream ids in :mod:`~storm_py.transactional.streams`.
+:mod:`~storm_py.transactional.state`, stream ids in :mod:`~storm_py.transactional.streams`; the spouts usable
+across worker processes (deterministic sources) in :mod:`~storm_py.transactional.sequence`.
 """
 
 from storm_py.transactional.attempt import TransactionAttempt
@@ -21,6 +22,7 @@ from storm_py.transactional.map_state import (
     TransactionalValue,
 )
 from storm_py.transactional.memory import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
+from storm_py.transactional.sequence import SeededWords, SequencePartitionedSpout
 from storm_py.transactional.spouts import OpaquePartitionedTransactionalSpout, PartitionedTransactionalSpout
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "OpaquePartitionedTransactionalSpout",
     "OpaqueValue",
     "PartitionedTransactionalSpout",
+    "SeededWords",
+    "SequencePartitionedSpout",
     "TransactionAttempt",
     "TransactionalMap",
     "TransactionalTopologyBuilder",
