@@ -13,14 +13,22 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q -e ".[dev]"
     touch "$stamp"
 fi
-if [ "${1:-}" = "--with-zookeeper" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then
-    if command -v apt-get >/dev/null 2>&1; then
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        $SUDO apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq zookeeper >/dev/null
-    else
-        echo "bootstrap: ZooKeeper is missing and apt-get is not available; install ZooKeeper 3.8+ by hand" >&2
-        exit 1
+# --with-services: the real components the test suite runs against (ZooKeeper) and the compose client that
+# validates docker-compose.yml; both from Debian's packages.
+if [ "${1:-}" = "--with-services" ]; then
+    missing=""
+    [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
+    command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || missing="$missing docker-compose"
+    if [ -n "$missing" ]; then
+        if command -v apt-get >/dev/null 2>&1; then
+            SUDO=""
+            [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+            $SUDO apt-get update -qq
+            # shellcheck disable=SC2086
+            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+        else
+            echo "bootstrap: missing$missing and apt-get is not available; install them by hand" >&2
+            exit 1
+        fi
     fi
 fi

@@ -2,7 +2,7 @@
 # The full test suite, real ZooKeeper included (installed first if missing); extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/bootstrap.sh --with-zookeeper
+./scripts/bootstrap.sh --with-services
 .venv/bin/ruff check storm_py tests examples bench
 .venv/bin/mypy storm_py
 set +e
