@@ -1,0 +1,1 @@
+"""A transactional topology for the distributed-cluster tests (see :mod:`txcount.topology`)."""
