@@ -13,7 +13,8 @@ Tuples are ``[tx, *values(p, offset)]`` with fields ``["tx", *fields]``.
 
 * ``length`` bounds every partition (None: unbounded).  Once the persisted metadata of every partition reaches
   the end, the coordinator starts no new transactions (``is_ready()`` is false for good), so the topology goes
-  quiet; transactions already started still replay until they commit.
+  quiet; transactions already started still replay until they commit.  The coordinator reads that metadata
+  (at most every :data:`END_CHECK_SECS`) under the ``topology.transactional.id`` the builder gives it.
 * ``batch_interval_secs`` paces new transactions (at most one per interval, on the cluster's clock); replays
   are never held back.
 * :class:`SeededWords` is a ready-made ``values``: a word of a vocabulary picked by a keyed hash of ``(seed,
