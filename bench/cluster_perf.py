@@ -58,7 +58,9 @@ def spout_totals(client: Any, name: str) -> tuple[int, float, float]:
     return acked, (sum(lat) / len(lat)) if lat else 0.0, max(p99) if p99 else 0.0
 
 
-def run_case(conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float) -> dict[str, Any]:
+def run_case(
+    conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int
+) -> dict[str, Any]:
     from storm_py.client import NimbusClient
     from storm_py.config import read_storm_config
 
@@ -66,7 +68,7 @@ def run_case(conf_path: Path, entry: str, workers: int, ackers: int, secs: float
     subprocess.run(
         [*STORM, "submit", str(HERE), f"cluster_topologies:{entry.split(':')[1]}", "--name", name,
          "--config", str(conf_path), "-c", f"topology.workers={workers}",
-         "-c", f"topology.acker.executors={ackers * workers}", "-c", "topology.max.spout.pending=2000"],
+         "-c", f"topology.acker.executors={ackers * workers}", "-c", f"topology.max.spout.pending={pending}"],
         check=True, capture_output=True, text=True,
     )
     client = NimbusClient(read_storm_config(conf_path))
@@ -105,19 +107,22 @@ def main() -> None:
     ap.add_argument("--secs", type=float, default=15.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--cases", default="const_null,const_id_null,word_count")
+    ap.add_argument("--pending", type=int, default=2000, help="topology.max.spout.pending")
+    ap.add_argument("--ackers", default="0,1", help="ackers per worker to run, comma-separated")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the zmq ceiling run")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    ceiling = zmq_ceiling()
+    ceiling = 0.0 if args.no_ceiling else zmq_ceiling()
     print(json.dumps({"zmq_msgpack_ceiling_tuples_per_s": round(ceiling)}), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="storm-py-bench-") as tmp:
         proc = start_cluster(Path(tmp))
         try:
             for case in args.cases.split(","):
-                for ackers in (0, 1):
+                for ackers in (int(a) for a in args.ackers.split(",")):
                     row = {"topology": case, "workers": args.workers, "ackers_per_worker": ackers,
                            **run_case(Path(tmp) / "storm.yaml", f"cluster_topologies:{case}", args.workers, ackers,
-                                      args.secs, args.warmup)}
+                                      args.secs, args.warmup, args.pending)}
                     row["ratio_of_ceiling"] = round(row["acked_per_s"] / ceiling, 4) if ceiling else None
                     rows.append(row)
                     print(json.dumps(row), flush=True)
