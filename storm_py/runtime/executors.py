@@ -12,7 +12,7 @@ import logging
 import traceback
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from storm_py.api.components import BasicBolt
 from storm_py.api.context import TopologyContext
@@ -97,6 +97,25 @@ class Executor:
         self.rt.report_error(self.component_id, task, exc)
 
 
+def bad_stream(stream: str, route: StreamRoute | None, component_id: str) -> NoReturn:
+    """Raise the error of a regular emit on an undeclared or a direct stream (Storm's rules)."""
+    if route is None:
+        raise ValueError(f"unknown stream {stream!r}: {component_id!r} does not declare it")
+    raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {component_id!r}")
+
+
+def direct_route(
+    routes: dict[str, StreamRoute], stream: str, task_id: int, component_id: str
+) -> tuple[StreamRoute, list[int]]:
+    """The route and target of an ``emit_direct``: a task that does not subscribe gets nothing (dropped)."""
+    route = routes.get(stream)
+    if route is None:
+        raise ValueError(f"unknown stream {stream!r}: {component_id!r} does not declare it")
+    if not route.direct:
+        raise ValueError(f"cannot emit_direct to stream {stream!r} of {component_id!r}: it is not direct")
+    return route, ([task_id] if task_id in route.direct_targets else [])
+
+
 # ---------------------------------------------------------------------------------------------------------- spouts
 
 
@@ -115,10 +134,8 @@ class SpoutCollector:
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple (tracked when ``msg_id`` is given and ackers run); return the target task ids."""
         route = self._routes.get(stream)
-        if route is None:
-            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
-        if route.direct:
-            raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
+        if route is None or route.direct:
+            bad_stream(stream, route, self.component_id)
         if type(values) is not list:
             values = list(values)
         single = route.single
@@ -130,12 +147,7 @@ class SpoutCollector:
         self, task_id: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
     ) -> None:
         """Emit a tuple to one task on a direct stream."""
-        route = self._routes.get(stream)
-        if route is None:
-            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
-        if not route.direct:
-            raise ValueError(f"cannot emit_direct to stream {stream!r} of {self.component_id!r}: it is not direct")
-        targets = [task_id] if task_id in route.direct_targets else []
+        route, targets = direct_route(self._routes, stream, task_id, self.component_id)
         self._send(route, targets, list(values), msg_id)
 
     def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
@@ -372,12 +384,12 @@ class BoltCollector:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
         route = self._routes.get(stream)
         if route is None or route.direct:
-            self._bad_stream(stream, route)
+            bad_stream(stream, route, self.component_id)
         if type(values) is not list:
             values = list(values)
-        single = route.single  # type: ignore[union-attr]
+        single = route.single
         task = self._task
-        targets = single(task, values) if single is not None else route.choose(task, values)  # type: ignore[union-attr]
+        targets = single(task, values) if single is not None else route.choose(task, values)
         stats = self._stats
         stats.emitted += 1
         if not targets:
@@ -389,7 +401,7 @@ class BoltCollector:
             if aids:
                 out = self._out
                 rand = self._rand
-                fields = route.fields  # type: ignore[union-attr]
+                fields = route.fields
                 comp = self.component_id
                 for t in targets:
                     edge = rand()
@@ -397,24 +409,14 @@ class BoltCollector:
                     out[t].append(Tuple(values, fields, comp, stream, task, dict.fromkeys(aids, edge)))
                 return targets
             anchors = None
-        self._send(route, targets, values, anchors)  # type: ignore[arg-type]
+        self._send(route, targets, values, anchors)
         return targets
-
-    def _bad_stream(self, stream: str, route: StreamRoute | None) -> None:
-        if route is None:
-            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
-        raise ValueError(f"cannot do a regular emit to direct stream {stream!r} of {self.component_id!r}")
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
     ) -> None:
         """Emit a tuple to one task on a direct stream."""
-        route = self._routes.get(stream)
-        if route is None:
-            raise ValueError(f"unknown stream {stream!r}: {self.component_id!r} does not declare it")
-        if not route.direct:
-            raise ValueError(f"cannot emit_direct to stream {stream!r} of {self.component_id!r}: it is not direct")
-        targets = [task_id] if task_id in route.direct_targets else []
+        route, targets = direct_route(self._routes, stream, task_id, self.component_id)
         self._stats.emitted += 1
         self._stats.transferred += len(targets)
         self._send(route, targets, list(values), anchors)
