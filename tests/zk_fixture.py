@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,38 +23,16 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import wait_until
+from storm_py.daemons import dev_zookeeper
+from storm_py.daemons.dev_zookeeper import four_letter_word, free_port
 from storm_py.errors import WaitTimeoutError
 
 log = logging.getLogger(__name__)
 
-DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 _PR_SET_PDEATHSIG = 1
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def four_letter_word(host: str, port: int, word: bytes = b"srvr", timeout: float = 1.0) -> bytes:
-    """Send a ZooKeeper four-letter command and return the whole reply (b"" if nothing answers)."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(word)
-            chunks = []
-            while True:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            return b"".join(chunks)
-    except OSError:
-        return b""
 
 
 def _die_with_parent() -> None:
@@ -67,32 +43,19 @@ def _die_with_parent() -> None:
 
 
 def find_java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    candidates = [str(Path(java_home) / "bin" / "java")] if java_home else []
-    found = shutil.which("java")
-    if found:
-        candidates.append(found)
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    pytest.fail(
-        "ZooKeeper tests need a Java runtime: no `java` on PATH and no $JAVA_HOME/bin/java "
-        "(install one: apt-get install -y default-jre-headless)",
-        pytrace=False,
-    )
+    """The Java runtime ZooKeeper runs on; fail the session (never skip) when there is none."""
+    try:
+        return dev_zookeeper.find_java()
+    except dev_zookeeper.ZooKeeperUnavailableError as err:
+        pytest.fail(f"ZooKeeper tests need a Java runtime: {err.message}", pytrace=False)
 
 
 def find_classpath() -> str:
-    explicit = os.environ.get("STORM_ZK_CLASSPATH")
-    if explicit:
-        return explicit
-    if Path(DEBIAN_JAR).is_file():
-        return DEBIAN_JAR
-    pytest.fail(
-        f"ZooKeeper tests need a ZooKeeper server: {DEBIAN_JAR} is missing and $STORM_ZK_CLASSPATH is unset "
-        "(install one: apt-get install -y zookeeper)",
-        pytrace=False,
-    )
+    """ZooKeeper's classpath; fail the session (never skip) when ZooKeeper is not installed."""
+    try:
+        return dev_zookeeper.find_classpath()
+    except dev_zookeeper.ZooKeeperUnavailableError as err:
+        pytest.fail(f"ZooKeeper tests need a ZooKeeper server: {err.message}", pytrace=False)
 
 
 class ZooKeeperServer:
