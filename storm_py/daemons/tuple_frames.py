@@ -22,6 +22,8 @@ from storm_py.protocol.messages import (
     ENTRY_TASK,
     FRAME_TUPLES,
     KIND_ACKER,
+    KIND_ACKER_ROWS,
+    KIND_TUPLES,
     TUPLE_IDS,
     TUPLE_SOURCE_TASK,
     TUPLE_STREAM,
@@ -58,14 +60,37 @@ def _entry(task: int, item: Any) -> list[Any]:
     return [task, KIND_ACKER, item]
 
 
+def _runs(task: int, items: list[Any]) -> list[list[Any]]:
+    """One entry per run of items: control rows together, tuples by (stream, source task)."""
+    if not items:
+        return []
+    if type(items[0]) is not Tuple:
+        return [[task, KIND_ACKER_ROWS, items]]
+    out: list[list[Any]] = []
+    key: tuple[str, int] | None = None
+    values_list: list[Any] = []
+    ids_list: list[Any] = []
+    for t in items:
+        k = (t.source_stream, t.source_task)
+        if k != key:
+            key = k
+            values_list = []
+            ids_list = []
+            out.append([task, KIND_TUPLES, k[0], k[1], values_list, ids_list])
+        values_list.append(t.values)
+        ids_list.append(t._ids)
+    return out
+
+
 def encode_entries(src_worker: str, entries: Entries) -> Encoded:
     """Encode every item of ``entries`` into one frame; items that cannot be encoded are left out and named."""
     wire: list[list[Any]] = []
+    count = 0
     for task, items in entries:
-        for item in items:
-            wire.append(_entry(task, item))
+        wire.extend(_runs(task, items))
+        count += len(items)
     try:
-        return Encoded(encode_batch(src_worker, wire), len(wire))
+        return Encoded(encode_batch(src_worker, wire), count)
     except CodecError:
         pass
     # Something in the batch is not encodable: find it, keep the rest (the spout replays what is left out).
@@ -106,9 +131,41 @@ class FrameDecoder:
         batch: list[Any] = []
         comps = self._task_to_component
         streams = self._component_streams
+        count = 0
         for entry in frame.payload:
             task = entry[ENTRY_TASK]
-            if entry[ENTRY_KIND] == KIND_ACKER:
+            kind = entry[ENTRY_KIND]
+            if kind in (KIND_TUPLES, KIND_ACKER_ROWS):
+                if task != last_task:
+                    batch = []
+                    out.append((task, batch))
+                    last_task = task
+                if kind == KIND_ACKER_ROWS:
+                    rows = entry[2]
+                    batch.extend(map(tuple, rows))
+                    count += len(rows)
+                    continue
+                _, _, stream, src, values_list, ids_list = entry
+                comp = comps.get(src)
+                fields = streams.get(comp, {}).get(stream) if comp is not None else None
+                if comp is None or fields is None:
+                    raise CodecError(
+                        f"frame from {frame.src_worker!r} holds tuples of unknown source task {src} "
+                        f"or stream {stream!r}",
+                        source_task=src,
+                        stream=stream,
+                    )
+                # lengths were checked when the frame was decoded
+                batch.extend(
+                    [
+                        Tuple(v, fields, comp, stream, src, ids or None)
+                        for v, ids in zip(values_list, ids_list, strict=False)
+                    ]
+                )
+                count += len(values_list)
+                continue
+            count += 1
+            if kind == KIND_ACKER:
                 item: Any = tuple(entry[ACKER_ROW])
             else:
                 src = entry[TUPLE_SOURCE_TASK]
@@ -130,4 +187,4 @@ class FrameDecoder:
                 out.append((task, batch))
                 last_task = task
             batch.append(item)
-        return frame.src_worker, out, len(frame.payload)
+        return frame.src_worker, out, count

@@ -13,6 +13,10 @@ Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a 
       64-bit ints.
     * ``[task, KIND_ACKER, row]`` -- an acker/spout control row, a short list of ints (code, root, value,
       extra); the runtime defines the codes.
+    * ``[task, KIND_TUPLES, stream, source_task, values_list, ids_list]`` -- a run of data tuples from one
+      source task and stream: ``values_list[i]`` is a tuple's values, ``ids_list[i]`` its anchors as a map
+      ``{root: edge}`` or ``None``.  What a worker sends; one msgpack array per run instead of per tuple.
+    * ``[task, KIND_ACKER_ROWS, rows]`` -- a run of control rows for one task.
 
 ``FRAME_BACKPRESSURE``
     ``payload`` is ``{task: bool}``: whether each listed task of ``src_worker`` is overloaded (True) or
@@ -57,8 +61,12 @@ FRAME_NAMES: dict[int, str] = {
 # Entry kinds inside a FRAME_TUPLES batch.
 KIND_TUPLE = 0
 KIND_ACKER = 1
+KIND_TUPLES = 2
+KIND_ACKER_ROWS = 3
 
-KIND_NAMES: dict[int, str] = {KIND_TUPLE: "TUPLE", KIND_ACKER: "ACKER"}
+KIND_NAMES: dict[int, str] = {
+    KIND_TUPLE: "TUPLE", KIND_ACKER: "ACKER", KIND_TUPLES: "TUPLES", KIND_ACKER_ROWS: "ACKER_ROWS"
+}
 
 # Field positions inside an entry.
 ENTRY_TASK = 0
@@ -90,6 +98,18 @@ def tuple_entry(
 ) -> list[Any]:
     """A ``KIND_TUPLE`` entry for ``task``; ``ids`` is None or the flat ``[root, edge, ...]`` list."""
     return [task, KIND_TUPLE, stream, source_task, values, ids]
+
+
+def tuples_entry(
+    task: int, stream: str, source_task: int, values_list: list[Any], ids_list: list[dict[int, int] | None]
+) -> list[Any]:
+    """A ``KIND_TUPLES`` entry: a run of tuples for ``task`` from one source task and stream."""
+    return [task, KIND_TUPLES, stream, source_task, values_list, ids_list]
+
+
+def acker_rows_entry(task: int, rows: Sequence[Sequence[int]]) -> list[Any]:
+    """A ``KIND_ACKER_ROWS`` entry: a run of control rows for ``task``."""
+    return [task, KIND_ACKER_ROWS, rows]
 
 
 def acker_entry(task: int, row: Sequence[int]) -> list[Any]:
@@ -189,7 +209,13 @@ def check_entries(entries: Sequence[Any]) -> None:
     for i, entry in enumerate(entries):
         if type(entry) is lst:
             n = len(entry)
-            if n == TUPLE_ENTRY_LEN:
+            if n == TUPLE_ENTRY_LEN and entry[ENTRY_KIND] == KIND_TUPLES:
+                if _tuples_ok(entry):
+                    continue
+            elif n == ACKER_ENTRY_LEN and entry[ENTRY_KIND] == KIND_ACKER_ROWS:
+                if _rows_ok(entry):
+                    continue
+            elif n == TUPLE_ENTRY_LEN:
                 task, kind, stream, source_task, values, ids = entry
                 if (
                     type(task) is num
@@ -222,6 +248,43 @@ def check_entries(entries: Sequence[Any]) -> None:
         _explain_entry(i, entry)
 
 
+def _tuples_ok(entry: list[Any]) -> bool:
+    task, _, stream, source_task, values_list, ids_list = entry
+    if not (
+        type(task) is int
+        and type(stream) is str
+        and type(source_task) is int
+        and type(values_list) is list
+        and type(ids_list) is list
+        and len(values_list) == len(ids_list)
+    ):
+        return False
+    for values in values_list:
+        if type(values) is not list:
+            return False
+    for ids in ids_list:
+        if ids is not None:
+            if type(ids) is not dict:
+                return False
+            for root, edge in ids.items():
+                if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
+                    return False
+    return True
+
+
+def _rows_ok(entry: list[Any]) -> bool:
+    task, _, rows = entry
+    if type(task) is not int or type(rows) is not list:
+        return False
+    for row in rows:
+        if type(row) is not list:
+            return False
+        for x in row:
+            if type(x) is not int:
+                return False
+    return True
+
+
 def _explain_entry(i: int, entry: Any) -> None:
     """Raise the :class:`CodecError` that names what is wrong with ``entries[i]``."""
     if type(entry) is not list:
@@ -237,6 +300,19 @@ def _explain_entry(i: int, entry: Any) -> None:
         _check_tuple_entry(i, entry)
     elif _is_int(kind) and kind == KIND_ACKER:
         _check_acker_entry(i, entry)
+    elif _is_int(kind) and kind == KIND_TUPLES:
+        raise CodecError(
+            f"bad frame: entries[{i}] is a malformed TUPLES entry (expected [task, kind, stream, source_task, "
+            f"values_list, ids_list]: stream a str, source_task an int, values_list a list of lists, ids_list as "
+            f"long, each None or a {{root: edge}} map of unsigned ints)",
+            entry=i,
+        )
+    elif _is_int(kind) and kind == KIND_ACKER_ROWS:
+        raise CodecError(
+            f"bad frame: entries[{i}] is a malformed ACKER_ROWS entry (expected [task, kind, rows], rows a list "
+            f"of lists of ints)",
+            entry=i,
+        )
     else:
         raise _bad(f"entries[{i}].kind", f"one of {sorted(KIND_NAMES)}", kind, entry=i)
     raise CodecError(f"bad frame: entries[{i}] is malformed: {entry!r:.120}", entry=i)

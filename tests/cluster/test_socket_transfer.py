@@ -223,3 +223,37 @@ def test_batches_not_taken_in_by_a_busy_loop_hold_the_receiver_back(pair) -> Non
     assert len(p.rt_b.inbound) == INBOUND_BATCHES_MAX
     p.rt_b.drain()
     wait_until(lambda: len(p.rt_b.items()) == INBOUND_BATCHES_MAX + 10, WAIT, what="the rest")
+
+
+def test_runs_of_tuples_travel_as_one_entry_each() -> None:
+    """Tuples of one (task, stream, source task) go as one entry; a mixed batch splits into runs."""
+    from storm_py.protocol.messages import KIND_ACKER_ROWS, KIND_TUPLES, decode_frame
+
+    root = (1 << 64) - 5
+    items = [word("a", ids={root: 1}), word("b"), word("c", task=3), word("d", task=3, ids={root: 2, 7: 9})]
+    encoded = encode_entries("w1", [(5, items), (4, [(ACK, root, 7), (ACK, 3, 1)])])
+    assert encoded.frame is not None and encoded.count == 6
+    kinds = [e[1] for e in decode_frame(encoded.frame).payload]
+    assert kinds == [KIND_TUPLES, KIND_TUPLES, KIND_ACKER_ROWS]
+    _, out, n = FrameDecoder(COMPONENTS, STREAMS).decode(encoded.frame)
+    assert n == 6
+    got = out[0][1]
+    assert [t.values[0] for t in got] == ["a", "b", "c", "d"]
+    assert [t.source_task for t in got] == [2, 2, 3, 3]
+    assert [t._ids for t in got] == [{root: 1}, None, None, {root: 2, 7: 9}]
+    assert out[1] == (4, [(ACK, root, 7), (ACK, 3, 1)])
+
+
+def test_malformed_runs_are_rejected_with_the_entry_named() -> None:
+    from storm_py.errors import CodecError
+    from storm_py.protocol.codec import encode
+    from storm_py.protocol.messages import FRAME_TUPLES, KIND_TUPLES, decode_frame
+
+    bad = [
+        [1, KIND_TUPLES, "default", 2, [["a"]], []],  # lists of different lengths
+        [1, KIND_TUPLES, "default", 2, [["a"]], [{-1: 3}]],  # negative root
+        [1, KIND_TUPLES, "default", 2, ["a"], [None]],  # values not a list
+    ]
+    for entry in bad:
+        with pytest.raises(CodecError, match=r"entries\[0\]"):
+            decode_frame(encode([FRAME_TUPLES, "w", [entry]]))
