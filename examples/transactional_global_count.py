@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
+from examples.sqlite_state import SQLiteState, db_path_from_conf
 from storm_py import Config, LocalCluster
 from storm_py.api.components import OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
@@ -53,41 +52,14 @@ DATA: dict[int, list[list[Any]]] = {
 }
 
 
-class GlobalCountDB:
+class GlobalCountDB(SQLiteState):
     """The SQLite database the committer writes: the count with its txid, and a log of applications."""
 
-    def __init__(self, path: str, create: bool = True) -> None:
-        self.path = path
-        if not create:
-            return
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")  # writers do not block readers; one fsync per commit
-        finally:
-            conn.close()
-        with self.transaction() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS global_count "
-                "(name TEXT PRIMARY KEY, count INTEGER NOT NULL, txid INTEGER NOT NULL)"
-            )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS global_count_log (txid INTEGER PRIMARY KEY, count INTEGER NOT NULL)"
-            )
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on error)."""
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS global_count "
+        "(name TEXT PRIMARY KEY, count INTEGER NOT NULL, txid INTEGER NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS global_count_log (txid INTEGER PRIMARY KEY, count INTEGER NOT NULL)",
+    )
 
     def apply(self, txid: int, delta: int) -> tuple[int, bool]:
         """Add ``delta`` for transaction ``txid`` unless it was applied; return (count, applied now)."""
@@ -193,12 +165,7 @@ def build_topology(
 
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
     """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file)."""
-    path = (conf or {}).get("example.db.path")
-    if not path:
-        fd, path = tempfile.mkstemp(prefix="transactional_global_count-", suffix=".db")
-        os.close(fd)
-        log.warning("writing the global count to %s", path)
-    return build_topology(str(path))
+    return build_topology(db_path_from_conf(conf, "transactional_global_count-", "the global count", log))
 
 
 def main() -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
+from examples.sqlite_state import SQLiteState, db_path_from_conf
 from storm_py import BasicBolt, Config, LocalCluster
 from storm_py.api.components import BasicOutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
@@ -51,42 +50,15 @@ DATA: dict[int, list[list[Any]]] = {
 }
 
 
-class WordsDB:
+class WordsDB(SQLiteState):
     """The SQLite database: ``words(word, count, prev_count, txid)`` and ``buckets(bucket, count, txid)``."""
 
-    def __init__(self, path: str, create: bool = True) -> None:
-        self.path = path
-        if not create:
-            return
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")  # writers do not block readers; one fsync per commit
-        finally:
-            conn.close()
-        with self.transaction() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS words "
-                "(word TEXT PRIMARY KEY, count INTEGER NOT NULL, prev_count INTEGER, txid INTEGER NOT NULL)"
-            )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS buckets "
-                "(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, txid INTEGER NOT NULL)"
-            )
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on error)."""
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS words "
+        "(word TEXT PRIMARY KEY, count INTEGER NOT NULL, prev_count INTEGER, txid INTEGER NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS buckets "
+        "(bucket INTEGER PRIMARY KEY, count INTEGER NOT NULL, txid INTEGER NOT NULL)",
+    )
 
     def apply_words(self, txid: int, deltas: dict[str, int]) -> list[tuple[str, int, int | None]]:
         """Add each word's delta for ``txid`` unless applied; return ``(word, count, prev_count)`` per word."""
@@ -247,12 +219,7 @@ def expected_buckets(counts: dict[str, int]) -> dict[int, int]:
 
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
     """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file)."""
-    path = (conf or {}).get("example.db.path")
-    if not path:
-        fd, path = tempfile.mkstemp(prefix="transactional_words-", suffix=".db")
-        os.close(fd)
-        log.warning("writing the word counts to %s", path)
-    return build_topology(str(path))
+    return build_topology(db_path_from_conf(conf, "transactional_words-", "the word counts", log))
 
 
 def main() -> None:

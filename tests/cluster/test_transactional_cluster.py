@@ -67,7 +67,7 @@ def txcount_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = out / "txcount"
     shutil.copytree(APPS / "txcount", project, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     (project / "examples").mkdir()
-    for name in ("__init__.py", "transactional_global_count.py", "transactional_words.py"):
+    for name in ("__init__.py", "sqlite_state.py", "transactional_global_count.py", "transactional_words.py"):
         shutil.copy(REPO / "examples" / name, project / "examples" / name)
     return build_wheel(project, out)
 
