@@ -13,14 +13,19 @@ A transport moves opaque frames (``bytes``) from one worker process to another; 
   started.
 
 Implementations: :mod:`storm_py.transport.zmq` (ZeroMQ PUSH/PULL) and :mod:`storm_py.transport.memory`.
+Both build on the shared pieces here: :class:`TransportEndpoints` (a context's endpoints and counters) and
+:class:`ThreadedReceiver` (a receiver's start/stop/close lifecycle around its background thread).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from storm_py.errors import TransportError
 
 log = logging.getLogger(__name__)
 
@@ -180,3 +185,149 @@ class HandlerErrorLog:
         """Log the exception being handled; ``count`` is the number of failures so far, this one included."""
         if count <= HANDLER_ERRORS_LOGGED or count % 1000 == 0:
             self._log.exception("frame handler on %s failed (%d failures so far)", self._address, count)
+
+
+def check_port(port: int) -> None:
+    """Raise :class:`~storm_py.errors.TransportError` unless ``port`` is in 0..65535."""
+    if port < 0 or port > 65535:
+        raise TransportError(f"port must be in 0..65535, got {port}", port=port)
+
+
+SenderT = TypeVar("SenderT", bound=Sender)
+ReceiverT = TypeVar("ReceiverT", bound=Receiver)
+
+
+class TransportEndpoints(Generic[SenderT, ReceiverT]):
+    """The bookkeeping of a :class:`TransportContext`: its open endpoints and the counters of closed ones.
+
+    ``_lock`` guards the endpoint sets and ``_closed``; subclasses take it to add endpoints and call
+    :meth:`_forget` under it when one closes.
+    """
+
+    def __init__(self, scheme: str, hwm: int, sender_type: type[SenderT]) -> None:
+        if hwm < 1:
+            raise TransportError(f"hwm must be at least 1, got {hwm}", hwm=hwm)
+        self.hwm = hwm
+        self._scheme = scheme
+        self._sender_type = sender_type
+        self._lock = threading.Lock()
+        self._senders: set[SenderT] = set()
+        self._receivers: set[ReceiverT] = set()
+        self._closed_totals = TransportStats()
+        self._closed = False
+
+    @property
+    def scheme(self) -> str:
+        return self._scheme
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportError(f"{self._scheme} transport is closed")
+
+    def _forget(self, endpoint: SenderT | ReceiverT) -> None:
+        """Drop a closed endpoint and keep its counters (the caller holds ``_lock``)."""
+        if isinstance(endpoint, self._sender_type):
+            self._senders.discard(endpoint)
+        else:
+            self._receivers.discard(endpoint)
+        self._closed_totals.add(endpoint.stats)
+
+    def stats(self) -> TransportStats:
+        with self._lock:
+            total = self._closed_totals.copy()
+            live: list[SenderT | ReceiverT] = [*self._senders, *self._receivers]
+            for endpoint in live:
+                total.add(endpoint.stats)
+        return total
+
+    def _close_endpoints(self) -> bool:
+        """Mark the context closed and close its endpoints, senders first; False if it was already closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+            endpoints: list[SenderT | ReceiverT] = [*self._senders, *self._receivers]
+        for endpoint in endpoints:
+            endpoint.close()
+        return True
+
+
+class ThreadedReceiver:
+    """The lifecycle a receiver shares: ``start`` runs ``_run`` in a thread, ``stop`` wakes and joins it.
+
+    Subclasses set ``_address`` and implement ``_run(on_frame, *args)`` with the ``args`` returned by
+    :meth:`_prepare_run`, and :meth:`_wake_thread`, which makes a running ``_run`` return.
+    """
+
+    _address: str
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._log = logger
+        self._stats = TransportStats()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._state_lock = threading.Lock()
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def stats(self) -> TransportStats:
+        return self._stats
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def _prepare_run(self) -> tuple[Any, ...]:
+        """Called under the state lock before the thread starts; returns the extra arguments of ``_run``."""
+        return ()
+
+    def _run(self, on_frame: FrameHandler, *args: Any) -> None:
+        raise NotImplementedError
+
+    def _wake_thread(self) -> None:
+        """Make the running ``_run`` return (called under the state lock)."""
+        raise NotImplementedError
+
+    def start(self, on_frame: FrameHandler) -> None:
+        with self._state_lock:
+            if self._closed:
+                raise TransportError(f"receiver on {self._address} is closed", address=self._address)
+            if self._thread is not None:
+                raise TransportError(f"receiver on {self._address} is already started", address=self._address)
+            args = self._prepare_run()
+            thread = threading.Thread(
+                target=self._run, args=(on_frame, *args), name=f"storm-py-recv-{self._address}", daemon=True
+            )
+            self._thread = thread
+            thread.start()
+        self._log.debug("receiver on %s started", self._address)
+
+    def stop(self) -> None:
+        with self._state_lock:
+            thread = self._thread
+            if thread is None:
+                return
+            self._thread = None
+            self._wake_thread()
+        if thread is not threading.current_thread():
+            thread.join(STOP_JOIN_TIMEOUT)
+            if thread.is_alive():
+                self._log.error("receiver thread on %s did not stop within %.0fs", self._address, STOP_JOIN_TIMEOUT)
+        self._log.debug("receiver on %s stopped", self._address)
+
+    def _check_recv(self) -> None:
+        """Refuse ``recv`` while started."""
+        if self._thread is not None:
+            raise TransportError(f"receiver on {self._address} is started; recv is not allowed", address=self._address)
+
+    def _close_thread(self) -> bool:
+        """Mark closed (refusing ``start``) and stop; False if it was already closed."""
+        with self._state_lock:
+            if self._closed:
+                return False
+            self._closed = True
+        self.stop()
+        return True

@@ -21,10 +21,12 @@ from collections import deque
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
-    STOP_JOIN_TIMEOUT,
     FrameHandler,
     HandlerErrorLog,
+    ThreadedReceiver,
+    TransportEndpoints,
     TransportStats,
+    check_port,
 )
 
 log = logging.getLogger(__name__)
@@ -110,44 +112,20 @@ class MemorySender:
         self._transport._release(self, box)
 
 
-class MemoryReceiver:
+class MemoryReceiver(ThreadedReceiver):
     """The receiver bound to one mailbox."""
 
     def __init__(self, transport: MemoryTransport, mailbox: _Mailbox) -> None:
+        super().__init__(log)
         self._transport = transport
         self._box = mailbox
-        self._stats = TransportStats()
-        self._closed = False
+        self._address = mailbox.address
         self._stopping = False
-        self._thread: threading.Thread | None = None
-        self._state_lock = threading.Lock()
         self._errors = HandlerErrorLog(log, mailbox.address)
 
-    @property
-    def address(self) -> str:
-        return self._box.address
-
-    @property
-    def stats(self) -> TransportStats:
-        return self._stats
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
-    def start(self, on_frame: FrameHandler) -> None:
-        with self._state_lock:
-            if self._closed:
-                raise TransportError(f"receiver on {self.address} is closed", address=self.address)
-            if self._thread is not None:
-                raise TransportError(f"receiver on {self.address} is already started", address=self.address)
-            self._stopping = False
-            thread = threading.Thread(
-                target=self._run, args=(on_frame,), name=f"storm-py-recv-{self.address}", daemon=True
-            )
-            self._thread = thread
-            thread.start()
-        log.debug("receiver on %s started", self.address)
+    def _prepare_run(self) -> tuple[()]:
+        self._stopping = False
+        return ()
 
     def _run(self, on_frame: FrameHandler) -> None:
         box = self._box
@@ -170,24 +148,13 @@ class MemoryReceiver:
                     stats.handler_errors += 1
                     self._errors.report(stats.handler_errors)
 
-    def stop(self) -> None:
-        with self._state_lock:
-            thread = self._thread
-            if thread is None:
-                return
-            self._thread = None
-            with self._box.lock:
-                self._stopping = True
-                self._box.not_empty.notify_all()
-        if thread is not threading.current_thread():
-            thread.join(STOP_JOIN_TIMEOUT)
-            if thread.is_alive():
-                log.error("receiver thread on %s did not stop within %.0fs", self.address, STOP_JOIN_TIMEOUT)
-        log.debug("receiver on %s stopped", self.address)
+    def _wake_thread(self) -> None:
+        with self._box.lock:
+            self._stopping = True
+            self._box.not_empty.notify_all()
 
     def recv(self, timeout: float | None = None) -> bytes | None:
-        if self._thread is not None:
-            raise TransportError(f"receiver on {self.address} is started; recv is not allowed", address=self.address)
+        self._check_recv()
         box = self._box
         with box.lock:
             if self._closed:
@@ -213,11 +180,8 @@ class MemoryReceiver:
 
     def close(self) -> None:
         box = self._box
-        with self._state_lock:
-            if self._closed:
-                return
-            self._closed = True  # refuses start()
-        self.stop()
+        if not self._close_thread():
+            return
         with box.lock:
             if box.receiver is self:
                 box.receiver = None
@@ -226,28 +190,13 @@ class MemoryReceiver:
         log.debug("receiver on %s closed", self.address)
 
 
-class MemoryTransport:
+class MemoryTransport(TransportEndpoints[MemorySender, MemoryReceiver]):
     """The in-process :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each mailbox."""
 
     def __init__(self, hwm: int = DEFAULT_HWM) -> None:
-        if hwm < 1:
-            raise TransportError(f"hwm must be at least 1, got {hwm}", hwm=hwm)
-        self.hwm = hwm
-        self._lock = threading.Lock()
+        super().__init__("memory", hwm, MemorySender)
         self._boxes: dict[str, _Mailbox] = {}
-        self._senders: set[MemorySender] = set()
-        self._receivers: set[MemoryReceiver] = set()
-        self._closed_totals = TransportStats()
         self._ports = itertools.count(_EPHEMERAL_START)
-        self._closed = False
-
-    @property
-    def scheme(self) -> str:
-        return "memory"
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise TransportError("memory transport is closed")
 
     def _box(self, address: str) -> _Mailbox:
         box = self._boxes.get(address)
@@ -256,8 +205,7 @@ class MemoryTransport:
         return box
 
     def bind(self, host: str, port: int) -> MemoryReceiver:
-        if port < 0 or port > 65535:
-            raise TransportError(f"port must be in 0..65535, got {port}", port=port)
+        check_port(port)
         if port == 0:
             with self._lock:
                 while True:
@@ -297,32 +245,15 @@ class MemoryTransport:
     def _release(self, endpoint: MemorySender | MemoryReceiver, box: _Mailbox) -> None:
         """Forget a closed endpoint; drop its mailbox once nothing uses it and nothing waits in it."""
         with self._lock:
-            if isinstance(endpoint, MemorySender):
-                self._senders.discard(endpoint)
-            else:
-                self._receivers.discard(endpoint)
-            self._closed_totals.add(endpoint.stats)
+            self._forget(endpoint)
             with box.lock:
                 unused = box.receiver is None and box.senders == 0 and not box.frames
                 if unused and self._boxes.get(box.address) is box:
                     del self._boxes[box.address]
 
-    def stats(self) -> TransportStats:
-        with self._lock:
-            total = self._closed_totals.copy()
-            live: list[MemorySender | MemoryReceiver] = [*self._senders, *self._receivers]
-            for endpoint in live:
-                total.add(endpoint.stats)
-        return total
-
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            endpoints: list[MemorySender | MemoryReceiver] = [*self._senders, *self._receivers]
-        for endpoint in endpoints:
-            endpoint.close()
+        if not self._close_endpoints():
+            return
         with self._lock:
             discarded = 0
             for box in self._boxes.values():

@@ -27,10 +27,12 @@ import zmq
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
-    STOP_JOIN_TIMEOUT,
     FrameHandler,
     HandlerErrorLog,
+    ThreadedReceiver,
+    TransportEndpoints,
     TransportStats,
+    check_port,
 )
 
 log = logging.getLogger(__name__)
@@ -129,17 +131,14 @@ class ZmqSender:
         self._transport._release(self)
 
 
-class ZmqReceiver:
+class ZmqReceiver(ThreadedReceiver):
     """A PULL socket bound to this worker slot's address."""
 
     def __init__(self, transport: ZmqTransport, endpoint: str, hwm: int) -> None:
+        super().__init__(log)
         self._transport = transport
-        self._stats = TransportStats()
-        self._state_lock = threading.Lock()
-        self._thread: threading.Thread | None = None
         self._wake_w: int | None = None
         self._recv_lock = threading.Lock()
-        self._closed = False
         sock = _context().socket(zmq.PULL)
         try:
             sock.setsockopt(zmq.LINGER, 0)
@@ -153,32 +152,11 @@ class ZmqReceiver:
         self._address = address or endpoint
         self._errors = HandlerErrorLog(log, self._address)
 
-    @property
-    def address(self) -> str:
-        return self._address
-
-    @property
-    def stats(self) -> TransportStats:
-        return self._stats
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
-    def start(self, on_frame: FrameHandler) -> None:
-        with self._state_lock:
-            if self._closed:
-                raise TransportError(f"receiver on {self._address} is closed", address=self._address)
-            if self._thread is not None:
-                raise TransportError(f"receiver on {self._address} is already started", address=self._address)
-            wake_r, wake_w = os.pipe()
-            self._wake_w = wake_w
-            thread = threading.Thread(
-                target=self._run, args=(on_frame, wake_r), name=f"storm-py-recv-{self._address}", daemon=True
-            )
-            self._thread = thread
-            thread.start()
-        log.debug("receiver on %s started", self._address)
+    def _prepare_run(self) -> tuple[int]:
+        """A pipe whose write end :meth:`_wake_thread` writes to; the thread gets the read end."""
+        wake_r, wake_w = os.pipe()
+        self._wake_w = wake_w
+        return (wake_r,)
 
     def _run(self, on_frame: FrameHandler, wake_r: int) -> None:
         sock = self._sock
@@ -211,26 +189,15 @@ class ZmqReceiver:
         finally:
             os.close(wake_r)
 
-    def stop(self) -> None:
-        with self._state_lock:
-            thread = self._thread
-            if thread is None:
-                return
-            self._thread = None
-            wake_w = self._wake_w
-            self._wake_w = None
-            if wake_w is not None:
-                os.write(wake_w, b"x")
-                os.close(wake_w)
-        if thread is not threading.current_thread():
-            thread.join(STOP_JOIN_TIMEOUT)
-            if thread.is_alive():
-                log.error("receiver thread on %s did not stop within %.0fs", self._address, STOP_JOIN_TIMEOUT)
-        log.debug("receiver on %s stopped", self._address)
+    def _wake_thread(self) -> None:
+        wake_w = self._wake_w
+        self._wake_w = None
+        if wake_w is not None:
+            os.write(wake_w, b"x")
+            os.close(wake_w)
 
     def recv(self, timeout: float | None = None) -> bytes | None:
-        if self._thread is not None:
-            raise TransportError(f"receiver on {self._address} is started; recv is not allowed", address=self._address)
+        self._check_recv()
         with self._recv_lock:
             if self._closed:
                 raise TransportError(f"receiver on {self._address} is closed", address=self._address)
@@ -260,11 +227,8 @@ class ZmqReceiver:
             raise TransportError(f"recv on {self._address} failed: {exc}", address=self._address) from exc
 
     def close(self) -> None:
-        with self._state_lock:
-            if self._closed:
-                return
-            self._closed = True  # refuses start(); a recv waiting in another thread sees it and gives up the lock
-        self.stop()
+        if not self._close_thread():  # a recv waiting in another thread sees it closed and gives up the lock
+            return
         with self._recv_lock:
             sock = self._sock
             discarded = 0
@@ -282,26 +246,14 @@ class ZmqReceiver:
         log.debug("receiver on %s closed", self._address)
 
 
-class ZmqTransport:
+class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue."""
 
     def __init__(self, hwm: int = DEFAULT_HWM) -> None:
-        if hwm < 1:
-            raise TransportError(f"hwm must be at least 1, got {hwm}", hwm=hwm)
-        self.hwm = hwm
-        self._lock = threading.Lock()
-        self._senders: set[ZmqSender] = set()
-        self._receivers: set[ZmqReceiver] = set()
-        self._closed_totals = TransportStats()
-        self._closed = False
-
-    @property
-    def scheme(self) -> str:
-        return "zmq"
+        super().__init__("zmq", hwm, ZmqSender)
 
     def bind(self, host: str, port: int) -> ZmqReceiver:
-        if port < 0 or port > 65535:
-            raise TransportError(f"port must be in 0..65535, got {port}", port=port)
+        check_port(port)
         return self.bind_address(f"tcp://{host}:{port if port else '*'}")
 
     def bind_address(self, address: str) -> ZmqReceiver:
@@ -319,32 +271,10 @@ class ZmqTransport:
             self._senders.add(sender)
         return sender
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise TransportError("zmq transport is closed")
-
     def _release(self, endpoint: ZmqSender | ZmqReceiver) -> None:
         with self._lock:
-            if isinstance(endpoint, ZmqSender):
-                self._senders.discard(endpoint)
-            else:
-                self._receivers.discard(endpoint)
-            self._closed_totals.add(endpoint.stats)
-
-    def stats(self) -> TransportStats:
-        with self._lock:
-            total = self._closed_totals.copy()
-            live: list[ZmqSender | ZmqReceiver] = [*self._senders, *self._receivers]
-            for endpoint in live:
-                total.add(endpoint.stats)
-        return total
+            self._forget(endpoint)
 
     def close(self) -> None:
         """Close this transport's sockets; the shared process-wide zmq context stays up for other users."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            endpoints: list[ZmqSender | ZmqReceiver] = [*self._senders, *self._receivers]
-        for endpoint in endpoints:
-            endpoint.close()
+        self._close_endpoints()
