@@ -43,12 +43,11 @@ def owned_partitions(index: int, num_tasks: int, partitions: int) -> range:
     return range(index, partitions, max(1, num_tasks))
 
 
-class _PartitionedCoordinator:
-    def __init__(self, inner: PartitionedCoordinator) -> None:
-        self.inner = inner
+class _CoordinatorAdapter:
+    """What both coordinators share: readiness and close pass through to the wrapped coordinator."""
 
-    def initialize_transaction(self, txid: int, prev_meta: Any) -> Any:
-        return int(self.inner.num_partitions())
+    def __init__(self, inner: PartitionedCoordinator | OpaqueCoordinator) -> None:
+        self.inner = inner
 
     def is_ready(self) -> bool:
         return bool(self.inner.is_ready())
@@ -57,8 +56,12 @@ class _PartitionedCoordinator:
         self.inner.close()
 
 
-class _PartitionedEmitter:
-    def __init__(self, inner: PartitionedEmitter, state: TransactionalState, context: TopologyContext) -> None:
+class _EmitterAdapter:
+    """What both emitters share: this task's partitions, each with its rotating state, and close."""
+
+    def __init__(
+        self, inner: PartitionedEmitter | OpaqueEmitter, state: TransactionalState, context: TopologyContext
+    ) -> None:
         self.inner = inner
         self.state = state
         self.index = context.this_task_index
@@ -72,6 +75,28 @@ class _PartitionedEmitter:
             self.partition_states[partition] = rotating
         return rotating
 
+    def cleanup_before(self, txid: int) -> None:
+        for rotating in self.partition_states.values():
+            rotating.cleanup_before(txid)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _PartitionedCoordinator(_CoordinatorAdapter):
+    def __init__(self, inner: PartitionedCoordinator) -> None:
+        super().__init__(inner)
+        self.inner: PartitionedCoordinator = inner
+
+    def initialize_transaction(self, txid: int, prev_meta: Any) -> Any:
+        return int(self.inner.num_partitions())
+
+
+class _PartitionedEmitter(_EmitterAdapter):
+    def __init__(self, inner: PartitionedEmitter, state: TransactionalState, context: TopologyContext) -> None:
+        super().__init__(inner, state, context)
+        self.inner: PartitionedEmitter = inner
+
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
         partitions = int(meta or 0)
         for partition in owned_partitions(self.index, self.num_tasks, partitions):
@@ -84,13 +109,6 @@ class _PartitionedEmitter:
             # transaction already had state for the partition (this one emits nothing there)
             if stored is not None:
                 self.inner.emit_partition_batch(tx, collector, partition, stored)
-
-    def cleanup_before(self, txid: int) -> None:
-        for rotating in self.partition_states.values():
-            rotating.cleanup_before(txid)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class PartitionedTransactionalSpoutExecutor(TransactionalSpout):
@@ -117,27 +135,19 @@ class PartitionedTransactionalSpoutExecutor(TransactionalSpout):
 # ---------------------------------------------------------------------------------------------------- opaque
 
 
-class _OpaqueCoordinator:
+class _OpaqueCoordinator(_CoordinatorAdapter):
     def __init__(self, inner: OpaqueCoordinator) -> None:
-        self.inner = inner
+        super().__init__(inner)
+        self.inner: OpaqueCoordinator = inner
 
     def initialize_transaction(self, txid: int, prev_meta: Any) -> Any:
         return None
 
-    def is_ready(self) -> bool:
-        return bool(self.inner.is_ready())
 
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _OpaqueEmitter:
+class _OpaqueEmitter(_EmitterAdapter):
     def __init__(self, inner: OpaqueEmitter, state: TransactionalState, context: TopologyContext) -> None:
-        self.inner = inner
-        self.state = state
-        self.index = context.this_task_index
-        self.num_tasks = len(context.get_component_tasks(context.this_component_id)) or 1
-        self.partition_states: dict[int, RotatingTransactionalState] = {}
+        super().__init__(inner, state, context)
+        self.inner: OpaqueEmitter = inner
         self.cached: dict[int, dict[int, Any]] = {}
         for name in state.list(""):
             try:
@@ -146,13 +156,6 @@ class _OpaqueEmitter:
                 continue
             if (partition - self.index) % self.num_tasks == 0:
                 self.partition_states[partition] = RotatingTransactionalState(state, name)
-
-    def _state_of(self, partition: int) -> RotatingTransactionalState:
-        rotating = self.partition_states.get(partition)
-        if rotating is None:
-            rotating = RotatingTransactionalState(self.state, str(partition))
-            self.partition_states[partition] = rotating
-        return rotating
 
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
         txid = tx.transaction_id
@@ -174,13 +177,9 @@ class _OpaqueEmitter:
             self._state_of(partition).override_state(txid, meta)
 
     def cleanup_before(self, txid: int) -> None:
-        for rotating in self.partition_states.values():
-            rotating.cleanup_before(txid)
+        super().cleanup_before(txid)
         for old in [t for t in self.cached if t < txid]:
             del self.cached[old]
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class OpaquePartitionedTransactionalSpoutExecutor(CommitterTransactionalSpout):
