@@ -151,8 +151,8 @@ def _as_fields(fields: Fields | Sequence[str]) -> list[str]:
     return list(fields)
 
 
-class MemoryTransactionalSpout(PartitionedTransactionalSpout):
-    """Storm's ``MemoryTransactionalSpout``: a partitioned transactional spout over in-memory lists."""
+class _MemoryData:
+    """What both memory spouts share: the in-memory source, the declared fields and completion."""
 
     def __init__(self, data: dict[int, list[Any]], fields: Fields | Sequence[str], take_per_batch: int) -> None:
         if take_per_batch < 1:
@@ -161,11 +161,8 @@ class MemoryTransactionalSpout(PartitionedTransactionalSpout):
         self.fields = _as_fields(fields)
         self.take_per_batch = take_per_batch
 
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> PartitionedCoordinator:
-        return _MemoryCoordinator(self.source)
-
-    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> PartitionedEmitter:
-        return _MemoryEmitter(_Batches(self.source, self.take_per_batch, _max_pending(conf)))
+    def _batches(self, conf: dict[str, Any]) -> _Batches:
+        return _Batches(self.source, self.take_per_batch, _max_pending(conf))
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare([TX_FIELD, *self.fields])
@@ -177,6 +174,16 @@ class MemoryTransactionalSpout(PartitionedTransactionalSpout):
     def startup(self) -> None:
         """Called when the topology's coordinator opens: completion starts over."""
         self.source.reset()
+
+
+class MemoryTransactionalSpout(_MemoryData, PartitionedTransactionalSpout):
+    """Storm's ``MemoryTransactionalSpout``: a partitioned transactional spout over in-memory lists."""
+
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> PartitionedCoordinator:
+        return _MemoryCoordinator(self.source)
+
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> PartitionedEmitter:
+        return _MemoryEmitter(self._batches(conf))
 
 
 class _OpaqueMemoryEmitter:
@@ -199,28 +206,18 @@ class _OpaqueMemoryEmitter:
         pass
 
 
-class OpaqueMemoryTransactionalSpout(OpaquePartitionedTransactionalSpout):
+class OpaqueMemoryTransactionalSpout(_MemoryData, OpaquePartitionedTransactionalSpout):
     """Storm's ``OpaqueMemoryTransactionalSpout``: like :class:`MemoryTransactionalSpout`, opaque.
 
     ``set_disabled(partition, True)`` makes the partition emit nothing until re-enabled, so a replayed
     transaction can differ from its first attempt.
     """
 
-    def __init__(self, data: dict[int, list[Any]], fields: Fields | Sequence[str], take_per_batch: int) -> None:
-        if take_per_batch < 1:
-            raise ValueError(f"take_per_batch must be >= 1, got {take_per_batch}")
-        self.source = MemorySource(data)
-        self.fields = _as_fields(fields)
-        self.take_per_batch = take_per_batch
-
     def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> OpaqueCoordinator:
         return _MemoryCoordinator(self.source)
 
     def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> OpaqueEmitter:
-        return _OpaqueMemoryEmitter(_Batches(self.source, self.take_per_batch, _max_pending(conf)))
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare([TX_FIELD, *self.fields])
+        return _OpaqueMemoryEmitter(self._batches(conf))
 
     def set_disabled(self, partition: int, disabled: bool) -> None:
         """Stop (or resume) emitting ``partition``."""
@@ -229,11 +226,3 @@ class OpaqueMemoryTransactionalSpout(OpaquePartitionedTransactionalSpout):
                 self.source.disabled.add(partition)
             else:
                 self.source.disabled.discard(partition)
-
-    def is_exhausted(self) -> bool:
-        """Every partition's tuples were emitted and committed (and nothing was added since)."""
-        return self.source.is_exhausted()
-
-    def startup(self) -> None:
-        """Called when the topology's coordinator opens: completion starts over."""
-        self.source.reset()
