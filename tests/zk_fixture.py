@@ -29,7 +29,6 @@ from storm_py.errors import WaitTimeoutError
 
 log = logging.getLogger(__name__)
 
-MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -73,22 +72,7 @@ class ZooKeeperServer:
         self.log_path = base_dir / "zookeeper.log"
         self._proc: subprocess.Popen[bytes] | None = None
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(
-            "\n".join(
-                [
-                    "tickTime=500",
-                    f"dataDir={self.data_dir}",
-                    f"clientPort={self.port}",
-                    f"clientPortAddress={self.host}",
-                    "maxClientCnxns=0",
-                    "admin.enableServer=false",
-                    "4lw.commands.whitelist=srvr,ruok,stat,mntr,envi,conf",
-                    "forceSync=no",
-                    "",
-                ]
-            ),
-            encoding="utf-8",
-        )
+        self.config.write_text(dev_zookeeper.zoo_cfg(self.data_dir, self.host, self.port), encoding="utf-8")
 
     @property
     def connect_string(self) -> str:
@@ -104,17 +88,7 @@ class ZooKeeperServer:
             return
         with self.log_path.open("ab") as out:
             self._proc = subprocess.Popen(
-                [
-                    self.java,
-                    "-Xmx256m",
-                    "-XX:+UseSerialGC",
-                    "-XX:TieredStopAtLevel=1",
-                    "-Dzookeeper.admin.enableServer=false",
-                    "-cp",
-                    self.classpath,
-                    MAIN_CLASS,
-                    str(self.config),
-                ],
+                dev_zookeeper.server_command(self.java, self.classpath, self.config),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -77,6 +77,29 @@ def four_letter_word(host: str, port: int, word: bytes = b"srvr", timeout: float
         return b""
 
 
+def zoo_cfg(data_dir: Path, host: str, port: int, tick_ms: int = 500) -> str:
+    """A standalone server's ``zoo.cfg``: loopback only, no admin server, the four-letter words we poll."""
+    return "\n".join(
+        [
+            f"tickTime={tick_ms}",
+            f"dataDir={data_dir}",
+            f"clientPort={port}",
+            f"clientPortAddress={host}",
+            "maxClientCnxns=0",
+            "admin.enableServer=false",
+            "4lw.commands.whitelist=srvr,ruok,stat,mntr,envi,conf",
+            "forceSync=no",
+            "",
+        ]
+    )
+
+
+def server_command(java: str, classpath: str, config: Path) -> list[str]:
+    """The command line of a small standalone ZooKeeper server reading ``config``."""
+    return [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Dzookeeper.admin.enableServer=false", "-cp", classpath, MAIN_CLASS, str(config)]
+
+
 class ZooKeeperProcess:
     """A standalone ZooKeeper on ``host:port`` with its data under ``data_dir``."""
 
@@ -98,26 +121,10 @@ class ZooKeeperProcess:
         """Start the server and wait until it serves."""
         java, classpath = find_java(), find_classpath()
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
-        self.config.write_text(
-            "\n".join(
-                [
-                    f"tickTime={self.tick_ms}",
-                    f"dataDir={self.data_dir / 'data'}",
-                    f"clientPort={self.port}",
-                    f"clientPortAddress={self.host}",
-                    "maxClientCnxns=0",
-                    "admin.enableServer=false",
-                    "4lw.commands.whitelist=srvr,ruok,stat,mntr,envi,conf",
-                    "forceSync=no",
-                    "",
-                ]
-            ),
-            encoding="utf-8",
-        )
+        self.config.write_text(zoo_cfg(self.data_dir / "data", self.host, self.port, self.tick_ms), encoding="utf-8")
         with self.log_path.open("ab") as out:
             self.proc = subprocess.Popen(
-                [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                 "-Dzookeeper.admin.enableServer=false", "-cp", classpath, MAIN_CLASS, str(self.config)],
+                server_command(java, classpath, self.config),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.data_dir,
             )
         deadline = time.monotonic() + timeout
