@@ -108,8 +108,13 @@ class WordsDB(SQLiteState):
             return {int(b): int(c) for b, c in conn.execute("SELECT bucket, count FROM buckets WHERE count != 0")}
 
 
-class KeyedCountUpdater(BaseTransactionalBolt, Committer):
-    """Counts its words of the batch; in the commit phase adds them to the stored counts once per txid."""
+class _CommitWriter(BaseTransactionalBolt):
+    """A bolt whose ``finish_batch`` (commit phase) writes the batch to SQLite and emits the rows it changed.
+
+    Subclasses set ``stage`` (the fault hook's name prefix) and implement :meth:`reset` and :meth:`write`.
+    """
+
+    stage = ""
 
     def __init__(self, db_path: str, fault_hook: FaultHook | None = None) -> None:
         self.db_path = db_path
@@ -120,6 +125,32 @@ class KeyedCountUpdater(BaseTransactionalBolt, Committer):
     ) -> None:
         self.collector = collector
         self.attempt: TransactionAttempt = id
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the batch's accumulation."""
+
+    def write(self, db: WordsDB) -> list[list[Any]]:
+        """Apply the batch to ``db``; the rows to emit (after the attempt)."""
+        raise NotImplementedError
+
+    def finish_batch(self) -> None:
+        hook = self.fault_hook
+        if hook is not None:
+            hook(f"{self.stage}.before-write", self.attempt)
+        rows = self.write(WordsDB(self.db_path, create=False))
+        if hook is not None:
+            hook(f"{self.stage}.after-write", self.attempt)
+        for row in rows:
+            self.collector.emit([self.attempt, *row])
+
+
+class KeyedCountUpdater(_CommitWriter, Committer):
+    """Counts its words of the batch; in the commit phase adds them to the stored counts once per txid."""
+
+    stage = "count"
+
+    def reset(self) -> None:
         self.counts: dict[str, int] = {}
 
     def execute(self, tup: Tuple) -> None:
@@ -128,16 +159,9 @@ class KeyedCountUpdater(BaseTransactionalBolt, Committer):
         word = str(tup.get_value(1))
         self.counts[word] = self.counts.get(word, 0) + 1
 
-    def finish_batch(self) -> None:
-        hook = self.fault_hook
-        if hook is not None:
-            hook("count.before-write", self.attempt)
-        db = WordsDB(self.db_path, create=False)
+    def write(self, db: WordsDB) -> list[list[Any]]:
         rows = db.apply_words(self.attempt.transaction_id, self.counts) if self.counts else []
-        if hook is not None:
-            hook("count.after-write", self.attempt)
-        for word, count, prev in rows:
-            self.collector.emit([self.attempt, word, count, prev])
+        return [list(r) for r in rows]
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["id", "key", "count", "prev-count"])
@@ -159,34 +183,21 @@ class Bucketize(BasicBolt):
         declarer.declare(["attempt", "bucket", "delta"])
 
 
-class BucketCountUpdater(BaseTransactionalBolt):
+class BucketCountUpdater(_CommitWriter):
     """Adds the batch's bucket moves to the stored bucket counts once per txid (it runs in the commit phase)."""
 
-    def __init__(self, db_path: str, fault_hook: FaultHook | None = None) -> None:
-        self.db_path = db_path
-        self.fault_hook = fault_hook
+    stage = "buckets"
 
-    def prepare(
-        self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, id: Any
-    ) -> None:
-        self.collector = collector
-        self.attempt: TransactionAttempt = id
+    def reset(self) -> None:
         self.accum: dict[int, int] = {}
 
     def execute(self, tup: Tuple) -> None:
         bucket = int(tup.get_value(1))
         self.accum[bucket] = self.accum.get(bucket, 0) + int(tup.get_value(2))
 
-    def finish_batch(self) -> None:
-        hook = self.fault_hook
-        if hook is not None:
-            hook("buckets.before-write", self.attempt)
-        db = WordsDB(self.db_path, create=False)
+    def write(self, db: WordsDB) -> list[list[Any]]:
         rows = db.apply_buckets(self.attempt.transaction_id, self.accum) if self.accum else []
-        if hook is not None:
-            hook("buckets.after-write", self.attempt)
-        for bucket, count in rows:
-            self.collector.emit([self.attempt, bucket, count])
+        return [list(r) for r in rows]
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["id", "bucket", "count"])
