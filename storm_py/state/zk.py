@@ -109,6 +109,15 @@ class _KazooWatch:
             self._storage._dispatcher.post(functools.partial(self._storage._refresh, self))
 
 
+#: kazoo's node errors -> (what the message says, the StateError reason)
+_KNOWN_ERRORS: dict[type[Exception], tuple[str, str]] = {
+    NoNodeError: ("no such node", "no_node"),
+    NodeExistsError: ("node exists", "node_exists"),
+    NotEmptyError: ("node has children", "not_empty"),
+    NoChildrenForEphemeralsError: ("the parent is ephemeral", "ephemeral_parent"),
+}
+
+
 class KazooStorage:
     """A ZooKeeper session implementing :class:`~storm_py.state.storage.StateStorage` (see module docstring).
 
@@ -465,22 +474,9 @@ class KazooStorage:
             yield
         except StateError:
             raise
-        except NoNodeError as err:
-            raise StateError(
-                f"ZooKeeper {op} {path}: no such node", path=path, op=op, reason="no_node"
-            ) from err
-        except NodeExistsError as err:
-            raise StateError(
-                f"ZooKeeper {op} {path}: node exists", path=path, op=op, reason="node_exists"
-            ) from err
-        except NotEmptyError as err:
-            raise StateError(
-                f"ZooKeeper {op} {path}: node has children", path=path, op=op, reason="not_empty"
-            ) from err
-        except NoChildrenForEphemeralsError as err:
-            raise StateError(
-                f"ZooKeeper {op} {path}: the parent is ephemeral", path=path, op=op, reason="ephemeral_parent"
-            ) from err
+        except (NoNodeError, NodeExistsError, NotEmptyError, NoChildrenForEphemeralsError) as err:
+            what, reason = next(v for k, v in _KNOWN_ERRORS.items() if isinstance(err, k))
+            raise StateError(f"ZooKeeper {op} {path}: {what}", path=path, op=op, reason=reason) from err
         except (KazooException, KazooTimeoutError) as err:
             raise StateError(
                 f"ZooKeeper {op} {path} failed: {type(err).__name__}: {err}", path=path, op=op
