@@ -367,7 +367,9 @@ def _anchor_list(anchors: Any) -> list[Tuple]:
 class BoltCollector:
     """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
 
-    __slots__ = ("_acker_for", "_acking", "_ex", "_out", "_rand", "_routes", "_stats", "_task", "component_id")
+    __slots__ = (
+        "_acker_for", "_acking", "_acks", "_ex", "_out", "_rand", "_routes", "_stats", "_task", "component_id",
+    )
 
     def __init__(self, ex: BoltExecutor, task: int) -> None:
         self._ex = ex
@@ -376,6 +378,7 @@ class BoltCollector:
         self._acking = ex.rt.num_ackers > 0
         self._rand = ex.rt.rand64
         self._out = ex.outbuf  # cleared in place after every flush, never replaced
+        self._acks = ex.acks  # likewise
         self._stats = ex.stats
         self._acker_for = ex.rt.acker_for
         self.component_id = ex.component_id
@@ -387,13 +390,15 @@ class BoltCollector:
         route = self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
+        stats = self._stats
+        stats.emitted += 1
+        if not route.choosers:
+            return []  # nobody subscribes: emitted, not transferred
         if type(values) is not list:
             values = list(values)
         single = route.single
         task = self._task
         targets = single(task, values) if single is not None else route.choose(task, values)
-        stats = self._stats
-        stats.emitted += 1
         if not targets:
             return targets
         stats.transferred += len(targets)
@@ -445,15 +450,14 @@ class BoltCollector:
             out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
 
     def ack(self, tup: Tuple) -> None:
-        """The input was processed: tell the ackers of each of its roots."""
+        """The input was processed: tell the ackers of each of its roots (merged per root until the step ends)."""
         self._stats.acked += 1
         ids = tup._ids
         if ids and self._acking:
-            out = self._out
-            acker_for = self._acker_for
+            acks = self._acks
             av = tup._ack_val
             for root, v in ids.items():
-                out[acker_for(root)].append((ACK, root, v ^ av))
+                acks[root] = acks.get(root, 0) ^ v ^ av
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
@@ -515,6 +519,10 @@ class BoltExecutor(Executor):
     def __init__(self, rt: WorkerRuntime, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
         self.acker_for = rt.acker_for
+        #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
+        #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
+        #: may travel after a fail of the same step)
+        self.acks: dict[int, int] = {}
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
@@ -588,7 +596,16 @@ class BoltExecutor(Executor):
                     run(tick)
                 except Exception as exc:
                     self.report_error(task, exc)
+        if self.acks:
+            self._flush_acks()
         return did
+
+    def _flush_acks(self) -> None:
+        out = self.outbuf
+        acker_for = self.acker_for
+        for root, val in self.acks.items():
+            out[acker_for(root)].append((ACK, root, val))
+        self.acks.clear()
 
     def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:
         log.error("bolt %s task %d raised on %r: %s", self.component_id, task, tup, exc)

@@ -22,7 +22,6 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
-from storm_py.runtime.acker import ACK
 from storm_py.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor, error_text
 from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.routing import StreamRoute
@@ -82,7 +81,6 @@ class WorkerRuntime:
             self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         ackers = layout.component_tasks.get(ACKER_COMPONENT, [])
-        self._acker_tasks = frozenset(ackers)
         self.acker_for = _acker_chooser(ackers)
         self.new_root = _root_maker(self.rng, ackers, set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
@@ -263,8 +261,6 @@ class WorkerRuntime:
                 self.dropped += len(items)
                 log.warning("dropped %d tuples for task %d: no worker runs it", len(items), task)
                 continue
-            if task in self._acker_tasks:
-                items = coalesce_acks(items)
             batches = remote.get(worker)
             if batches is None:
                 remote[worker] = [(task, items)]
@@ -301,25 +297,6 @@ class WorkerRuntime:
     def is_idle(self) -> bool:
         """No queued tuples in any executor and nothing inbound."""
         return not self.inbound and all(not ex.inbox for ex in self.executors)
-
-
-def coalesce_acks(rows: list[Any]) -> list[Any]:
-    """Merge a batch of ack rows for another worker's acker into one row per root (XOR is associative).
-
-    Only a batch made of nothing but acks is merged, so a fail or reset keeps its place among them; the acker
-    reaches the same decision from one merged row as from the rows it replaces, with fewer rows on the wire.
-    """
-    if len(rows) < 2:
-        return rows
-    merged: dict[int, int] = {}
-    for row in rows:
-        if row[0] != ACK:
-            return rows
-        root = row[1]
-        merged[root] = merged.get(root, 0) ^ row[2]
-    if len(merged) == len(rows):
-        return rows
-    return [(ACK, root, val) for root, val in merged.items()]
 
 
 def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:

@@ -157,15 +157,3 @@ def test_random_trees_complete_exactly_when_all_descendants_acked(case):
         else:
             assert decided == [ACKED]
 
-
-def test_coalesced_acks_reach_the_same_decision():
-    """Acks for another worker's acker are merged per root before crossing; the ledger decides the same."""
-    from storm_py.runtime.worker_runtime import coalesce_acks
-
-    rows = [(INIT, 1, 0b111, 4)]
-    acks = [(ACK, 1, 0b001), (ACK, 2, 5), (ACK, 1, 0b010), (ACK, 1, 0b100)]
-    merged = coalesce_acks(acks)
-    assert sorted(merged) == [(ACK, 1, 0b111), (ACK, 2, 5)]
-    assert run(AckLedger(), rows + merged) == run(AckLedger(), rows + acks) == [(4, ACKED, 1)]
-    with_fail = [(ACK, 1, 1), (FAIL, 1), (ACK, 1, 2)]
-    assert coalesce_acks(with_fail) is with_fail

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storm_py import LocalCluster, TopologyBuilder
+from storm_py import Fields, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
 from tests.core.helpers import (
@@ -311,3 +311,37 @@ def test_zero_ackers_ack_inside_emit():
         assert tracker.is_acked(1) and not tracker.is_failed(1)
         components = {ex.component_id for w in cluster.workers(tid) for ex in w.runtime.executors}
         assert "__acker" not in components
+
+
+class FailOddBolt(IdentityBolt):
+    """Acks even numbers and fails odd ones."""
+
+    def execute(self, tup):
+        if tup.values[0] % 2:
+            self.collector.fail(tup)
+        else:
+            self.collector.ack(tup)
+
+
+def test_acks_of_one_batch_merge_per_tree_and_a_fail_among_them_wins():
+    """A bolt's acks of one step go out as one row per tree; a sibling failed in the same step still fails it."""
+    with LocalCluster(simulated_time=True, tracked=True) as cluster:
+        all_acked, one_failed = AckTrackingFeeder("num"), FeederSpout(Fields("num"))
+        tracker = AckFailMapTracker()
+        one_failed.set_ack_fail_delegate(tracker)
+        builder = TopologyBuilder()
+        builder.set_spout("ok", all_acked.spout)
+        builder.set_spout("bad", one_failed)
+        builder.set_bolt("fan", BranchingBolt(4)).shuffle_grouping("ok")
+        builder.set_bolt("fan-bad", BranchingBolt(4)).shuffle_grouping("bad")
+        builder.set_bolt("sink", AckBolt()).shuffle_grouping("fan")
+        builder.set_bolt("sink-bad", FailOddBolt()).shuffle_grouping("fan-bad")
+        tracked = TrackedTopology(builder.create_topology(), cluster)
+        cluster.submit_topology("merged-acks", {}, tracked)
+        cluster.advance_cluster_time(11)
+        all_acked.feed([7])
+        one_failed.feed([7], 1)
+        tracked_wait(tracked, 2)
+        all_acked.assert_num_acks(1)
+        assert_failed(tracker, 1)
+        assert not tracker.is_acked(1)
