@@ -104,6 +104,29 @@ class MessageId:
         return f"MessageId({self.anchors_to_ids!r})"
 
 
+#: A tuple's anchors: ``None`` (not anchored), ``[root, edge]`` (one spout tuple, the common case, kept as a
+#: two-item list because it costs less to build and read than a map) or ``{root: edge, ...}`` (several).
+Anchors = list[int] | dict[int, int] | None
+
+
+def anchor_map(ids: Anchors) -> dict[int, int]:
+    """Anchors as a ``{root: edge}`` map."""
+    if ids is None:
+        return {}
+    if type(ids) is list:
+        return {ids[0]: ids[1]}
+    return dict(ids)  # type: ignore[arg-type]
+
+
+def anchor_roots(ids: Anchors) -> Sequence[int] | dict[int, int]:
+    """The spout-tuple roots of anchors (iterable, without edges)."""
+    if ids is None:
+        return ()
+    if type(ids) is list:
+        return ids[:1]
+    return ids
+
+
 class Tuple:
     """One tuple as a bolt sees it: values plus where it came from.
 
@@ -119,7 +142,7 @@ class Tuple:
         source_component: str,
         source_stream: str,
         source_task: int,
-        ids: dict[int, int] | None,
+        ids: Anchors,
     ) -> None:
         self.values = values
         self.fields = fields
@@ -132,7 +155,7 @@ class Tuple:
     @property
     def message_id(self) -> MessageId:
         """The tuple's :class:`MessageId` (empty when the tuple is not anchored to any spout tuple)."""
-        return MessageId(dict(self._ids) if self._ids else {})
+        return MessageId(anchor_map(self._ids))
 
     def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storm_py.api.tuple import Fields, Tuple
+from storm_py.api.tuple import Fields, Tuple, anchor_map
 from storm_py.errors import CodecError
 from storm_py.protocol.messages import (
     ACKER_ROW,
@@ -48,11 +48,10 @@ class Encoded:
 
 def _entry(task: int, item: Any) -> list[Any]:
     if type(item) is Tuple:
-        ids = item._ids
         flat: list[int] | None = None
-        if ids:
+        if item._ids:
             flat = []
-            for root, edge in ids.items():
+            for root, edge in anchor_map(item._ids).items():
                 flat.append(root)
                 flat.append(edge)
         return [task, 0, item.source_stream, item.source_task, item.values, flat]
@@ -180,7 +179,9 @@ class FrameDecoder:
                         stream=stream,
                     )
                 flat = entry[TUPLE_IDS]
-                ids = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else None
+                ids: Any = None
+                if flat:
+                    ids = flat if len(flat) == 2 else dict(zip(flat[::2], flat[1::2], strict=True))
                 item = Tuple(entry[TUPLE_VALUES], fields, comp, stream, src, ids)
             if task != last_task:
                 batch = []

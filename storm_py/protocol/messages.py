@@ -14,8 +14,9 @@ Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a 
     * ``[task, KIND_ACKER, row]`` -- an acker/spout control row, a short list of ints (code, root, value,
       extra); the runtime defines the codes.
     * ``[task, KIND_TUPLES, stream, source_task, values_list, ids_list]`` -- a run of data tuples from one
-      source task and stream: ``values_list[i]`` is a tuple's values, ``ids_list[i]`` its anchors as a map
-      ``{root: edge}`` or ``None``.  What a worker sends; one msgpack array per run instead of per tuple.
+      source task and stream: ``values_list[i]`` is a tuple's values, ``ids_list[i]`` its anchors: ``None``,
+      ``[root, edge]`` (one spout tuple) or a map ``{root: edge}`` (several).  What a worker sends; one
+      msgpack array per run instead of per tuple.
     * ``[task, KIND_ACKER_ROWS, rows]`` -- a run of control rows for one task.
 
 ``FRAME_BACKPRESSURE``
@@ -264,6 +265,13 @@ def _tuples_ok(entry: list[Any]) -> bool:
             return False
     for ids in ids_list:
         if ids is not None:
+            if type(ids) is list:
+                if len(ids) != 2:
+                    return False
+                root, edge = ids
+                if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
+                    return False
+                continue
             if type(ids) is not dict:
                 return False
             for root, edge in ids.items():
@@ -304,7 +312,7 @@ def _explain_entry(i: int, entry: Any) -> None:
         raise CodecError(
             f"bad frame: entries[{i}] is a malformed TUPLES entry (expected [task, kind, stream, source_task, "
             f"values_list, ids_list]: stream a str, source_task an int, values_list a list of lists, ids_list as "
-            f"long, each None or a {{root: edge}} map of unsigned ints)",
+            f"long, each None, a [root, edge] pair or a {{root: edge}} map of unsigned ints)",
             entry=i,
         )
     elif _is_int(kind) and kind == KIND_ACKER_ROWS:

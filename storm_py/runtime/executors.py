@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from storm_py.api.components import BasicBolt
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple, make_tick_tuple
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple, anchor_roots, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK, ACKED, FAIL, FAILED, INIT, RESET, RESET_TIMEOUT, AckerBolt
 from storm_py.runtime.routing import StreamRoute
@@ -173,7 +173,7 @@ class SpoutCollector:
         for t in targets:
             edge = rand()
             ack_val ^= edge
-            out[t].append(Tuple(values, fields, comp, stream, task, {root: edge}))
+            out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
         ex.pending0[root] = (task, msg_id, ex.now)
         out[ex.acker_for(root)].append((INIT, root, ack_val, task))
 
@@ -403,9 +403,9 @@ class BoltCollector:
             return targets
         stats.transferred += len(targets)
         if type(anchors) is Tuple and self._acking:
-            # the common case, inlined: one anchor
             aids = anchors._ids
-            if aids:
+            if type(aids) is list:  # the common case, inlined: one anchor that belongs to one spout tuple
+                root = aids[0]
                 out = self._out
                 rand = self._rand
                 fields = route.fields
@@ -413,9 +413,10 @@ class BoltCollector:
                 for t in targets:
                     edge = rand()
                     anchors._ack_val ^= edge
-                    out[t].append(Tuple(values, fields, comp, stream, task, dict.fromkeys(aids, edge)))
+                    out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
                 return targets
-            anchors = None
+            if not aids:
+                anchors = None
         self._send(route, targets, values, anchors)
         return targets
 
@@ -445,9 +446,13 @@ class BoltCollector:
             for a in alist:
                 edge = rand()
                 a._ack_val ^= edge
-                for root in a._ids:  # type: ignore[union-attr]
+                for root in anchor_roots(a._ids):
                     ids[root] = ids.get(root, 0) ^ edge
-            out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
+            if len(ids) == 1:
+                (root, edge), = ids.items()
+                out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+            else:
+                out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
 
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots (merged per root until the step ends)."""
@@ -455,8 +460,12 @@ class BoltCollector:
         ids = tup._ids
         if ids and self._acking:
             acks = self._acks
+            if type(ids) is list:
+                root = ids[0]
+                acks[root] = acks.get(root, 0) ^ ids[1] ^ tup._ack_val
+                return
             av = tup._ack_val
-            for root, v in ids.items():
+            for root, v in ids.items():  # type: ignore[union-attr]
                 acks[root] = acks.get(root, 0) ^ v ^ av
 
     def fail(self, tup: Tuple) -> None:
@@ -466,7 +475,7 @@ class BoltCollector:
         if ids and self._acking:
             out = self._ex.outbuf
             acker_for = self._ex.acker_for
-            for root in ids:
+            for root in anchor_roots(ids):
                 out[acker_for(root)].append((FAIL, root))
 
     def reset_timeout(self, tup: Tuple) -> None:
@@ -475,7 +484,7 @@ class BoltCollector:
         if ids and self._acking:
             out = self._ex.outbuf
             acker_for = self._ex.acker_for
-            for root in ids:
+            for root in anchor_roots(ids):
                 out[acker_for(root)].append((RESET, root))
 
     def report_error(self, exc: BaseException) -> None:

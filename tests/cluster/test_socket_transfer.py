@@ -98,7 +98,7 @@ def pair():
         p.close()
 
 
-def word(w: str, task: int = 2, ids: dict[int, int] | None = None) -> Tuple:
+def word(w: str, task: int = 2, ids: list[int] | dict[int, int] | None = None) -> Tuple:
     return Tuple([w], Fields("word"), "split", "default", task, ids)
 
 
@@ -230,17 +230,21 @@ def test_runs_of_tuples_travel_as_one_entry_each() -> None:
     from storm_py.protocol.messages import KIND_ACKER_ROWS, KIND_TUPLES, decode_frame
 
     root = (1 << 64) - 5
-    items = [word("a", ids={root: 1}), word("b"), word("c", task=3), word("d", task=3, ids={root: 2, 7: 9})]
+    items = [
+        word("a", ids=[root, 1]), word("b"), word("c", task=3), word("d", task=3, ids={root: 2, 7: 9}),
+        word("e", task=3, ids={5: 6}),
+    ]
     encoded = encode_entries("w1", [(5, items), (4, [(ACK, root, 7), (ACK, 3, 1)])])
-    assert encoded.frame is not None and encoded.count == 6
+    assert encoded.frame is not None and encoded.count == 7
     kinds = [e[1] for e in decode_frame(encoded.frame).payload]
     assert kinds == [KIND_TUPLES, KIND_TUPLES, KIND_ACKER_ROWS]
     _, out, n = FrameDecoder(COMPONENTS, STREAMS).decode(encoded.frame)
-    assert n == 6
+    assert n == 7
     got = out[0][1]
-    assert [t.values[0] for t in got] == ["a", "b", "c", "d"]
-    assert [t.source_task for t in got] == [2, 2, 3, 3]
-    assert [t._ids for t in got] == [{root: 1}, None, None, {root: 2, 7: 9}]
+    assert [t.values[0] for t in got] == ["a", "b", "c", "d", "e"]
+    assert [t.source_task for t in got] == [2, 2, 3, 3, 3]
+    assert [t._ids for t in got] == [[root, 1], None, None, {root: 2, 7: 9}, {5: 6}]
+    assert [t.message_id.anchors_to_ids for t in got] == [{root: 1}, {}, {}, {root: 2, 7: 9}, {5: 6}]
     assert out[1] == (4, [(ACK, root, 7), (ACK, 3, 1)])
 
 
@@ -253,6 +257,8 @@ def test_malformed_runs_are_rejected_with_the_entry_named() -> None:
         [1, KIND_TUPLES, "default", 2, [["a"]], []],  # lists of different lengths
         [1, KIND_TUPLES, "default", 2, [["a"]], [{-1: 3}]],  # negative root
         [1, KIND_TUPLES, "default", 2, ["a"], [None]],  # values not a list
+        [1, KIND_TUPLES, "default", 2, [["a"]], [[5]]],  # a one-root pair without its edge
+        [1, KIND_TUPLES, "default", 2, [["a"]], [[5, "x"]]],  # an edge that is not an int
     ]
     for entry in bad:
         with pytest.raises(CodecError, match=r"entries\[0\]"):
