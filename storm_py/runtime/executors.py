@@ -364,8 +364,8 @@ def _anchor_list(anchors: Any) -> list[Tuple]:
     return list(anchors)
 
 
-class BoltCollector:
-    """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
+class _TaskEmitter:
+    """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
         "_acker_for", "_acking", "_acks", "_ex", "_out", "_rand", "_routes", "_stats", "_task", "component_id",
@@ -383,10 +383,56 @@ class BoltCollector:
         self._acker_for = ex.rt.acker_for
         self.component_id = ex.component_id
 
+    def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
+        route, targets = direct_route(self._routes, stream, task_id, self.component_id)
+        self._stats.emitted += 1
+        self._stats.transferred += len(targets)
+        self._send(route, targets, list(values), anchors)
+
+    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
+        out = self._out
+        fields = route.fields
+        stream = route.stream
+        comp = self.component_id
+        task = self._task
+        alist = [a for a in _anchor_list(anchors) if a._ids] if (anchors is not None and self._acking) else []
+        if not alist:
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            return
+        rand = self._rand
+        for t in targets:
+            ids: dict[int, int] = {}
+            for a in alist:
+                edge = rand()
+                a._ack_val ^= edge
+                for root in anchor_roots(a._ids):
+                    ids[root] = ids.get(root, 0) ^ edge
+            if len(ids) == 1:
+                ((root, edge),) = ids.items()
+                out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+            else:
+                out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._ex.report_error(self._task, exc)
+
+
+# BoltCollector.emit and BasicCollector.emit share their body line for line except where the anchor comes from
+# (an argument, or the input being executed) and their signatures (the public API).  They are written out
+# twice on purpose: every tuple a bolt emits runs one of them, and a shared helper or the basic collector
+# delegating to the bolt collector cost 4-5 % of the instructions of a word count (measured with
+# bench/instructions.py).  A change to one must be made to the other.
+
+
+class BoltCollector(_TaskEmitter):
+    """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
+
+    __slots__ = ()
+
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
-        # The stream checks and target choice repeat SpoutCollector.emit's on purpose: a shared helper call here
-        # cost ~5 % of an in-process word count (measured), and bolts emit once per output tuple.
         route = self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
@@ -415,8 +461,6 @@ class BoltCollector:
                     anchors._ack_val ^= edge
                     out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
                 return targets
-            if not aids:
-                anchors = None
         self._send(route, targets, values, anchors)
         return targets
 
@@ -424,35 +468,7 @@ class BoltCollector:
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
     ) -> None:
         """Emit a tuple to one task on a direct stream."""
-        route, targets = direct_route(self._routes, stream, task_id, self.component_id)
-        self._stats.emitted += 1
-        self._stats.transferred += len(targets)
-        self._send(route, targets, list(values), anchors)
-
-    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
-        out = self._out
-        fields = route.fields
-        stream = route.stream
-        comp = self.component_id
-        task = self._task
-        alist = [a for a in _anchor_list(anchors) if a._ids] if (anchors is not None and self._acking) else []
-        if not alist:
-            for t in targets:
-                out[t].append(Tuple(values, fields, comp, stream, task, None))
-            return
-        rand = self._rand
-        for t in targets:
-            ids: dict[int, int] = {}
-            for a in alist:
-                edge = rand()
-                a._ack_val ^= edge
-                for root in anchor_roots(a._ids):
-                    ids[root] = ids.get(root, 0) ^ edge
-            if len(ids) == 1:
-                (root, edge), = ids.items()
-                out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
-            else:
-                out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
+        self._emit_direct(task_id, values, anchors, stream)
 
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots (merged per root until the step ends)."""
@@ -471,10 +487,10 @@ class BoltCollector:
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
         ids = tup._ids
-        self._ex.stats.failed += 1
+        self._stats.failed += 1
         if ids and self._acking:
-            out = self._ex.outbuf
-            acker_for = self._ex.acker_for
+            out = self._out
+            acker_for = self._acker_for
             for root in anchor_roots(ids):
                 out[acker_for(root)].append((FAIL, root))
 
@@ -482,44 +498,66 @@ class BoltCollector:
         """Restart the message timeout of the input's tuple trees."""
         ids = tup._ids
         if ids and self._acking:
-            out = self._ex.outbuf
-            acker_for = self._ex.acker_for
+            out = self._out
+            acker_for = self._acker_for
             for root in anchor_roots(ids):
                 out[acker_for(root)].append((RESET, root))
-
-    def report_error(self, exc: BaseException) -> None:
-        """Record an error for the topology summary."""
-        self._ex.report_error(self._task, exc)
 
     def flush(self) -> None:
         """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
 
 
-class BasicCollector:
+class BasicCollector(_TaskEmitter):
     """The collector a :class:`BasicBolt` sees: emits are anchored to the current input."""
 
-    __slots__ = ("_emit", "_inner", "input")
+    __slots__ = ("_bolt_collector", "input")
 
-    def __init__(self, inner: BoltCollector) -> None:
-        self._inner = inner
-        self._emit = inner.emit
+    def __init__(self, ex: BoltExecutor, task: int, bolt_collector: BoltCollector) -> None:
+        super().__init__(ex, task)
+        self._bolt_collector = bolt_collector
         self.input: Tuple | None = None
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit anchored to the input being executed."""
-        return self._emit(values, self.input, stream)
+        """Emit anchored to the input being executed; return the target tasks."""
+        route = self._routes.get(stream)
+        if route is None or route.direct:
+            bad_stream(stream, route, self.component_id)
+        stats = self._stats
+        stats.emitted += 1
+        if not route.choosers:
+            return []  # nobody subscribes: emitted, not transferred
+        if type(values) is not list:
+            values = list(values)
+        single = route.single
+        task = self._task
+        targets = single(task, values) if single is not None else route.choose(task, values)
+        if not targets:
+            return targets
+        stats.transferred += len(targets)
+        anchor = self.input
+        if anchor is not None and self._acking:
+            aids = anchor._ids
+            if type(aids) is list:  # the common case, inlined: one anchor that belongs to one spout tuple
+                root = aids[0]
+                out = self._out
+                rand = self._rand
+                fields = route.fields
+                comp = self.component_id
+                for t in targets:
+                    edge = rand()
+                    anchor._ack_val ^= edge
+                    out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+                return targets
+        self._send(route, targets, values, anchor)
+        return targets
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit directly to ``task_id``, anchored to the input being executed."""
-        self._inner.emit_direct(task_id, values, self.input, stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        """Record an error for the topology summary."""
-        self._inner.report_error(exc)
+        self._emit_direct(task_id, values, self.input, stream)
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s trees."""
-        self._inner.reset_timeout(tup)
+        self._bolt_collector.reset_timeout(tup)
 
 
 class BoltExecutor(Executor):
@@ -556,7 +594,7 @@ class BoltExecutor(Executor):
                 self.runners[t] = bolt.execute
 
     def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Any:
-        basic = BasicCollector(collector)
+        basic = BasicCollector(self, collector._task, collector)
         execute = bolt.execute
         ack = collector.ack
         fail = collector.fail
