@@ -87,32 +87,44 @@ class Shuffle:
 
 
 class FieldsHash:
-    """Equal selected values, same task: ``targets[hash(selected) mod n]`` (a cache remembers recent keys)."""
+    """Equal selected values, same task: ``targets[hash(selected) mod n]``."""
 
-    __slots__ = ("_cache", "_idx", "_n", "_single", "_targets")
+    __slots__ = ("_idx", "_n", "_targets")
 
     def __init__(self, targets: list[int], out_fields: Fields, group_fields: Fields) -> None:
         self._targets = targets
         self._n = len(targets)
         self._idx = [out_fields.index(f) for f in group_fields]
-        self._single = self._idx[0] if len(self._idx) == 1 else -1
-        self._cache: dict[Any, list[int]] = {}
 
     def __call__(self, task: int, values: list[Any]) -> list[int]:
-        if self._single >= 0:
-            key = values[self._single]
-            try:
-                hit = self._cache.get(key)
-            except TypeError:  # unhashable value: no caching
-                return [self._targets[values_hash([key]) % self._n]]
-            if hit is not None:
-                return list(hit)
-            chosen = [self._targets[values_hash([key]) % self._n]]
-            if len(self._cache) > 65536:
-                self._cache.clear()
-            self._cache[key] = chosen
-            return list(chosen)
         return [self._targets[values_hash([values[i] for i in self._idx]) % self._n]]
+
+
+#: distinct string keys a one-field fields grouping remembers the target of (then it starts over)
+KEY_CACHE_SIZE = 65536
+
+
+def one_field_hash(targets: list[int], index: int) -> Chooser:
+    """The fields grouping on one field, as a closure: string keys remember their target.
+
+    Only ``str`` keys are cached: a dict would treat ``1``, ``1.0`` and ``True`` as one key while their
+    hashes (Storm's) differ.
+    """
+    cache: dict[str, int] = {}
+    n = len(targets)
+
+    def choose(task: int, values: list[Any]) -> list[int]:
+        key = values[index]
+        if type(key) is str:
+            hit = cache.get(key)
+            if hit is None:
+                if len(cache) >= KEY_CACHE_SIZE:
+                    cache.clear()
+                hit = cache[key] = targets[values_hash([key]) % n]
+            return [hit]
+        return [targets[values_hash([key]) % n]]
+
+    return choose
 
 
 class PartialKey:
@@ -172,6 +184,8 @@ def make_grouper(
         if len(grouping.fields) == 0:
             first = targets[0]
             return lambda task, values: [first]
+        if len(grouping.fields) == 1:
+            return one_field_hash(targets, out_fields.index(grouping.fields[0]))
         return FieldsHash(targets, out_fields, grouping.fields)
     if kind == GLOBAL:
         first = targets[0]

@@ -168,5 +168,16 @@ def test_grouper_units():
     fields = make_grouper(Grouping("fields", Fields("a")), [5, 6, 7], Fields("a", "b"), set(), rng, lambda g, t: None)
     assert fields is not None
     assert fields(0, ["k", 1]) == fields(0, ["k", 2]) == [[5, 6, 7][values_hash(["k"]) % 3]]
+    # equal to Python, not to Storm's hash: each key keeps its own target, however often it was seen
+    seven = list(range(10, 17))
+    by_key = make_grouper(Grouping("fields", Fields("a")), seven, Fields("a", "b"), set(), rng, lambda g, t: None)
+    assert by_key is not None
+    assert by_key(0, [1, 0]) != by_key(0, [True, 0])
+    for key in [1, True, 1.0, "1", 1, True, "1"]:
+        assert by_key(0, [key, 0]) == [seven[values_hash([key]) % 7]]
+    by_two = make_grouper(
+        Grouping("fields", Fields("b", "a")), [5, 6, 7], Fields("a", "b"), set(), rng, lambda g, t: None
+    )
+    assert by_two is not None and by_two(0, ["x", 2]) == [[5, 6, 7][values_hash([2, "x"]) % 3]]
     with pytest.raises(ValueError):
         make_grouper(Grouping("bogus"), [1], Fields("a"), set(), rng, lambda g, t: None)
