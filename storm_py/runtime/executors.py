@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from storm_py.api.components import BasicBolt
@@ -587,32 +587,62 @@ class BoltExecutor(Executor):
                     self.runners[t] = self._basic_runner(bolt, collector)
                 else:
                     bolt.prepare(conf, self.context_for(t), collector)
-                    self.runners[t] = bolt.execute
+                    self.runners[t] = self._runner(bolt.execute, t)
             except Exception as exc:
                 log.exception("bolt %s task %d failed in prepare", self.component_id, t)
                 self.report_error(t, exc)
-                self.runners[t] = bolt.execute
+                self.runners[t] = self._runner(bolt.execute, t)
 
-    def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Any:
+    def _runner(self, execute: Callable[[Tuple], None], task: int) -> Callable[[list[Tuple]], None]:
+        """Run a batch through a bolt's ``execute``; one that raises fails its input and the batch goes on."""
+        on_error = self._on_error
+
+        def run(batch: list[Tuple]) -> None:
+            for tup in batch:
+                try:
+                    execute(tup)
+                except Exception as exc:
+                    on_error(task, tup, exc)
+
+        return run
+
+    def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Callable[[list[Tuple]], None]:
+        """Run a batch through a :class:`BasicBolt`: anchor its emits to the input, ack or fail the input."""
         basic = BasicCollector(self, collector._task, collector)
         execute = bolt.execute
         ack = collector.ack
         fail = collector.fail
         report = self.report_error
+        on_error = self._on_error
         task = collector._task
+        stats = self.stats
+        acks = self.acks
+        acking = collector._acking
 
-        def run(tup: Tuple) -> None:
-            basic.input = tup
-            try:
-                execute(tup, basic)
-            except ReportedFailedException as exc:
-                report(task, exc)
-                fail(tup)
-                return
-            except FailedException:
-                fail(tup)
-                return
-            ack(tup)
+        def run(batch: list[Tuple]) -> None:
+            acked = 0
+            for tup in batch:
+                basic.input = tup
+                try:
+                    execute(tup, basic)
+                except ReportedFailedException as exc:
+                    report(task, exc)
+                    fail(tup)
+                    continue
+                except FailedException:
+                    fail(tup)
+                    continue
+                except Exception as exc:
+                    on_error(task, tup, exc)
+                    continue
+                ids = tup._ids
+                if type(ids) is list and acking:  # BoltCollector.ack's common case, inlined
+                    root = ids[0]
+                    acks[root] = acks.get(root, 0) ^ ids[1] ^ tup._ack_val
+                    acked += 1
+                else:
+                    ack(tup)
+            stats.acked += acked
 
         return run
 
@@ -625,24 +655,16 @@ class BoltExecutor(Executor):
             n = 0
             while inbox:
                 task, batch = inbox.popleft()
-                run = runners[task]
                 n += len(batch)
-                for tup in batch:
-                    try:
-                        run(tup)
-                    except Exception as exc:
-                        self._on_error(task, tup, exc)
+                runners[task](batch)
             self.stats.executed += n
             self.rt.backlog -= n
         if now >= self.next_tick:
             did = True
             self.next_tick = now + (self.tick_freq or 0.0)
             tick = make_tick_tuple(self.tick_freq or 0)
-            for task, run in self.runners.items():
-                try:
-                    run(tick)
-                except Exception as exc:
-                    self.report_error(task, exc)
+            for run in self.runners.values():
+                run([tick])
         if self.acks:
             self._flush_acks()
         return did
