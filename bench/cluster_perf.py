@@ -49,13 +49,16 @@ def stop_cluster(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def spout_totals(client: Any, name: str) -> tuple[int, float, float]:
+def spout_totals(client: Any, name: str) -> tuple[int, float, float, int, int]:
+    """Acked count, mean and p99 complete latency of the spouts, and frames and tuples the workers sent."""
     page = client.topology(name)
     spouts = page["spouts"]
     acked = sum(int(s.get("acked", 0)) for s in spouts)
     lat = [float(s.get("completeLatency", 0.0)) for s in spouts if s.get("acked")]
     p99 = [float(s.get("completeLatencyP99", 0.0)) for s in spouts if s.get("acked")]
-    return acked, (sum(lat) / len(lat)) if lat else 0.0, max(p99) if p99 else 0.0
+    frames = sum(int(w.get("transfer", {}).get("frames_sent", 0)) for w in page.get("workers", []))
+    sent = sum(int(w.get("transfer", {}).get("tuples_sent", 0)) for w in page.get("workers", []))
+    return acked, (sum(lat) / len(lat)) if lat else 0.0, max(p99) if p99 else 0.0, frames, sent
 
 
 def run_case(
@@ -73,13 +76,14 @@ def run_case(
     )
     client = NimbusClient(read_storm_config(conf_path))
     time.sleep(warmup)
-    a0, _, _ = spout_totals(client, name)
+    a0, _, _, f0, s0 = spout_totals(client, name)
     t0 = time.monotonic()
     time.sleep(secs)
-    a1, lat, p99 = spout_totals(client, name)
+    a1, lat, p99, f1, s1 = spout_totals(client, name)
     t1 = time.monotonic()
     subprocess.run([*STORM, "kill", name, "-w", "0", "--config", str(conf_path)], check=True, capture_output=True)
     row: dict[str, Any] = {"acked_per_s": round((a1 - a0) / (t1 - t0))}
+    row["items_per_frame"] = round((s1 - s0) / (f1 - f0), 1) if f1 > f0 else None
     if ackers:
         row["latency_mean_ms"] = round(lat, 2)
         row["latency_p99_ms"] = round(p99, 2)
