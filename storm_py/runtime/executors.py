@@ -423,7 +423,7 @@ class _TaskEmitter:
 # (an argument, or the input being executed) and their signatures (the public API).  They are written out
 # twice on purpose: every tuple a bolt emits runs one of them, and a shared helper or the basic collector
 # delegating to the bolt collector cost 4-5 % of the instructions of a word count (measured with
-# bench/instructions.py).  A change to one must be made to the other.
+# ``bench/two_workers.py --instructions``).  A change to one must be made to the other.
 
 
 class BoltCollector(_TaskEmitter):
