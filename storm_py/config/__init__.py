@@ -127,7 +127,8 @@ def validate(conf: Mapping[str, Any]) -> None:
         if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
             raise ConfigError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}", key=key)
     for key in ("topology.acker.executors", "topology.max.spout.pending", "topology.tick.tuple.freq.secs",
-                "topology.max.task.parallelism", "topology.tasks"):
+                "topology.max.task.parallelism", "topology.tasks", "supervisor.worker.restart.min.uptime.secs",
+                "supervisor.worker.restart.backoff.secs", "supervisor.worker.restart.backoff.max.secs"):
         v = conf.get(key)
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
             raise ConfigError(f"config key {key!r} must be a non-negative number or null, got {v!r}", key=key)

@@ -58,3 +58,51 @@ def reconcile(
         if port not in running or port in stop:
             launch.append(port)
     return SlotActions(tuple(sorted(stop)), tuple(sorted(launch)))
+
+
+class RestartBackoff:
+    """How long a port waits before launching again after its workers keep dying young (pure: give it ``now``).
+
+    A worker that exits (or fails to launch) within ``min_uptime_secs`` of its launch lengthens its port's
+    streak; one that lived longer ends the streak.  The first early death is relaunched at once, as Storm's
+    supervisor does; each further one in a row waits ``base_secs``, then twice that, up to ``max_secs``, so a
+    topology that crashes on start does not keep a core busy launching processes.
+    """
+
+    def __init__(self, min_uptime_secs: float = 10.0, base_secs: float = 1.0, max_secs: float = 30.0) -> None:
+        if min_uptime_secs < 0 or base_secs < 0 or max_secs < base_secs:
+            raise ValueError(
+                f"bad restart backoff: min uptime {min_uptime_secs}, base {base_secs}, max {max_secs} "
+                "(need min uptime >= 0 and 0 <= base <= max)"
+            )
+        self.min_uptime_secs = min_uptime_secs
+        self.base_secs = base_secs
+        self.max_secs = max_secs
+        self._launched_at: dict[int, float] = {}
+        self._streak: dict[int, int] = {}
+        self._not_before: dict[int, float] = {}
+
+    def may_launch(self, port: int, now: float) -> bool:
+        """Whether ``port`` may launch a worker at ``now``."""
+        return now >= self._not_before.get(port, float("-inf"))
+
+    def launched(self, port: int, now: float) -> None:
+        """A worker was launched on ``port``."""
+        self._launched_at[port] = now
+
+    def ended(self, port: int, now: float) -> float:
+        """A worker of ``port`` died or could not launch; return the seconds until the port may launch again."""
+        lived = now - self._launched_at.pop(port, now)
+        if lived >= self.min_uptime_secs:
+            self._streak[port] = 0
+        streak = self._streak.get(port, 0) + 1
+        self._streak[port] = streak
+        delay = 0.0 if streak == 1 else min(self.base_secs * 2 ** (streak - 2), self.max_secs)
+        self._not_before[port] = now + delay
+        return delay
+
+    def forget(self, port: int) -> None:
+        """Start ``port`` afresh (it was stopped on purpose, or now runs something else)."""
+        self._launched_at.pop(port, None)
+        self._streak.pop(port, None)
+        self._not_before.pop(port, None)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
-from storm_py.daemons.slots import RunningSlot, WantedSlot, reconcile
+from storm_py.daemons.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
@@ -65,6 +65,12 @@ class Supervisor:
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
         self.launch_failures: dict[int, str] = {}
+        self.backoff = RestartBackoff(
+            float(conf.get("supervisor.worker.restart.min.uptime.secs", 10)),
+            float(conf.get("supervisor.worker.restart.backoff.secs", 1)),
+            float(conf.get("supervisor.worker.restart.backoff.max.secs", 30)),
+        )
+        self._launched: dict[int, WantedSlot] = {}  # what each port was last launched for
 
     def heartbeat(self) -> None:
         """Register or refresh this supervisor in the cluster state."""
@@ -95,18 +101,39 @@ class Supervisor:
             running[port] = RunningSlot(w.topology_id, tuple(w.executors), alive, w.silent_secs())
         timeout = float(self.conf.get("supervisor.worker.timeout.secs", 30))
         actions = reconcile(wanted, running, timeout)
+        now = self.clock.now()
         for port in actions.stop:
             worker = self.workers.pop(port)
             log.info("supervisor %s stopping worker %s:%d of %s", self.id, self.id, port, worker.topology_id)
             worker.stop()
+            run = running[port]
+            if run.alive and run.silent_secs <= timeout:
+                self.backoff.forget(port)  # stopped on purpose: the assignment moved
+            else:
+                self._died(port, worker.topology_id, now)
         for port in actions.launch:
             want = wanted[port]
+            if self._launched.get(port) != want:
+                self.backoff.forget(port)
+            if not self.backoff.may_launch(port, now):
+                continue
+            self._launched[port] = want
             try:
                 self.workers[port] = self.launcher.launch(self.id, want.topology_id, port, list(want.executors))
+                self.backoff.launched(port, now)
                 self.launch_failures.pop(port, None)
             except Exception as err:  # a broken topology must not take the supervisor down
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
+                self._died(port, want.topology_id, now)
+
+    def _died(self, port: int, topology_id: str, now: float) -> None:
+        delay = self.backoff.ended(port, now)
+        if delay > 0:
+            log.warning(
+                "supervisor %s: workers of %s on port %d keep dying young; next launch in %.0f s",
+                self.id, topology_id, port, delay,
+            )
 
     def shutdown(self) -> None:
         """Stop every worker and leave the cluster."""
