@@ -296,3 +296,41 @@ class NimbusClient:
         if executors:
             options["executors"] = dict(executors)
         return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})
+
+
+class LogViewerError(StormPyError):
+    """A supervisor's log viewer could not be reached or refused a request."""
+
+    code = "logviewer_error"
+
+
+class LogViewerClient:
+    """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.daemons.logviewer`)."""
+
+    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def _get(self, path: str) -> Any:
+        url = f"{self.base_url}{API}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            try:
+                message = json.loads(err.read()).get("errorMessage", err.reason)
+            except ValueError:
+                message = err.reason
+            raise LogViewerError(f"log viewer {self.base_url}: {message}", url=url) from err
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            reason = getattr(err, "reason", err)
+            raise LogViewerError(f"cannot reach the log viewer at {self.base_url} ({reason})", url=url) from err
+
+    def files(self, topology_id: str) -> list[dict[str, Any]]:
+        """``[{"file": "<id>/<port>/<name>", "size": n}]`` of a topology on that supervisor."""
+        return list(self._get(f"/logs/{quote(topology_id, safe='')}")["files"])
+
+    def read(self, rel: str, start: int = 0) -> dict[str, Any]:
+        """One chunk of a file from ``start``: ``{"file", "start", "next", "size", "data"}``."""
+        return dict(self._get(f"/log?file={quote(rel, safe='/')}&start={int(start)}"))
+

@@ -10,7 +10,8 @@ import click
 import storm_py
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.local import local
-from storm_py.cli.topology import activate, deactivate, kill, list_topologies, logs, rebalance, submit
+from storm_py.cli.logs import logs
+from storm_py.cli.topology import activate, deactivate, kill, list_topologies, rebalance, submit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

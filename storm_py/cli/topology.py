@@ -1,22 +1,14 @@
-"""``storm-py submit | kill | activate | deactivate | rebalance | list | logs``: client commands over the REST API."""
+"""``storm-py submit | kill | activate | deactivate | rebalance | list``: client commands over the REST API."""
 
 from __future__ import annotations
 
-import re
-import sys
-import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import click
 
 from storm_py.cli.options import config_options, load_conf, parse_overrides
-from storm_py.errors import NotAliveException, StormPyError
-
-#: Worker files ``logs`` shows, in this order.
-LOG_FILES = ("worker.log", "worker.log.out", "worker.log.err")
-FOLLOW_POLL_SECS = 0.5
+from storm_py.errors import StormPyError
 
 
 def _client(conf: Mapping[str, Any]) -> Any:
@@ -144,59 +136,3 @@ def list_topologies(config_file: str | None, overrides: tuple[str, ...]) -> None
         click.echo(fmt.format(r["name"], r["status"], r["tasksTotal"], r["workersTotal"], r["uptimeSeconds"]))
 
 
-def _log_dirs(conf: Mapping[str, Any], name: str) -> tuple[str, list[Path]]:
-    from storm_py.daemons.local_state import log_dir
-
-    root = log_dir(conf) / "workers-artifacts"
-    try:
-        tid = _client(conf).topology_id(name)
-    except NotAliveException:
-        pattern = re.compile(rf"^{re.escape(name)}-\d+-\d+$")
-        found = sorted((d for d in root.glob("*") if pattern.match(d.name)), key=lambda d: d.stat().st_mtime)
-        if not found:
-            raise
-        tid = found[-1].name
-    dirs = sorted((d for d in (root / tid).glob("*") if d.is_dir()), key=lambda d: d.name)
-    return tid, dirs
-
-
-@click.command("logs")
-@click.argument("name")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing what the workers write (Ctrl-C stops).")
-@config_options
-def logs(name: str, follow: bool, config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Print the worker logs of topology NAME kept on this machine (storm.log.dir/workers-artifacts)."""
-    from storm_py.daemons.local_state import log_dir
-
-    conf = load_conf(config_file, overrides)
-    try:
-        tid, dirs = _log_dirs(conf, name)
-    except StormPyError as err:
-        raise click.ClickException(err.message) from err
-    if not dirs and not follow:
-        raise click.ClickException(f"no worker logs of {name} under {log_dir(conf) / 'workers-artifacts' / tid}")
-    offsets: dict[Path, int] = {}
-    try:
-        while True:
-            for d in dirs:
-                for fname in LOG_FILES:
-                    path = d / fname
-                    if not path.is_file():
-                        continue
-                    start = offsets.get(path, 0)
-                    with path.open("rb") as f:
-                        f.seek(start)
-                        chunk = f.read()
-                    if chunk:
-                        if start == 0 or not follow:
-                            click.echo(f"==> {tid}/{d.name}/{fname} <==")
-                        sys.stdout.write(chunk.decode("utf-8", "replace"))
-                        sys.stdout.flush()
-                        offsets[path] = start + len(chunk)
-            if not follow:
-                return
-            time.sleep(FOLLOW_POLL_SECS)
-            root = log_dir(conf) / "workers-artifacts" / tid
-            dirs = sorted((p for p in root.glob("*") if p.is_dir()), key=lambda p: p.name)
-    except KeyboardInterrupt:
-        return

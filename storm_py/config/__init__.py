@@ -42,7 +42,9 @@ COMPONENT_WHITELIST = frozenset(
 )
 
 #: Key prefixes that belong to Storm itself (a key with one of them must be whitelisted to vary per component).
-_STORM_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "ui.", "transactional.", "drpc.")
+_STORM_PREFIXES = (
+    "topology.", "storm.", "nimbus.", "supervisor.", "worker.", "ui.", "logviewer.", "transactional.", "drpc.",
+)
 
 _INT_KEYS_MIN = {
     "topology.workers": 1,

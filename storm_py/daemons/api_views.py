@@ -58,6 +58,7 @@ def supervisor_rows(
                 "slotsTotal": len(info.ports),
                 "slotsUsed": len(used.get(sid, set()) & set(info.ports)),
                 "version": info.version,
+                "logviewerPort": info.logviewer_port,
             }
         )
     return rows
@@ -129,9 +130,18 @@ def _error_fields(errors: list[dict[str, Any]], now: float) -> dict[str, Any]:
     }
 
 
+def log_viewer_urls(supervisors: Mapping[str, SupervisorInfo]) -> dict[str, str]:
+    """Supervisor id -> base URL of its log viewer (supervisors that serve none are left out)."""
+    return {
+        sid: f"http://{info.hostname}:{info.logviewer_port}"
+        for sid, info in supervisors.items()
+        if info.logviewer_port
+    }
+
+
 def _workers(
     tid: str, name: str, assignment: Assignment | None, beats: Mapping[tuple[str, int], WorkerHeartbeat],
-    task_component: Mapping[int, str],
+    task_component: Mapping[int, str], log_viewers: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     if assignment is None:
         return []
@@ -154,7 +164,10 @@ def _workers(
                 "componentNumTasks": counts,
                 "uptime": pretty_uptime(up),
                 "uptimeSeconds": int(up),
-                "workerLogLink": "",
+                "workerLogLink": (
+                    f"{log_viewers[node]}/api/v1/log?file={tid}/{port}/worker.log" if node in log_viewers else ""
+                ),
+                "logviewerUrl": log_viewers.get(node, ""),
                 "transfer": dict((hb.stats or {}).get("transfer", {})) if hb is not None else {},
                 "dropped": int((hb.stats or {}).get("dropped", 0)) if hb is not None else 0,
             }
@@ -175,8 +188,12 @@ def topology_page(
     beats: Mapping[tuple[str, int], WorkerHeartbeat],
     replication: int,
     now: float,
+    log_viewers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``/api/v1/topology/:id`` from :meth:`Nimbus.summary_by_id`'s page plus the assignment and heartbeats."""
+    """``/api/v1/topology/:id`` from :meth:`Nimbus.summary_by_id`'s page plus the assignment and heartbeats.
+
+    ``log_viewers`` (supervisor id -> log viewer URL, :func:`log_viewer_urls`) fills the workers' log links.
+    """
     page = dict(summary)
     tid = str(page["id"])
     page["encodedId"] = tid
@@ -205,7 +222,7 @@ def topology_page(
             "completeLatency": (sum(latency) / len(latency)) if latency else 0.0,
         }
     ]
-    page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base))
+    page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base), log_viewers or {})
     return page
 
 
@@ -224,6 +241,7 @@ def component_page(
         comp = next((c for c in page["bolts"] if c.get("boltId") == component), None)
     if comp is None:
         return None
+    log_links = {(w["supervisorId"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}
     executor_stats = []
     for (node, port), hb in sorted(beats.items()):
         host = assignment.node_host.get(node, node) if assignment is not None else node
@@ -242,7 +260,7 @@ def component_page(
                 "transferred": ex.get("transferred", 0),
                 "acked": ex.get("acked", 0),
                 "failed": ex.get("failed", 0),
-                "workerLogLink": "",
+                "workerLogLink": log_links.get((node, port), ""),
             }
             if is_spout:
                 row["completeLatency"] = ex.get("complete_latency_ms", 0.0)

@@ -127,7 +127,8 @@ class DevCluster:
         for i in range(1, self.num_supervisors + 1):
             slots = [free_port(self.host) for _ in range(self.ports_per_supervisor)]
             self._spawn(f"supervisor-{i}", "supervisor", {**common, "supervisor.slots.ports": slots,
-                                                          "storm.local.dir": str(self.workdir / f"supervisor-{i}")})
+                                                          "storm.local.dir": str(self.workdir / f"supervisor-{i}"),
+                                                          "logviewer.port": 0})
         self._record()
         self._wait_ready(timeout)
 

@@ -168,6 +168,7 @@ class NimbusApi:
             s.worker_heartbeats(tid),
             self.node.code_store.replication_count(tid),
             time.time(),
+            api_views.log_viewer_urls(s.supervisors()),
         )
         return tid, base, page
 

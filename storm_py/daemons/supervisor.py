@@ -71,6 +71,7 @@ class Supervisor:
             float(conf.get("supervisor.worker.restart.backoff.max.secs", 30)),
         )
         self._launched: dict[int, WantedSlot] = {}  # what each port was last launched for
+        self.logviewer_port = 0  # set by the daemon that serves this host's worker logs
 
     def heartbeat(self) -> None:
         """Register or refresh this supervisor in the cluster state."""
@@ -80,6 +81,7 @@ class Supervisor:
             uptime_secs=self.clock.now() - self.started,
             ports=list(self.ports),
             used_ports=sorted(self.workers),
+            logviewer_port=self.logviewer_port,
         )
         self.state.set_supervisor_info(self.id, info)
 

@@ -19,7 +19,8 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.daemons.local_state import supervisor_dir
+from storm_py.daemons.local_state import log_dir, supervisor_dir
+from storm_py.daemons.logviewer import LogViewer
 from storm_py.daemons.node import local_hostname, open_storage
 from storm_py.daemons.process_launcher import ProcessLauncher
 from storm_py.daemons.stormdist import StormDist
@@ -70,6 +71,11 @@ class SupervisorDaemon:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watches: list[Watch] = []
+        try:
+            self.logviewer = LogViewer(self.conf, log_dir(conf) / "workers-artifacts", self.hostname)
+        except StormPyError:
+            self.state.close()
+            raise
 
     def _leader(self) -> str | None:
         try:
@@ -82,7 +88,9 @@ class SupervisorDaemon:
         self._wake.set()
 
     def start(self) -> None:
-        """Register and follow the assignments."""
+        """Serve the worker logs, register and follow the assignments."""
+        self.logviewer.start()
+        self.supervisor.logviewer_port = self.logviewer.port
         self.supervisor.heartbeat()
         self._watches = [self.state.watch_assignments(self.wake)]
         log.info("supervisor %s on %s with slots %s", self.id, self.hostname, self.supervisor.ports)
@@ -113,6 +121,7 @@ class SupervisorDaemon:
         for watch in self._watches:
             watch.cancel()
         self.launcher.terminate_all()
+        self.logviewer.stop()
         try:
             self.supervisor.shutdown()
         except StormPyError as err:

@@ -160,7 +160,7 @@ class SupervisorInfo:
     """A supervisor's registration under ``supervisors/<supervisor-id>`` (Storm's ``SupervisorInfo``).
 
     ``ports`` are its configured slots; ``used_ports`` those running workers.  ``time_secs`` is the wall-clock
-    time of the last heartbeat.
+    time of the last heartbeat; ``logviewer_port`` where its log viewer listens (0: none).
     """
 
     hostname: str
@@ -171,11 +171,13 @@ class SupervisorInfo:
     version: str = ""
     scheduler_meta: dict[str, str] = field(default_factory=dict)
     resources: dict[str, float] = field(default_factory=dict)
+    logviewer_port: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready form."""
         return {
             "hostname": self.hostname,
+            "logviewer_port": self.logviewer_port,
             "time_secs": self.time_secs,
             "uptime_secs": self.uptime_secs,
             "ports": list(self.ports),
@@ -198,6 +200,7 @@ class SupervisorInfo:
             version=str(d.get("version", "")),
             scheduler_meta={str(k): str(v) for k, v in _mapping(d.get("scheduler_meta", {})).items()},
             resources={str(k): float(v) for k, v in _mapping(d.get("resources", {})).items()},
+            logviewer_port=int(d.get("logviewer_port", 0)),
         )
 
 

@@ -104,6 +104,21 @@ def test_logs_follow_prints_the_workers_logs_until_interrupted(cluster) -> None:
     assert proc.returncode == 0
 
 
+def test_logs_come_from_the_supervisors_log_viewers_when_this_machine_has_none(cluster, tmp_path) -> None:
+    dc, _ = cluster
+    out = dc.cli("logs", "steady", "-c", f"storm.log.dir={tmp_path}").stdout
+    headers = [line for line in out.splitlines() if line.startswith("==> ")]
+    assert headers and all(" on http://" in h for h in headers)
+    assert any("/worker.log on " in h for h in headers)
+    workers = dc.client().topology("steady")["workers"]
+    assert workers and all(w["workerLogLink"].startswith("http://") for w in workers)
+    with urllib.request.urlopen(workers[0]["workerLogLink"], timeout=10) as resp:
+        chunk = json.loads(resp.read())
+    assert chunk["file"].endswith(f"/{workers[0]['port']}/worker.log") and chunk["size"] > 0
+    proc = dc.cli("logs", "no-such-topology", check=False)
+    assert proc.returncode == 1 and "no-such-topology" in proc.stderr
+
+
 def test_ui_serves_the_api_of_the_leader(cluster) -> None:
     dc, _ = cluster
     port = free_port()

@@ -1,0 +1,141 @@
+"""``storm-py logs NAME [-f]``: a topology's worker logs, from this machine or from the supervisors' log viewers.
+
+Logs kept under this machine's ``storm.log.dir/workers-artifacts`` are read directly (that also finds a
+killed topology's logs by its name).  Otherwise the leading nimbus says which supervisors run the topology's
+workers, and each supervisor's log viewer serves their files.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from storm_py.cli.options import config_options, load_conf
+from storm_py.client import LogViewerClient, NimbusClient
+from storm_py.daemons.local_state import log_dir
+from storm_py.daemons.logviewer import WORKER_FILES
+from storm_py.errors import NotAliveException, StormPyError
+
+FOLLOW_POLL_SECS = 0.5
+
+#: ``(file label, new text, whether this is the file's first text)``
+Chunk = tuple[str, str, bool]
+
+
+class LocalLogs:
+    """Worker files of one topology under this machine's log directory."""
+
+    def __init__(self, root: Path, topology_id: str) -> None:
+        self.root = root
+        self.topology_id = topology_id
+        self._offsets: dict[Path, int] = {}
+
+    def dirs(self) -> list[Path]:
+        """The topology's port directories here."""
+        return sorted((d for d in (self.root / self.topology_id).glob("*") if d.is_dir()), key=lambda d: d.name)
+
+    def poll(self) -> Iterator[Chunk]:
+        """What the files gained since the last poll."""
+        for d in self.dirs():
+            for name in WORKER_FILES:
+                path = d / name
+                if not path.is_file():
+                    continue
+                start = self._offsets.get(path, 0)
+                with path.open("rb") as f:
+                    f.seek(start)
+                    data = f.read()
+                if data:
+                    self._offsets[path] = start + len(data)
+                    yield f"{self.topology_id}/{d.name}/{name}", data.decode("utf-8", "replace"), start == 0
+
+
+class RemoteLogs:
+    """Worker files of one topology read from the log viewers of the supervisors that run its workers."""
+
+    def __init__(self, client: NimbusClient, name: str) -> None:
+        self.client = client
+        self.name = name
+        self._offsets: dict[tuple[str, str], int] = {}
+        self.topology_id, self.viewers = self._locate()
+
+    def _locate(self) -> tuple[str, list[str]]:
+        page = self.client.topology(self.name)
+        viewers = sorted({w["logviewerUrl"] for w in page.get("workers", []) if w.get("logviewerUrl")})
+        return str(page["id"]), viewers
+
+    def poll(self) -> Iterator[Chunk]:
+        """What the files gained since the last poll (workers that moved are followed)."""
+        try:
+            self.topology_id, self.viewers = self._locate()
+        except StormPyError:
+            pass  # keep the last known viewers (nimbus may be failing over)
+        for base in self.viewers:
+            viewer = LogViewerClient(base)
+            for entry in viewer.files(self.topology_id):
+                rel = entry["file"]
+                start = self._offsets.get((base, rel), 0)
+                first = start == 0
+                while start < int(entry["size"]):
+                    chunk = viewer.read(rel, start)
+                    if chunk["next"] <= start:
+                        break
+                    start = int(chunk["next"])
+                    self._offsets[(base, rel)] = start
+                    yield f"{rel} on {base}", chunk["data"], first
+                    first = False
+
+
+def _topology_id(client: NimbusClient, name: str, root: Path) -> str:
+    """The id nimbus knows ``name`` by, else that of the newest local logs of that name."""
+    try:
+        return client.topology_id(name)
+    except NotAliveException:
+        pattern = re.compile(rf"^{re.escape(name)}-\d+-\d+$")
+        found = sorted((d for d in root.glob("*") if pattern.match(d.name)), key=lambda d: d.stat().st_mtime)
+        if not found:
+            raise
+        return found[-1].name
+
+
+def open_logs(conf: Mapping[str, Any], name: str) -> LocalLogs | RemoteLogs:
+    """Local files when this machine has the topology's logs, else its supervisors' log viewers."""
+    root = log_dir(conf) / "workers-artifacts"
+    client = NimbusClient(conf)
+    local = LocalLogs(root, _topology_id(client, name, root))
+    if local.dirs():
+        return local
+    remote = RemoteLogs(client, name)
+    if not remote.viewers:
+        raise StormPyError(f"no worker logs of {name} under {root}, and no log viewer serves its workers")
+    return remote
+
+
+@click.command("logs")
+@click.argument("name")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing what the workers write (Ctrl-C stops).")
+@config_options
+def logs(name: str, follow: bool, config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Print the worker logs of topology NAME (this machine's, or its supervisors' log viewers')."""
+    conf = load_conf(config_file, overrides)
+    try:
+        source = open_logs(conf, name)
+        while True:
+            for label, text, first in source.poll():
+                if first or not follow:
+                    click.echo(f"==> {label} <==")
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            if not follow:
+                return
+            time.sleep(FOLLOW_POLL_SECS)
+    except StormPyError as err:
+        raise click.ClickException(err.message) from err
+    except KeyboardInterrupt:
+        return

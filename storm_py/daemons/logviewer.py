@@ -1,0 +1,137 @@
+"""This module owns the supervisor's log viewer: its workers' log files served over HTTP (Storm's logviewer).
+
+Every supervisor keeps its workers' files under ``<storm.log.dir>/workers-artifacts/<topology-id>/<port>/``;
+the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker links reach the logs of any host:
+
+* ``GET /api/v1/logs/{topology_id}`` -> ``{"topology": id, "files": [{"file": "<id>/<port>/<name>", "size": n}]}``
+* ``GET /api/v1/log?file=<id>/<port>/<name>&start=N&length=M`` -> ``{"file", "start", "next", "size", "data"}``:
+  at most ``length`` bytes from offset ``start`` (``next`` is where the following read starts; ``data`` is text).
+
+Only files inside the workers-artifacts directory are served: a path that leaves it, or a name that is not one
+of a worker's files, is refused with an error naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from storm_py.daemons.http_api import BadRequestError, JsonApiServer, NotFoundError, Request, Route
+from storm_py.errors import StormPyError
+
+log = logging.getLogger(__name__)
+
+#: The files a worker leaves in its directory, in the order ``logs`` shows them.
+WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err")
+#: Largest read one request returns.
+MAX_READ_BYTES = 1 << 20
+
+
+class LogFiles:
+    """Read access to one supervisor's ``workers-artifacts`` directory (no HTTP: plain calls)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def topology_logs(self, topology_id: str) -> list[dict[str, Any]]:
+        """The worker files of a topology on this host, by port then file."""
+        self._check_part(topology_id, "topology id")
+        base = self.root / topology_id
+        out: list[dict[str, Any]] = []
+        if not base.is_dir():
+            return out
+        for port_dir in sorted((d for d in base.iterdir() if d.is_dir()), key=lambda d: d.name):
+            for name in WORKER_FILES:
+                path = port_dir / name
+                if path.is_file():
+                    out.append({"file": f"{topology_id}/{port_dir.name}/{name}", "size": path.stat().st_size})
+        return out
+
+    def read(self, rel: str, start: int = 0, length: int = MAX_READ_BYTES) -> tuple[bytes, int]:
+        """Up to ``length`` bytes of ``rel`` (``<topology-id>/<port>/<file>``) from ``start``, and its size."""
+        parts = rel.split("/")
+        if len(parts) != 3 or parts[2] not in WORKER_FILES:
+            raise BadRequestError(
+                f"log file {rel!r} is not <topology-id>/<port>/<file> with file one of {', '.join(WORKER_FILES)}",
+                file=rel,
+            )
+        for part in parts[:2]:
+            self._check_part(part, "log file part")
+        if start < 0 or length < 0:
+            raise BadRequestError(f"start and length must not be negative (got {start}, {length})", file=rel)
+        path = self.root.joinpath(*parts)
+        try:
+            with path.open("rb") as f:
+                size = f.seek(0, 2)
+                f.seek(min(start, size))
+                return f.read(min(length, MAX_READ_BYTES)), size
+        except FileNotFoundError:
+            raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
+        except OSError as err:
+            raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
+
+    @staticmethod
+    def _check_part(part: str, what: str) -> None:
+        if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
+            raise BadRequestError(f"bad {what} {part!r}", part=part)
+
+
+def _int_param(req: Request, name: str, default: int) -> int:
+    raw = req.query.get(name, [str(default)])[0]
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequestError(f"parameter {name!r} must be an integer, got {raw!r}", parameter=name) from None
+
+
+def logviewer_routes(files: LogFiles) -> list[Route]:
+    """The log viewer's routes over ``files``."""
+
+    def list_logs(req: Request) -> Any:
+        return {"topology": req.params["topology_id"], "files": files.topology_logs(req.params["topology_id"])}
+
+    def read_log(req: Request) -> Any:
+        rel = req.query.get("file", [""])[0]
+        if not rel:
+            raise BadRequestError("parameter 'file' is missing", parameter="file")
+        start = _int_param(req, "start", 0)
+        data, size = files.read(rel, start, _int_param(req, "length", MAX_READ_BYTES))
+        begin = min(start, size)
+        return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
+                "data": data.decode("utf-8", "replace")}
+
+    return [
+        Route("GET", "/api/v1/logs/{topology_id}", list_logs),
+        Route("GET", "/api/v1/log", read_log),
+    ]
+
+
+class LogViewer:
+    """The HTTP server of one supervisor's log viewer on ``logviewer.host`` (default: the supervisor's host) and
+    ``logviewer.port`` (0 picks a free port)."""
+
+    def __init__(self, conf: Mapping[str, Any], root: Path, host: str) -> None:
+        port = int(conf.get("logviewer.port", 8000) or 0)
+        bind = str(conf.get("logviewer.host") or host)
+        try:
+            self.server = JsonApiServer(bind, port, logviewer_routes(LogFiles(root)), name="logviewer")
+        except OSError as err:
+            raise StormPyError(
+                f"the log viewer cannot listen on {bind}:{port} (logviewer.port): {err.strerror}", port=port
+            ) from err
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return self.server.port
+
+    def start(self) -> None:
+        """Serve from a background thread."""
+        self.server.start()
+        log.info("log viewer on port %d", self.port)
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self.server.stop()
