@@ -28,8 +28,12 @@ from storm_py.protocol.messages import (
     TUPLE_SOURCE_TASK,
     TUPLE_STREAM,
     TUPLE_VALUES,
+    acker_entry,
+    acker_rows_entry,
     decode_frame,
     encode_batch,
+    tuple_entry,
+    tuples_entry,
 )
 
 log = logging.getLogger(__name__)
@@ -47,16 +51,14 @@ class Encoded:
 
 
 def _entry(task: int, item: Any) -> list[Any]:
+    """One item as an entry of its own (used to single out what cannot be encoded)."""
     if type(item) is Tuple:
         flat: list[int] | None = None
         if item._ids:
-            flat = []
-            for root, edge in anchor_map(item._ids).items():
-                flat.append(root)
-                flat.append(edge)
-        return [task, 0, item.source_stream, item.source_task, item.values, flat]
+            flat = [x for pair in anchor_map(item._ids).items() for x in pair]
+        return tuple_entry(task, item.source_stream, item.source_task, item.values, flat)
     # an acker/spout control row: a short tuple of ints (see storm_py.runtime.acker)
-    return [task, KIND_ACKER, item]
+    return acker_entry(task, item)
 
 
 def _runs(task: int, items: list[Any]) -> list[list[Any]]:
@@ -64,18 +66,18 @@ def _runs(task: int, items: list[Any]) -> list[list[Any]]:
     if not items:
         return []
     if type(items[0]) is not Tuple:
-        return [[task, KIND_ACKER_ROWS, items]]
+        return [acker_rows_entry(task, items)]
     out: list[list[Any]] = []
-    key: tuple[str, int] | None = None
+    stream: str | None = None
+    source = -1
     values_list: list[Any] = []
     ids_list: list[Any] = []
     for t in items:
-        k = (t.source_stream, t.source_task)
-        if k != key:
-            key = k
+        if t.source_task != source or t.source_stream != stream:
+            stream, source = t.source_stream, t.source_task
             values_list = []
             ids_list = []
-            out.append([task, KIND_TUPLES, k[0], k[1], values_list, ids_list])
+            out.append(tuples_entry(task, stream, source, values_list, ids_list))
         values_list.append(t.values)
         ids_list.append(t._ids)
     return out
@@ -117,6 +119,18 @@ class FrameDecoder:
         self._task_to_component = task_to_component
         self._component_streams = component_streams
 
+    def _origin(self, src: int, stream: str, src_worker: str | int) -> tuple[str, Fields]:
+        """Component and fields of tuples from task ``src`` on ``stream``; unknown ones reject the frame."""
+        comp = self._task_to_component.get(src)
+        fields = self._component_streams.get(comp, {}).get(stream) if comp is not None else None
+        if comp is None or fields is None:
+            raise CodecError(
+                f"frame from {src_worker!r} holds tuples of unknown source task {src} or stream {stream!r}",
+                source_task=src,
+                stream=stream,
+            )
+        return comp, fields
+
     def decode(self, data: bytes) -> tuple[str | int, Entries, int]:
         """``(src_worker, entries, item count)`` of one frame; a bad frame raises :class:`CodecError`."""
         frame = decode_frame(data)
@@ -128,64 +142,35 @@ class FrameDecoder:
         out: Entries = []
         last_task: int | None = None
         batch: list[Any] = []
-        comps = self._task_to_component
-        streams = self._component_streams
         count = 0
-        for entry in frame.payload:
+        items: list[Any]
+        for entry in frame.payload:  # entries were checked when the frame was decoded
             task = entry[ENTRY_TASK]
             kind = entry[ENTRY_KIND]
-            if kind in (KIND_TUPLES, KIND_ACKER_ROWS):
-                if task != last_task:
-                    batch = []
-                    out.append((task, batch))
-                    last_task = task
-                if kind == KIND_ACKER_ROWS:
-                    rows = entry[2]
-                    batch.extend(map(tuple, rows))
-                    count += len(rows)
-                    continue
+            if kind == KIND_TUPLES:
                 _, _, stream, src, values_list, ids_list = entry
-                comp = comps.get(src)
-                fields = streams.get(comp, {}).get(stream) if comp is not None else None
-                if comp is None or fields is None:
-                    raise CodecError(
-                        f"frame from {frame.src_worker!r} holds tuples of unknown source task {src} "
-                        f"or stream {stream!r}",
-                        source_task=src,
-                        stream=stream,
-                    )
-                # lengths were checked when the frame was decoded
-                batch.extend(
-                    [
-                        Tuple(v, fields, comp, stream, src, ids or None)
-                        for v, ids in zip(values_list, ids_list, strict=False)
-                    ]
-                )
-                count += len(values_list)
-                continue
-            count += 1
-            if kind == KIND_ACKER:
-                item: Any = tuple(entry[ACKER_ROW])
+                comp, fields = self._origin(src, stream, frame.src_worker)
+                items = [
+                    Tuple(v, fields, comp, stream, src, ids or None)
+                    for v, ids in zip(values_list, ids_list, strict=False)
+                ]
+            elif kind == KIND_ACKER_ROWS:
+                items = list(map(tuple, entry[2]))
+            elif kind == KIND_ACKER:
+                items = [tuple(entry[ACKER_ROW])]
             else:
                 src = entry[TUPLE_SOURCE_TASK]
                 stream = entry[TUPLE_STREAM]
-                comp = comps.get(src)
-                fields = streams.get(comp, {}).get(stream) if comp is not None else None
-                if comp is None or fields is None:
-                    raise CodecError(
-                        f"frame from {frame.src_worker!r} holds a tuple of unknown source task {src} "
-                        f"or stream {stream!r}",
-                        source_task=src,
-                        stream=stream,
-                    )
+                comp, fields = self._origin(src, stream, frame.src_worker)
                 flat = entry[TUPLE_IDS]
                 ids: Any = None
                 if flat:
                     ids = flat if len(flat) == 2 else dict(zip(flat[::2], flat[1::2], strict=True))
-                item = Tuple(entry[TUPLE_VALUES], fields, comp, stream, src, ids)
+                items = [Tuple(entry[TUPLE_VALUES], fields, comp, stream, src, ids)]
+            count += len(items)
             if task != last_task:
                 batch = []
                 out.append((task, batch))
                 last_task = task
-            batch.append(item)
+            batch.extend(items)
         return frame.src_worker, out, count

@@ -102,9 +102,10 @@ def tuple_entry(
 
 
 def tuples_entry(
-    task: int, stream: str, source_task: int, values_list: list[Any], ids_list: list[dict[int, int] | None]
+    task: int, stream: str, source_task: int, values_list: list[Any], ids_list: list[Any]
 ) -> list[Any]:
-    """A ``KIND_TUPLES`` entry: a run of tuples for ``task`` from one source task and stream."""
+    """A ``KIND_TUPLES`` entry: a run of tuples for ``task`` from one source task and stream (``ids_list[i]``
+    is None, a ``[root, edge]`` pair or a ``{root: edge}`` map)."""
     return [task, KIND_TUPLES, stream, source_task, values_list, ids_list]
 
 
@@ -119,7 +120,7 @@ def acker_entry(task: int, row: Sequence[int]) -> list[Any]:
 
 
 def encode_batch(src_worker: WorkerId, entries: Sequence[Sequence[Any]]) -> bytes:
-    """One ``FRAME_TUPLES`` frame carrying ``entries`` (from :func:`tuple_entry` / :func:`acker_entry`)."""
+    """One ``FRAME_TUPLES`` frame carrying ``entries`` (built by the ``*_entry`` functions above)."""
     return encode([FRAME_TUPLES, src_worker, entries])
 
 

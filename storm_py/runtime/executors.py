@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from storm_py.api.components import BasicBolt
@@ -729,11 +729,6 @@ class AckerExecutor(Executor):
 def error_text(exc: BaseException) -> str:
     """The error with its traceback, as shown in the topology summary."""
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-
-
-def all_rows(batches: Iterable[tuple[int, list[Any]]]) -> int:
-    """Number of items in a sequence of inbox batches."""
-    return sum(len(b) for _, b in batches)
 
 
 __all__ = [
