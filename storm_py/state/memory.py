@@ -22,7 +22,13 @@ from storm_py.errors import StateError
 from storm_py.state import znodes
 from storm_py.state.dispatch import CallbackThread
 from storm_py.state.election import LatchElection
-from storm_py.state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
+from storm_py.state.storage import (
+    ConnectionListener,
+    ConnectionListeners,
+    ConnectionState,
+    LeaderElection,
+    WatchCallback,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +231,7 @@ class MemoryStorage:
         self._session = self.store._new_session_id()
         self._closed = False
         self._lock = threading.Lock()
-        self._listeners: list[ConnectionListener] = []
+        self._listeners = ConnectionListeners()
         # The non-sequential ephemeral nodes this client made, with their latest data: what a new session
         # re-creates (guarded by the store's lock).
         self._ephemerals: dict[str, bytes] = {}
@@ -293,13 +299,10 @@ class MemoryStorage:
 
     # ------------------------------------------------------------------------------------- connection
     def add_connection_listener(self, callback: ConnectionListener) -> None:
-        with self._lock:
-            self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_connection_listener(self, callback: ConnectionListener) -> None:
-        with self._lock:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def connection_state(self) -> ConnectionState:
         return "lost" if self._closed else "connected"
@@ -341,9 +344,7 @@ class MemoryStorage:
         return znodes.normalize(path)
 
     def _notify(self, state: ConnectionState) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
+        for listener in self._listeners.snapshot():
             self._dispatcher.post(functools.partial(listener, state))
 
     def __repr__(self) -> str:

@@ -19,6 +19,7 @@ Watch semantics, common to both implementations:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Literal, Protocol, runtime_checkable
 
@@ -30,6 +31,30 @@ ConnectionState = Literal["connected", "suspended", "lost"]
 WatchCallback = Callable[[str], None]
 ConnectionListener = Callable[[ConnectionState], None]
 LeadershipListener = Callable[[bool], None]
+
+
+class ConnectionListeners:
+    """The connection listeners registered with one storage (thread-safe; both implementations keep one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[ConnectionListener] = []
+
+    def add(self, callback: ConnectionListener) -> None:
+        """Register ``callback``."""
+        with self._lock:
+            self._items.append(callback)
+
+    def remove(self, callback: ConnectionListener) -> None:
+        """Unregister ``callback`` (no error when it is not registered)."""
+        with self._lock:
+            if callback in self._items:
+                self._items.remove(callback)
+
+    def snapshot(self) -> list[ConnectionListener]:
+        """The listeners now, to call outside the lock."""
+        with self._lock:
+            return list(self._items)
 
 
 @runtime_checkable

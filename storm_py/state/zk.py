@@ -48,7 +48,13 @@ from storm_py.errors import StateError
 from storm_py.state import znodes
 from storm_py.state.dispatch import CallbackThread
 from storm_py.state.election import LatchElection
-from storm_py.state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
+from storm_py.state.storage import (
+    ConnectionListener,
+    ConnectionListeners,
+    ConnectionState,
+    LeaderElection,
+    WatchCallback,
+)
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +157,7 @@ class KazooStorage:
         self._connected = threading.Event()
         self._state: ConnectionState = "lost"
         self._closed = False
-        self._listeners: list[ConnectionListener] = []
+        self._listeners = ConnectionListeners()
         self._watches: set[_KazooWatch] = set()
         # path -> (latest data, id of the session that last created it or None if unknown)
         self._ephemerals: dict[str, tuple[bytes, int | None]] = {}
@@ -335,13 +341,10 @@ class KazooStorage:
 
     # ---------------------------------------------------------------------------------------- connection
     def add_connection_listener(self, callback: ConnectionListener) -> None:
-        with self._lock:
-            self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_connection_listener(self, callback: ConnectionListener) -> None:
-        with self._lock:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def connection_state(self) -> ConnectionState:
         return "lost" if self._closed else self._state
@@ -614,9 +617,7 @@ class KazooStorage:
             self._resync()
         else:
             log.warning("ZooKeeper connection %s (%s)", state, self._hosts)
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
+        for listener in self._listeners.snapshot():
             try:
                 listener(state)
             except Exception:
