@@ -156,7 +156,6 @@ class SpoutCollector:
         stats = ex.stats
         stats.emitted += 1
         stats.transferred += len(targets)
-        ex.rt.spout_emitted += 1
         fields = route.fields
         stream = route.stream
         comp = self.component_id

@@ -85,7 +85,6 @@ class WorkerRuntime:
         self.new_root = _root_maker(self.rng, ackers, set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
-        self.spout_emitted = 0
         self.dropped = 0
         self.inbound: deque[Entries] = deque()
         self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
@@ -293,6 +292,11 @@ class WorkerRuntime:
                 d["latency_samples"] = [round(x, 3) for x in samples[:: max(1, len(samples) // 500)]]
             out[f"{ex.component_id}:[{ex.task_ids[0]}-{ex.task_ids[-1]}]"] = d
         return out
+
+    @property
+    def spout_emitted(self) -> int:
+        """Tuples this worker's spouts emitted so far."""
+        return sum(ex.stats.emitted for ex in self.executors if ex.is_spout)
 
     def is_idle(self) -> bool:
         """No queued tuples in any executor and nothing inbound."""
