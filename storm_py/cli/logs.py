@@ -12,14 +12,14 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
 from storm_py.cli.options import config_options, load_conf
 from storm_py.client import LogViewerClient, NimbusClient
 from storm_py.daemons.local_state import log_dir
-from storm_py.daemons.logviewer import WORKER_FILES
+from storm_py.daemons.logviewer import LogFiles
 from storm_py.errors import NotAliveException, StormPyError
 
 FOLLOW_POLL_SECS = 0.5
@@ -28,68 +28,73 @@ FOLLOW_POLL_SECS = 0.5
 Chunk = tuple[str, str, bool]
 
 
-class LocalLogs:
-    """Worker files of one topology under this machine's log directory."""
+class LogReader(Protocol):
+    """Where worker files are read: :class:`LogFiles` here, :class:`LogViewerClient` on another host."""
 
-    def __init__(self, root: Path, topology_id: str) -> None:
-        self.root = root
+    def files(self, topology_id: str) -> list[dict[str, Any]]: ...
+
+    def read(self, rel: str, start: int = 0) -> dict[str, Any]: ...
+
+
+class LogSource:
+    """A topology's worker files read from one or more readers, remembering how far each file was shown."""
+
+    def __init__(self, topology_id: str) -> None:
         self.topology_id = topology_id
-        self._offsets: dict[Path, int] = {}
+        self._offsets: dict[tuple[str, str], int] = {}
 
-    def dirs(self) -> list[Path]:
-        """The topology's port directories here."""
-        return sorted((d for d in (self.root / self.topology_id).glob("*") if d.is_dir()), key=lambda d: d.name)
+    def readers(self) -> list[tuple[str, LogReader]]:
+        """``(where, reader)`` pairs; ``where`` follows each file's name in its header."""
+        raise NotImplementedError
 
     def poll(self) -> Iterator[Chunk]:
         """What the files gained since the last poll."""
-        for d in self.dirs():
-            for name in WORKER_FILES:
-                path = d / name
-                if not path.is_file():
-                    continue
-                start = self._offsets.get(path, 0)
-                with path.open("rb") as f:
-                    f.seek(start)
-                    data = f.read()
-                if data:
-                    self._offsets[path] = start + len(data)
-                    yield f"{self.topology_id}/{d.name}/{name}", data.decode("utf-8", "replace"), start == 0
+        for where, reader in self.readers():
+            for entry in reader.files(self.topology_id):
+                rel = entry["file"]
+                start = self._offsets.get((where, rel), 0)
+                first = start == 0
+                while start < int(entry["size"]):
+                    chunk = reader.read(rel, start)
+                    if chunk["next"] <= start:
+                        break
+                    start = int(chunk["next"])
+                    self._offsets[(where, rel)] = start
+                    yield f"{rel}{where}", chunk["data"], first
+                    first = False
 
 
-class RemoteLogs:
+class LocalLogs(LogSource):
+    """Worker files of one topology under this machine's log directory."""
+
+    def __init__(self, root: Path, topology_id: str) -> None:
+        super().__init__(topology_id)
+        self.files = LogFiles(root)
+
+    def readers(self) -> list[tuple[str, LogReader]]:
+        return [("", self.files)]
+
+
+class RemoteLogs(LogSource):
     """Worker files of one topology read from the log viewers of the supervisors that run its workers."""
 
     def __init__(self, client: NimbusClient, name: str) -> None:
         self.client = client
         self.name = name
-        self._offsets: dict[tuple[str, str], int] = {}
-        self.topology_id, self.viewers = self._locate()
+        tid, self.viewers = self._locate()
+        super().__init__(tid)
 
     def _locate(self) -> tuple[str, list[str]]:
         page = self.client.topology(self.name)
         viewers = sorted({w["logviewerUrl"] for w in page.get("workers", []) if w.get("logviewerUrl")})
         return str(page["id"]), viewers
 
-    def poll(self) -> Iterator[Chunk]:
-        """What the files gained since the last poll (workers that moved are followed)."""
+    def readers(self) -> list[tuple[str, LogReader]]:
         try:
-            self.topology_id, self.viewers = self._locate()
+            self.topology_id, self.viewers = self._locate()  # follow workers that moved
         except StormPyError:
             pass  # keep the last known viewers (nimbus may be failing over)
-        for base in self.viewers:
-            viewer = LogViewerClient(base)
-            for entry in viewer.files(self.topology_id):
-                rel = entry["file"]
-                start = self._offsets.get((base, rel), 0)
-                first = start == 0
-                while start < int(entry["size"]):
-                    chunk = viewer.read(rel, start)
-                    if chunk["next"] <= start:
-                        break
-                    start = int(chunk["next"])
-                    self._offsets[(base, rel)] = start
-                    yield f"{rel} on {base}", chunk["data"], first
-                    first = False
+        return [(f" on {base}", LogViewerClient(base)) for base in self.viewers]
 
 
 def _topology_id(client: NimbusClient, name: str, root: Path) -> str:
@@ -104,12 +109,12 @@ def _topology_id(client: NimbusClient, name: str, root: Path) -> str:
         return found[-1].name
 
 
-def open_logs(conf: Mapping[str, Any], name: str) -> LocalLogs | RemoteLogs:
+def open_logs(conf: Mapping[str, Any], name: str) -> LogSource:
     """Local files when this machine has the topology's logs, else its supervisors' log viewers."""
     root = log_dir(conf) / "workers-artifacts"
     client = NimbusClient(conf)
     local = LocalLogs(root, _topology_id(client, name, root))
-    if local.dirs():
+    if local.files.files(local.topology_id):
         return local
     remote = RemoteLogs(client, name)
     if not remote.viewers:

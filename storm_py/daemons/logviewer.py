@@ -35,8 +35,8 @@ class LogFiles:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
 
-    def topology_logs(self, topology_id: str) -> list[dict[str, Any]]:
-        """The worker files of a topology on this host, by port then file."""
+    def files(self, topology_id: str) -> list[dict[str, Any]]:
+        """``[{"file": "<id>/<port>/<name>", "size": n}]``: a topology's worker files here, by port then file."""
         self._check_part(topology_id, "topology id")
         base = self.root / topology_id
         out: list[dict[str, Any]] = []
@@ -49,8 +49,9 @@ class LogFiles:
                     out.append({"file": f"{topology_id}/{port_dir.name}/{name}", "size": path.stat().st_size})
         return out
 
-    def read(self, rel: str, start: int = 0, length: int = MAX_READ_BYTES) -> tuple[bytes, int]:
-        """Up to ``length`` bytes of ``rel`` (``<topology-id>/<port>/<file>``) from ``start``, and its size."""
+    def read(self, rel: str, start: int = 0, length: int = MAX_READ_BYTES) -> dict[str, Any]:
+        """Up to ``length`` bytes of ``rel`` (``<topology-id>/<port>/<file>``) from ``start``, as
+        ``{"file", "start", "next", "size", "data"}`` (``next``: where the following read starts)."""
         parts = rel.split("/")
         if len(parts) != 3 or parts[2] not in WORKER_FILES:
             raise BadRequestError(
@@ -65,12 +66,14 @@ class LogFiles:
         try:
             with path.open("rb") as f:
                 size = f.seek(0, 2)
-                f.seek(min(start, size))
-                return f.read(min(length, MAX_READ_BYTES)), size
+                begin = f.seek(min(start, size))
+                data = f.read(min(length, MAX_READ_BYTES))
         except FileNotFoundError:
             raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
         except OSError as err:
             raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
+        return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
+                "data": data.decode("utf-8", "replace")}
 
     @staticmethod
     def _check_part(part: str, what: str) -> None:
@@ -90,17 +93,13 @@ def logviewer_routes(files: LogFiles) -> list[Route]:
     """The log viewer's routes over ``files``."""
 
     def list_logs(req: Request) -> Any:
-        return {"topology": req.params["topology_id"], "files": files.topology_logs(req.params["topology_id"])}
+        return {"topology": req.params["topology_id"], "files": files.files(req.params["topology_id"])}
 
     def read_log(req: Request) -> Any:
         rel = req.query.get("file", [""])[0]
         if not rel:
             raise BadRequestError("parameter 'file' is missing", parameter="file")
-        start = _int_param(req, "start", 0)
-        data, size = files.read(rel, start, _int_param(req, "length", MAX_READ_BYTES))
-        begin = min(start, size)
-        return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
-                "data": data.decode("utf-8", "replace")}
+        return files.read(rel, _int_param(req, "start", 0), _int_param(req, "length", MAX_READ_BYTES))
 
     return [
         Route("GET", "/api/v1/logs/{topology_id}", list_logs),

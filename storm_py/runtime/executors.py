@@ -178,7 +178,7 @@ class SpoutCollector:
 
     def get_pending_count(self) -> int:
         """Tuples of this executor waiting to be acked or failed."""
-        return len(self._ex.pending0) + len(self._ex.pending1)
+        return self._ex.pending_count()
 
     def report_error(self, exc: BaseException) -> None:
         """Record an error for the topology summary."""
