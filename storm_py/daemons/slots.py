@@ -32,10 +32,11 @@ class RunningSlot:
 
 @dataclass(frozen=True)
 class SlotActions:
-    """Ports to stop, then ports to launch."""
+    """Ports to stop, then ports to launch; ``dead`` are the stopped ports whose worker died or went silent."""
 
     stop: tuple[int, ...]
     launch: tuple[int, ...]
+    dead: tuple[int, ...] = ()
 
 
 def reconcile(
@@ -43,21 +44,19 @@ def reconcile(
 ) -> SlotActions:
     """Compare wanted and running slots: stop mismatched, dead or silent workers; launch what is missing."""
     stop: list[int] = []
+    dead: list[int] = []
     launch: list[int] = []
     for port, run in running.items():
         want = wanted.get(port)
-        if (
-            want is None
-            or want.topology_id != run.topology_id
-            or want.executors != run.executors
-            or not run.alive
-            or run.silent_secs > worker_timeout_secs
-        ):
+        if not run.alive or run.silent_secs > worker_timeout_secs:
+            dead.append(port)
+            stop.append(port)
+        elif want is None or want.topology_id != run.topology_id or want.executors != run.executors:
             stop.append(port)
     for port in wanted:
         if port not in running or port in stop:
             launch.append(port)
-    return SlotActions(tuple(sorted(stop)), tuple(sorted(launch)))
+    return SlotActions(tuple(sorted(stop)), tuple(sorted(launch)), tuple(sorted(dead)))
 
 
 class RestartBackoff:

@@ -108,10 +108,7 @@ class Supervisor:
             worker = self.workers.pop(port)
             log.info("supervisor %s stopping worker %s:%d of %s", self.id, self.id, port, worker.topology_id)
             worker.stop()
-            run = running[port]
-            if run.alive and run.silent_secs <= timeout:
-                self.backoff.forget(port)  # stopped on purpose: the assignment moved
-            else:
+            if port in actions.dead:  # else stopped on purpose: the assignment moved
                 self._died(port, worker.topology_id, now)
         for port in actions.launch:
             want = wanted[port]
