@@ -430,6 +430,12 @@ class KazooStorage:
         timeout = min(self._op_timeout, 5.0) if internal else self._op_timeout
         deadline = SYSTEM_CLOCK.now() + timeout
         delay = 0.02
+
+        def lost(problem: str) -> StateError:
+            return StateError(
+                f"ZooKeeper {op} {path}: {problem}", path=path, op=op, servers=self._hosts, reason="connection"
+            )
+
         while True:
             if self._closed:
                 raise StateError(
@@ -437,13 +443,7 @@ class KazooStorage:
                 )
             remaining = deadline - SYSTEM_CLOCK.now()
             if not self._connected.is_set() and (internal or not self._connected.wait(max(remaining, 0.0))):
-                raise StateError(
-                    f"ZooKeeper {op} {path}: no connection to {self._hosts} within {timeout:g}s",
-                    path=path,
-                    op=op,
-                    servers=self._hosts,
-                    reason="connection",
-                )
+                raise lost(f"no connection to {self._hosts} within {timeout:g}s")
             try:
                 return start(*args, **kw).get(timeout=max(deadline - SYSTEM_CLOCK.now(), 0.05))
             except ConnectionClosedError as err:
@@ -452,23 +452,11 @@ class KazooStorage:
                 ) from err
             except _RETRYABLE as err:
                 if internal or SYSTEM_CLOCK.now() + delay >= deadline:
-                    raise StateError(
-                        f"ZooKeeper {op} {path}: {type(err).__name__} talking to {self._hosts}",
-                        path=path,
-                        op=op,
-                        servers=self._hosts,
-                        reason="connection",
-                    ) from err
+                    raise lost(f"{type(err).__name__} talking to {self._hosts}") from err
                 SYSTEM_CLOCK.sleep(delay)
                 delay = min(delay * 2, 0.5)
             except KazooTimeoutError as err:
-                raise StateError(
-                    f"ZooKeeper {op} {path}: no reply from {self._hosts} within {timeout:g}s",
-                    path=path,
-                    op=op,
-                    servers=self._hosts,
-                    reason="connection",
-                ) from err
+                raise lost(f"no reply from {self._hosts} within {timeout:g}s") from err
 
     @contextmanager
     def _converted(self, op: str, path: str) -> Iterator[None]:
