@@ -16,6 +16,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,49 +155,60 @@ def measure(build, ackers: int, secs: float, warmup: float) -> dict[str, Any]:
     return row
 
 
-def plain_const_null(secs: float) -> float:
-    value = ["some data"]
-    sink = []
+#: items a plain loop handles between two looks at the clock
+PLAIN_BATCH = 10000
+
+
+def _per_second(secs: float, run_batch: Callable[[], None]) -> float:
+    """Items per second of ``run_batch`` (which handles PLAIN_BATCH items), run for ``secs``."""
     n = 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < secs:
-        for _ in range(10000):
+        run_batch()
+        n += PLAIN_BATCH
+    return n / (time.perf_counter() - t0)
+
+
+def plain_const_null(secs: float) -> float:
+    value = ["some data"]
+    sink: list[list[str]] = []
+
+    def run_batch() -> None:
+        for _ in range(PLAIN_BATCH):
             v = list(value)
             sink.append(v)
             sink.pop()
-        n += 10000
-    return n / (time.perf_counter() - t0)
+
+    return _per_second(secs, run_batch)
 
 
 def plain_const_id_null(secs: float) -> float:
     value = ["some data"]
-    sink = []
-    n = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < secs:
-        for _ in range(10000):
+    sink: list[list[str]] = []
+
+    def run_batch() -> None:
+        for _ in range(PLAIN_BATCH):
             v = list(value)
             v2 = list(v)
             sink.append(v2)
             sink.pop()
-        n += 10000
-    return n / (time.perf_counter() - t0)
+
+    return _per_second(secs, run_batch)
 
 
 def plain_word_count(secs: float) -> float:
     counts: dict[str, int] = {}
-    out = []
-    n = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < secs:
-        for i in range(10000):
+    out: list[tuple[str, int]] = []
+
+    def run_batch() -> None:
+        for i in range(PLAIN_BATCH):
             for w in SENTENCES[i % 5].split():
                 c = counts.get(w, 0) + 1
                 counts[w] = c
                 out.append((w, c))
             out.clear()
-        n += 10000
-    return n / (time.perf_counter() - t0)
+
+    return _per_second(secs, run_batch)
 
 
 def main() -> None:
