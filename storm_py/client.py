@@ -317,11 +317,8 @@ class LogViewerClient:
             with urllib.request.urlopen(url, timeout=self.timeout) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as err:
-            try:
-                message = json.loads(err.read()).get("errorMessage", err.reason)
-            except ValueError:
-                message = err.reason
-            raise LogViewerError(f"log viewer {self.base_url}: {message}", url=url) from err
+            reply = error_from_reply(err.code, err.read(), url)
+            raise LogViewerError(f"log viewer {self.base_url}: {reply.message}", url=url) from err
         except (urllib.error.URLError, OSError, ValueError) as err:
             reason = getattr(err, "reason", err)
             raise LogViewerError(f"cannot reach the log viewer at {self.base_url} ({reason})", url=url) from err

@@ -69,10 +69,10 @@ class LocalLogs(LogSource):
 
     def __init__(self, root: Path, topology_id: str) -> None:
         super().__init__(topology_id)
-        self.files = LogFiles(root)
+        self.log_files = LogFiles(root)
 
     def readers(self) -> list[tuple[str, LogReader]]:
-        return [("", self.files)]
+        return [("", self.log_files)]
 
 
 class RemoteLogs(LogSource):
@@ -114,7 +114,7 @@ def open_logs(conf: Mapping[str, Any], name: str) -> LogSource:
     root = log_dir(conf) / "workers-artifacts"
     client = NimbusClient(conf)
     local = LocalLogs(root, _topology_id(client, name, root))
-    if local.files.files(local.topology_id):
+    if local.log_files.files(local.topology_id):
         return local
     remote = RemoteLogs(client, name)
     if not remote.viewers:
