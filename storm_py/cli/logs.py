@@ -18,7 +18,7 @@ import click
 
 from storm_py.cli.options import config_options, load_conf
 from storm_py.client import LogViewerClient, NimbusClient
-from storm_py.daemons.local_state import log_dir
+from storm_py.daemons.local_state import workers_artifacts_root
 from storm_py.daemons.logviewer import LogFiles
 from storm_py.errors import NotAliveException, StormPyError
 
@@ -111,7 +111,7 @@ def _topology_id(client: NimbusClient, name: str, root: Path) -> str:
 
 def open_logs(conf: Mapping[str, Any], name: str) -> LogSource:
     """Local files when this machine has the topology's logs, else its supervisors' log viewers."""
-    root = log_dir(conf) / "workers-artifacts"
+    root = workers_artifacts_root(conf)
     client = NimbusClient(conf)
     local = LocalLogs(root, _topology_id(client, name, root))
     if local.log_files.files(local.topology_id):

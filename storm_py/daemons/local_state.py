@@ -75,6 +75,11 @@ def worker_heartbeat_path(conf: Mapping[str, Any], worker_id: str) -> Path:
     return local_dir(conf) / "workers" / worker_id / "heartbeat"
 
 
+def workers_artifacts_root(conf: Mapping[str, Any]) -> Path:
+    """``<storm.log.dir>/workers-artifacts``: where every worker of this host keeps its files."""
+    return log_dir(conf) / "workers-artifacts"
+
+
 def worker_artifacts_dir(conf: Mapping[str, Any], topology_id: str, port: int) -> Path:
     """``logs/workers-artifacts/<topology-id>/<port>/``."""
-    return log_dir(conf) / "workers-artifacts" / topology_id / str(port)
+    return workers_artifacts_root(conf) / topology_id / str(port)

@@ -19,7 +19,7 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.daemons.local_state import log_dir, supervisor_dir
+from storm_py.daemons.local_state import supervisor_dir, workers_artifacts_root
 from storm_py.daemons.logviewer import LogViewer
 from storm_py.daemons.node import local_hostname, open_storage
 from storm_py.daemons.process_launcher import ProcessLauncher
@@ -72,7 +72,7 @@ class SupervisorDaemon:
         self._stop = threading.Event()
         self._watches: list[Watch] = []
         try:
-            self.logviewer = LogViewer(self.conf, log_dir(conf) / "workers-artifacts", self.hostname)
+            self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname)
         except StormPyError:
             self.state.close()
             raise
