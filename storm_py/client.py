@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from storm_py.daemons.package import TopologyPackage
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -29,6 +28,7 @@ from storm_py.errors import (
     StormPyError,
     TopologyLoadError,
 )
+from storm_py.packaging.package import TopologyPackage
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,7 @@ class LogViewerError(StormPyError):
 
 
 class LogViewerClient:
-    """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.daemons.logviewer`)."""
+    """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.supervisor.logviewer`)."""
 
     def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS) -> None:
         self.base_url = base_url.rstrip("/")

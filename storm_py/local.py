@@ -16,15 +16,15 @@ from typing import Any
 from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock, SimulatedClock
 from storm_py.config import defaults
-from storm_py.daemons.code_store import MemoryCodeStore
-from storm_py.daemons.launcher import ThreadLauncher
-from storm_py.daemons.nimbus import Nimbus
-from storm_py.daemons.supervisor import Supervisor
-from storm_py.daemons.transfer import InProcessTransfer
-from storm_py.daemons.worker import Worker
 from storm_py.errors import WaitTimeoutError
+from storm_py.nimbus.core import Nimbus
+from storm_py.packaging.code_store import MemoryCodeStore
+from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.supervisor.core import Supervisor
+from storm_py.supervisor.launcher import ThreadLauncher
+from storm_py.worker.core import Worker
 
 log = logging.getLogger(__name__)
 

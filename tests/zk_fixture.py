@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.daemons import dev_zookeeper
-from storm_py.daemons.dev_zookeeper import four_letter_word, free_port
+from storm_py.dev import zookeeper as dev_zookeeper
+from storm_py.dev.zookeeper import four_letter_word, free_port
 from storm_py.errors import WaitTimeoutError
 
 log = logging.getLogger(__name__)

@@ -74,7 +74,7 @@ def _run_daemon(make: Callable[[], Any], what: str) -> None:
 @config_options
 def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a nimbus: leader election, scheduling, the REST API on nimbus.thrift.port."""
-    from storm_py.daemons.nimbus_daemon import NimbusDaemon
+    from storm_py.nimbus.daemon import NimbusDaemon
 
     conf = load_conf(config_file, overrides)
     _run_daemon(lambda: NimbusDaemon(conf), "nimbus")
@@ -84,7 +84,7 @@ def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
 @config_options
 def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a supervisor: one worker process per assigned slot of supervisor.slots.ports."""
-    from storm_py.daemons.supervisor_daemon import SupervisorDaemon
+    from storm_py.supervisor.daemon import SupervisorDaemon
 
     conf = load_conf(config_file, overrides)
     _run_daemon(lambda: SupervisorDaemon(conf), "supervisor")
@@ -94,7 +94,7 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
 @config_options
 def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Serve Storm UI's REST API (/api/v1/...) on ui.port, relayed to the leading nimbus."""
-    from storm_py.daemons.ui_daemon import UiDaemon
+    from storm_py.nimbus.ui_daemon import UiDaemon
 
     conf = load_conf(config_file, overrides)
     _info_logging()
@@ -130,7 +130,7 @@ def worker(
     overrides: tuple[str, ...],
 ) -> None:
     """Run one worker (started by a supervisor)."""
-    from storm_py.daemons.worker_main import configure_logging, run_worker
+    from storm_py.worker.daemon import configure_logging, run_worker
 
     conf = load_conf(config_file, overrides)
     configure_logging(Path(log_file) if log_file else None)
@@ -144,7 +144,7 @@ def worker(
 @config_options
 def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a development ZooKeeper on loopback until interrupted."""
-    from storm_py.daemons.dev_zookeeper import ZooKeeperProcess
+    from storm_py.dev.zookeeper import ZooKeeperProcess
 
     conf = load_conf(config_file, overrides)
     path = Path(data_dir or conf.get("dev.zookeeper.path") or "dev-zookeeper")
@@ -185,7 +185,7 @@ def dev_cluster(
     overrides: tuple[str, ...],
 ) -> None:
     """Start ZooKeeper, nimbus and supervisors on this machine; stop them all on SIGINT/SIGTERM."""
-    from storm_py.daemons.dev_cluster import DevCluster
+    from storm_py.dev.cluster import DevCluster
 
     conf = load_conf(config_file, overrides)
     cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper)

@@ -28,8 +28,8 @@ def _totals(summary: dict[str, Any]) -> tuple[int, int, int]:
 @config_options
 def local(entry: str, ttl: float, name: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run MODULE:FUNCTION's topology in-process for --ttl seconds."""
-    from storm_py.daemons.code_loader import load_topology
     from storm_py.local import LocalCluster
+    from storm_py.packaging.code_loader import load_topology
 
     conf = load_conf(config_file, overrides)
     topo_conf = {k: v for k, v in conf.items() if k.startswith("topology.")}

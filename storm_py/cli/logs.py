@@ -18,9 +18,9 @@ import click
 
 from storm_py.cli.options import config_options, load_conf
 from storm_py.client import LogViewerClient, NimbusClient
-from storm_py.daemons.local_state import workers_artifacts_root
-from storm_py.daemons.logviewer import LogFiles
 from storm_py.errors import NotAliveException, StormPyError
+from storm_py.node.local_state import workers_artifacts_root
+from storm_py.supervisor.logviewer import LogFiles
 
 FOLLOW_POLL_SECS = 0.5
 

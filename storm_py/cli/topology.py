@@ -31,8 +31,8 @@ def submit(
     package: str, entry: str, name: str | None, inactive: bool, config_file: str | None, overrides: tuple[str, ...]
 ) -> None:
     """Upload WHEEL_OR_DIR and run MODULE:FUNCTION's topology on the cluster (Storm's `storm jar`)."""
-    from storm_py.daemons.code_loader import parse_entry
-    from storm_py.daemons.package import TopologyPackage, read_package
+    from storm_py.packaging.code_loader import parse_entry
+    from storm_py.packaging.package import TopologyPackage, read_package
 
     conf = load_conf(config_file, overrides)
     topo_conf = parse_overrides(overrides)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.daemons.dev_zookeeper import free_port
+from storm_py.dev.zookeeper import free_port
 from storm_py.transport.zmq import ZmqTransport
 from tests.cluster.harness import DevClusterProcess, Ledger, alive, storm_py_command
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from storm_py.daemons import blobstore
-from storm_py.daemons.api_views import pretty_uptime
-from storm_py.daemons.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore, jar_key
-from storm_py.daemons.package import TopologyPackage, read_package
-from storm_py.daemons.stormdist import DistCodeStore, StormDist
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.nimbus import blobstore
+from storm_py.nimbus.api_views import pretty_uptime
+from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore, jar_key
+from storm_py.packaging.code_store import DistCodeStore
+from storm_py.packaging.package import TopologyPackage, read_package
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.supervisor.stormdist import StormDist
 from tests.cluster.harness import APPS
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from storm_py.cli.main import cli
-from storm_py.daemons.dev_zookeeper import free_port
+from storm_py.dev.zookeeper import free_port
 from tests.cluster.harness import storm_py_command
 
 COMMANDS = ["nimbus", "supervisor", "ui", "submit", "kill", "activate", "deactivate", "rebalance", "list", "logs",

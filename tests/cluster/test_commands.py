@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.daemons.dev_zookeeper import free_port
+from storm_py.dev.zookeeper import free_port
 from tests.cluster.harness import DevClusterProcess, Ledger, storm_py_command
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(300)]

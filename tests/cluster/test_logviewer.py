@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from storm_py.daemons.http_api import JsonApiServer
-from storm_py.daemons.logviewer import LogFiles, logviewer_routes
+from storm_py.node.http_api import JsonApiServer
+from storm_py.supervisor.logviewer import LogFiles, logviewer_routes
 
 TID = "words-1-1700000000"
 

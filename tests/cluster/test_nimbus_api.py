@@ -15,8 +15,6 @@ import pytest
 
 from storm_py.client import NimbusClient, NimbusRequestError
 from storm_py.clock import wait_until
-from storm_py.daemons.nimbus_daemon import NimbusDaemon
-from storm_py.daemons.package import TopologyPackage, read_package
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -24,6 +22,8 @@ from storm_py.errors import (
     NotAliveException,
     TopologyLoadError,
 )
+from storm_py.nimbus.daemon import NimbusDaemon
+from storm_py.packaging.package import TopologyPackage, read_package
 from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.state.models import SupervisorInfo
 from tests.cluster.harness import APPS
@@ -231,7 +231,7 @@ def test_an_unknown_error_code_is_kept(nimbuses) -> None:
 
 
 def test_the_ui_relays_the_api_to_the_leader(nimbuses) -> None:
-    from storm_py.daemons.ui_daemon import UiDaemon
+    from storm_py.nimbus.ui_daemon import UiDaemon
 
     cluster = nimbuses(**{"nimbus.auth.token": "s3cret"})
     cluster.start()

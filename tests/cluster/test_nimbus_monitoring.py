@@ -6,8 +6,8 @@ import pytest
 
 from storm_py import TopologyBuilder
 from storm_py.clock import SimulatedClock
-from storm_py.daemons.code_store import MemoryCodeStore
-from storm_py.daemons.nimbus import Nimbus
+from storm_py.nimbus.core import Nimbus
+from storm_py.packaging.code_store import MemoryCodeStore
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.state.models import SupervisorInfo

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from storm_py.daemons.package import check_archive, read_package, unpack
-from storm_py.daemons.topology_check import skeleton_of, topology_from_skeleton
 from storm_py.errors import TopologyLoadError
+from storm_py.nimbus.topology_check import skeleton_of, topology_from_skeleton
+from storm_py.packaging.package import check_archive, read_package, unpack
 
 
 def test_a_directory_is_zipped_without_caches_and_unpacked_whole(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import wait_until
-from storm_py.daemons.socket_transfer import SocketTransfer
-from storm_py.daemons.tuple_frames import FrameDecoder, encode_entries
 from storm_py.runtime.acker import ACK, ACKED, INIT
+from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries
+from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.transport.zmq import ZmqTransport
 from tests.zk_fixture import free_port
 
@@ -213,7 +213,7 @@ def test_pruning_a_gone_peer_drops_its_overflow_and_restores_the_budget(pair) ->
 
 
 def test_batches_not_taken_in_by_a_busy_loop_hold_the_receiver_back(pair) -> None:
-    from storm_py.daemons.socket_transfer import INBOUND_BATCHES_MAX
+    from storm_py.runtime.transfer.socket_transfer import INBOUND_BATCHES_MAX
 
     p = pair()
     p.rt_b.draining = False  # the loop is busy: handed batches pile up, executors' inboxes are not full

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from storm_py.clock import SimulatedClock
-from storm_py.daemons.slots import RestartBackoff
-from storm_py.daemons.supervisor import Supervisor
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.state.models import Assignment
+from storm_py.supervisor.core import Supervisor
+from storm_py.supervisor.slots import RestartBackoff
 
 CONF = {
     "supervisor.worker.restart.min.uptime.secs": 10,

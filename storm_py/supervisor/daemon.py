@@ -3,7 +3,7 @@
 The supervisor keeps its id in ``<storm.local.dir>/supervisor/id`` (so a restarted supervisor is the same
 node), writes the configuration its workers start with, and runs :meth:`Supervisor.sync` every
 ``supervisor.monitor.frequency.secs`` and whenever the assignments change.  Workers are processes
-(:class:`~storm_py.daemons.process_launcher.ProcessLauncher`); a worker whose supervisor dies exits on its own.
+(:class:`~storm_py.supervisor.launcher.ProcessLauncher`); a worker whose supervisor dies exits on its own.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.daemons.local_state import supervisor_dir, workers_artifacts_root
-from storm_py.daemons.logviewer import LogViewer
-from storm_py.daemons.node import local_hostname, open_storage
-from storm_py.daemons.process_launcher import ProcessLauncher
-from storm_py.daemons.stormdist import StormDist
-from storm_py.daemons.supervisor import Supervisor
 from storm_py.errors import StormPyError
+from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
+from storm_py.node.session import local_hostname, open_storage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
+from storm_py.supervisor.core import Supervisor
+from storm_py.supervisor.launcher import ProcessLauncher
+from storm_py.supervisor.logviewer import LogViewer
+from storm_py.supervisor.stormdist import StormDist
 
 log = logging.getLogger(__name__)
 

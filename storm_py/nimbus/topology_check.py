@@ -1,6 +1,6 @@
 """This module owns submit-time validation of a topology package, in a subprocess: nimbus never imports user code.
 
-Nimbus calls :func:`check_package`, which runs ``python -m storm_py.daemons.topology_check`` with the package
+Nimbus calls :func:`check_package`, which runs ``python -m storm_py.nimbus.topology_check`` with the package
 path, the ``MODULE:FUNCTION`` entry and the topology conf on stdin.  The child unpacks the package, calls the
 function, runs Storm's structural checks and answers with the topology's *skeleton*: components, parallelism,
 streams, subscriptions and JSON-safe component conf, without the user objects.  Nimbus schedules from the
@@ -90,8 +90,8 @@ def topology_from_skeleton(skeleton: Mapping[str, Any]) -> StormTopology:
 
 
 def _check(request: Mapping[str, Any]) -> dict[str, Any]:
-    from storm_py.daemons.code_loader import load_topology
-    from storm_py.daemons.package import unpack
+    from storm_py.packaging.code_loader import load_topology
+    from storm_py.packaging.package import unpack
     from storm_py.runtime.system_topology import system_topology
 
     conf = dict(request.get("conf") or {})
@@ -139,7 +139,7 @@ def check_package(
     with tempfile.TemporaryDirectory(prefix="storm-py-check-cwd-") as cwd:
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "storm_py.daemons.topology_check"],
+                [sys.executable, "-m", "storm_py.nimbus.topology_check"],
                 input=request.encode("utf-8"),
                 capture_output=True,
                 timeout=timeout,

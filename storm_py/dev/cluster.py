@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from storm_py.client import NimbusClient
-from storm_py.daemons.dev_zookeeper import ZooKeeperProcess, free_port
-from storm_py.daemons.local_state import write_json
+from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
+from storm_py.node.local_state import write_json
 
 log = logging.getLogger(__name__)
 

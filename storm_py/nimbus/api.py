@@ -18,13 +18,13 @@ from urllib.parse import quote
 
 import storm_py
 from storm_py.clock import wait_until
-from storm_py.daemons import api_views
-from storm_py.daemons.blobstore import LocalFsBlobStore, NimbusCodeStore
-from storm_py.daemons.code_loader import parse_entry
-from storm_py.daemons.http_api import BadRequestError, NotFoundError, Reply, Request, Route
-from storm_py.daemons.nimbus import Nimbus
-from storm_py.daemons.package import TopologyPackage, check_archive
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
+from storm_py.nimbus import api_views
+from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
+from storm_py.nimbus.core import Nimbus
+from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
+from storm_py.packaging.code_loader import parse_entry
+from storm_py.packaging.package import TopologyPackage, check_archive
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
 

@@ -3,7 +3,7 @@
 Every nimbus registers itself (``nimbuses/<host:port>``), enters the election and serves the API.  The leader
 runs :meth:`Nimbus.step` (timed kills and rebalances, reassignment of dead workers and supervisors) every
 ``nimbus.monitor.freq.secs`` or sooner when something is due; every nimbus copies the blobs it lacks from
-their holders.  Submitted packages are validated in a subprocess (:mod:`storm_py.daemons.topology_check`).
+their holders.  Submitted packages are validated in a subprocess (:mod:`storm_py.nimbus.topology_check`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.daemons.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
-from storm_py.daemons.http_api import JsonApiServer
-from storm_py.daemons.local_state import nimbus_blob_dir
-from storm_py.daemons.nimbus import Nimbus
-from storm_py.daemons.nimbus_api import NimbusApi
-from storm_py.daemons.node import open_storage
-from storm_py.daemons.package import TopologyPackage
-from storm_py.daemons.topology_check import DEFAULT_TIMEOUT_SECS, check_package
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.nimbus.api import NimbusApi
+from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
+from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.topology_check import DEFAULT_TIMEOUT_SECS, check_package
+from storm_py.node.http_api import JsonApiServer
+from storm_py.node.local_state import nimbus_blob_dir
+from storm_py.node.session import open_storage
+from storm_py.packaging.package import TopologyPackage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import NimbusInfo
 from storm_py.state.storage import ConnectionState, LeaderElection, StateStorage, Watch

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from storm_py.api.topology import StormTopology
-from storm_py.daemons.package import TopologyPackage, digest
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.packaging.package import TopologyPackage, digest
 from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def parse_code_description(data: bytes, key: str) -> dict[str, Any]:
 
 
 class NimbusCodeStore:
-    """Nimbus's :class:`~storm_py.daemons.code_store.CodeStore`: packages in the blob store, never imported here."""
+    """Nimbus's :class:`~storm_py.packaging.code_store.CodeStore`: packages in the blob store, never imported here."""
 
     def __init__(self, blobs: LocalFsBlobStore, state: ClusterState, holder_id: str) -> None:
         self.blobs = blobs

@@ -21,14 +21,14 @@ from types import FrameType
 from typing import Any
 
 from storm_py.clock import Clock
-from storm_py.daemons.local_state import stormdist_dir, worker_heartbeat_path, write_json
-from storm_py.daemons.node import local_hostname, open_storage
-from storm_py.daemons.socket_transfer import SocketTransfer
-from storm_py.daemons.stormdist import DistCodeStore
-from storm_py.daemons.worker import Worker
 from storm_py.errors import StormPyError
+from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
+from storm_py.node.session import local_hostname, open_storage
+from storm_py.packaging.code_store import DistCodeStore
+from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.state.cluster_state import ClusterState
 from storm_py.transport import open_transport
+from storm_py.worker.core import Worker
 
 log = logging.getLogger(__name__)
 

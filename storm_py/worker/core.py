@@ -1,4 +1,4 @@
-"""The worker: runs one slot of one topology — its executors, its transfer to peers, its heartbeats.
+"""This module owns the worker's core: one slot of one topology, its executors, transfer and heartbeats.
 
 The same class runs inside a worker process (driven by ``storm-py worker``) and inside LocalCluster (launched
 on a thread); what differs is handed in: the state store, the code store, the transport and the clock.
@@ -13,11 +13,12 @@ from typing import Any, Protocol
 
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
-from storm_py.daemons import topology_status as ts
-from storm_py.daemons.code_store import CodeStore
 from storm_py.errors import StormPyError
+from storm_py.nimbus import topology_status as ts
+from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
-from storm_py.runtime.worker_runtime import Entries, WorkerLoop, WorkerRuntime
+from storm_py.runtime.transfer import Entries
+from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import WorkerHeartbeat
 

@@ -1,32 +1,27 @@
-"""This module owns the supervisor's copies of topology code (``stormdist``) and the worker's view of them.
+"""This module owns the supervisor's copies of topology code (``stormdist``): download, verify, unpack, clean up.
 
 :class:`StormDist` downloads a topology's blobs from a nimbus that holds them, checks the digest and unpacks
-the package into ``stormdist/<topology-id>/code`` (no user code is imported here).  :class:`DistCodeStore` is
-the worker process's :class:`~storm_py.daemons.code_store.CodeStore`: it loads ``MODULE:FUNCTION`` from that
-directory.
+the package into ``stormdist/<topology-id>/code`` (no user code is imported here); a worker process loads it
+from there through :class:`~storm_py.packaging.code_store.DistCodeStore`.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
-from storm_py.api.topology import StormTopology
-from storm_py.daemons.blobstore import code_key, jar_key, parse_code_description, verify_package
-from storm_py.daemons.code_loader import load_topology
-from storm_py.daemons.local_state import read_json, write_json
-from storm_py.daemons.package import unpack
-from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.errors import StormPyError
+from storm_py.nimbus.blobstore import code_key, jar_key, parse_code_description, verify_package
+from storm_py.node.local_state import write_json
+from storm_py.packaging.code_store import CODE, META
+from storm_py.packaging.package import unpack
 from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 
-META = "stormcode.json"
 JAR = "stormjar.zip"
-CODE = "code"
 
 Fetch = Callable[[str, str], bytes]
 
@@ -93,28 +88,3 @@ class StormDist:
             if d.is_dir() and d.name not in wanted and not d.name.startswith("."):
                 log.info("deleting the code of %s", d.name)
                 shutil.rmtree(d, ignore_errors=True)
-
-
-class DistCodeStore:
-    """A worker's code store: the topology is built from the unpacked package by ``MODULE:FUNCTION``."""
-
-    def __init__(self, topology_dir: Path) -> None:
-        self.dir = topology_dir
-
-    def put(self, topology_id: str, code: Any) -> None:
-        """Workers never store code."""
-        raise TopologyLoadError("a worker's code store is read-only", topology=topology_id)
-
-    def load(self, topology_id: str, conf: dict[str, Any]) -> StormTopology:
-        """Import the package's entry point and build the topology with ``conf``."""
-        meta = read_json(self.dir / META)
-        if not isinstance(meta, Mapping) or not isinstance(meta.get("entry"), str):
-            raise TopologyLoadError(f"no code description for {topology_id} in {self.dir}", topology=topology_id)
-        return load_topology(str(meta["entry"]), conf, path=self.dir / CODE)
-
-    def delete(self, topology_id: str) -> None:
-        """Workers never delete code."""
-
-    def has(self, topology_id: str) -> bool:
-        """Whether the code is unpacked."""
-        return (self.dir / META).is_file()

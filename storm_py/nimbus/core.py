@@ -1,5 +1,7 @@
-"""Nimbus: accepts topologies, schedules their executors onto supervisors' slots, runs timed transitions
-(kill, rebalance) and reassigns the executors of dead workers and supervisors.
+"""This module owns nimbus's core: topologies in, assignments out, timed transitions and reassignments.
+
+It accepts topologies, schedules their executors onto supervisors' slots, runs timed transitions (kill,
+rebalance) and reassigns the executors of dead workers and supervisors.
 
 The class holds no thread: :meth:`Nimbus.step` does one round of timers and monitoring with the given clock;
 the nimbus daemon calls it from its loop, LocalCluster calls it directly.
@@ -16,9 +18,9 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology, validate_topology
 from storm_py.clock import Clock
-from storm_py.daemons import topology_status as ts
-from storm_py.daemons.code_store import CodeStore
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
+from storm_py.nimbus import topology_status as ts
+from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import (
     SYSTEM_IDS,
     component_counts,

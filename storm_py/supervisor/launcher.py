@@ -1,11 +1,13 @@
-"""This module owns worker processes as a supervisor sees them: launching, watching, stopping, exit codes.
+"""This module owns how a supervisor starts workers: the :class:`Launcher` seam and its two implementations.
 
-:class:`ProcessLauncher` is the supervisor's :class:`~storm_py.daemons.supervisor.Launcher` in a real cluster:
-it makes sure the topology's code is downloaded (:class:`~storm_py.daemons.stormdist.StormDist`), then starts
-``python -m storm_py worker ...`` with its stdout and stderr kept in
-``<storm.log.dir>/workers-artifacts/<topology-id>/<port>/``.  A :class:`ProcessWorker` reports the process
-alive until it exits, and silent when its local heartbeat file goes stale (``supervisor.worker.timeout.secs``)
-or never appears (``supervisor.worker.start.timeout.secs``); every exit is appended to ``exit-codes``.
+:class:`ThreadLauncher` runs each worker on a thread of this process (LocalCluster).  :class:`ProcessLauncher`
+is the launcher of a real cluster: it makes sure the topology's code is downloaded
+(:class:`~storm_py.supervisor.stormdist.StormDist`), then starts ``python -m storm_py worker ...`` with its
+stdout and stderr kept in ``<storm.log.dir>/workers-artifacts/<topology-id>/<port>/``.  A
+:class:`ProcessWorker` reports the process alive until it exits, and silent when its local heartbeat file goes
+stale (``supervisor.worker.timeout.secs``) or never appears (``supervisor.worker.start.timeout.secs``); every
+exit is appended to ``exit-codes``.  Process launchers read the wall clock directly: a worker process lives in
+real time whatever clock the supervisor runs on.
 """
 
 from __future__ import annotations
@@ -20,16 +22,82 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from storm_py.daemons.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
-from storm_py.daemons.stormdist import StormDist
+from storm_py.clock import Clock
 from storm_py.errors import StormPyError
+from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
+from storm_py.packaging.code_store import CodeStore
+from storm_py.state.cluster_state import ClusterState
+from storm_py.supervisor.stormdist import StormDist
+
+if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the runtime out of it
+    from storm_py.worker.core import Worker, WorkerTransport
 
 log = logging.getLogger(__name__)
 
 #: How long a stopped worker gets to exit cleanly before it is killed (``supervisor.worker.shutdown.sleep.secs``).
 DEFAULT_SHUTDOWN_SECS = 3.0
+
+
+class WorkerHandle(Protocol):
+    """A launched worker as its supervisor sees it."""
+
+    topology_id: str
+    executors: list[tuple[int, int]]
+
+    @property
+    def alive(self) -> bool: ...
+
+    def refresh(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+    def silent_secs(self) -> float: ...
+
+
+class Launcher(Protocol):
+    """Starts a worker for (topology, port) on this supervisor."""
+
+    def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> WorkerHandle:
+        ...
+
+
+class ThreadLauncher:
+    """Runs each worker in this process on its own loop thread."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        state: ClusterState,
+        code_store: CodeStore,
+        transport: WorkerTransport,
+        clock: Clock,
+    ) -> None:
+        self.conf = dict(conf)
+        self.state = state
+        self.code_store = code_store
+        self.transport = transport
+        self.clock = clock
+        self.launched: list[Worker] = []
+
+    def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> Worker:
+        """Build the worker of ``port`` and start its loop thread."""
+        from storm_py.worker.core import Worker
+
+        worker = Worker(
+            conf=self.conf,
+            state=self.state,
+            code_store=self.code_store,
+            transport=self.transport,
+            clock=self.clock,
+            topology_id=topology_id,
+            supervisor_id=supervisor_id,
+            port=port,
+        )
+        worker.start()
+        self.launched.append(worker)
+        return worker
 
 
 class WorkerLaunchError(StormPyError):
@@ -39,7 +107,7 @@ class WorkerLaunchError(StormPyError):
 
 
 class ProcessWorker:
-    """One launched worker process (a :class:`~storm_py.daemons.supervisor.WorkerHandle`)."""
+    """One launched worker process (a :class:`WorkerHandle`)."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""This module owns the ``storm-py ui`` process: Storm UI's REST API on ``ui.port``, relayed to the leading nimbus.
+"""This module owns the ``storm-py ui`` process (with nimbus: it only relays nimbus's REST API to the leader).
 
 Every nimbus serves the API itself; the UI daemon gives it the stable address Storm users expect (one host,
 ``ui.port``), following leadership changes.  Callers' bearer tokens are passed through untouched, so
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.client import API, NimbusClient
-from storm_py.daemons.http_api import JsonApiServer, NotFoundError, Reply, Request
 from storm_py.errors import StormPyError
+from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""This module owns the files daemons keep on local disk: atomic JSON records and where each one lives.
+"""This module owns the files every daemon keeps on local disk: atomic JSON records and where each one lives.
 
 Layout under ``storm.local.dir``::
 

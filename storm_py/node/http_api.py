@@ -1,4 +1,4 @@
-"""This module owns the HTTP plumbing of the daemons' JSON APIs: routes, bearer-token checks, error replies.
+"""This module owns the HTTP plumbing shared by nimbus's API, the log viewer and the UI relay: routes, tokens, errors.
 
 A :class:`JsonApiServer` serves a table of :class:`Route` s on a thread pool; a handler gets a
 :class:`Request` and returns a JSON-ready value or a :class:`Reply`.  A :class:`~storm_py.errors.StormPyError`

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from storm_py.daemons.http_api import BadRequestError, JsonApiServer, NotFoundError, Request, Route
 from storm_py.errors import StormPyError
+from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Request, Route
 
 log = logging.getLogger(__name__)
 

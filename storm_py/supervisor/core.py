@@ -1,4 +1,4 @@
-"""The supervisor: registers its slots, follows the assignments and keeps one worker per assigned slot.
+"""This module owns the supervisor's core: it registers its slots and keeps one worker per assigned slot.
 
 No thread of its own: :meth:`Supervisor.sync` does one round (the daemon calls it from its loop; LocalCluster
 directly).  How a worker is started is the launcher's business (a thread in LocalCluster, a process otherwise).
@@ -8,38 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from storm_py.clock import Clock
-from storm_py.daemons.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
+from storm_py.supervisor.launcher import Launcher, WorkerHandle
+from storm_py.supervisor.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
 
 log = logging.getLogger(__name__)
-
-
-class WorkerHandle(Protocol):
-    """A launched worker as its supervisor sees it."""
-
-    topology_id: str
-    executors: list[tuple[int, int]]
-
-    @property
-    def alive(self) -> bool: ...
-
-    def refresh(self) -> bool: ...
-
-    def stop(self) -> None: ...
-
-    def silent_secs(self) -> float: ...
-
-
-class Launcher(Protocol):
-    """Starts a worker for (topology, port) on this supervisor."""
-
-    def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> WorkerHandle:
-        ...
 
 
 class Supervisor:

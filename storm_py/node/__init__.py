@@ -1,0 +1,1 @@
+"""What every cluster process shares: identity and state session, local files, HTTP plumbing, the daemon loop."""

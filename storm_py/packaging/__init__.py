@@ -1,0 +1,1 @@
+"""Topology packages (wheels, zipped directories), loading ``MODULE:FUNCTION`` from them, and the code-store seam."""

@@ -1,0 +1,1 @@
+"""The worker: one slot of one topology (its core) and the worker process around it."""
