@@ -7,63 +7,50 @@ component conf.  Only Storm's whitelisted keys (plus any non-Storm key) may be o
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
+import logging
 import os
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from storm_py.config.keys import (
+    BOOL,
+    INT,
+    KEYS,
+    LIST,
+    MAP,
+    NUMBER,
+    PASS_THROUGH_COMPONENT_KEYS,
+    PORTS,
+    STR,
+    STRS,
+    Key,
+    all_keys,
+)
 from storm_py.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 #: Storm keys a component's configuration may override (``Executor.normalizedComponentConf`` in Storm).
-COMPONENT_WHITELIST = frozenset(
-    {
-        "topology.debug",
-        "topology.max.spout.pending",
-        "topology.max.task.parallelism",
-        "topology.transactional.id",
-        "topology.tick.tuple.freq.secs",
-        "topology.sleep.spout.wait.strategy.time.ms",
-        "topology.spout.wait.strategy",
-        "topology.bolts.window.length.count",
-        "topology.bolts.window.length.duration.ms",
-        "topology.bolts.sliding.interval.count",
-        "topology.bolts.sliding.interval.duration.ms",
-        "topology.bolts.tuple.timestamp.field.name",
-        "topology.bolts.tuple.timestamp.max.lag.ms",
-        "topology.bolts.message.id.field.name",
-        "topology.state.provider",
-        "topology.state.provider.config",
-        "topology.tasks",
-    }
-)
+COMPONENT_WHITELIST = frozenset({k.name for k in all_keys() if k.per_component} | PASS_THROUGH_COMPONENT_KEYS)
 
 #: Key prefixes that belong to Storm itself (a key with one of them must be whitelisted to vary per component).
 _STORM_PREFIXES = (
     "topology.", "storm.", "nimbus.", "supervisor.", "worker.", "ui.", "logviewer.", "transactional.", "drpc.",
 )
 
-_INT_KEYS_MIN = {
-    "topology.workers": 1,
-    "topology.message.timeout.secs": 1,
-    "topology.executor.receive.buffer.size": 1,
-}
-
 
 @functools.cache
 def _defaults() -> dict[str, Any]:
-    text = resources.files("storm_py.config").joinpath("defaults.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):  # pragma: no cover - packaging error
-        raise ConfigError("packaged defaults.yaml is not a mapping")
-    return data
+    return {k.name: k.default for k in all_keys()}
 
 
 def defaults() -> dict[str, Any]:
-    """A fresh copy of the packaged defaults."""
+    """A fresh copy of the declared defaults (``keys.py``; ``defaults.yaml`` is rendered from it)."""
     return copy.deepcopy(_defaults())
 
 
@@ -113,30 +100,119 @@ def read_storm_config(
             if candidate.is_file():
                 conf.update(read_yaml_file(candidate))
                 break
-    items = overrides.items() if isinstance(overrides, Mapping) else (parse_override(o) for o in overrides)
-    for k, v in items:
-        conf[k] = v
+    items = list(overrides.items()) if isinstance(overrides, Mapping) else (parse_override(o) for o in overrides)
+    given = dict(items)
+    if not isinstance(overrides, Mapping):
+        warn_unknown_topology_keys(given)
+    conf.update(given)
     validate(conf)
     return conf
 
 
-def validate(conf: Mapping[str, Any]) -> None:
-    """Check the types of the keys storm_py itself reads; raise :class:`ConfigError` naming the bad key."""
-    for key, minimum in _INT_KEYS_MIN.items():
-        v = conf.get(key)
-        if v is None and key not in ("topology.workers",):
-            continue
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            raise ConfigError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}", key=key)
-    for key in ("topology.acker.executors", "topology.max.spout.pending", "topology.tick.tuple.freq.secs",
-                "topology.max.task.parallelism", "topology.tasks", "supervisor.worker.restart.min.uptime.secs",
-                "supervisor.worker.restart.backoff.secs", "supervisor.worker.restart.backoff.max.secs"):
-        v = conf.get(key)
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
-            raise ConfigError(f"config key {key!r} must be a non-negative number or null, got {v!r}", key=key)
-    ports = conf.get("supervisor.slots.ports")
-    if ports is not None and (not isinstance(ports, list) or not all(isinstance(p, int) for p in ports)):
-        raise ConfigError(f"config key 'supervisor.slots.ports' must be a list of ports, got {ports!r}")
+def validate(conf: Mapping[str, Any], what: str = "config") -> None:
+    """Check every declared key present in ``conf`` against the table; raise :class:`ConfigError` naming the
+    first bad key.  Keys the table does not know are left alone (users' own keys)."""
+    for name, value in conf.items():
+        key = KEYS.get(name)
+        if key is not None:
+            problem = _problem(key, value)
+            if problem is not None:
+                raise ConfigError(f"{what} key {name!r} {problem}, got {value!r}", key=name, value=repr(value))
+
+
+def _problem(key: Key, value: Any) -> str | None:
+    """Why ``value`` is not allowed for ``key`` (None when it is)."""
+    if value is None:
+        return None if key.nullable else "must not be null"
+    kind = key.kind
+    if kind in (INT, NUMBER):
+        noun = "an integer" if kind == INT else "a number"
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or (kind == INT and isinstance(value, float)):
+            return f"must be {noun}"
+        if key.min is not None and value < key.min:
+            return f"must be {noun} >= {_num(key.min)}"
+        if key.max is not None and value > key.max:
+            return f"must be {noun} <= {_num(key.max)}"
+    elif kind == STR and not isinstance(value, str):
+        return "must be a string"
+    elif kind == STRS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of strings"
+    elif kind == PORTS and not (
+        isinstance(value, list)
+        and all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in value)
+    ):
+        return "must be a list of ports (1..65535)"
+    elif kind == BOOL and not isinstance(value, bool):
+        return "must be true or false"
+    elif kind == LIST and not isinstance(value, list):
+        return "must be a list"
+    elif kind == MAP and not isinstance(value, dict):
+        return "must be a mapping"
+    if key.choices is not None and value not in key.choices:
+        return f"must be one of {', '.join(map(repr, key.choices))}"
+    return None
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def closest_key(name: str) -> str | None:
+    """The declared key closest to ``name`` (for "did you mean" hints), or None when nothing is close."""
+    found = difflib.get_close_matches(name, list(KEYS), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def warn_unknown_topology_keys(names: Iterable[str], source: str = "-c") -> list[str]:
+    """Log a warning for each ``topology.*`` key storm_py does not know, with the closest known key; return
+    the warnings (a misspelt key would otherwise be silently ignored)."""
+    out = []
+    for name in names:
+        if name.startswith("topology.") and name not in KEYS and name not in PASS_THROUGH_COMPONENT_KEYS:
+            hint = closest_key(name)
+            msg = f"unknown config key {name!r} given with {source}" + (f"; did you mean {hint!r}?" if hint else "")
+            log.warning("%s", msg)
+            out.append(msg)
+    return out
+
+
+def merge_registrations(topology_conf: Mapping[str, Any], component_confs: Iterable[Mapping[str, Any] | None]
+                        ) -> dict[str, Any]:
+    """Storm's submit-time merge of ``topology.kryo.register`` and ``topology.kryo.decorators``.
+
+    Registrations (a list of names and one-entry ``{name: serializer}`` maps) become one map: every
+    component's entries first, the topology's last, so the topology wins on conflict.  Decorators become the
+    union of all lists.  Nothing changes when no component and not the topology sets either key.
+    """
+    confs = [c for c in component_confs if c]
+    register_key, decorators_key = "topology.kryo.register", "topology.kryo.decorators"
+    if not any(register_key in c or decorators_key in c for c in [*confs, topology_conf]):
+        return dict(topology_conf)
+    registrations: dict[str, Any] = {}
+    decorators: list[str] = []
+    for c in [*confs, topology_conf]:
+        for entry in _as_list(c.get(register_key), register_key):
+            if isinstance(entry, dict):
+                registrations.update({str(k): v for k, v in entry.items()})
+            else:
+                registrations[str(entry)] = None
+        for d in _as_list(c.get(decorators_key), decorators_key):
+            if d not in decorators:
+                decorators.append(str(d))
+    merged = dict(topology_conf)
+    merged[register_key] = [{k: v} if v is not None else k for k, v in registrations.items()]
+    merged[decorators_key] = decorators
+    return merged
+
+
+def _as_list(value: Any, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [value]
+    if not isinstance(value, list):
+        raise ConfigError(f"config key {key!r} must be a list, got {value!r}", key=key)
+    return value
 
 
 def merge_component_conf(topology_conf: Mapping[str, Any], component_conf: Mapping[str, Any] | None) -> dict[str, Any]:
