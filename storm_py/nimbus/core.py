@@ -18,6 +18,8 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology, validate_topology
 from storm_py.clock import Clock
+from storm_py.config import merge_registrations
+from storm_py.config import validate as validate_conf
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
 from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
@@ -97,6 +99,7 @@ class Nimbus:
                 raise AlreadyAliveException(f"topology {name!r} is already alive", topology=name)
             topo_conf = self._normalize_conf(name, conf or {})
             topology = self.loader(code, topo_conf)
+            topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
             validate_topology(topology)
             system = system_topology(topology, topo_conf)
             validate_topology(system, system=True)
@@ -130,15 +133,7 @@ class Nimbus:
             json.dumps(merged)
         except (TypeError, ValueError) as err:
             raise ConfigError(f"topology conf of {name!r} is not JSON-serializable: {err}", topology=name) from err
-        workers = merged.get("topology.workers")
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ConfigError(f"topology.workers must be a positive integer, got {workers!r}")
-        ackers = merged.get("topology.acker.executors")
-        if ackers is not None and (not isinstance(ackers, int) or ackers < 0):
-            raise ConfigError(f"topology.acker.executors must be a non-negative integer, got {ackers!r}")
-        timeout = merged.get("topology.message.timeout.secs")
-        if not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ConfigError(f"topology.message.timeout.secs must be a positive number, got {timeout!r}")
+        validate_conf(merged, f"topology conf of {name!r}:")
         merged["topology.acker.executors"] = num_ackers(merged)
         return merged
 

@@ -39,7 +39,7 @@ class Supervisor:
         self.clock = clock
         self.id = supervisor_id
         self.hostname = hostname
-        self.ports = list(ports if ports is not None else conf.get("supervisor.slots.ports", [6700, 6701]))
+        self.ports = list(ports if ports is not None else conf.get("supervisor.slots.ports", [6700, 6701, 6702, 6703]))
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
         self.launch_failures: dict[int, str] = {}
