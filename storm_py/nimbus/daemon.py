@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.topology_check import DEFAULT_TIMEOUT_SECS, check_package
 from storm_py.node.http_api import JsonApiServer
 from storm_py.node.local_state import nimbus_blob_dir
+from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import open_storage
 from storm_py.packaging.package import TopologyPackage
 from storm_py.state.cluster_state import ClusterState
@@ -53,9 +53,8 @@ class NimbusDaemon:
         self.clock = Clock()
         self.host = str(conf.get("nimbus.host") or "127.0.0.1")
         self.state = ClusterState(storage if storage is not None else open_storage(conf), conf)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self.started = time.time()
+        self.loop = DaemonLoop("nimbus", self.clock, self.round, min_wait=MIN_ROUND_SECS)
+        self.started = self.clock.wall()
         self.election: LeaderElection | None = None
         self._watches: list[Watch] = []
         self._was_leader = False
@@ -97,7 +96,7 @@ class NimbusDaemon:
 
     def wake(self) -> None:
         """Run the loop's next round now."""
-        self._wake.set()
+        self.loop.wake()
 
     def _on_leadership(self, leader: bool) -> None:
         log.info("nimbus %s is %s", self.id, "the leader" if leader else "not the leader")
@@ -153,20 +152,11 @@ class NimbusDaemon:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Loop until ``stop`` (or :meth:`stop`) is set."""
-        stop = stop or self._stop
-        while not stop.is_set() and not self._stop.is_set():
-            try:
-                wait = self.round()
-            except StormPyError as err:
-                log.warning("nimbus round failed: %s", err.message)
-                wait = 1.0
-            self._wake.wait(max(MIN_ROUND_SECS, wait))
-            self._wake.clear()
+        self.loop.run(stop)
 
     def stop(self) -> None:
         """Leave the election, unregister and release the port and the state session."""
-        self._stop.set()
-        self._wake.set()
+        self.loop.stop()
         for watch in self._watches:
             watch.cancel()
         if self.election is not None:

@@ -21,6 +21,7 @@ from storm_py.client import NimbusClient
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
+from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
@@ -68,8 +69,7 @@ class SupervisorDaemon:
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
         try:
             self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname)
@@ -85,7 +85,7 @@ class SupervisorDaemon:
 
     def wake(self) -> None:
         """Sync now."""
-        self._wake.set()
+        self.loop.wake()
 
     def start(self) -> None:
         """Serve the worker logs, register and follow the assignments."""
@@ -95,29 +95,25 @@ class SupervisorDaemon:
         self._watches = [self.state.watch_assignments(self.wake)]
         log.info("supervisor %s on %s with slots %s", self.id, self.hostname, self.supervisor.ports)
 
-    def round(self) -> None:
-        """One sync: heartbeat, stop and launch workers, forget code nobody needs."""
-        self.supervisor.sync()
-        assigned = set(self.state.assignment_ids())
-        running = {w.topology_id for w in self.supervisor.workers.values()}
-        self.dist.cleanup(assigned | running)
+    def round(self) -> float:
+        """One sync: heartbeat, stop and launch workers, forget code nobody needs; the wait until the next."""
+        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        try:
+            self.supervisor.sync()
+            assigned = set(self.state.assignment_ids())
+            running = {w.topology_id for w in self.supervisor.workers.values()}
+            self.dist.cleanup(assigned | running)
+        except StormPyError as err:
+            log.warning("supervisor round failed: %s", err.message)
+        return freq
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Loop until ``stop`` (or :meth:`stop`) is set."""
-        stop = stop or self._stop
-        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
-        while not stop.is_set() and not self._stop.is_set():
-            try:
-                self.round()
-            except StormPyError as err:
-                log.warning("supervisor round failed: %s", err.message)
-            self._wake.wait(freq)
-            self._wake.clear()
+        self.loop.run(stop)
 
     def stop(self) -> None:
         """Stop every worker, unregister and close the state session."""
-        self._stop.set()
-        self._wake.set()
+        self.loop.stop()
         for watch in self._watches:
             watch.cancel()
         self.launcher.terminate_all()
