@@ -34,9 +34,10 @@ import cluster_topologies  # noqa: E402
 
 from storm_py.clock import Clock  # noqa: E402
 from storm_py.config import defaults  # noqa: E402
-from storm_py.daemons.tuple_frames import FrameDecoder, encode_entries  # noqa: E402
 from storm_py.runtime.system_topology import layout_tasks, system_topology  # noqa: E402
-from storm_py.runtime.worker_runtime import Entries, WorkerRuntime  # noqa: E402
+from storm_py.runtime.transfer import Entries  # noqa: E402
+from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries  # noqa: E402
+from storm_py.runtime.worker_runtime import WorkerRuntime  # noqa: E402
 
 WORKERS = ("w0", "w1")
 

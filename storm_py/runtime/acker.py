@@ -1,4 +1,6 @@
-"""Storm's XOR acker: a ledger per spout-tuple root in a 3-bucket rotating map, wrapped as the ``__acker`` bolt.
+"""This module owns Storm's XOR acker: the pure ledger, the ``__acker`` bolt around it and the executor running it.
+
+The ledger keeps a value per spout-tuple root in a 3-bucket rotating map.
 
 Rows on the hot path are plain tuples, not :class:`Tuple` objects:
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from storm_py.api.components import Bolt
 from storm_py.api.tuple import Tuple
+from storm_py.runtime.executor import Executor, ExecutorHost
 
 INIT = 1
 ACK = 2
@@ -143,3 +146,42 @@ class AckerBolt(Bolt):
         if code is None:
             return
         self.process_rows([(code, *tup.values)], self._now())
+
+
+class AckerExecutor(Executor):
+    """Runs ``__acker`` tasks: batches of ack rows go straight into each task's ledger."""
+
+    is_acker = True
+
+    def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.ackers: dict[int, AckerBolt] = {}
+
+    def prepare(self) -> None:
+        for t in self.task_ids:
+            acker = AckerBolt()
+            acker.bind(self._emit, self.rt.clock.now)
+            self.ackers[t] = acker
+
+    def step(self, now: float) -> bool:
+        inbox = self.inbox
+        did = False
+        if inbox:
+            did = True
+            ackers = self.ackers
+            n = 0
+            while inbox:
+                task, rows = inbox.popleft()
+                n += len(rows)
+                ackers[task].ledger.process(rows, now, self._emit)
+            self.stats.executed += n
+            self.rt.backlog -= n
+        if now >= self.next_tick:
+            did = True
+            self.next_tick = now + (self.tick_freq or 0.0)
+            for acker in self.ackers.values():
+                acker.ledger.rotate()
+        return did
+
+    def _emit(self, task: int, row: tuple[int, int, int]) -> None:
+        self.outbuf[task].append(row)

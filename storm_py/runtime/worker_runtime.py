@@ -22,14 +22,17 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
-from storm_py.runtime.executors import AckerExecutor, BoltExecutor, Executor, SpoutExecutor, error_text
+from storm_py.runtime.acker import AckerExecutor
+from storm_py.runtime.bolt_executor import BoltExecutor
+from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
+from storm_py.runtime.transfer import Entries
 
 log = logging.getLogger(__name__)
 
-Entries = list[tuple[int, list[Any]]]
 SendRemote = Callable[[str, Entries], None]
 ErrorSink = Callable[[str, int, str], None]
 
@@ -107,7 +110,7 @@ class WorkerRuntime:
                 cls = BoltExecutor
             self.executors.append(cls(self, cid, tasks))
         # spouts first, then bolts, ackers last: one pass carries a batch all the way down the topology
-        self.executors.sort(key=lambda e: (0 if e.is_spout else (2 if e.component_id == ACKER_COMPONENT else 1)))
+        self.executors.sort(key=lambda e: 0 if e.is_spout else (2 if e.is_acker else 1))
         self.local_executor: dict[int, Executor] = {t: ex for ex in self.executors for t in ex.task_ids}
         self.wake = threading.Event()
 

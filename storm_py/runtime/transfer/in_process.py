@@ -1,4 +1,4 @@
-"""Worker-to-worker transfer inside one process: batches handed over as objects (LocalCluster's transport)."""
+"""This module owns the transfer between the workers of one process (LocalCluster): batches handed over by key."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from storm_py.runtime.worker_runtime import Entries
+from storm_py.runtime.transfer import Entries
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 :class:`SocketTransfer` implements the worker's transport seam (``bind`` / ``send`` / ``unbind``) over a
 :class:`~storm_py.transport.base.TransportContext` (ZeroMQ between processes).  Frames are encoded once per
-destination worker (:mod:`storm_py.daemons.tuple_frames`).
+destination worker (:mod:`storm_py.runtime.transfer.frames`).
 
 Backpressure, without ever blocking the worker's loop thread (two workers sending to each other would
 deadlock if both waited):
@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from storm_py.daemons.tuple_frames import Entries, FrameDecoder, encode_entries
 from storm_py.errors import CodecError, TransportError
+from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries
 from storm_py.transport.base import Sender, TransportContext
 
 if TYPE_CHECKING:

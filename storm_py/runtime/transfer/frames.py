@@ -35,10 +35,9 @@ from storm_py.protocol.messages import (
     tuple_entry,
     tuples_entry,
 )
+from storm_py.runtime.transfer import Entries
 
 log = logging.getLogger(__name__)
-
-Entries = list[tuple[int, list[Any]]]
 
 
 @dataclass

@@ -1,0 +1,150 @@
+"""This module owns the bolt executor: it runs input batches through a bolt's tasks and sends their acks.
+
+A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.api.components.BasicBolt` has its
+emits anchored to the input and the input acked (or failed) for it.  Acks of one step are XORed per root into
+one ack row per tree, sent when the step ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from storm_py.api.components import BasicBolt
+from storm_py.api.tuple import Tuple, make_tick_tuple
+from storm_py.errors import FailedException, ReportedFailedException
+from storm_py.runtime.acker import ACK
+from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector
+from storm_py.runtime.executor import Executor, ExecutorHost
+
+log = logging.getLogger(__name__)
+
+
+class BoltExecutor(Executor):
+    """Executes input tuples on the bolt tasks; a bolt that raises fails the input and processing goes on."""
+
+    def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.acker_for = rt.acker_for
+        #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
+        #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
+        #: may travel after a fail of the same step)
+        self.acks: dict[int, int] = {}
+        self.bolts: dict[int, Any] = {}
+        self.collectors: dict[int, BoltCollector] = {}
+        self.runners: dict[int, Any] = {}
+
+    def prepare(self) -> None:
+        conf = self.rt.component_conf(self.component_id)
+        for t in self.task_ids:
+            bolt = self.rt.instantiate(self.component_id, t)
+            collector = BoltCollector(self, t)
+            self.bolts[t] = bolt
+            self.collectors[t] = collector
+            try:
+                if isinstance(bolt, BasicBolt):
+                    bolt.prepare(conf, self.context_for(t))
+                    self.runners[t] = self._basic_runner(bolt, collector)
+                else:
+                    bolt.prepare(conf, self.context_for(t), collector)
+                    self.runners[t] = self._runner(bolt.execute, t)
+            except Exception as exc:
+                log.exception("bolt %s task %d failed in prepare", self.component_id, t)
+                self.report_error(t, exc)
+                self.runners[t] = self._runner(bolt.execute, t)
+
+    def _runner(self, execute: Callable[[Tuple], None], task: int) -> Callable[[list[Tuple]], None]:
+        """Run a batch through a bolt's ``execute``; one that raises fails its input and the batch goes on."""
+        on_error = self._on_error
+
+        def run(batch: list[Tuple]) -> None:
+            for tup in batch:
+                try:
+                    execute(tup)
+                except Exception as exc:
+                    on_error(task, tup, exc)
+
+        return run
+
+    def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Callable[[list[Tuple]], None]:
+        """Run a batch through a :class:`BasicBolt`: anchor its emits to the input, ack or fail the input."""
+        basic = BasicCollector(self, collector._task, collector)
+        execute = bolt.execute
+        ack = collector.ack
+        fail = collector.fail
+        report = self.report_error
+        on_error = self._on_error
+        task = collector._task
+        stats = self.stats
+        acks = self.acks
+        acking = collector._acking
+
+        def run(batch: list[Tuple]) -> None:
+            acked = 0
+            for tup in batch:
+                basic.input = tup
+                try:
+                    execute(tup, basic)
+                except ReportedFailedException as exc:
+                    report(task, exc)
+                    fail(tup)
+                    continue
+                except FailedException:
+                    fail(tup)
+                    continue
+                except Exception as exc:
+                    on_error(task, tup, exc)
+                    continue
+                ids = tup._ids
+                if type(ids) is list and acking:  # BoltCollector.ack's common case, inlined
+                    root = ids[0]
+                    acks[root] = acks.get(root, 0) ^ ids[1] ^ tup._ack_val
+                    acked += 1
+                else:
+                    ack(tup)
+            stats.acked += acked
+
+        return run
+
+    def step(self, now: float) -> bool:
+        inbox = self.inbox
+        did = False
+        if inbox:
+            did = True
+            runners = self.runners
+            n = 0
+            while inbox:
+                task, batch = inbox.popleft()
+                n += len(batch)
+                runners[task](batch)
+            self.stats.executed += n
+            self.rt.backlog -= n
+        if now >= self.next_tick:
+            did = True
+            self.next_tick = now + (self.tick_freq or 0.0)
+            tick = make_tick_tuple(self.tick_freq or 0)
+            for run in self.runners.values():
+                run([tick])
+        if self.acks:
+            self._flush_acks()
+        return did
+
+    def _flush_acks(self) -> None:
+        out = self.outbuf
+        acker_for = self.acker_for
+        for root, val in self.acks.items():
+            out[acker_for(root)].append((ACK, root, val))
+        self.acks.clear()
+
+    def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:
+        log.error("bolt %s task %d raised on %r: %s", self.component_id, task, tup, exc)
+        self.report_error(task, exc)
+        self.collectors[task].fail(tup)
+
+    def shutdown(self) -> None:
+        for t, bolt in self.bolts.items():
+            try:
+                bolt.cleanup()
+            except Exception as exc:
+                self.report_error(t, exc)

@@ -1,0 +1,253 @@
+"""This module owns the spout side of a worker: the spout executor and the collector its spout tasks emit through.
+
+The executor calls ``next_tuple`` while the topology is active and its tasks are under
+``topology.max.spout.pending``, keeps what it emitted tracked in a :class:`~storm_py.runtime.pending.PendingMap`,
+and turns the acker's answers into ``ack`` / ``fail`` calls (timeouts into ``fail``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
+from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
+from storm_py.runtime.pending import PendingMap
+from storm_py.runtime.routing import StreamRoute
+
+log = logging.getLogger(__name__)
+
+#: how many next_tuple calls a spout task gets per pass of the worker loop
+SPOUT_CALLS_PER_PASS = 128
+
+
+class SpoutCollector:
+    """The spout output collector of one spout task."""
+
+    __slots__ = ("_ex", "_routes", "_spout", "_task", "component_id")
+
+    def __init__(self, ex: SpoutExecutor, task: int, spout: Any) -> None:
+        self._ex = ex
+        self._task = task
+        self._spout = spout
+        self._routes = ex.rt.routes_for(task)
+        self.component_id = ex.component_id
+
+    def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a tuple (tracked when ``msg_id`` is given and ackers run); return the target task ids."""
+        route = self._routes.get(stream)
+        if route is None or route.direct:
+            bad_stream(stream, route, self.component_id)
+        if type(values) is not list:
+            values = list(values)
+        single = route.single
+        targets = single(self._task, values) if single is not None else route.choose(self._task, values)
+        self._send(route, targets, values, msg_id)
+        return targets
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit a tuple to one task on a direct stream."""
+        route, targets = direct_route(self._routes, stream, task_id, self.component_id)
+        self._send(route, targets, list(values), msg_id)
+
+    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
+        ex = self._ex
+        out = ex.outbuf
+        stats = ex.stats
+        stats.emitted += 1
+        stats.transferred += len(targets)
+        fields = route.fields
+        stream = route.stream
+        comp = self.component_id
+        task = self._task
+        if msg_id is None or not ex.acking:
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            if msg_id is not None:
+                ex.ack_now(self._spout, msg_id)
+            return
+        rand = ex.rand64
+        root = ex.new_root()
+        ack_val = 0
+        for t in targets:
+            edge = rand()
+            ack_val ^= edge
+            out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+        ex.newer[root] = (task, msg_id, ex.now)  # PendingMap.add, inlined
+        out[ex.acker_for(root)].append((INIT, root, ack_val, task))
+
+    def get_pending_count(self) -> int:
+        """Tuples of this executor waiting to be acked or failed."""
+        return len(self._ex.pending)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._ex.report_error(self._task, exc)
+
+    def flush(self) -> None:
+        """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
+
+
+class SpoutExecutor(Executor):
+    """Calls ``next_tuple`` while active and under ``max.spout.pending``; turns acker rows into ``ack``/``fail``."""
+
+    is_spout = True
+
+    def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
+        super().__init__(rt, component_id, task_ids)
+        self.acking = rt.num_ackers > 0
+        self.rand64 = rt.rand64
+        self.new_root = rt.new_root
+        self.acker_for = rt.acker_for
+        msp = self.conf.get("topology.max.spout.pending")
+        self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
+        timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
+        timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
+        self.now = rt.clock.now()
+        self.pending = PendingMap(timeout if (self.acking and timeouts) else None, self.now)
+        #: the pending map's newer bucket, where emits add what they track (replaced at every rotation)
+        self.newer = self.pending.buckets()[0]
+        self.tick_freq = None
+        self.next_tick = float("inf")
+        self.spouts: dict[int, Any] = {}
+        self.collectors: dict[int, SpoutCollector] = {}
+        self.opened = False
+        self.active = False
+
+    def prepare(self) -> None:
+        for t in self.task_ids:
+            spout = self.rt.instantiate(self.component_id, t)
+            self.spouts[t] = spout
+            self.collectors[t] = SpoutCollector(self, t, spout)
+
+    def _open(self) -> None:
+        self.opened = True
+        for t, spout in self.spouts.items():
+            try:
+                spout.open(self.rt.component_conf(self.component_id), self.context_for(t), self.collectors[t])
+            except Exception as exc:
+                log.exception("spout %s task %d failed in open", self.component_id, t)
+                self.report_error(t, exc)
+
+    def set_active(self, active: bool) -> None:
+        """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""
+        if active == self.active:
+            return
+        if active and not self.opened:
+            self._open()
+        self.active = active
+        for t, spout in self.spouts.items():
+            try:
+                spout.activate() if active else spout.deactivate()
+            except Exception as exc:
+                self.report_error(t, exc)
+
+    def ack_now(self, spout: Any, msg_id: Any) -> None:
+        """With no ackers an emitted tuple counts as acked at once (Storm calls ``ack`` inside ``emit``)."""
+        self.stats.acked += 1
+        try:
+            spout.ack(msg_id)
+        except Exception as exc:
+            self.report_error(-1, exc)
+
+    def step(self, now: float) -> bool:
+        self.now = now
+        did = False
+        inbox = self.inbox
+        if inbox:
+            did = True
+            self._handle_acker_rows(inbox, now)
+        pending = self.pending
+        if now >= pending.next_rotate:
+            did = True
+            self._expire(pending.rotate(now))
+            self.newer = pending.buckets()[0]
+        if self.active:
+            newer, older = pending.buckets()
+            rt = self.rt
+            max_pending = self.max_pending
+            for task, spout in self.spouts.items():
+                stats = self.stats
+                for _ in range(SPOUT_CALLS_PER_PASS):
+                    if max_pending and len(newer) + len(older) >= max_pending:
+                        break
+                    if rt.backlog >= rt.backlog_limit:
+                        break
+                    before = stats.emitted
+                    try:
+                        spout.next_tuple()
+                    except Exception as exc:
+                        log.exception("spout %s task %d failed in next_tuple", self.component_id, task)
+                        self.report_error(task, exc)
+                        break
+                    if stats.emitted == before:
+                        break
+                    did = True
+        return did
+
+    def _handle_acker_rows(self, inbox: deque[tuple[int, list[Any]]], now: float) -> None:
+        pending = self.pending
+        newer, older = pending.buckets()
+        spouts = self.spouts
+        stats = self.stats
+        samples = stats.lat_samples
+        n = 0
+        while inbox:
+            _, rows = inbox.popleft()
+            n += len(rows)
+            for code, root, delta in rows:
+                if code == RESET_TIMEOUT:
+                    pending.reset(root)
+                    continue
+                entry = newer.pop(root, None)  # PendingMap.complete, inlined
+                if entry is None:
+                    entry = older.pop(root, None)
+                    if entry is None:
+                        continue  # already timed out: a late ack or fail is ignored
+                task, msg_id, emitted_at = entry
+                spout = spouts[task]
+                try:
+                    if code == ACKED:
+                        stats.acked += 1
+                        delta = (now - emitted_at) * 1000.0
+                        stats.lat_sum += delta
+                        stats.lat_count += 1
+                        if len(samples) < LATENCY_SAMPLES:
+                            samples.append(delta)
+                        else:  # keep the latest samples: a ring over the sample buffer
+                            samples[stats.lat_count % LATENCY_SAMPLES] = delta
+                        spout.ack(msg_id)
+                    elif code == FAILED:
+                        stats.failed += 1
+                        spout.fail(msg_id)
+                except Exception as exc:
+                    log.exception("spout %s task %d failed in ack/fail", self.component_id, task)
+                    self.report_error(task, exc)
+        self.rt.backlog -= n
+
+    def _expire(self, expired: dict[int, tuple[int, Any, float]]) -> None:
+        for task, msg_id, _ in expired.values():
+            self.stats.failed += 1
+            try:
+                self.spouts[task].fail(msg_id)
+            except Exception as exc:
+                self.report_error(task, exc)
+
+    def pending_count(self) -> int:
+        """Tuples emitted and not yet acked, failed or timed out."""
+        return len(self.pending)
+
+    def shutdown(self) -> None:
+        for t, spout in self.spouts.items():
+            try:
+                if self.active:
+                    spout.deactivate()
+                if self.opened:
+                    spout.close()
+            except Exception as exc:
+                self.report_error(t, exc)
