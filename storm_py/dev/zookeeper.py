@@ -8,20 +8,24 @@ dependencies).  It listens on loopback only, is ready when it answers the ``srvr
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
-import time
+import sys
 from pathlib import Path
 
-from storm_py.errors import StormPyError
+from storm_py.clock import wait_until
+from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+_PR_SET_PDEATHSIG = 1
 
 
 class ZooKeeperUnavailableError(StormPyError):
@@ -101,13 +105,25 @@ def server_command(java: str, classpath: str, config: Path) -> list[str]:
 
 
 class ZooKeeperProcess:
-    """A standalone ZooKeeper on ``host:port`` with its data under ``data_dir``."""
+    """A standalone ZooKeeper on ``host:port`` with its data under ``data_dir``; keeps both across restarts.
 
-    def __init__(self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 500) -> None:
+    Args:
+        data_dir: where the configuration, the data and ``zookeeper.log`` live.
+        port: the client port (loopback only).
+        host: the address it listens on.
+        tick_ms: ZooKeeper's tick (sessions time out after 2 to 20 ticks).
+        die_with_parent: on Linux, have the server SIGTERMed when this process dies without stopping it
+            (test sessions and the ``dev-zookeeper`` command want this).
+    """
+
+    def __init__(
+        self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 500, die_with_parent: bool = False
+    ) -> None:
         self.data_dir = data_dir
         self.host = host
         self.port = port
         self.tick_ms = tick_ms
+        self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen[bytes] | None = None
         self.config = data_dir / "zoo.cfg"
         self.log_path = data_dir / "zookeeper.log"
@@ -118,26 +134,39 @@ class ZooKeeperProcess:
         return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        """Start the server and wait until it serves."""
+        """Start the server (unless it runs) and wait until it serves.
+
+        Raises:
+            ZooKeeperUnavailableError: no Java or ZooKeeper here, the server exited, or it did not serve in time.
+        """
+        if self.running:
+            return
         java, classpath = find_java(), find_classpath()
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         self.config.write_text(zoo_cfg(self.data_dir / "data", self.host, self.port, self.tick_ms), encoding="utf-8")
         with self.log_path.open("ab") as out:
-            self.proc = subprocess.Popen(
+            self.proc = proc = subprocess.Popen(
                 server_command(java, classpath, self.config),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.data_dir,
+                # prctl is one system call in the child, taking no lock a parent thread could hold.
+                preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
             )
-        deadline = time.monotonic() + timeout
-        while not four_letter_word(self.host, self.port).startswith(b"Zookeeper version"):
-            if self.proc.poll() is not None:
+
+        def serving() -> bool:
+            if proc.poll() is not None:
                 raise ZooKeeperUnavailableError(
-                    f"ZooKeeper exited with code {self.proc.returncode} (log: {self.log_path})"
+                    f"ZooKeeper exited with code {proc.returncode} (log: {self.log_path}):\n{self.log_tail()}"
                 )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ZooKeeperUnavailableError(f"ZooKeeper did not serve within {timeout:g}s (log: {self.log_path})")
-            time.sleep(0.05)
-        log.info("ZooKeeper serving on %s (pid %d)", self.connect_string, self.proc.pid)
+            return four_letter_word(self.host, self.port).startswith(b"Zookeeper version")
+
+        try:
+            wait_until(serving, timeout, interval=0.02, what=f"ZooKeeper to serve on {self.connect_string}")
+        except WaitTimeoutError as err:
+            self.stop()
+            raise ZooKeeperUnavailableError(
+                f"ZooKeeper did not serve within {timeout:g}s (log: {self.log_path}):\n{self.log_tail()}"
+            ) from err
+        log.info("ZooKeeper serving on %s (pid %d)", self.connect_string, proc.pid)
 
     @property
     def running(self) -> bool:
@@ -155,3 +184,22 @@ class ZooKeeperProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout)
+
+    def restart(self) -> None:
+        """Stop, then start on the same port and data (sessions and znodes survive)."""
+        self.stop()
+        self.start()
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the server's log."""
+        try:
+            return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
