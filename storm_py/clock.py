@@ -83,6 +83,22 @@ class SimulatedClock(Clock):
 SYSTEM_CLOCK = Clock()
 
 
+class Deadline:
+    """A point ``timeout`` seconds ahead on ``clock`` (real time by default): for waits that must give up."""
+
+    def __init__(self, timeout: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self.at = clock.now() + timeout
+
+    def remaining(self) -> float:
+        """Seconds left (never negative)."""
+        return max(0.0, self.at - self.clock.now())
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return self.clock.now() >= self.at
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.005, what: str = "condition") -> None:
     """Poll ``predicate`` in real time until it holds; raise :class:`WaitTimeoutError` after ``timeout`` seconds."""
     from storm_py.errors import WaitTimeoutError

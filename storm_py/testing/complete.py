@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from storm_py.api.topology import DIRECT, GLOBAL, ComponentSpec, Grouping, StormTopology, fill_component
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
+from storm_py.clock import SYSTEM_CLOCK, Deadline
 from storm_py.errors import WaitTimeoutError
 from storm_py.testing.components import CaptureBolt, CaptureStore, FixedTupleSpout
 
@@ -49,8 +49,13 @@ def complete_topology(
 ) -> Results:
     """Run ``topology`` until every spout is exhausted; return ``{component: [(stream, values), ...]}``.
 
-    Spouts named in ``mocked_sources`` are replaced by fixed-tuple spouts emitting the given values; every
-    other spout must have an ``is_exhausted()`` method.
+    As Storm's ``Testing.completeTopology``: spouts named in ``mocked_sources`` are replaced by fixed-tuple
+    spouts emitting the given values; every other spout must be completable (``is_exhausted()``; optional
+    ``startup()`` is called before the submit and ``clean()`` after the run).  Once every spout is exhausted
+    the topology is killed without a wait, and the call returns only after the cluster has removed it (its
+    assignment, heartbeats, errors and code), so the same name can be submitted again at once.  With
+    ``cleanup_state`` (the default) the spouts' ``clean()`` drops their shared state and the captured tuples
+    are handed over and forgotten; without it the spouts keep their state for the test to inspect.
     """
     captured, store = capture_topology(topology)
     for sid, values in (mocked_sources or {}).items():
@@ -61,23 +66,45 @@ def complete_topology(
     for sid, spec in captured.spouts.items():
         if not hasattr(spec.obj, "is_exhausted"):
             raise ValueError(f"cannot complete topology: spout {sid!r} is not completable (no is_exhausted())")
+    for spout in spouts:
+        if hasattr(spout, "startup"):
+            spout.startup()
     name = topology_name or f"topologytest-{uuid.uuid4().hex[:12]}"
     cluster.submit_topology(name, dict(storm_conf or {}), captured)
+    topology_id = cluster.get_topology_id(name)
     simulated = cluster.simulated
     if simulated:
         cluster.advance_cluster_time(11)
-    deadline = time.monotonic() + timeout_secs
+    deadline = Deadline(timeout_secs)
     while not all(s.is_exhausted() for s in spouts):
-        if time.monotonic() > deadline:
+        if deadline.expired():
             cluster.kill_topology(name, 0)
             raise WaitTimeoutError(f"topology {name} did not complete within {timeout_secs}s", topology=name)
         if simulated:
             cluster.advance_cluster_time(10)
         else:
-            time.sleep(0.005)
-    cluster.wait_idle(max(1.0, deadline - time.monotonic()))
+            SYSTEM_CLOCK.sleep(0.005)
+    cluster.wait_idle(max(1.0, deadline.remaining()))
     cluster.kill_topology(name, 0)
-    return store.snapshot()
+    _wait_removed(cluster, name, topology_id, deadline)
+    if cleanup_state:
+        for spout in spouts:
+            if hasattr(spout, "clean"):
+                spout.clean()
+    return store.take()
+
+
+def _wait_removed(cluster: LocalCluster, name: str, topology_id: str | None, deadline: Deadline) -> None:
+    """Wait until nimbus has removed the killed topology (Storm waits for its assignment to disappear)."""
+    while cluster.get_topology_id(name) is not None or (
+        topology_id is not None and cluster.state.assignment(topology_id) is not None
+    ):
+        if deadline.expired():
+            raise WaitTimeoutError(f"killed topology {name} was not removed in time", topology=name)
+        if cluster.simulated:
+            cluster.advance_cluster_time(1)
+        else:
+            SYSTEM_CLOCK.sleep(0.005)
 
 
 def read_tuples(results: Results, component_id: str, stream: str = DEFAULT_STREAM) -> list[list[Any]]:

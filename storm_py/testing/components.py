@@ -118,7 +118,12 @@ class _FixedState(Shared):
         self.total = total
         self.acked = 0
         self.failed = 0
-        self.started = False
+
+    def reset(self, total: int) -> None:
+        with self.lock:
+            self.total = total
+            self.acked = 0
+            self.failed = 0
 
     def exhausted(self) -> bool:
         with self.lock:
@@ -164,6 +169,17 @@ class FixedTupleSpout(Spout):
         """Every tuple was acked or failed."""
         return self._state.exhausted()
 
+    def get_completed(self) -> int:
+        """Tuples acked or failed so far (all tasks)."""
+        with self._state.lock:
+            return self._state.acked + self._state.failed
+
+    def clean(self) -> None:
+        """Drop the tuples and the counts shared by this spout's tasks (``complete_topology``'s cleanup)."""
+        self.tuples = []
+        self._mine = []
+        self._state.reset(0)
+
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         if self._fields is not None:
             declarer.declare(self._fields)
@@ -189,6 +205,12 @@ class CaptureStore(Shared):
     def snapshot(self) -> dict[str, list[tuple[str, list[Any]]]]:
         with self.lock:
             return {k: list(v) for k, v in self.results.items()}
+
+    def take(self) -> dict[str, list[tuple[str, list[Any]]]]:
+        """The results so far, leaving the store empty."""
+        with self.lock:
+            out, self.results = self.results, {}
+            return out
 
 
 class CaptureBolt(Bolt):

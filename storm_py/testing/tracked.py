@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from storm_py.api.topology import StormTopology
-from storm_py.clock import SimulatedClock
+from storm_py.clock import SYSTEM_CLOCK, Deadline, SimulatedClock
 from storm_py.errors import WaitTimeoutError
 
 if TYPE_CHECKING:
@@ -33,17 +32,17 @@ def tracked_wait(tracked: TrackedTopology, n: int = 1, timeout_secs: float = 60)
         raise ValueError("tracked topology was not submitted")
     target = tracked.last_spout_emit + n
     cluster = tracked.cluster
-    deadline = time.monotonic() + timeout_secs
+    deadline = Deadline(timeout_secs)
     while tracked.spout_emitted() < target:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise WaitTimeoutError(
                 f"tracked topology emitted {tracked.spout_emitted()} of {target} spout tuples in {timeout_secs}s"
             )
-        time.sleep(0.001)
+        SYSTEM_CLOCK.sleep(0.001)
         if isinstance(cluster.clock, SimulatedClock) and tracked.spout_emitted() < target:
             # nothing can move without time passing (e.g. a spout pacing itself by the clock)
-            cluster.wait_idle(max(0.1, deadline - time.monotonic()))
+            cluster.wait_idle(max(0.1, deadline.remaining()))
             if tracked.spout_emitted() < target:
                 cluster.clock.advance(0.1)
-    cluster.wait_idle(max(0.1, deadline - time.monotonic()))
+    cluster.wait_idle(max(0.1, deadline.remaining()))
     tracked.last_spout_emit = target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -87,10 +88,11 @@ class _FeedQueue(Shared):
 
 
 class FeederSpout(Spout):
-    """A spout emitting exactly what the test feeds it: ``feed(values, msg_id=None)``.
+    """A spout emitting exactly what the test feeds it, as Storm's ``FeederSpout``.
 
-    With a ``msg_id`` the tuple is tracked and the ack/fail goes to the delegate set with
-    :meth:`set_ack_fail_delegate`.
+    ``feed(values)`` emits a tracked tuple under a fresh random message id (``feed(values, msg_id)`` under the
+    given one); its ack or fail goes to the delegate set with :meth:`set_ack_fail_delegate`.
+    ``feed_no_ack(values)`` emits an untracked tuple (no message id: nothing is acked or failed).
     """
 
     def __init__(self, fields: Fields | Sequence[str]) -> None:
@@ -100,12 +102,12 @@ class FeederSpout(Spout):
         self._collector: SpoutOutputCollector | None = None
 
     def feed(self, values: Sequence[Any], msg_id: Any = None) -> None:
-        """Queue one tuple for emission (thread-safe)."""
-        self._queue.items.append((list(values), msg_id))
+        """Queue one tracked tuple (thread-safe); without ``msg_id`` it gets a fresh random id, as in Storm."""
+        self._queue.items.append((list(values), uuid.uuid4().hex if msg_id is None else msg_id))
 
     def feed_no_ack(self, values: Sequence[Any]) -> None:
-        """Queue an untracked tuple."""
-        self.feed(values, None)
+        """Queue an untracked tuple: emitted without a message id, never acked or failed."""
+        self._queue.items.append((list(values), None))
 
     def set_ack_fail_delegate(self, tracker: AckFailDelegate) -> None:
         """Where acks and fails go."""
