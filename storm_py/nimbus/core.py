@@ -1,7 +1,8 @@
 """This module owns nimbus's core: topologies in, assignments out, timed transitions and reassignments.
 
 It accepts topologies, schedules their executors onto supervisors' slots, runs timed transitions (kill,
-rebalance) and reassigns the executors of dead workers and supervisors.
+rebalance) and reassigns the executors of dead workers and supervisors; which slots are dead and where executors
+go is decided by the pure :mod:`storm_py.nimbus.monitor`.
 
 The class holds no thread: :meth:`Nimbus.step` does one round of timers and monitoring with the given clock;
 the nimbus daemon calls it from its loop, LocalCluster calls it directly.
@@ -22,17 +23,11 @@ from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
 from storm_py.nimbus import topology_status as ts
+from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
 from storm_py.packaging.code_store import CodeStore
-from storm_py.runtime.system_topology import (
-    SYSTEM_IDS,
-    component_counts,
-    layout_from_counts,
-    num_ackers,
-    system_topology,
-)
-from storm_py.scheduler import schedule_even
+from storm_py.runtime.system_topology import SYSTEM_IDS, component_counts, num_ackers, system_topology
 from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import Assignment, StormBase
+from storm_py.state.models import StormBase
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +60,8 @@ class Nimbus:
         self.loader = loader
         self._lock = threading.RLock()
         self._counter = 0
-        # (topology id, node, port) -> (last heartbeat time seen, nimbus time it was first seen)
-        self._hb_seen: dict[tuple[str, str, int], tuple[float, float]] = {}
-        # wall time from which this nimbus watches the cluster (construction, leadership, reconnection)
-        self._watch_start = clock.wall()
+        # watching from construction; reset on leadership and reconnection
+        self.monitor = SlotMonitor(Timeouts.from_conf(conf), clock.wall())
         self._unplaced: set[str] = set()
         self.is_leader: Callable[[], bool] = lambda: True
 
@@ -139,61 +132,27 @@ class Nimbus:
 
     # ---------------------------------------------------------------------------------------------- scheduling
 
-    def _alive_slots(self) -> tuple[list[tuple[str, int]], dict[str, str]]:
-        now = self.clock.wall()
-        timeout = float(self.conf.get("nimbus.supervisor.timeout.secs", 60))
-        slots: list[tuple[str, int]] = []
-        hosts: dict[str, str] = {}
-        for sid, info in self.state.supervisors().items():
-            # a supervisor gets a full timeout from when this nimbus started watching
-            if now - max(info.time_secs, self._watch_start) > timeout:
-                continue
-            hosts[sid] = info.hostname
-            slots.extend((sid, p) for p in info.ports)
-        return slots, hosts
-
     def _schedule(
         self, tid: str, base: StormBase, fresh: bool = False, dead: frozenset[tuple[str, int]] = frozenset()
     ) -> None:
-        counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
-        layout = layout_from_counts(counts)
-        executors = [(c, s, e) for c, (s, e) in layout.all_executors()]
-        by_range = {(s, e): c for c, s, e in executors}
-        slots, hosts = self._alive_slots()
-        slots = [s for s in slots if s not in dead]
+        wall = self.clock.wall()
+        slots, hosts = self.monitor.alive_slots(self.state.supervisors(), wall)
         used: set[tuple[str, int]] = set()
         for other, assignment in self.state.assignments().items():
             if other != tid:
                 used.update(assignment.executor_node_port.values())
-        free = [s for s in slots if s not in used]
-        existing = None
         current = self.state.assignment(tid)
-        if current is not None and not fresh:
-            existing = {
-                (by_range[r], r[0], r[1]): slot for r, slot in current.executor_node_port.items() if r in by_range
-            }
-        placed = schedule_even(executors, base.num_workers, free, existing, alive_slots=slots)
-        if not placed:
+        planned = plan_assignment(base, current, slots, hosts, used, wall, fresh=fresh, dead=dead)
+        if planned is None:
             # No slot at all: keep what is assigned (nothing may run, but nothing is torn down) and retry.
             if tid not in self._unplaced:
                 log.warning("no free slot for %s: waiting for supervisors", tid)
                 self._unplaced.add(tid)
             return
         self._unplaced.discard(tid)
-        now = self.clock.wall()
-        start_times: dict[tuple[int, int], float] = {}
-        for (_, s, e), slot in placed.items():
-            old = current.executor_node_port.get((s, e)) if current is not None else None
-            keep = current is not None and old == slot and not fresh
-            start_times[(s, e)] = current.executor_start_time_secs.get((s, e), now) if keep and current else now
-        assignment = Assignment(
-            node_host={node: hosts.get(node, node) for node, _ in placed.values()},
-            executor_node_port={(s, e): slot for (_, s, e), slot in placed.items()},
-            executor_start_time_secs=start_times,
-        )
-        if current is None or current.executor_node_port != assignment.executor_node_port:
-            self.state.set_assignment(tid, assignment)
-            log.info("assigned %s to %d slot(s)", tid, len(set(assignment.executor_node_port.values())))
+        if current is None or current.executor_node_port != planned.executor_node_port:
+            self.state.set_assignment(tid, planned)
+            log.info("assigned %s to %d slot(s)", tid, len(set(planned.executor_node_port.values())))
 
     # ----------------------------------------------------------------------------------------------- actions
 
@@ -276,8 +235,7 @@ class Nimbus:
         watching is not held against the workers.
         """
         with self._lock:
-            self._hb_seen.clear()
-            self._watch_start = self.clock.wall()
+            self.monitor.reset(self.clock.wall())
 
     def next_action_secs(self) -> float | None:
         """Seconds until the earliest pending kill or rebalance is due (None when there is none)."""
@@ -312,8 +270,7 @@ class Nimbus:
         self.state.remove_worker_heartbeats(tid)
         self.state.remove_errors(tid)
         self.code_store.delete(tid)
-        for key in [k for k in self._hb_seen if k[0] == tid]:
-            del self._hb_seen[key]
+        self.monitor.forget(tid)
 
     def _do_rebalance(self, tid: str, base: StormBase, opts: Mapping[str, Any]) -> None:
         execs = dict(base.component_executors)
@@ -337,38 +294,12 @@ class Nimbus:
         if assignment is None or not assignment.executor_node_port:
             self._schedule(tid, base)
             return
-        nimbus_now = self.clock.now()
         wall = self.clock.wall()
-        task_timeout = float(self.conf.get("nimbus.task.timeout.secs", 30))
-        launch_timeout = float(self.conf.get("nimbus.task.launch.secs", 120))
+        alive, _ = self.monitor.alive_slots(self.state.supervisors(), wall)
         beats = self.state.worker_heartbeats(tid)
-        alive_slots, _ = self._alive_slots()
-        alive = set(alive_slots)
-        # Right after this nimbus started watching (it just led or reconnected), a missing supervisor may only
-        # be re-registering: it gets the supervisor timeout before its slots count as dead.
-        settling = wall - self._watch_start < float(self.conf.get("nimbus.supervisor.timeout.secs", 60))
-        dead: set[tuple[str, int]] = set()
-        for slot, executors in assignment.slots().items():
-            if slot not in alive:
-                if not settling:
-                    dead.add(slot)
-                continue
-            key = (tid, slot[0], slot[1])
-            hb = beats.get(slot)
-            started = min(assignment.executor_start_time_secs.get(e, wall) for e in executors)
-            if hb is None:
-                if wall - started > launch_timeout:
-                    dead.add(slot)
-                continue
-            seen = self._hb_seen.get(key)
-            if seen is None or seen[0] != hb.time_secs:
-                self._hb_seen[key] = (hb.time_secs, nimbus_now)
-            elif nimbus_now - seen[1] > task_timeout:
-                dead.add(slot)
+        dead = self.monitor.dead_slots(tid, assignment, beats, set(alive), wall, self.clock.now())
         if dead:
             log.warning("executors of %s on dead slot(s) %s: reassigning", tid, sorted(dead))
-            for slot in dead:
-                self._hb_seen.pop((tid, slot[0], slot[1]), None)
             self._schedule(tid, base, dead=frozenset(dead))
 
     # ---------------------------------------------------------------------------------------------- summaries

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from storm_py.errors import StormPyError
 
 ACTIVE = "active"
@@ -16,14 +14,6 @@ class InvalidTransitionError(StormPyError):
     """An action that the topology's current status does not allow (e.g. activating a killed topology)."""
 
     code = "invalid_transition"
-
-
-@dataclass(frozen=True)
-class Transition:
-    """The status after an action and whether the spouts run in it."""
-
-    status: str
-    spouts_active: bool
 
 
 def spouts_active(status: str) -> bool:
