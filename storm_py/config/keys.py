@@ -109,6 +109,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.kryo.register", LIST, None, "nimbus", "serializations; merged from every component, topology wins"),
         Key("topology.kryo.decorators", STRS, None, "nimbus", "serialization decorators; union over the components"),
     ),
+    "metrics": (
+        Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself

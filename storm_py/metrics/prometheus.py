@@ -1,0 +1,165 @@
+"""This module owns the Prometheus text exposition of a cluster's figures (``GET /metrics`` on nimbus).
+
+Pure: :class:`MetricFamily` objects in, text format 0.0.4 out.  :func:`cluster_families` and
+:func:`topology_families` build the families from the REST summaries and the per-component figures
+(:mod:`storm_py.metrics.stats`).  Names follow Prometheus conventions: a ``storm_`` prefix, base units
+(seconds), ``_total`` on counters; labels ``topology``, ``component``, ``stream``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storm_py.metrics.stats import ComponentFigures
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class MetricFamily:
+    """One metric name: its type (``counter`` or ``gauge``), help text and samples."""
+
+    name: str
+    kind: str
+    help: str
+    samples: list[tuple[Labels, float]] = field(default_factory=list)
+
+    def add(self, value: float, **labels: str) -> None:
+        """One sample."""
+        self.samples.append((tuple(labels.items()), float(value)))
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def render(families: Iterable[MetricFamily]) -> str:
+    """The text exposition of ``families`` (families without samples are left out)."""
+    lines: list[str] = []
+    for fam in families:
+        if not fam.samples:
+            continue
+        lines.append(f"# HELP {fam.name} {_escape_help(fam.help)}")
+        lines.append(f"# TYPE {fam.name} {fam.kind}")
+        for labels, value in fam.samples:
+            if labels:
+                text = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels)
+                lines.append(f"{fam.name}{{{text}}} {_number(value)}")
+            else:
+                lines.append(f"{fam.name} {_number(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def cluster_families(summary: Mapping[str, Any]) -> list[MetricFamily]:
+    """Families of ``/api/v1/cluster/summary``."""
+    out = []
+    for key, name, text in (
+        ("supervisors", "storm_cluster_supervisors", "Supervisors registered."),
+        ("topologies", "storm_cluster_topologies", "Live topologies."),
+        ("slotsTotal", "storm_cluster_slots", "Worker slots of all supervisors."),
+        ("slotsUsed", "storm_cluster_slots_used", "Worker slots running a worker."),
+        ("slotsFree", "storm_cluster_slots_free", "Worker slots free."),
+        ("executorsTotal", "storm_cluster_executors", "Executors of all topologies."),
+        ("tasksTotal", "storm_cluster_tasks", "Tasks of all topologies."),
+    ):
+        fam = MetricFamily(name, "gauge", text)
+        fam.add(float(summary.get(key, 0) or 0))
+        out.append(fam)
+    return out
+
+
+@dataclass
+class ComponentSeries:
+    """What :func:`topology_families` needs of one component."""
+
+    is_spout: bool
+    all_time: ComponentFigures
+    recent: ComponentFigures  # the 10-minute window: latencies and capacity
+    gauges: Mapping[str, float] = field(default_factory=dict)
+
+
+def topology_families(
+    topologies: Iterable[tuple[Mapping[str, Any], Mapping[str, ComponentSeries]]],
+) -> list[MetricFamily]:
+    """Families of each topology's ``/topology/summary`` row and its components' figures."""
+    fams = {
+        "info": MetricFamily("storm_topology_info", "gauge", "A live topology; labels carry its id and status."),
+        "uptime": MetricFamily("storm_topology_uptime_seconds", "gauge", "Seconds since the topology was submitted."),
+        "workers": MetricFamily("storm_topology_workers", "gauge", "Workers assigned to the topology."),
+        "executors": MetricFamily("storm_topology_executors", "gauge", "Executors of the topology."),
+        "tasks": MetricFamily("storm_topology_tasks", "gauge", "Tasks of the topology."),
+        "emitted": MetricFamily("storm_component_emitted_total", "counter", "Tuples emitted, by output stream."),
+        "transferred": MetricFamily(
+            "storm_component_transferred_total", "counter", "Tuples sent to tasks, by output stream."),
+        "executed": MetricFamily(
+            "storm_bolt_executed_total", "counter", "Input tuples executed, by source component and stream."),
+        "acked": MetricFamily("storm_component_acked_total", "counter", "Tuples acked (spouts: tuple trees)."),
+        "failed": MetricFamily(
+            "storm_component_failed_total", "counter", "Tuples failed (spouts: trees failed, timeouts apart)."),
+        "timed_out": MetricFamily(
+            "storm_spout_timed_out_total", "counter", "Spout tuple trees that timed out (not counted as failed)."),
+        "complete": MetricFamily(
+            "storm_spout_complete_latency_seconds", "gauge", "Average emit-to-ack time of trees, last 10 minutes."),
+        "execute": MetricFamily(
+            "storm_bolt_execute_latency_seconds", "gauge", "Average execute time per tuple, last 10 minutes."),
+        "process": MetricFamily(
+            "storm_bolt_process_latency_seconds", "gauge", "Average process time per tuple, last 10 minutes."),
+        "capacity": MetricFamily(
+            "storm_bolt_capacity_ratio", "gauge", "Share of the last 10 minutes the busiest executor spent executing."),
+        "max_spout": MetricFamily(
+            "storm_spout_skipped_max_spout_seconds_total", "counter", "Time a spout waited on max spout pending."),
+        "backpressure": MetricFamily(
+            "storm_spout_skipped_backpressure_seconds_total", "counter", "Time a spout waited on back pressure."),
+        "queue": MetricFamily(
+            "storm_component_receive_queue_population", "gauge", "Tuples waiting in the executors' receive queues."),
+    }
+    for row, components in topologies:
+        topo = str(row.get("name", ""))
+        fams["info"].add(1, topology=topo, topology_id=str(row.get("id", "")), status=str(row.get("status", "")))
+        fams["uptime"].add(float(row.get("uptimeSeconds", 0)), topology=topo)
+        fams["workers"].add(float(row.get("workersTotal", 0)), topology=topo)
+        fams["executors"].add(float(row.get("executorsTotal", 0)), topology=topo)
+        fams["tasks"].add(float(row.get("tasksTotal", 0)), topology=topo)
+        for comp, series in sorted(components.items()):
+            f = series.all_time.figures
+            recent = series.recent.figures
+            for stream, n in sorted(f.emitted.items()):
+                fams["emitted"].add(n, topology=topo, component=comp, stream=stream)
+            for stream, n in sorted(f.transferred.items()):
+                fams["transferred"].add(n, topology=topo, component=comp, stream=stream)
+            fams["acked"].add(f.acked, topology=topo, component=comp)
+            fams["failed"].add(f.failed, topology=topo, component=comp)
+            if series.is_spout:
+                fams["timed_out"].add(f.timed_out, topology=topo, component=comp)
+                fams["complete"].add(recent.complete_latency_ms / 1000.0, topology=topo, component=comp)
+                fams["max_spout"].add(f.skipped_max_spout_ms / 1000.0, topology=topo, component=comp)
+                fams["backpressure"].add(f.skipped_backpressure_ms / 1000.0, topology=topo, component=comp)
+            else:
+                for key, n in sorted(f.executed.items()):
+                    source, _, stream = key.rpartition(":")
+                    fams["executed"].add(n, topology=topo, component=comp, source_component=source, stream=stream)
+                fams["execute"].add(recent.execute_latency_ms / 1000.0, topology=topo, component=comp)
+                fams["process"].add(recent.execute_latency_ms / 1000.0, topology=topo, component=comp)
+                fams["capacity"].add(series.recent.capacity, topology=topo, component=comp)
+            if "receive_queue.population" in series.gauges:
+                fams["queue"].add(series.gauges["receive_queue.population"], topology=topo, component=comp)
+    return list(fams.values())
