@@ -73,7 +73,24 @@ def test_acker_bolt_accepts_tuples_on_storm_streams():
     bolt.execute(test_tuple([5, 12, 3], component="spout", stream="__ack_init"))
     bolt.execute(test_tuple([5, 12], component="bolt", stream="__ack_ack"))
     assert out == [(3, ACKED)]
-    bolt.execute(test_tuple([1], component="__system", stream="__tick"))
+
+
+def test_acker_bolt_rotates_its_ledger_on_tick_tuples():
+    """Three ticks expire a pending tree silently (the spout times it out itself); fewer keep it."""
+    bolt = AckerBolt()
+    out = []
+    bolt.bind(lambda task, row: out.append((task, row[0])), lambda: 0.0)
+    tick = test_tuple([1], component="__system", stream="__tick")
+    bolt.execute(test_tuple([5, 12, 3], component="spout", stream="__ack_init"))
+    bolt.execute(test_tuple([6, 12, 3], component="spout", stream="__ack_init"))
+    bolt.execute(tick)
+    bolt.execute(tick)
+    assert 5 in bolt.ledger and 6 in bolt.ledger
+    bolt.execute(test_tuple([6, 12], component="bolt", stream="__ack_ack"))
+    assert out == [(3, ACKED)]  # still pending after two ticks: completes
+    bolt.execute(tick)
+    assert 5 not in bolt.ledger and len(bolt.ledger) == 0
+    assert out == [(3, ACKED)]  # expiry reports nothing
 
 
 @st.composite

@@ -59,11 +59,37 @@ def test_fields_grouping_same_key_same_task():
     assert len({next(iter(t)) for t in tasks_of.values()}) > 1
 
 
+class TaskIds(Bolt):
+    """Emits ``[task_id, *component_task_ids]`` of the echo component once, from every task, at prepare."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.task = context.this_task_id
+        self.echo_tasks = context.get_component_tasks("echo")
+
+    def execute(self, tup):
+        self.collector.emit([self.task, self.echo_tasks], tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["task", "echo_tasks"])
+
+
 def test_global_grouping_lowest_task():
-    """Ports Storm's global grouping: every tuple goes to the lowest task id."""
-    rows = run(lambda d: d.global_grouping("words"), ["a", "b", "c", "d"])
-    assert len({task for task, _ in rows}) == 1
-    assert rows[0][0] == min(task for task, _ in rows)
+    """Ports Storm's global grouping: every tuple goes to the lowest task id of the target component."""
+    with LocalCluster(simulated_time=True) as cluster:
+        builder = TopologyBuilder()
+        builder.set_spout("words", TestWordSpout(), 1)
+        builder.set_bolt("echo", TaskEcho(), 4).global_grouping("words")
+        builder.set_bolt("tasks", TaskIds(), 1).shuffle_grouping("words")
+        results = complete_topology(cluster, builder.create_topology(),
+                                    mocked_sources={"words": [[w] for w in "abcd"]},
+                                    storm_conf={"topology.workers": 2})
+    echo_tasks = read_tuples(results, "tasks")[0][1]
+    assert len(echo_tasks) == 4
+    rows = read_tuples(results, "echo")
+    assert sorted(w for _, w in rows) == ["a", "b", "c", "d"]
+    assert {task for task, _ in rows} == {min(echo_tasks)}
 
 
 def test_all_grouping_every_task():
