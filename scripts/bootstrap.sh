@@ -1,24 +1,62 @@
 #!/usr/bin/env bash
-# Installs what storm_py needs on a fresh machine: a virtualenv in .venv with the package and its dev tools,
-# and ZooKeeper (Debian's package) for the real-component tests.  Safe to run again: it skips what is there.
+# Installs what storm_py needs on a fresh machine and prints each thing it installs, one line each:
+#   - a virtualenv in .venv with the package and its extras: dev (tests, linters), kafka, spark;
+#   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
+#     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
+#     docker-compose.yml without a Docker engine).
+# Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+EXTRAS="dev,kafka,spark"
+say() { echo "bootstrap: $*"; }
+
 if [ ! -x .venv/bin/python ]; then
+    say "virtualenv .venv (created with $("$PY" --version 2>&1))"
     "$PY" -m venv .venv
 fi
 stamp=.venv/.storm_py-installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
+    # one line per Python package: the project itself, then every requirement of it and of its extras
+    say "python package storm_py (editable, extras: $EXTRAS)"
+    .venv/bin/python - "$EXTRAS" <<'PYEOF'
+import configparser, sys
+cfg = configparser.ConfigParser()
+cfg.read("setup.cfg")
+reqs = [r.strip() for r in cfg["options"]["install_requires"].splitlines() if r.strip()]
+for extra in sys.argv[1].split(","):
+    reqs += [r.strip() for r in cfg["options.extras_require"].get(extra, "").splitlines() if r.strip()]
+for req in reqs:
+    print(f"bootstrap: python package {req}")
+PYEOF
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e ".[dev]"
+    .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
     touch "$stamp"
+else
+    say "python packages: .venv is up to date with setup.cfg"
 fi
-# --with-services: the real components the test suite runs against (ZooKeeper) and the compose client that
-# validates docker-compose.yml; both from Debian's packages.
+
 if [ "${1:-}" = "--with-services" ]; then
+    # Debian package -> the file or command that shows it is there
     missing=""
-    [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
-    command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || missing="$missing docker-compose"
+    check() {
+        if [ -e "$2" ] || command -v "$2" >/dev/null 2>&1; then
+            say "service $1: present"
+        else
+            say "service $1: installing (Debian package $1)"
+            missing="$missing $1"
+        fi
+    }
+    check zookeeper /usr/share/java/zookeeper.jar
+    check default-jre-headless java
+    check chromium /usr/bin/chromium
+    check chromium-driver /usr/bin/chromedriver
+    if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then
+        say "service docker-compose: present"
+    else
+        say "service docker-compose: installing (Debian package docker-compose)"
+        missing="$missing docker-compose"
+    fi
     if [ -n "$missing" ]; then
         if command -v apt-get >/dev/null 2>&1; then
             SUDO=""

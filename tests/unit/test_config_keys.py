@@ -30,7 +30,10 @@ _KEY_PREFIXES = {
     "kafka", "spark", "metrics", "ui", "pacemaker", "blobstore",
 }
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$")
-_FILE_SUFFIXES = (".yaml", ".yml", ".log", ".out", ".err", ".zip", ".whl", ".json", ".py", ".txt", ".pid", ".lock")
+_FILE_SUFFIXES = (
+    ".yaml", ".yml", ".log", ".out", ".err", ".zip", ".whl", ".json", ".py", ".txt", ".pid", ".lock", ".html", ".css",
+    ".js", ".svg", ".png", ".ico", ".csv", ".parquet", ".tar", ".gz", ".db", ".sqlite",
+)
 
 
 def _key_literals(tree: ast.AST) -> list[ast.Constant]:
