@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -103,8 +103,9 @@ def error_from_reply(status: int, body: bytes, url: str) -> StormPyError:
 class NimbusClient:
     """Talks to the leading nimbus over HTTP/JSON (see the module docstring)."""
 
-    def __init__(self, conf: Mapping[str, Any]) -> None:
+    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK) -> None:
         self.conf = dict(conf)
+        self.clock = clock  # paces retries
         self.seeds = parse_seeds(conf)
         token = conf.get("nimbus.auth.token")
         self.token = str(token) if token else None
@@ -182,7 +183,7 @@ class NimbusClient:
                 if attempt > self.retry_times:
                     raise
                 log.info("nimbus not available (%s); retrying in %.1fs", err.message, delay)
-                time.sleep(delay)
+                self.clock.sleep(delay)
                 delay = min(delay * 2 if delay else 0.0, self.retry_ceiling)
 
     def forward(
@@ -208,7 +209,7 @@ class NimbusClient:
                     raise NimbusUnreachableError(f"cannot reach nimbus at {leader} ({err})") from err
             self._leader = None
             attempt += 1
-            time.sleep(self.retry_interval)
+            self.clock.sleep(self.retry_interval)
 
     def fetch_blob(self, holder: str, key: str) -> bytes:
         """Blob ``key`` from the nimbus ``holder`` (``host:port``), without retries."""

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from storm_py.api.topology import StormTopology
-from storm_py.clock import Clock, SimulatedClock
+from storm_py.clock import SYSTEM_CLOCK, Clock, SimulatedClock
 from storm_py.config import defaults
 from storm_py.errors import WaitTimeoutError
 from storm_py.nimbus.core import Nimbus
@@ -33,7 +32,11 @@ BACKGROUND_PERIOD = 0.05
 
 
 class LocalCluster:
-    """An in-process Storm cluster (Storm's ``LocalCluster``); a context manager."""
+    """An in-process Storm cluster (Storm's ``LocalCluster``); a context manager.
+
+    ``tracked`` is accepted as Storm's tracked cluster is asked for, and changes nothing: every LocalCluster can
+    run a :class:`~storm_py.testing.TrackedTopology`.
+    """
 
     def __init__(
         self,
@@ -43,10 +46,10 @@ class LocalCluster:
         simulated_time: bool = False,
         tracked: bool = False,
     ) -> None:
+        del tracked  # see the class docstring
         self.conf = defaults()
         self.conf.update(daemon_conf or {})
         self.simulated = simulated_time
-        self.tracked = tracked
         self.clock: Clock = SimulatedClock() if simulated_time else Clock()
         self._store = MemoryStore()
         self.state = ClusterState(MemoryStorage(self._store), self.conf)
@@ -102,8 +105,8 @@ class LocalCluster:
         return out
 
     def _wait_started(self, topology_id: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = SYSTEM_CLOCK.now() + timeout
+        while SYSTEM_CLOCK.now() < deadline:
             self._sync()
             assignment = self.state.assignment(topology_id)
             workers = self.workers(topology_id)
@@ -114,25 +117,25 @@ class LocalCluster:
                 and all(w.loop is not None and w.loop.passes > 0 for w in workers)
             ):
                 return
-            time.sleep(0.002)
+            SYSTEM_CLOCK.sleep(0.002)
         raise WaitTimeoutError(f"workers of {topology_id} did not start within {timeout}s", topology=topology_id)
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Wait (real time) until every worker is idle: no queued tuples and nothing done in a pass."""
-        deadline = time.monotonic() + timeout
+        deadline = SYSTEM_CLOCK.now() + timeout
         last: tuple[int, ...] | None = None
-        while time.monotonic() < deadline:
+        while SYSTEM_CLOCK.now() < deadline:
             workers = self.workers()
             idle = all(
                 w.loop is not None and (w.loop.idle or not w.loop.alive) and w.runtime is not None
                 and w.runtime.is_idle()
                 for w in workers
-            )
+            ) and self.transfer.idle()
             snap = tuple(w.loop.work_passes for w in workers if w.loop is not None)
             if idle and snap == last:
                 return
             last = snap if idle else None
-            time.sleep(0.002)
+            SYSTEM_CLOCK.sleep(0.002)
         raise WaitTimeoutError(f"cluster did not become idle within {timeout}s")
 
     # ----------------------------------------------------------------------------------------------- the API
@@ -145,6 +148,8 @@ class LocalCluster:
 
         tracked = topology if isinstance(topology, TrackedTopology) else None
         topo: StormTopology = tracked.topology if tracked is not None else topology
+        if tracked is not None:  # as Storm's test kit: tuples between workers go through the codec and frames
+            conf = {"topology.testing.always.try.serialize": True, **dict(conf or {})}
         with self._lock:
             tid = self.nimbus.submit_topology(name, dict(conf or {}), topo, inactive)
         if tracked is not None:
@@ -220,3 +225,4 @@ class LocalCluster:
             self._thread.join(5)
         for sup in self.supervisors:
             sup.shutdown()
+        self.transfer.close()

@@ -10,7 +10,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import click
 
 from storm_py.cli.options import config_options, load_conf
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,6 @@ def dev_cluster(
                         code = d.proc.returncode if d.proc is not None else None
                         click.echo(f"{d.name} exited with code {code} (see {d.log_path})", err=True)
         finally:
-            started = time.monotonic()
+            started = SYSTEM_CLOCK.now()
             cluster.stop()
-            log.info("dev cluster stopped in %.1fs", time.monotonic() - started)
+            log.info("dev cluster stopped in %.1fs", SYSTEM_CLOCK.now() - started)

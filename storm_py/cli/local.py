@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any
 
 import click
 
 from storm_py.cli.options import config_options, load_conf, parse_overrides
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
 
@@ -47,13 +47,14 @@ def local(entry: str, ttl: float, name: str | None, config_file: str | None, ove
         except StormPyError as err:
             raise click.ClickException(err.message) from err
         click.echo(f"running {name} in-process for {ttl:g}s")
-        start = time.monotonic()
+        clock = SYSTEM_CLOCK
+        start = clock.now()
         last = (0, 0, 0)
         last_t = start
-        while time.monotonic() - start < ttl:
-            time.sleep(min(1.0, max(0.0, ttl - (time.monotonic() - start))))
+        while clock.now() - start < ttl:
+            clock.sleep(min(1.0, max(0.0, ttl - (clock.now() - start))))
             summary = cluster.get_topology_summary(name)
-            now = time.monotonic()
+            now = clock.now()
             cur = _totals(summary)
             dt = max(now - last_t, 1e-9)
             click.echo(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,6 +17,7 @@ import click
 
 from storm_py.cli.options import config_options, load_conf
 from storm_py.client import LogViewerClient, NimbusClient
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import NotAliveException, StormPyError
 from storm_py.node.local_state import workers_artifacts_root
 from storm_py.supervisor.logviewer import LogFiles
@@ -139,7 +139,7 @@ def logs(name: str, follow: bool, config_file: str | None, overrides: tuple[str,
                 sys.stdout.flush()
             if not follow:
                 return
-            time.sleep(FOLLOW_POLL_SECS)
+            SYSTEM_CLOCK.sleep(FOLLOW_POLL_SECS)
     except StormPyError as err:
         raise click.ClickException(err.message) from err
     except KeyboardInterrupt:

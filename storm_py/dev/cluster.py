@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import yaml
 
 from storm_py.client import NimbusClient
+from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 from storm_py.node.local_state import write_json
@@ -160,22 +160,26 @@ class DevCluster:
 
     def _wait_ready(self, timeout: float) -> None:
         client = NimbusClient({**self.client_conf, "storm.nimbus.retry.times": 0})
-        deadline = time.monotonic() + timeout
         problem = "nothing answered yet"
-        while time.monotonic() < deadline:
+
+        def ready() -> bool:
+            nonlocal problem
             for d in self.daemons:
                 if not d.alive():
                     raise StormPyError(f"{d.name} exited while starting: {_tail(d.log_path)}", daemon=d.name)
             try:
                 client.find_leader()
-                registered = client.cluster_summary()["supervisors"]
-                if registered >= self.num_supervisors:
-                    return
-                problem = f"{registered} of {self.num_supervisors} supervisors registered"
+                registered = int(client.cluster_summary()["supervisors"])
             except StormPyError as err:
                 problem = err.message
-            time.sleep(0.1)
-        raise WaitTimeoutError(f"the dev cluster was not ready within {timeout:g}s: {problem}")
+                return False
+            problem = f"{registered} of {self.num_supervisors} supervisors registered"
+            return registered >= self.num_supervisors
+
+        try:
+            wait_until(ready, timeout, interval=0.1, what="the dev cluster")
+        except WaitTimeoutError as err:
+            raise WaitTimeoutError(f"the dev cluster was not ready within {timeout:g}s: {problem}") from err
 
     def dead_daemons(self) -> list[Daemon]:
         """Daemons whose process has exited."""

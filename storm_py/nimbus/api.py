@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import storm_py
-from storm_py.clock import wait_until
+from storm_py.clock import Clock, wait_until
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.nimbus import api_views
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
@@ -40,6 +39,7 @@ class NimbusNode(Protocol):
 
     id: str
     conf: dict[str, Any]
+    clock: Clock
     state: ClusterState
     nimbus: Nimbus
     code_store: NimbusCodeStore
@@ -146,7 +146,7 @@ class NimbusApi:
     def nimbus_summary(self, req: Request) -> dict[str, Any]:
         """``/nimbus/summary``: every registered nimbus and which one leads (``self``: the one answering)."""
         s = self.node.state
-        rows = api_views.nimbus_rows(s.nimbuses(), self.node.leader_id(), time.time())
+        rows = api_views.nimbus_rows(s.nimbuses(), self.node.leader_id(), self.node.clock.wall())
         return {"nimbuses": rows, "self": self.node.id}
 
     def topology_summary(self, req: Request) -> dict[str, Any]:
@@ -167,7 +167,7 @@ class NimbusApi:
             s.assignment(tid),
             s.worker_heartbeats(tid),
             self.node.code_store.replication_count(tid),
-            time.time(),
+            self.node.clock.wall(),
             api_views.log_viewer_urls(s.supervisors()),
         )
         return tid, base, page
@@ -182,7 +182,7 @@ class NimbusApi:
         comp = req.params["component"]
         s = self.node.state
         out = api_views.component_page(
-            page, comp, s.assignment(tid), s.worker_heartbeats(tid), s.errors(tid, comp), time.time()
+            page, comp, s.assignment(tid), s.worker_heartbeats(tid), s.errors(tid, comp), self.node.clock.wall()
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)

@@ -13,13 +13,13 @@ import logging
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
 from storm_py.api.topology import StormTopology
+from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.packaging.package import TopologyPackage, digest
 from storm_py.state.cluster_state import ClusterState
@@ -55,8 +55,9 @@ def topology_keys(topology_id: str) -> tuple[str, str]:
 class LocalFsBlobStore:
     """Blobs as files in one directory (names percent-encoded), written atomically."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, clock: Clock = SYSTEM_CLOCK) -> None:
         self.root = root
+        self.clock = clock  # file times are wall times
         root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
@@ -89,7 +90,7 @@ class LocalFsBlobStore:
     def age_secs(self, key: str) -> float:
         """Seconds since blob ``key`` was written (0 when it is missing)."""
         try:
-            return max(0.0, time.time() - self._path(key).stat().st_mtime)
+            return max(0.0, self.clock.wall() - self._path(key).stat().st_mtime)
         except FileNotFoundError:
             return 0.0
 
@@ -162,8 +163,11 @@ class NimbusCodeStore:
 class BlobReplicator:
     """Keeps this nimbus's blob store equal to the registered blobs: copies missing ones, drops removed ones."""
 
-    def __init__(self, blobs: LocalFsBlobStore, state: ClusterState, holder_id: str, fetch: Fetch) -> None:
+    def __init__(
+        self, blobs: LocalFsBlobStore, state: ClusterState, holder_id: str, fetch: Fetch, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.blobs = blobs
+        self.clock = clock
         self.state = state
         self.holder_id = holder_id
         self.fetch = fetch
@@ -182,14 +186,14 @@ class BlobReplicator:
                         self.state.register_blob_holder(key, self.holder_id, BLOB_VERSION)
                     continue
                 retry_at, delay = self._retry.get(key, (0.0, COPY_RETRY_SECS / 2))
-                if time.monotonic() < retry_at:
+                if self.clock.now() < retry_at:
                     continue
                 if self._copy(key, [h for h in holders if h != self.holder_id]):
                     copied += 1
                     self._retry.pop(key, None)
                 else:
                     delay = min(delay * 2, COPY_RETRY_MAX_SECS)
-                    self._retry[key] = (time.monotonic() + delay, delay)
+                    self._retry[key] = (self.clock.now() + delay, delay)
             for key in [k for k in self._retry if k not in registered]:
                 del self._retry[key]
             for key in self.blobs.list_keys():

@@ -73,12 +73,12 @@ class NimbusDaemon:
             ) from err
         self.port = self.api.port
         self.id = f"{self.host}:{self.port}"
-        self.blobs = LocalFsBlobStore(nimbus_blob_dir(conf))
+        self.blobs = LocalFsBlobStore(nimbus_blob_dir(conf), self.clock)
         self.code_store = NimbusCodeStore(self.blobs, self.state, self.id)
         self.nimbus = Nimbus(self.conf, self.state, self.code_store, self.clock, loader=self._validate)
         self.nimbus.is_leader = self.is_leader
         self.client = NimbusClient(conf)
-        self.replicator = BlobReplicator(self.blobs, self.state, self.id, self.client.fetch_blob)
+        self.replicator = BlobReplicator(self.blobs, self.state, self.id, self.client.fetch_blob, self.clock)
         self.api.routes = NimbusApi(self).routes()
 
     # ------------------------------------------------------------------------------------------- leadership

@@ -50,6 +50,8 @@ class DaemonLoop:
         self._cond = threading.Condition()
         self._woken = False
         self._stopped = False
+        #: The clock time the loop waits for, while it waits (None while a round runs).
+        self.next_round_at: float | None = None
 
     def wake(self) -> None:
         """Run the next round now (after ``min_wait``)."""
@@ -84,6 +86,7 @@ class DaemonLoop:
         self.clock.add_listener(self._tick)
         try:
             with self._cond:
+                self.next_round_at = deadline
                 while not (self._woken or self._ended(stop)):
                     remaining = deadline - self.clock.now()
                     if remaining <= 0:
@@ -93,6 +96,7 @@ class DaemonLoop:
                 self._woken = False
                 return True
         finally:
+            self.next_round_at = None
             self.clock.remove_listener(self._tick)
 
     def _ended(self, stop: threading.Event | None) -> bool:

@@ -66,7 +66,7 @@ class SupervisorDaemon:
         self.worker_conf.parent.mkdir(parents=True, exist_ok=True)
         self.worker_conf.write_text(yaml.safe_dump(self.conf, sort_keys=True), encoding="utf-8")
         self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
-        self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf)
+        self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)

@@ -6,8 +6,7 @@ is the launcher of a real cluster: it makes sure the topology's code is download
 stdout and stderr kept in ``<storm.log.dir>/workers-artifacts/<topology-id>/<port>/``.  A
 :class:`ProcessWorker` reports the process alive until it exits, and silent when its local heartbeat file goes
 stale (``supervisor.worker.timeout.secs``) or never appears (``supervisor.worker.start.timeout.secs``); every
-exit is appended to ``exit-codes``.  Process launchers read the wall clock directly: a worker process lives in
-real time whatever clock the supervisor runs on.
+exit is appended to ``exit-codes``.
 """
 
 from __future__ import annotations
@@ -18,13 +17,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from storm_py.clock import Clock
+from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CodeStore
@@ -121,8 +119,10 @@ class ProcessWorker:
         artifacts: Path,
         start_timeout: float,
         shutdown_secs: float,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.proc = proc
+        self.clock = clock  # heartbeat files hold wall times
         self.pid = proc.pid
         self.worker_id = worker_id
         self.topology_id = topology_id
@@ -132,7 +132,7 @@ class ProcessWorker:
         self.artifacts = artifacts
         self.start_timeout = start_timeout
         self.shutdown_secs = shutdown_secs
-        self.launched = time.time()
+        self.launched = clock.wall()
         self.last_heartbeat: float | None = None
         self.exit_code: int | None = None
 
@@ -157,7 +157,7 @@ class ProcessWorker:
                 self.worker_id, self.topology_id, self.port, self.pid, how)
         try:
             with (self.artifacts / "exit-codes").open("a", encoding="utf-8") as f:
-                f.write(f"{time.time():.3f} pid={self.pid} worker={self.worker_id} exit={code}\n")
+                f.write(f"{self.clock.wall():.3f} pid={self.pid} worker={self.worker_id} exit={code}\n")
         except OSError as err:
             log.warning("cannot record the exit code of worker %s: %s", self.worker_id, err)
         self.heartbeat_path.unlink(missing_ok=True)
@@ -173,7 +173,7 @@ class ProcessWorker:
 
     def silent_secs(self) -> float:
         """Seconds since the last heartbeat; before the first, 0 until the start timeout, then infinite."""
-        now = time.time()
+        now = self.clock.wall()
         if self.last_heartbeat is None:
             return 0.0 if now - self.launched <= self.start_timeout else math.inf
         return max(0.0, now - self.last_heartbeat)
@@ -209,8 +209,16 @@ class ProcessLauncher:
         python: the interpreter workers run on.
     """
 
-    def __init__(self, conf: Mapping[str, Any], dist: StormDist, conf_path: Path, python: str | None = None) -> None:
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        dist: StormDist,
+        conf_path: Path,
+        python: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.conf = dict(conf)
+        self.clock = clock
         self.dist = dist
         self.conf_path = conf_path
         self.python = python or sys.executable
@@ -246,7 +254,7 @@ class ProcessLauncher:
         write_json(
             artifacts / "worker.yaml",
             {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
-             "supervisor-id": supervisor_id, "executors": [list(e) for e in executors], "launched": time.time()},
+             "supervisor-id": supervisor_id, "executors": [list(e) for e in executors], "launched": self.clock.wall()},
         )
         log.info("launched worker %s of %s on port %d (pid %d)", worker_id, topology_id, port, proc.pid)
         worker = ProcessWorker(
@@ -259,6 +267,7 @@ class ProcessLauncher:
             artifacts=artifacts,
             start_timeout=float(self.conf.get("supervisor.worker.start.timeout.secs") or 120),
             shutdown_secs=float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or DEFAULT_SHUTDOWN_SECS),
+            clock=self.clock,
         )
         self.launched = [w for w in self.launched if w.alive]
         self.launched.append(worker)

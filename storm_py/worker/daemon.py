@@ -14,13 +14,12 @@ import logging
 import os
 import signal
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from storm_py.clock import Clock
+from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
@@ -85,7 +84,6 @@ def run_worker(
         open_transport("zmq", hwm=int(conf.get("zmq.hwm") or 100)),
         host,
         resolve=lambda node: holder[0].node_host.get(node) if holder else None,
-        runtime=lambda: holder[0].runtime if holder else None,
     )
     worker = Worker(
         conf=conf,
@@ -135,7 +133,7 @@ def _local_heartbeats(worker: Worker, path: Path, freq: float, stop: threading.E
     reads of the state for seconds; it must not get healthy workers restarted)."""
     while not stop.is_set() and worker.alive:
         try:
-            write_json(path, {"time": time.time(), "pid": os.getpid(), "topology_id": worker.topology_id,
+            write_json(path, {"time": SYSTEM_CLOCK.wall(), "pid": os.getpid(), "topology_id": worker.topology_id,
                               "port": worker.port})
         except StormPyError as err:
             log.warning("worker %s cannot write its local heartbeat: %s", worker.key, err.message)

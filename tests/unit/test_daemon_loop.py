@@ -28,14 +28,19 @@ def run_in_thread(loop: DaemonLoop) -> threading.Thread:
     return t
 
 
+def waiting(loop: DaemonLoop, rounds: Rounds, n: int) -> None:
+    """Until ``n`` rounds ran and the loop waits for the next."""
+    wait_until(lambda: rounds.count == n and loop.next_round_at is not None, 5, what=f"round {n} done")
+
+
 def test_the_next_round_waits_for_the_clock() -> None:
     clock = SimulatedClock()
     rounds = Rounds(wait=10)
     loop = DaemonLoop("test", clock, rounds)
     t = run_in_thread(loop)
-    wait_until(lambda: rounds.count == 1, 5)
+    waiting(loop, rounds, 1)
+    assert loop.next_round_at == 10
     clock.advance(9)
-    assert not loop.wait(0)  # nothing woke it
     assert rounds.count == 1
     clock.advance(1)
     wait_until(lambda: rounds.count == 2, 5, what="the round due at t=10")
@@ -49,7 +54,7 @@ def test_wake_runs_a_round_before_its_time_and_stop_ends_the_loop() -> None:
     rounds = Rounds(wait=1000)
     loop = DaemonLoop("test", clock, rounds)
     t = run_in_thread(loop)
-    wait_until(lambda: rounds.count == 1, 5)
+    waiting(loop, rounds, 1)
     loop.wake()
     wait_until(lambda: rounds.count == 2, 5, what="the woken round")
     assert clock.now() == 0
@@ -63,7 +68,8 @@ def test_a_failed_round_is_retried_after_the_error_wait() -> None:
     rounds = Rounds(wait=1000, fail_first=True)
     loop = DaemonLoop("test", clock, rounds, error_wait=2)
     t = run_in_thread(loop)
-    wait_until(lambda: rounds.count == 1, 5)
+    waiting(loop, rounds, 1)
+    assert loop.next_round_at == 2
     clock.advance(2)
     wait_until(lambda: rounds.count == 2, 5, what="the retry")
     loop.stop()
@@ -77,7 +83,7 @@ def test_an_outside_stop_event_ends_the_loop() -> None:
     stop = threading.Event()
     t = threading.Thread(target=loop.run, args=(stop,), daemon=True)
     t.start()
-    wait_until(lambda: rounds.count == 1, 5)
+    waiting(loop, rounds, 1)
     stop.set()
     t.join(5)
     assert not t.is_alive() and rounds.count == 1
