@@ -1,0 +1,233 @@
+"""Parquet through pyarrow (the only module importing it): writing a txid's files, reading committed rows, compaction.
+
+Files hold the data columns only: the partition columns and ``txid`` come from the directory names, the way
+Spark's partition discovery reads them.  A compacted segment (``_compacted/<first>-<last>/``) is the exception:
+one file holding every column, ``txid`` included, for a run of small committed txids; the manifests of those
+txids point at it, and readers going through the manifests (:func:`read_committed_table`, and
+:func:`storm_py.spark.read_committed` for Spark) read it in their place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from storm_py.spark.layout import (
+    COMPACTED,
+    TXID_COLUMN,
+    DatasetLayout,
+    FileEntry,
+    Manifest,
+    fsync_dir,
+    part_name,
+    partition_dir,
+    prune_empty,
+)
+from storm_py.spark.schema import Field, Schema, SchemaError
+
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "binary": pa.binary(),
+}
+
+
+def arrow_schema(schema: Schema, exclude: Sequence[str] = ()) -> pa.Schema:
+    """The pyarrow schema of ``schema``'s fields (less ``exclude``)."""
+    return pa.schema([pa.field(f.name, ARROW_TYPES[f.type], nullable=f.nullable)
+                      for f in schema.fields if f.name not in exclude])
+
+
+def schema_from_arrow(schema: pa.Schema) -> Schema:
+    """A :class:`Schema` from a pyarrow schema made of the supported types."""
+    fields = []
+    for f in schema:
+        names = [n for n, t in ARROW_TYPES.items()
+                 if f.type == t or (n == "timestamp" and pa.types.is_timestamp(f.type))]
+        if not names:
+            raise SchemaError(f"field {f.name!r}: pyarrow type {f.type} is not supported "
+                              f"(use one of {', '.join(ARROW_TYPES)})", field=f.name)
+        fields.append(Field(f.name, names[0], f.nullable))
+    return Schema(fields)
+
+
+def write_txid_files(
+    directory: Path,
+    schema: Schema,
+    rows: Sequence[Sequence[Any]],
+    partition_by: Sequence[str],
+    txid: int,
+    task: int,
+    *,
+    max_rows_per_file: int,
+    row_group_rows: int,
+    compression: str,
+    fsync: bool = True,
+) -> list[FileEntry]:
+    """Write checked ``rows`` under ``directory`` in the published layout; the entries (paths relative to it)."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.fields]
+    arrays = [pa.array(col, type=ARROW_TYPES[f.type]) for f, col in zip(schema.fields, columns, strict=True)]
+    table = pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
+    groups: list[tuple[tuple[Any, ...], pa.Table]]
+    if partition_by and rows:
+        index = [schema.names.index(c) for c in partition_by]
+        keyed: dict[tuple[Any, ...], list[int]] = {}
+        for i, row in enumerate(rows):
+            keyed.setdefault(tuple(row[j] for j in index), []).append(i)
+        groups = [(key, table.take(pa.array(ix, type=pa.int64())).drop_columns(list(partition_by)))
+                  for key, ix in sorted(keyed.items())]
+    elif rows:
+        groups = [((), table.drop_columns(list(partition_by)))]
+    else:
+        groups = []
+    entries: list[FileEntry] = []
+    seq = 0
+    for key, part in groups:
+        rel_dir = partition_dir(partition_by, key, txid)
+        (directory / rel_dir).mkdir(parents=True, exist_ok=True)
+        for start in range(0, max(part.num_rows, 1), max_rows_per_file):
+            chunk = part.slice(start, max_rows_per_file)
+            rel = f"{rel_dir}/{part_name(txid, task, seq)}"
+            write_table(chunk, directory / rel, row_group_rows, compression, fsync)
+            entries.append(FileEntry(rel, chunk.num_rows, dict(zip(partition_by, key, strict=True))))
+            seq += 1
+    return entries
+
+
+def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool) -> None:
+    """One Parquet file, fsynced when asked."""
+    with open(path, "wb") as fh:
+        pq.write_table(table, fh, row_group_size=row_group_rows, compression=compression)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _typed_constant(schema: Schema, name: str, value: Any, n: int) -> pa.Array:
+    f = schema.field(name)
+    if f.type == "int64":
+        value = int(value)
+    elif f.type == "bool":
+        value = value if isinstance(value, bool) else str(value).lower() == "true"
+    return pa.array([value] * n, type=ARROW_TYPES[f.type])
+
+
+def _full_table(layout: DatasetLayout, schema: Schema, manifest: Manifest, entry: FileEntry) -> pa.Table:
+    """One published file with its partition columns and ``txid``, columns in schema order."""
+    table = pq.read_table(layout.root / entry.path)
+    n = table.num_rows
+    cols = []
+    for f in schema.fields:
+        if f.name in entry.partition:
+            cols.append(_typed_constant(schema, f.name, entry.partition[f.name], n))
+        else:
+            cols.append(table.column(f.name))
+    cols.append(pa.array([manifest.txid] * n, type=pa.int64()))
+    return pa.Table.from_arrays(cols, schema=read_schema(schema))
+
+
+def read_schema(schema: Schema) -> pa.Schema:
+    """The schema of committed rows as read: every field, then ``txid``."""
+    return arrow_schema(schema).append(pa.field(TXID_COLUMN, pa.int64(), nullable=False))
+
+
+def read_committed_table(root: str | os.PathLike[str], schema: Any = None) -> pa.Table:
+    """Exactly the committed rows of the dataset at ``root`` as a pyarrow Table (with a ``txid`` column)."""
+    layout = DatasetLayout(root)
+    manifests = layout.committed_manifests()
+    if schema is None and not manifests:
+        raise SchemaError(f"nothing is committed under {root} yet: pass the schema to read an empty dataset")
+    resolved = Schema.from_dict(manifests[-1].schema) if schema is None else _coerce(schema)
+    tables: list[pa.Table] = []
+    segments: dict[str, set[int]] = {}
+    for m in manifests:
+        if m.compacted:
+            segments.setdefault(m.compacted, set()).add(m.txid)
+            continue
+        tables.extend(_full_table(layout, resolved, m, e) for e in m.files)
+    for seg, txids in sorted(segments.items()):
+        for path in sorted((layout.root / COMPACTED / seg).glob("*.parquet")):
+            t = pq.read_table(path, schema=read_schema(resolved))
+            tables.append(t.filter(pc.is_in(t.column(TXID_COLUMN), pa.array(sorted(txids), type=pa.int64()))))
+    if not tables:
+        return read_schema(resolved).empty_table()
+    return pa.concat_tables(tables)
+
+
+def _coerce(schema: Any) -> Schema:
+    from storm_py.spark.schema import coerce_schema
+
+    return coerce_schema(schema)
+
+
+def compact(root: str | os.PathLike[str], min_rows: int = 100_000, row_group_rows: int = 128 * 1024,
+            compression: str = "zstd") -> list[tuple[int, int]]:
+    """Merge runs of consecutive small committed txids into compacted segments; the ``(first, last)`` merged.
+
+    A txid is small when it holds fewer than ``min_rows`` rows; a run closes once it reaches ``min_rows``.  Each
+    run is written as one file under ``_compacted/<first>-<last>/``, then the run's manifests are rewritten to
+    point at it, then the txids' own files are deleted.  Run it while no reader is reading ``root`` (the sink
+    may keep committing: compaction only touches committed txids).  An interrupted compaction is finished by
+    the next one.
+    """
+    layout = DatasetLayout(root)
+    latest = layout.latest()
+    manifests = layout.committed_manifests(latest)
+    for m in manifests:  # an earlier compaction stopped after rewriting manifests: remove what they replaced
+        if m.compacted:
+            _remove_originals(layout, m)
+    runs: list[list[Manifest]] = []
+    current: list[Manifest] = []
+    for m in manifests:
+        if m.compacted or m.rows >= min_rows:
+            if len(current) > 1:
+                runs.append(current)
+            current = []
+            continue
+        current.append(m)
+        if sum(x.rows for x in current) >= min_rows:
+            runs.append(current)
+            current = []
+    if len(current) > 1:
+        runs.append(current)
+    done: list[tuple[int, int]] = []
+    for run in runs:
+        schema = Schema.from_dict(run[-1].schema)
+        seg = f"{run[0].txid:020d}-{run[-1].txid:020d}"
+        tmp = layout.staging / f"compact-{uuid.uuid4().hex}"
+        tmp.mkdir(parents=True)
+        table = pa.concat_tables([_full_table(layout, schema, m, e) for m in run for e in m.files]
+                                 or [read_schema(schema).empty_table()])
+        write_table(table, tmp / "part-0000.parquet", row_group_rows, compression, fsync=True)
+        target = layout.root / COMPACTED / seg
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(tmp, target)
+        fsync_dir(target.parent)
+        for m in run:
+            old = Manifest(m.txid, m.attempt, m.files, m.schema, m.fingerprint, m.source, m.errors, m.tasks, seg)
+            layout.write_manifest(old)
+        for m in run:
+            _remove_originals(layout, m)
+        done.append((run[0].txid, run[-1].txid))
+    return done
+
+
+def _remove_originals(layout: DatasetLayout, m: Manifest) -> None:
+    for e in m.files:
+        path = layout.root / e.path
+        if path.exists():
+            path.unlink()
+            prune_empty(path.parent, layout.root)

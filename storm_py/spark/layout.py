@@ -1,0 +1,336 @@
+"""The committed dataset's layout on disk: paths, manifests, the ``_LATEST`` pointer and the commit rules.
+
+Standard library only (no pyarrow): the decisions here are pure functions of what is on disk, unit-tested.
+Everything relative to the dataset ``root``::
+
+    _staging/<N>/<task>-<attempt>/...            files being written (Spark and pyarrow skip names with "_")
+    <col>=<value>/.../txid=<N>/part-<N>-<task>-<seq>.parquet    published rows of txid N
+    _commits/<N>/task-<task>.json                one sink task's part of N (files, rows, source offsets)
+    _commits/<N>.json                            N's manifest, written once every task's part is there
+    _commits/_LATEST                             {"txid": N}: every txid <= N is committed (tmp file + rename)
+
+A txid is committed exactly when ``_LATEST`` reaches it: a reader takes ``_LATEST`` first and reads only the
+txids up to it, so a partly published N (``N > _LATEST``) is never seen.  Commits come strictly in txid order
+and the commit of N is retried until it succeeds, so N can be replaced (its files deleted and written again)
+as long as ``N > _LATEST``, and a commit of ``N <= _LATEST`` is a replay of a published txid: skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from storm_py.errors import StormPyError
+
+STAGING = "_staging"
+COMMITS = "_commits"
+LATEST = "_LATEST"
+COMPACTED = "_compacted"
+TXID_COLUMN = "txid"
+PART_RE = re.compile(r"^part-(\d{20})-(\d{5})-(\d{4})\.parquet$")
+TXID_DIR_RE = re.compile(r"^txid=(\d+)$")
+
+
+class DatasetError(StormPyError):
+    """A dataset root is unusable or out of order (its path and the txids involved are in the fields)."""
+
+    code = "dataset_error"
+
+
+class CommitAction(enum.Enum):
+    """What the commit of one txid does, given ``_LATEST``."""
+
+    PUBLISH = "publish"  # N = _LATEST + 1: replace whatever an earlier attempt left, then publish
+    SKIP = "skip"  # N <= _LATEST: a replay of a published txid (identical for a transactional spout)
+
+
+def plan_commit(latest: int, txid: int) -> CommitAction:
+    """The commit rule; a txid beyond ``_LATEST + 1`` means an earlier one was never published: an error."""
+    if txid <= latest:
+        return CommitAction.SKIP
+    if txid == latest + 1:
+        return CommitAction.PUBLISH
+    raise DatasetError(
+        f"txid {txid} commits but the dataset's last committed txid is {latest}: txids {latest + 1}..{txid - 1} "
+        "were never published (was the dataset root reused by another topology?)", txid=txid, latest=latest)
+
+
+def part_name(txid: int, task: int, seq: int) -> str:
+    """The deterministic file name of a task's ``seq``-th file of ``txid``."""
+    return f"part-{txid:020d}-{task:05d}-{seq:04d}.parquet"
+
+
+def escape_value(value: Any) -> str:
+    """A partition value as a directory name component (Hive-style ``%XX`` escapes, which Spark decodes)."""
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if text == "":
+        return "__HIVE_DEFAULT_PARTITION__"
+    return quote(text, safe="-_.:@+ ")
+
+
+def partition_dir(cols: Sequence[str], values: Sequence[Any], txid: int) -> str:
+    """``col=value/.../txid=N`` (relative)."""
+    parts = [f"{c}={escape_value(v)}" for c, v in zip(cols, values, strict=True)]
+    return "/".join([*parts, f"{TXID_COLUMN}={txid}"])
+
+
+def parse_partition_dir(rel: str) -> dict[str, str]:
+    """``{"col": "value", ...}`` of a relative directory (unescaped), without ``txid``."""
+    out: dict[str, str] = {}
+    for segment in rel.split("/"):
+        key, sep, value = segment.partition("=")
+        if sep and key != TXID_COLUMN:
+            out[key] = unquote(value)
+    return out
+
+
+@dataclass
+class FileEntry:
+    """One published file: its path relative to the root, its rows, and its partition values."""
+
+    path: str
+    rows: int
+    partition: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "rows": self.rows, "partition": self.partition}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FileEntry:
+        return cls(str(data["path"]), int(data["rows"]), dict(data.get("partition") or {}))
+
+
+@dataclass
+class Manifest:
+    """What a committed txid holds (or one task's part of it)."""
+
+    txid: int
+    attempt: int
+    files: list[FileEntry]
+    schema: dict[str, str]
+    fingerprint: str
+    source: dict[str, Any] = field(default_factory=dict)
+    errors: int = 0
+    tasks: list[int] = field(default_factory=list)
+    compacted: str | None = None  # the compacted segment holding this txid's rows, once compaction ran
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"txid": self.txid, "attempt": self.attempt, "rows": self.rows,
+                "files": [f.to_json() for f in self.files], "schema": self.schema,
+                "fingerprint": self.fingerprint, "source": self.source, "errors": self.errors,
+                "tasks": self.tasks, "compacted": self.compacted}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        return cls(int(data["txid"]), int(data["attempt"]), [FileEntry.from_json(f) for f in data["files"]],
+                   dict(data["schema"]), str(data["fingerprint"]), dict(data.get("source") or {}),
+                   int(data.get("errors") or 0), [int(t) for t in data.get("tasks") or []],
+                   data.get("compacted"))
+
+
+def merge_parts(parts: Sequence[Manifest]) -> Manifest:
+    """The txid's manifest from its tasks' parts (files in task order, source offsets merged)."""
+    parts = sorted(parts, key=lambda p: p.tasks[0] if p.tasks else 0)
+    first = parts[0]
+    fingerprints = {p.fingerprint for p in parts}
+    if len(fingerprints) != 1:
+        raise DatasetError(f"txid {first.txid}: tasks wrote different schemas {sorted(fingerprints)}",
+                           txid=first.txid)
+    source: dict[str, Any] = {}
+    for p in parts:
+        source = merge_source(source, p.source)
+    return Manifest(first.txid, max(p.attempt for p in parts), [f for p in parts for f in p.files],
+                    first.schema, first.fingerprint, source, sum(p.errors for p in parts),
+                    sorted(t for p in parts for t in p.tasks))
+
+
+def merge_source(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-partition ``[first, last]`` offset ranges of two tasks' shares of a batch, merged."""
+    out = {k: list(v) for k, v in a.items()}
+    for key, (lo, hi) in b.items():
+        have = out.get(key)
+        out[key] = [lo, hi] if have is None else [min(have[0], lo), max(have[1], hi)]
+    return out
+
+
+def source_ranges(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[int]]:
+    """``{partition: [first offset, last offset]}`` of a batch's ``(partition, offset)`` pairs (ints only)."""
+    out: dict[str, list[int]] = {}
+    for part, offset in pairs:
+        if isinstance(offset, int) and not isinstance(offset, bool):
+            key = str(part)
+            have = out.get(key)
+            out[key] = [offset, offset] if have is None else [min(have[0], offset), max(have[1], offset)]
+    return out
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a fsynced temporary file renamed over it (readers see old or new, never half)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make renames inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class DatasetLayout:
+    """Paths of one dataset root and the reads and writes of its pointers and manifests."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.commits = self.root / COMMITS
+        self.staging = self.root / STAGING
+
+    def ensure(self) -> None:
+        """Create the root's control directories."""
+        self.commits.mkdir(parents=True, exist_ok=True)
+        self.staging.mkdir(parents=True, exist_ok=True)
+
+    # --- the pointer and the manifests -------------------------------------------------------------------------
+    def latest(self) -> int:
+        """The last committed txid (0 when none is)."""
+        try:
+            data = json.loads((self.commits / LATEST).read_bytes())
+        except FileNotFoundError:
+            return 0
+        except (ValueError, OSError) as exc:
+            raise DatasetError(f"{self.commits / LATEST} is unreadable: {exc}", root=str(self.root)) from exc
+        return int(data["txid"])
+
+    def set_latest(self, txid: int) -> None:
+        write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode())
+
+    def manifest_path(self, txid: int) -> Path:
+        return self.commits / f"{txid:020d}.json"
+
+    def parts_dir(self, txid: int) -> Path:
+        return self.commits / f"{txid:020d}"
+
+    def read_manifest(self, txid: int) -> Manifest:
+        path = self.manifest_path(txid)
+        try:
+            return Manifest.from_json(json.loads(path.read_bytes()))
+        except FileNotFoundError as exc:
+            raise DatasetError(f"txid {txid} is below _LATEST but its manifest {path} is missing",
+                               root=str(self.root), txid=txid) from exc
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        write_atomic(self.manifest_path(manifest.txid), json.dumps(manifest.to_json(), indent=1).encode())
+
+    def committed_manifests(self, latest: int | None = None) -> list[Manifest]:
+        """Manifests of txids ``1..latest`` (``latest`` read now when not given)."""
+        upto = self.latest() if latest is None else latest
+        return [self.read_manifest(t) for t in range(1, upto + 1)]
+
+    def write_part(self, part: Manifest, task: int) -> None:
+        self.parts_dir(part.txid).mkdir(parents=True, exist_ok=True)
+        write_atomic(self.parts_dir(part.txid) / f"task-{task:05d}.json", json.dumps(part.to_json()).encode())
+
+    def read_parts(self, txid: int) -> list[Manifest]:
+        d = self.parts_dir(txid)
+        if not d.is_dir():
+            return []
+        return [Manifest.from_json(json.loads(p.read_bytes())) for p in sorted(d.glob("task-*.json"))]
+
+    # --- files -------------------------------------------------------------------------------------------------
+    def staging_dir(self, txid: int, task: int) -> Path:
+        """A fresh directory for one attempt of a task's part of ``txid``."""
+        d = self.staging / f"{txid:020d}" / f"{task:05d}-{uuid.uuid4().hex}"
+        d.mkdir(parents=True)
+        return d
+
+    def published_files(self) -> Iterator[tuple[Path, int, int]]:
+        """``(path, txid, task)`` of every published part file (committed or not)."""
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+            for name in filenames:
+                m = PART_RE.match(name)
+                if m and TXID_DIR_RE.match(os.path.basename(dirpath)):
+                    yield Path(dirpath) / name, int(m.group(1)), int(m.group(2))
+
+    def remove_task_files(self, txid: int, task: int) -> None:
+        """Delete what ``task`` published for an uncommitted ``txid`` (before it publishes N again)."""
+        prefix = f"part-{txid:020d}-{task:05d}-"
+        for path, t, _ in list(self.published_files()):
+            if t == txid and path.name.startswith(prefix):
+                path.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (self.parts_dir(txid) / f"task-{task:05d}.json").unlink()
+
+    def janitor(self, task: int, ntasks: int) -> list[str]:
+        """Start-up clean-up of one task's leftovers (and, for task 0, of tasks beyond ``ntasks``).
+
+        Removes its staged attempts and what it published for txids above ``_LATEST``; returns what it removed.
+        """
+        latest = self.latest()
+
+        def mine(t: int) -> bool:
+            return t == task or (task == 0 and t >= ntasks)
+
+        removed: list[str] = []
+        if self.staging.is_dir():
+            for txdir in self.staging.iterdir():
+                for attempt in list(txdir.iterdir()) if txdir.is_dir() else []:
+                    head = attempt.name.split("-", 1)[0]
+                    if head.isdigit() and mine(int(head)):
+                        shutil.rmtree(attempt, ignore_errors=True)
+                        removed.append(str(attempt.relative_to(self.root)))
+                with contextlib.suppress(OSError):
+                    txdir.rmdir()
+        for path, txid, t in list(self.published_files()):
+            if txid > latest and mine(t):
+                path.unlink()
+                removed.append(str(path.relative_to(self.root)))
+                prune_empty(path.parent, self.root)
+        if self.commits.is_dir():
+            for d in self.commits.iterdir():
+                if d.is_dir() and d.name.isdigit() and int(d.name) > latest:
+                    for part in d.glob("task-*.json"):
+                        if mine(int(part.stem.split("-")[1])):
+                            part.unlink()
+                            removed.append(str(part.relative_to(self.root)))
+                for stale in ([self.manifest_path(int(d.name))] if d.is_dir() and d.name.isdigit()
+                              and int(d.name) > latest and task == 0 else []):
+                    with contextlib.suppress(FileNotFoundError):
+                        stale.unlink()
+        return removed
+
+
+def prune_empty(directory: Path, root: Path) -> None:
+    """Remove ``directory`` and its parents up to ``root`` while they are empty."""
+    d = directory
+    while d != root and root in d.parents:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+        d = d.parent
+
+
+def committed_txids(root: str | os.PathLike[str]) -> list[int]:
+    """The sorted committed txids of the dataset at ``root`` (``[]`` when nothing is committed)."""
+    return list(range(1, DatasetLayout(root).latest() + 1))

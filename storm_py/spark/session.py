@@ -1,0 +1,130 @@
+"""PySpark (the only module importing it): the session storm_py configures, committed reads, job output writes.
+
+:func:`spark_session` builds (or reuses) the session for a master URL.  Without one it is a local Spark set up
+for this machine: ``local[2]`` bound to loopback, no UI and no progress bars, the executors' Python is
+``sys.executable``, a small driver heap, few shuffle partitions, a quick-starting JIT.  ``spark://HOST:PORT``
+connects to a standalone cluster with the same Python and loopback-friendly driver settings.
+
+:func:`read_committed` reads ``_LATEST`` first, then scans the root with an explicit schema and keeps
+``txid <= _LATEST``: Spark skips ``_staging``/``_commits``/``_compacted`` (names starting with ``_``), txids
+above ``_LATEST`` are pruned by the partition filter before any of their files is opened, and rows of compacted
+txids are read from their segments through the manifests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from storm_py.spark.layout import COMPACTED, TXID_COLUMN, DatasetLayout
+from storm_py.spark.schema import Schema, SchemaError, coerce_schema
+
+LOCAL_MASTER = "local[2]"
+SPARK_TYPES: dict[str, Any] = {
+    "string": T.StringType(),
+    "int64": T.LongType(),
+    "float64": T.DoubleType(),
+    "bool": T.BooleanType(),
+    "timestamp": T.TimestampType(),
+    "binary": T.BinaryType(),
+}
+
+
+def session_conf(master: str | None) -> dict[str, str]:
+    """The Spark settings storm_py uses for ``master`` (None: a local Spark on this machine)."""
+    conf = {
+        "spark.master": master or LOCAL_MASTER,
+        "spark.app.name": "storm-py",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"storm-py-spark-warehouse-{os.getuid()}"),
+    }
+    if master and master.startswith("spark://"):
+        conf["spark.executor.memory"] = "1g"
+        conf["spark.cores.max"] = "2"
+    return conf
+
+
+def spark_session(master: str | None = None, extra: dict[str, str] | None = None) -> SparkSession:
+    """The process's session for ``master`` (an active session is reused whatever its master)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder
+    for key, value in {**session_conf(master), **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def spark_schema(schema: Schema, with_txid: bool = True) -> T.StructType:
+    """The Spark schema of committed rows (every field, then ``txid``)."""
+    fields = [T.StructField(f.name, SPARK_TYPES[f.type], f.nullable) for f in schema.fields]
+    if with_txid:
+        fields.append(T.StructField(TXID_COLUMN, T.LongType(), False))
+    return T.StructType(fields)
+
+
+def read_committed(spark: SparkSession, root: str | os.PathLike[str], schema: Any = None,
+                   first: int = 1, last: int | None = None) -> DataFrame:
+    """A DataFrame of exactly the committed rows under ``root`` with txids in ``first..last`` (default all)."""
+    layout = DatasetLayout(root)
+    latest = layout.latest()
+    upto = latest if last is None else min(last, latest)
+    manifests = [layout.read_manifest(t) for t in range(max(first, 1), upto + 1)]
+    if schema is None and not manifests:
+        if latest == 0:
+            raise SchemaError(f"nothing is committed under {root} yet: pass the schema to read an empty dataset")
+        manifests = [layout.read_manifest(latest)]
+        first, upto = latest + 1, latest  # nothing in range, but the schema is known
+    resolved = coerce_schema(schema) if schema is not None else Schema.from_dict(manifests[-1].schema)
+    struct = spark_schema(resolved)
+    compacted: dict[str, list[int]] = {}
+    for m in manifests:
+        if m.compacted:
+            compacted.setdefault(m.compacted, []).append(m.txid)
+    in_range = (F.col(TXID_COLUMN) >= first) & (F.col(TXID_COLUMN) <= upto)
+    if compacted:  # an interrupted compaction may have left a compacted txid's own files behind
+        in_range = in_range & ~F.col(TXID_COLUMN).isin([t for ts in compacted.values() for t in ts])
+    has_files = any(not m.compacted and m.files for m in manifests)
+    if has_files:
+        df = spark.read.schema(struct).option("basePath", str(layout.root)).parquet(str(layout.root)).where(in_range)
+    else:
+        df = spark.createDataFrame([], struct)
+    for seg, txids in sorted(compacted.items()):
+        part = spark.read.schema(struct).parquet(str(layout.root / COMPACTED / seg))
+        df = df.unionByName(part.where(F.col(TXID_COLUMN).isin(txids)))
+    return df.select(*[f.name for f in struct.fields])
+
+
+def write_parquet(df: DataFrame, path: str) -> None:
+    """Write a job's result as Parquet into a new directory."""
+    df.write.mode("errorifexists").parquet(path)
+
+
+def read_parquet(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Read Parquet directories (a job's outputs)."""
+    return spark.read.parquet(*paths)
+
+
+def is_dataframe(value: Any) -> bool:
+    """Whether a job returned a DataFrame."""
+    return isinstance(value, DataFrame)

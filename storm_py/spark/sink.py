@@ -1,0 +1,244 @@
+"""ParquetBatchSink: the committer bolt that lands each committed txid exactly once as Parquet, and its writer core.
+
+:class:`DatasetWriter` does one task's part of a commit: check the rows against the schema, apply the commit
+rule of :mod:`storm_py.spark.layout` (replace N while ``N > _LATEST``, skip a replay of ``N <= _LATEST``),
+write the files into ``_staging/``, rename them into their ``txid=N`` directories, write the task's part
+manifest and, once every task of the sink wrote its part, N's manifest and then ``_LATEST``.  Its janitor
+runs once per process and task before the first commit.
+
+:class:`ParquetBatchSink` is the thin bolt around it: rows are collected while the batch is processed, written
+in the commit phase, and the rows that do not fit go to stream ``"errors"`` as ``[attempt, values, reason]``.
+A Spark job can be attached (``job=``): it runs in the background every ``job_every_txids`` commits or
+``job_every_secs`` seconds (see :mod:`storm_py.spark.jobs`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from storm_py.api.components import OutputFieldsDeclarer
+from storm_py.api.tuple import Tuple
+from storm_py.spark.layout import (
+    CommitAction,
+    DatasetLayout,
+    Manifest,
+    fsync_dir,
+    merge_parts,
+    plan_commit,
+    source_ranges,
+)
+from storm_py.spark.schema import Schema, coerce_schema
+from storm_py.transactional.attempt import TransactionAttempt
+from storm_py.transactional.batch import BaseTransactionalBolt, BatchOutputCollector, Committer
+
+if TYPE_CHECKING:
+    from storm_py.api.context import TopologyContext
+
+log = logging.getLogger(__name__)
+
+ERROR_STREAM = "errors"
+ERROR_FIELDS = ["attempt", "values", "reason"]
+#: called at named points with the attempt being committed; may raise FailedException (fault injection)
+FaultHook = Callable[[str, TransactionAttempt], None]
+
+
+@dataclass
+class WriterOptions:
+    """How files are cut: at most ``max_rows_per_file`` rows per file, row groups of ``row_group_rows``."""
+
+    max_rows_per_file: int = 1_000_000
+    row_group_rows: int = 128 * 1024
+    compression: str = "zstd"
+    fsync: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_rows_per_file < 1 or self.row_group_rows < 1:
+            raise ValueError(f"max_rows_per_file and row_group_rows must be positive: {self}")
+
+
+@dataclass
+class CommitResult:
+    """What one task's commit of a txid did."""
+
+    action: CommitAction
+    rows: int = 0
+    bad: list[tuple[Sequence[Any], str]] = field(default_factory=list)
+    committed: bool = False  # this task completed the txid (wrote its manifest and _LATEST)
+
+
+class DatasetWriter:
+    """One sink task's writer over a dataset root (``task`` of ``ntasks`` writing parts of each txid)."""
+
+    def __init__(self, root: str | os.PathLike[str], schema: Any, partition_by: Sequence[str] | None = None,
+                 task: int = 0, ntasks: int = 1, options: WriterOptions | None = None) -> None:
+        self.layout = DatasetLayout(root)
+        self.schema: Schema = coerce_schema(schema)
+        self.partition_by = self.schema.check_partition_by(partition_by or ())
+        self.task = task
+        self.ntasks = ntasks
+        self.options = options or WriterOptions()
+        self.fingerprint = self.schema.fingerprint()
+        self._started = False
+        self._lock = threading.Lock()
+
+    def start(self) -> list[str]:
+        """Create the layout and run the janitor (once); what it removed."""
+        with self._lock:
+            if self._started:
+                return []
+            self.layout.ensure()
+            removed = self.layout.janitor(self.task, self.ntasks)
+            if removed:
+                log.info("dataset %s: removed leftovers of task %d: %s", self.layout.root, self.task, removed)
+            self._started = True
+            return removed
+
+    def commit(self, txid: int, attempt: int, rows: Sequence[Sequence[Any]],
+               source: dict[str, Any] | None = None, hook: Callable[[str], None] | None = None) -> CommitResult:
+        """Publish this task's ``rows`` of ``txid`` (replacing an earlier attempt's); skip a published txid."""
+        self.start()
+        good, bad = self.schema.check_rows(rows)
+        action = plan_commit(self.layout.latest(), txid)
+        if action is CommitAction.SKIP:
+            return CommitResult(action, 0, bad)
+        self.layout.remove_task_files(txid, self.task)
+        if hook is not None:
+            hook("before-publish")
+        staged = self.layout.staging_dir(txid, self.task)
+        from storm_py.spark.arrow import write_txid_files
+
+        o = self.options
+        entries = write_txid_files(staged, self.schema, good, self.partition_by, txid, self.task,
+                                   max_rows_per_file=o.max_rows_per_file, row_group_rows=o.row_group_rows,
+                                   compression=o.compression, fsync=o.fsync)
+        for e in entries:
+            target = self.layout.root / e.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staged / e.path, target)
+        for d in {(self.layout.root / e.path).parent for e in entries}:
+            fsync_dir(d)
+        _remove_tree(staged)
+        part = Manifest(txid, attempt, entries, self.schema.to_dict(), self.fingerprint, source or {},
+                        len(bad), [self.task])
+        self.layout.write_part(part, self.task)
+        parts = self.layout.read_parts(txid)
+        committed = len({t for p in parts for t in p.tasks}) >= self.ntasks
+        if committed:
+            self.layout.write_manifest(merge_parts(parts))
+            if hook is not None:
+                hook("before-latest")
+            self.layout.set_latest(txid)
+        return CommitResult(action, len(good), bad, committed)
+
+
+def _remove_tree(path: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+        for name in dirnames:
+            os.rmdir(os.path.join(dirpath, name))
+    os.rmdir(path)
+    try:
+        path.parent.rmdir()
+    except OSError:
+        pass
+
+
+class _Writers:
+    """The process's writers, one per (root, task): the janitor runs once per process and task."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[tuple[str, int], DatasetWriter] = {}
+
+    def get(self, sink: ParquetBatchSink, task: int, ntasks: int) -> DatasetWriter:
+        key = (os.path.abspath(sink.root), task)
+        with self._lock:
+            writer = self._by_key.get(key)
+            if writer is None or writer.ntasks != ntasks or writer.fingerprint != sink.schema.fingerprint():
+                writer = DatasetWriter(sink.root, sink.schema, sink.partition_by, task, ntasks, sink.options)
+                self._by_key[key] = writer
+            return writer
+
+
+WRITERS = _Writers()
+
+
+class ParquetBatchSink(BaseTransactionalBolt, Committer):
+    """A committer batch bolt landing each txid atomically under ``root`` (``API.md`` §6).
+
+    Input tuples are ``[attempt, *values]`` in schema order.  Options: ``max_rows_per_file``,
+    ``row_group_rows``, ``compression`` (pyarrow's names, default zstd), ``fsync``; ``source_fields=(partition,
+    offset)`` names two fields whose per-partition ``[first, last]`` go into the manifest (e.g. Kafka offsets);
+    ``job``/``job_output``/``job_every_txids``/``job_every_secs``/``job_master`` attach a Spark job;
+    ``fault_hook(point, attempt)`` is called at ``sink.execute``, ``sink.before-publish``,
+    ``sink.before-latest`` and ``sink.after-commit`` (for fault-injection tests).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], schema: Any, partition_by: Sequence[str] | None = None,
+                 *, max_rows_per_file: int = 1_000_000, row_group_rows: int = 128 * 1024,
+                 compression: str = "zstd", fsync: bool = True, source_fields: Sequence[str] | None = None,
+                 job: str | None = None, job_output: str | os.PathLike[str] | None = None,
+                 job_every_txids: int | None = None, job_every_secs: float | None = None,
+                 job_master: str | None = None, fault_hook: FaultHook | None = None) -> None:
+        self.root = str(root)
+        self.schema = coerce_schema(schema)
+        self.partition_by = self.schema.check_partition_by(partition_by or ())
+        self.options = WriterOptions(max_rows_per_file, row_group_rows, compression, fsync)
+        self.source_index: tuple[int, int] | None = None
+        if source_fields is not None:
+            a, b = source_fields
+            self.source_index = (self.schema.names.index(self.schema.field(a).name),
+                                 self.schema.names.index(self.schema.field(b).name))
+        self.job: dict[str, Any] | None = None
+        if job is not None:
+            from storm_py.spark.jobs import check_job_options
+
+            self.job = check_job_options(job, job_output, job_every_txids, job_every_secs, job_master)
+        self.fault_hook = fault_hook
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector,
+                id: Any) -> None:
+        self.collector = collector
+        self.attempt: TransactionAttempt = id
+        self.context = context
+        tasks = context.get_component_tasks(context.get_this_component_id()) if context is not None else []
+        self.writer = WRITERS.get(self, context.get_this_task_index() if context is not None else 0,
+                                  max(1, len(tasks)))
+        self.rows: list[Sequence[Any]] = []
+
+    def execute(self, tup: Tuple) -> None:
+        if self.fault_hook is not None:
+            self.fault_hook("sink.execute", self.attempt)
+        self.rows.append(tup.values[1:])
+
+    def finish_batch(self) -> None:
+        attempt = self.attempt
+        hook = self.fault_hook
+        source = None
+        if self.source_index is not None:
+            i, j = self.source_index
+            source = source_ranges([(r[i], r[j]) for r in self.rows if len(r) > max(i, j)])
+        result = self.writer.commit(
+            attempt.transaction_id, attempt.attempt_id, self.rows, source,
+            None if hook is None else (lambda point: hook(f"sink.{point}", attempt)))
+        if result.action is CommitAction.SKIP:
+            log.info("txid %d is already committed under %s: replay skipped", attempt.transaction_id, self.root)
+        if hook is not None:
+            hook("sink.after-commit", attempt)
+        for values, reason in result.bad:
+            self.collector.emit([attempt, list(values), reason], ERROR_STREAM)
+        if self.job is not None and self.writer.task == 0:
+            from storm_py.spark.jobs import attached_trigger
+
+            clock = self.context.clock if self.context is not None else None
+            attached_trigger(self.root, self.job, clock).committed(attempt.transaction_id)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare_stream(ERROR_STREAM, ERROR_FIELDS)
