@@ -11,6 +11,7 @@ import storm_py
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
+from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, kill, list_topologies, rebalance, submit
 
 
@@ -30,7 +31,7 @@ def version() -> None:
 
 cli.add_command(local)
 for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster,
-                 submit, kill, activate, deactivate, rebalance, list_topologies, logs):
+                 submit, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job):
     cli.add_command(_command)
 
 
