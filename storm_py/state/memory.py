@@ -3,7 +3,9 @@
 
 It follows ZooKeeper's data model closely enough for the contract suite: ephemeral nodes belong to a session
 and cannot have children, sequential names carry the parent's 10-digit child counter, watches fire after
-changes.  :meth:`MemoryStorage.expire_session` plays a session expiry: the session's ephemeral nodes vanish
+changes, and every node carries the ACL its creator's :class:`~storm_py.state.acl.AclPolicy` gave it, checked
+on each operation with ZooKeeper's rules (reason ``no_auth`` when refused).
+:meth:`MemoryStorage.expire_session` plays a session expiry: the session's ephemeral nodes vanish
 (other sessions' watches fire), listeners see ``lost``, then a new session re-creates the non-sequential
 ephemeral nodes and listeners see ``connected``.  All methods are thread-safe; each session runs its callbacks
 on its own storage thread.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from storm_py.errors import StateError
+from storm_py.state import acl as acls
 from storm_py.state import znodes
 from storm_py.state.dispatch import CallbackThread
 from storm_py.state.election import LatchElection
@@ -39,6 +42,7 @@ _WatchKind = Literal["data", "children"]
 class _Node:
     data: bytes
     owner: int | None = None  # session id of an ephemeral node
+    acl: acls.Acl = acls.OPEN_ACL
     children: set[str] = field(default_factory=set)
     cversion: int = 0  # bumped on every child creation and deletion; names sequential children
 
@@ -71,6 +75,14 @@ class _MemoryWatch:
             self._callback(self._path)
 
 
+@dataclass(frozen=True, slots=True)
+class _Who:
+    """The identities of the session doing an operation, and the ACL its new nodes get."""
+
+    ids: frozenset[str]
+    acl_for: acls.AclFor
+
+
 class MemoryStore:
     """The shared tree of nodes; sessions are :class:`MemoryStorage` objects made with :meth:`session`."""
 
@@ -93,25 +105,41 @@ class MemoryStore:
     def _new_session_id(self) -> int:
         return next(self._session_ids)
 
-    def _get(self, path: str) -> bytes | None:
+    def _check(self, who: _Who, path: str, perm: int, op: str, target: str | None = None) -> None:
+        """Raise ``no_auth`` unless ``who`` has ``perm`` on the node at ``path`` (which must exist)."""
+        if not acls.allowed(self._nodes[path].acl, who.ids, perm):
+            target = target or path
+            raise StateError(
+                f"cannot {op} {target}: not authorized (ACL of {path})", path=target, op=op, reason="no_auth"
+            )
+
+    def _get(self, path: str, who: _Who) -> bytes | None:
         with self._lock:
             node = self._nodes.get(path)
-            return None if node is None else node.data
+            if node is None:
+                return None
+            self._check(who, path, acls.READ, "get")
+            return node.data
 
     def _exists(self, path: str) -> bool:
         with self._lock:
             return path in self._nodes
 
-    def _children(self, path: str) -> list[str]:
+    def _children(self, path: str, who: _Who) -> list[str]:
         with self._lock:
             node = self._nodes.get(path)
-            return [] if node is None else sorted(node.children)
+            if node is None:
+                return []
+            self._check(who, path, acls.READ, "children")
+            return sorted(node.children)
 
-    def _create(self, path: str, data: bytes, owner: int | None, sequential: bool) -> str:
+    def _create(self, path: str, data: bytes, owner: int | None, sequential: bool, who: _Who) -> str:
         with self._lock:
             for ancestor in znodes.ancestors(path):
                 if ancestor not in self._nodes:
-                    self._add(ancestor, b"", None)
+                    self._check(who, znodes.parent(ancestor), acls.CREATE, "create", path)
+                    self._add(ancestor, b"", None, who.acl_for(ancestor))
+            self._check(who, znodes.parent(path), acls.CREATE, "create", path)
             parent = self._nodes[znodes.parent(path)]
             if parent.owner is not None:
                 raise StateError(
@@ -128,27 +156,30 @@ class MemoryStore:
                 raise StateError(
                     f"cannot create {path}: node exists", path=path, op="create", reason="node_exists"
                 )
-            self._add(path, data, owner)
+            self._add(path, data, owner, who.acl_for(path))
             return path
 
-    def _set(self, path: str, data: bytes, owner: int | None) -> None:
+    def _set(self, path: str, data: bytes, owner: int | None, who: _Who) -> None:
         """Overwrite ``path``; create it (persistent, or ephemeral for ``owner``) if absent."""
         with self._lock:
             node = self._nodes.get(path)
             if node is None:
-                self._create(path, data, owner, False)
+                self._create(path, data, owner, False, who)
                 return
+            self._check(who, path, acls.WRITE, "set")
             node.data = data
             self._fire("data", path)
 
-    def _set_ephemeral(self, path: str, data: bytes, owner: int) -> None:
+    def _set_ephemeral(self, path: str, data: bytes, owner: int, who: _Who) -> None:
         with self._lock:
             node = self._nodes.get(path)
             if node is not None and node.owner == owner:
+                self._check(who, path, acls.WRITE, "set")
                 node.data = data
                 self._fire("data", path)
                 return
             if node is not None:
+                self._check(who, znodes.parent(path), acls.DELETE, "set", path)
                 if node.children:
                     raise StateError(
                         f"cannot make {path} ephemeral: it has children",
@@ -157,19 +188,20 @@ class MemoryStore:
                         reason="not_empty",
                     )
                 self._remove(path)
-            self._create(path, data, owner, False)
+            self._create(path, data, owner, False, who)
 
-    def _delete(self, path: str) -> None:
+    def _delete(self, path: str, who: _Who) -> None:
         with self._lock:
             if path == znodes.ROOT:
-                for child in self._children(path):
-                    self._delete(znodes.join(path, child))
+                for child in self._children(path, who):
+                    self._delete(znodes.join(path, child), who)
                 return
             node = self._nodes.get(path)
             if node is None:
                 return
-            for child in sorted(node.children):
-                self._delete(znodes.join(path, child))
+            self._check(who, znodes.parent(path), acls.DELETE, "delete", path)
+            for child in self._children(path, who):
+                self._delete(znodes.join(path, child), who)
             self._remove(path)
 
     def _drop_session(self, owner: int) -> None:
@@ -198,12 +230,12 @@ class MemoryStore:
                 watch.cancel()
 
     # ------------------------------------------------------------------------------------------ internals
-    def _add(self, path: str, data: bytes, owner: int | None) -> None:
+    def _add(self, path: str, data: bytes, owner: int | None, acl: acls.Acl) -> None:
         parent_path = znodes.parent(path)
         parent = self._nodes[parent_path]
         parent.children.add(znodes.basename(path))
         parent.cversion += 1
-        self._nodes[path] = _Node(data, owner)
+        self._nodes[path] = _Node(data, owner, acl=acl)
         self._fire("data", path)
         self._fire("children", path)
         self._fire("children", parent_path)
@@ -226,8 +258,10 @@ class MemoryStore:
 class MemoryStorage:
     """One client session on a :class:`MemoryStore`; a :class:`~storm_py.state.storage.StateStorage`."""
 
-    def __init__(self, store: MemoryStore | None = None) -> None:
+    def __init__(self, store: MemoryStore | None = None, policy: acls.AclPolicy | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
+        self.policy = policy if policy is not None else acls.AclPolicy()
+        self._who = _Who(frozenset(self.policy.identities), self.policy.acl_for)
         self._session = self.store._new_session_id()
         self._closed = False
         self._lock = threading.Lock()
@@ -244,7 +278,7 @@ class MemoryStorage:
 
     # ------------------------------------------------------------------------------------------- data
     def get(self, path: str) -> bytes | None:
-        return self.store._get(self._path("get", path))
+        return self.store._get(self._path("get", path), self._who)
 
     def set(self, path: str, data: bytes) -> None:
         path = self._path("set", path)
@@ -252,22 +286,23 @@ class MemoryStorage:
             if path in self._ephemerals:
                 # A node of ours stays ephemeral, even when (re-)created by a write.
                 self._ephemerals[path] = bytes(data)
-                self.store._set_ephemeral(path, bytes(data), self._session)
+                self.store._set_ephemeral(path, bytes(data), self._session, self._who)
             else:
-                self.store._set(path, bytes(data), None)
+                self.store._set(path, bytes(data), None, self._who)
 
     def set_ephemeral(self, path: str, data: bytes) -> None:
         path = self._path("set", path)
         with self.store._lock:
             self._ephemerals[path] = bytes(data)
-            self.store._set_ephemeral(path, bytes(data), self._session)
+            self.store._set_ephemeral(path, bytes(data), self._session, self._who)
 
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False, sequential: bool = False) -> str:
         path = self._path("create", path)
         if path == znodes.ROOT:
             raise StateError("cannot create the root", path=path, op="create", reason="node_exists")
         with self.store._lock:
-            created = self.store._create(path, bytes(data), self._session if ephemeral else None, sequential)
+            owner = self._session if ephemeral else None
+            created = self.store._create(path, bytes(data), owner, sequential, self._who)
             if ephemeral and not sequential:
                 self._ephemerals[created] = bytes(data)
             return created
@@ -276,14 +311,14 @@ class MemoryStorage:
         return self.store._exists(self._path("exists", path))
 
     def children(self, path: str) -> list[str]:
-        return self.store._children(self._path("children", path))
+        return self.store._children(self._path("children", path), self._who)
 
     def delete(self, path: str) -> None:
         path = self._path("delete", path)
         with self.store._lock:
             for tracked in [p for p in self._ephemerals if znodes.is_within(p, path)]:
                 del self._ephemerals[tracked]
-            self.store._delete(path)
+            self.store._delete(path, self._who)
 
     # ---------------------------------------------------------------------------------------- watches
     def watch_data(self, path: str, callback: WatchCallback) -> _MemoryWatch:
@@ -294,6 +329,8 @@ class MemoryStorage:
 
     def _watch(self, kind: _WatchKind, path: str, callback: WatchCallback) -> _MemoryWatch:
         watch = _MemoryWatch(self, kind, self._path("watch", path), callback)
+        if kind == "children":
+            self.store._children(watch.path, self._who)  # ZooKeeper arms a children watch with a READ
         self.store._add_watch(watch)
         return watch
 
@@ -320,7 +357,7 @@ class MemoryStorage:
             old, self._session = self._session, self.store._new_session_id()
             for path, data in sorted(self._ephemerals.items()):
                 try:
-                    self.store._set_ephemeral(path, data, self._session)
+                    self.store._set_ephemeral(path, data, self._session, self._who)
                 except StateError as err:
                     log.warning("could not re-create ephemeral node %s: %s", path, err)
             self._notify("connected")

@@ -9,7 +9,10 @@ failure modes without help from its users:
   session replaces an expired one; leader elections re-enter (see :mod:`storm_py.state.election`);
 * watches are re-armed after every reconnection, and notify if the node changed meanwhile;
 * a ZooKeeper restart is a suspension followed by a reconnection (same session if it comes back in time,
-  otherwise a new one), both handled as above.
+  otherwise a new one), both handled as above;
+* with a configured identity (:mod:`storm_py.state.acl`) the session authenticates with its digest payloads
+  and every node it creates, missing parents included, gets the ACL of its own path; refusals are
+  ``StateError(reason="no_auth")``.
 
 Bookkeeping after a reconnection runs on the storage thread before connection listeners hear ``connected``;
 whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.
@@ -31,6 +34,7 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
+    NoAuthError,
     NoChildrenForEphemeralsError,
     NodeExistsError,
     NoNodeError,
@@ -42,9 +46,11 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StateError
+from storm_py.state import acl as acls
 from storm_py.state import znodes
 from storm_py.state.dispatch import CallbackThread
 from storm_py.state.election import LatchElection
@@ -121,7 +127,13 @@ _KNOWN_ERRORS: dict[type[Exception], tuple[str, str]] = {
     NodeExistsError: ("node exists", "node_exists"),
     NotEmptyError: ("node has children", "not_empty"),
     NoChildrenForEphemeralsError: ("the parent is ephemeral", "ephemeral_parent"),
+    NoAuthError: ("not authorized", "no_auth"),
 }
+
+
+def kazoo_acl(acl: acls.Acl) -> list[Any]:
+    """kazoo's form of an ACL."""
+    return [ACL(entry.perms, Id(entry.scheme, entry.id)) for entry in acl]
 
 
 class KazooStorage:
@@ -134,6 +146,7 @@ class KazooStorage:
         session_timeout: requested session timeout in seconds (the server clamps it to its own bounds).
         connection_timeout: how long to wait for the first connection, in seconds.
         operation_timeout: how long an operation waits for a connection; defaults to ``connection_timeout``.
+        policy: the identity to authenticate with and the ACLs of new nodes (open ACLs without one).
 
     Raises:
         StateError: no server answered within ``connection_timeout``.
@@ -147,8 +160,10 @@ class KazooStorage:
         session_timeout: float = 20.0,
         connection_timeout: float = 15.0,
         operation_timeout: float | None = None,
+        policy: acls.AclPolicy | None = None,
     ) -> None:
         self._hosts = hosts_string(servers, port)
+        self._policy = policy if policy is not None else acls.AclPolicy()
         self._prefix = znodes.normalize(root_chroot) if root_chroot else znodes.ROOT
         self._session_timeout = session_timeout
         self._connection_timeout = connection_timeout
@@ -183,8 +198,7 @@ class KazooStorage:
         log.info("connected to ZooKeeper %s (session 0x%x)", self._hosts, self._session_id or 0)
         if self._prefix != znodes.ROOT:
             try:
-                with self._converted("create", self._prefix):
-                    self._call("create", self._prefix, self._client.ensure_path_async, self._prefix)
+                self._ensure_chroot()
             except StateError:
                 self.close()
                 raise
@@ -198,6 +212,7 @@ class KazooStorage:
             root_chroot=root_chroot,
             session_timeout=float(conf["storm.zookeeper.session.timeout"]) / 1000.0,
             connection_timeout=float(conf["storm.zookeeper.connection.timeout"]) / 1000.0,
+            policy=acls.policy_from_conf(conf),
         )
 
     @property
@@ -240,7 +255,7 @@ class KazooStorage:
                 except NoNodeError:
                     pass
                 try:
-                    self._call("set", path, self._client.create_async, full, data, makepath=True)
+                    self._create_node("set", path, data)
                     return
                 except NodeExistsError:
                     pass
@@ -265,16 +280,7 @@ class KazooStorage:
             )
         with self._converted("create", path):
             try:
-                created = self._call(
-                    "create",
-                    path,
-                    self._client.create_async,
-                    full,
-                    data,
-                    ephemeral=ephemeral,
-                    sequence=sequential,
-                    makepath=True,
-                )
+                created = self._create_node("create", path, data, ephemeral=ephemeral, sequence=sequential)
             except NodeExistsError:
                 # A create retried after a lost reply finds its own node: that is a success.
                 if not (ephemeral and not sequential and self._owned_by_us(path)):
@@ -389,12 +395,47 @@ class KazooStorage:
             self._lost_event.wait(min(remaining, 2.0))
 
     # ------------------------------------------------------------------------------------------ internals
+    def _create_node(self, op: str, path: str, data: bytes, internal: bool = False, **kw: Any) -> str:
+        """Create ``path`` with its policy's ACL, creating missing parents with theirs; kazoo errors propagate."""
+        full = self._full(path)
+        acl = kazoo_acl(self._policy.acl_for(path))
+        try:
+            return str(self._call(op, path, self._client.create_async, full, data, acl, internal=internal, **kw))
+        except NoNodeError:
+            pass
+        for ancestor in znodes.ancestors(path):
+            # exists is open to everyone; creating an existing node without CREATE on its parent is refused.
+            if self._call(op, path, self._client.exists_async, self._full(ancestor), internal=internal):
+                continue
+            try:
+                self._call(
+                    op, path, self._client.create_async, self._full(ancestor), b"",
+                    kazoo_acl(self._policy.acl_for(ancestor)), internal=internal,
+                )  # fmt: skip
+            except NodeExistsError:
+                pass
+        return str(self._call(op, path, self._client.create_async, full, data, acl, internal=internal, **kw))
+
+    def _ensure_chroot(self) -> None:
+        """Create the chroot: its ancestors (shared with other users of the server) open, itself with the ACL of
+        this storage's root."""
+        chain = [*znodes.ancestors(self._prefix), self._prefix]
+        for node in chain:
+            acl = acls.OPEN_ACL if node != self._prefix else self._policy.acl_for(znodes.ROOT)
+            with self._converted("create", node):
+                try:
+                    if self._call("create", node, self._client.exists_async, node) is None:
+                        self._call("create", node, self._client.create_async, node, b"", kazoo_acl(acl))
+                except NodeExistsError:
+                    pass
+
     def _new_client(self, client_id: tuple[int, bytes] | None) -> Any:
         # A short reconnection back-off, so that a restarted server is found within the session timeout.
         return KazooClient(
             hosts=self._hosts,
             timeout=self._session_timeout,
             client_id=client_id,
+            auth_data=[(acls.DIGEST, payload) for payload in self._policy.own] or None,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
             command_retry=KazooRetry(max_tries=1),
         )
@@ -465,7 +506,7 @@ class KazooStorage:
             yield
         except StateError:
             raise
-        except (NoNodeError, NodeExistsError, NotEmptyError, NoChildrenForEphemeralsError) as err:
+        except (NoNodeError, NodeExistsError, NotEmptyError, NoChildrenForEphemeralsError, NoAuthError) as err:
             what, reason = next(v for k, v in _KNOWN_ERRORS.items() if isinstance(err, k))
             raise StateError(f"ZooKeeper {op} {path}: {what}", path=path, op=op, reason=reason) from err
         except (KazooException, KazooTimeoutError) as err:
@@ -484,10 +525,7 @@ class KazooStorage:
                     continue
                 try:
                     if stat is None:
-                        self._call(
-                            "set", path, self._client.create_async, full, data, ephemeral=True, makepath=True,
-                            internal=internal,
-                        )  # fmt: skip
+                        self._create_node("set", path, data, ephemeral=True, internal=internal)
                     elif int(stat.ephemeralOwner) == session:
                         self._call(
                             "set", path, self._client.set_async, full, data, stat.version, internal=internal

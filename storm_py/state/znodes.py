@@ -277,6 +277,24 @@ def blob_holder(root: str, key: str, holder_id: str) -> str:
     return join(blob(root, key), holder_id)
 
 
+def topology_scope(root: str, path: str) -> tuple[str, bool] | None:
+    """``(topology_id, writable)`` when ``path`` belongs to one topology, else None.
+
+    A topology's storm base and assignment are its to read (``writable`` False); its heartbeats and errors,
+    and everything below them, are its to write (True).  Used to give a topology's workers access (ACLs).
+    """
+    if not is_within(path, root):
+        return None
+    names = relative_to(path, root).split(SEPARATOR)[1:]
+    if len(names) < 2:
+        return None
+    if names[0] in (STORMS, ASSIGNMENTS) and len(names) == 2:
+        return names[1], False
+    if names[0] in (WORKERBEATS, ERRORS):
+        return names[1], True
+    return None
+
+
 # ------------------------------------------------------------------------------------------ transactional
 def transactional(tx_root: str, tx_id: str, *parts: str) -> str:
     """A path of a transactional topology's state: ``<tx_root>/<tx_id>/<parts...>``."""

@@ -1,0 +1,167 @@
+"""This module owns who may touch which znode: digest identities, ACL entries and the policy giving each new
+node its ACL (pure; both storages apply it, the in-memory twin also enforces it the way ZooKeeper does).
+
+Storm's model, with its keys:
+
+* ``storm.zookeeper.auth.scheme: digest`` and ``storm.zookeeper.auth.payload: "user:password"`` — the cluster's
+  identity (nimbus, supervisors, the CLI's admin commands).  Every node a cluster session creates is readable
+  and writable by that identity only (ZooKeeper's ``CREATOR_ALL_ACL``), so a client without the payload can
+  read nothing and write nothing.
+* ``storm.zookeeper.topology.auth.scheme`` / ``.payload`` — a topology's identity, used by its workers.  A
+  daemon derives it from the cluster payload (:func:`topology_payload`), so no copy of it is stored; the
+  topology may read its storm base and assignment and owns its heartbeats, errors and transactional state.
+* ``storm.zookeeper.superACL: "digest:user:hash"`` — the cluster identity as seen by a worker, which knows only
+  its topology's payload: nodes a worker creates grant everything to it as well.
+
+ZooKeeper's permission rules, which :func:`allowed` and the twin follow: reading data or children needs READ on
+the node, writing data WRITE on it, creating a child CREATE on the parent, deleting a child DELETE on the
+parent; ``exists`` is open.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storm_py.errors import ConfigError
+from storm_py.state import znodes
+
+READ, WRITE, CREATE, DELETE, ADMIN = 1, 2, 4, 8, 16
+ALL = READ | WRITE | CREATE | DELETE | ADMIN
+
+DIGEST = "digest"
+WORLD = "world"
+ANYONE = "anyone"
+
+
+@dataclass(frozen=True, slots=True)
+class AclEntry:
+    """One ACL entry: ``perms`` granted to ``scheme:id`` (ZooKeeper's ``ACL``)."""
+
+    perms: int
+    scheme: str
+    id: str
+
+    def render(self) -> str:
+        return f"{self.scheme}:{self.id}:{self.perms}"
+
+
+Acl = tuple[AclEntry, ...]
+
+#: ZooKeeper's ``OPEN_ACL_UNSAFE``: what every node gets when no identity is configured.
+OPEN_ACL: Acl = (AclEntry(ALL, WORLD, ANYONE),)
+
+
+def digest_id(payload: str) -> str:
+    """The id ZooKeeper's digest scheme derives from ``"user:password"``: ``user:base64(sha1(payload))``."""
+    user, sep, _password = payload.partition(":")
+    if not sep or not user:
+        raise ConfigError(f"a digest payload is 'user:password', got {len(payload)} characters without ':'")
+    return f"{user}:{base64.b64encode(hashlib.sha1(payload.encode('utf-8')).digest()).decode('ascii')}"
+
+
+def topology_payload(cluster_payload: str, topology_id: str) -> str:
+    """A topology's digest payload, derived from the cluster's (only holders of the cluster secret can)."""
+    mac = hmac.new(cluster_payload.encode("utf-8"), b"zk-topology\x00" + topology_id.encode("utf-8"), "sha256")
+    return f"topology-{topology_id}:{mac.hexdigest()}"
+
+
+def allowed(acl: Acl, identities: Iterable[str], perm: int) -> bool:
+    """Whether a session holding ``identities`` (``"digest:<id>"`` strings) has ``perm`` under ``acl``."""
+    held = set(identities)
+    for entry in acl:
+        if not entry.perms & perm:
+            continue
+        if entry.scheme == WORLD and entry.id == ANYONE:
+            return True
+        if f"{entry.scheme}:{entry.id}" in held:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class AclPolicy:
+    """The ACL each new node gets, from its path (relative to the storage's chroot).
+
+    Args:
+        own: the digest payloads the session authenticates with; each gets ALL on what it creates.
+        super_id: ``"digest:user:hash"`` of the cluster identity, granted ALL too (a worker's sessions).
+        cluster_payload: the cluster's payload, when this session holds it: then topology-scoped nodes also
+            grant the topology's derived identity (READ on its storm base and assignment, ALL on its
+            heartbeats and errors).
+        root: ``storm.zookeeper.root``.
+        tx_root: ``transactional.zookeeper.root`` (nodes there grant ALL to their creator and the super id).
+    """
+
+    own: tuple[str, ...] = ()
+    super_id: str | None = None
+    cluster_payload: str | None = None
+    root: str = "/storm"
+    tx_root: str = "/transactional"
+    _topology_ids: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.own)
+
+    @property
+    def identities(self) -> tuple[str, ...]:
+        """The ``digest:<id>`` identities of a session authenticated with :attr:`own`."""
+        return tuple(f"{DIGEST}:{digest_id(p)}" for p in self.own)
+
+    def topology_id_of(self, topology_id: str) -> str | None:
+        """The digest id of a topology (None without the cluster payload)."""
+        if self.cluster_payload is None:
+            return None
+        cached = self._topology_ids.get(topology_id)
+        if cached is None:
+            cached = self._topology_ids[topology_id] = digest_id(topology_payload(self.cluster_payload, topology_id))
+        return cached
+
+    def acl_for(self, path: str) -> Acl:
+        """The ACL a node created at ``path`` gets."""
+        if not self.own:
+            return OPEN_ACL
+        entries = [AclEntry(ALL, DIGEST, digest_id(p)) for p in self.own]
+        if self.super_id is not None:
+            scheme, _, ident = self.super_id.partition(":")
+            entries.append(AclEntry(ALL, scheme, ident))
+        scope = znodes.topology_scope(self.root, path)
+        if scope is not None:
+            topology_id, writable = scope
+            tid = self.topology_id_of(topology_id)
+            if tid is not None:
+                entries.append(AclEntry(ALL if writable else READ, DIGEST, tid))
+        return tuple(dict.fromkeys(entries))
+
+
+def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
+    """The policy of a session configured by ``storm.zookeeper.auth.*`` / ``storm.zookeeper.topology.auth.*``.
+
+    A cluster payload wins (daemons); a topology payload alone makes a worker's session.  A scheme other than
+    ``digest`` is a :class:`ConfigError`.
+    """
+    root = str(conf.get("storm.zookeeper.root") or "/storm")
+    tx_root = str(conf.get("transactional.zookeeper.root") or "/transactional")
+    for prefix in ("storm.zookeeper.auth", "storm.zookeeper.topology.auth"):
+        payload = conf.get(f"{prefix}.payload")
+        if not payload:
+            continue
+        scheme = conf.get(f"{prefix}.scheme") or DIGEST
+        if scheme != DIGEST:
+            raise ConfigError(f"{prefix}.scheme: only 'digest' is supported, got {scheme!r}", key=f"{prefix}.scheme")
+        digest_id(str(payload))  # validates the form
+        if prefix == "storm.zookeeper.auth":
+            return AclPolicy(own=(str(payload),), cluster_payload=str(payload), root=root, tx_root=tx_root)
+        super_acl = conf.get("storm.zookeeper.superACL")
+        return AclPolicy(own=(str(payload),), super_id=str(super_acl) if super_acl else None, root=root,
+                         tx_root=tx_root)
+    return AclPolicy(root=root, tx_root=tx_root)
+
+
+#: A callable the storages use: path -> ACL of a node created there.
+AclFor = Callable[[str], Acl]
