@@ -19,21 +19,20 @@ from typing import Any
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
-from storm_py.api.tuple import Fields
+from storm_py.api.tuple import Fields, Tuple, anchor_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
-from storm_py.runtime.acker import AckerExecutor
+from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
-from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer import Entries, SendRemote
 
 log = logging.getLogger(__name__)
 
-SendRemote = Callable[[str, Entries], None]
 ErrorSink = Callable[[str, int, str], None]
 
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
@@ -71,7 +70,8 @@ class WorkerRuntime:
         self.worker_port = worker_port
         self.clock = clock
         self.task_to_worker = dict(task_to_worker)
-        self._send_remote = send_remote
+        #: how batches reach peer workers; the transport bound to this worker sets it (see storm_py.runtime.transfer)
+        self.send_remote = send_remote
         self._error_sink = error_sink
         self.rng = random.Random(seed)
         self.rand64: Callable[[], int] = functools.partial(self.rng.getrandbits, 64)
@@ -90,6 +90,7 @@ class WorkerRuntime:
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.dropped = 0
         self.inbound: deque[Entries] = deque()
+        self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
         self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
         self.inbound_count = 0
         self._desired_active = False
@@ -216,6 +217,9 @@ class WorkerRuntime:
         if self.inbound:
             did = True
             self._drain_inbound()
+        if self._unsent_roots:
+            did = True
+            self._fail_roots()
         clock_now = self.clock.now
         for ex in self.executors:
             if ex.step(clock_now()):
@@ -226,11 +230,29 @@ class WorkerRuntime:
             # one frame per peer worker per pass, whatever number of executors sent to it
             remote = self._remote
             self._remote = {}
-            send = self._send_remote
+            send = self.send_remote
             assert send is not None
             for worker, entries in remote.items():
                 send(worker, entries)
         return did
+
+    def fail_unsent(self, items: list[Any]) -> None:
+        """Fail the tuple trees of tuples the transport could not send (their values cannot be encoded).
+
+        Called by the transport on this worker's loop thread while it sends; the fail rows go to the ackers in
+        the next pass, so the spout hears of it at once instead of at the message timeout.
+        """
+        for item in items:
+            if type(item) is Tuple and item._ids and self.num_ackers:
+                self._unsent_roots.extend(anchor_roots(item._ids))
+
+    def _fail_roots(self) -> None:
+        acker_for = self.acker_for
+        rows: dict[int, list[Any]] = {}
+        for root in self._unsent_roots:
+            rows.setdefault(acker_for(root), []).append((FAIL, root))
+        self._unsent_roots = []
+        self._flush(rows)
 
     def _drain_inbound(self) -> None:
         local = self.local_executor
@@ -259,7 +281,7 @@ class WorkerRuntime:
                 n += len(items)
                 continue
             worker = self.task_to_worker.get(task)
-            if worker is None or self._send_remote is None:
+            if worker is None or self.send_remote is None:
                 self.dropped += len(items)
                 log.warning("dropped %d tuples for task %d: no worker runs it", len(items), task)
                 continue
@@ -303,7 +325,7 @@ class WorkerRuntime:
 
     def is_idle(self) -> bool:
         """No queued tuples in any executor and nothing inbound."""
-        return not self.inbound and all(not ex.inbox for ex in self.executors)
+        return not self.inbound and not self._unsent_roots and all(not ex.inbox for ex in self.executors)
 
 
 def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:

@@ -70,7 +70,9 @@ def complete_topology(
         if hasattr(spout, "startup"):
             spout.startup()
     name = topology_name or f"topologytest-{uuid.uuid4().hex[:12]}"
-    cluster.submit_topology(name, dict(storm_conf or {}), captured)
+    # as Storm's test kit: tuples between workers go through the codec and frames, as on a cluster
+    conf = {"topology.testing.always.try.serialize": True, **dict(storm_conf or {})}
+    cluster.submit_topology(name, conf, captured)
     topology_id = cluster.get_topology_id(name)
     simulated = cluster.simulated
     if simulated:

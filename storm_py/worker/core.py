@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
@@ -17,7 +17,7 @@ from storm_py.errors import StormPyError
 from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
-from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import WorkerHeartbeat
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 class WorkerTransport(Protocol):
     """How a worker receives batches and sends them to peer workers (keyed ``node:port``)."""
 
-    def bind(self, worker_key: str, deliver: Callable[[Entries], None]) -> None: ...
+    def bind(self, worker_key: str, runtime: TransferHost) -> None: ...
 
     def send(self, worker_key: str, entries: Entries) -> None: ...
 
@@ -113,7 +113,7 @@ class Worker:
             transactional_state=self.state,
         )
         self.runtime = runtime
-        self.transport.bind(self.key, runtime.deliver)
+        self.transport.bind(self.key, runtime)
         runtime.set_active(ts.spouts_active(base.status))
         self.loop = WorkerLoop(runtime, name=f"worker-{self.key}-{tid}")
         self.loop.start()

@@ -131,6 +131,28 @@ def test_a_corrupted_frame_on_a_worker_socket_is_rejected(running) -> None:
     assert "rejected a frame" in log
 
 
+def test_a_value_the_codec_refuses_fails_its_tuple_at_once(running, wheels, tmp_path: Path) -> None:
+    """The same as LocalCluster with topology.testing.always.try.serialize (tests/core/test_try_serialize.py)."""
+    cluster, _ = running
+    ledger = Ledger(tmp_path / "sets.db", 20)
+    client = cluster.client()
+    cluster.cli("submit", str(wheels["ackcheck"]), "ackcheck.topology:build", "--name", "sets",
+                "-c", "topology.workers=2", "-c", f"ackcheck.db={ledger.path}", "-c", "ackcheck.parallelism=2",
+                "-c", "ackcheck.unencodable=true", "-c", "topology.message.timeout.secs=600")
+    try:
+        # every payload is a set: a tuple crossing workers is refused by the codec and its tree fails at once
+        # (the message timeout is 600 s), so the spout replays it
+        wait_until(lambda: ledger.replays() > 0, 60, interval=0.2, what="a refused tuple to fail and be replayed")
+
+        def errors() -> list[str]:
+            return [e["error"] for c in ("ledger", "relay") for e in client.component("sets", c)["componentErrors"]]
+
+        wait_until(lambda: any("cannot encode" in e and "set" in e for e in errors()), 30, interval=0.2,
+                   what="the codec's error in the topology's errors")
+    finally:
+        cluster.cli("kill", "sets", "-w", "0")
+
+
 def test_an_unreachable_nimbus_is_a_one_line_error(running) -> None:
     proc = subprocess.run(
         [*storm_py_command(), "list", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']",

@@ -27,6 +27,9 @@ class FakeRuntime:
     """What a SocketTransfer reads of a WorkerRuntime; whether its "loop" takes batches in is up to the test."""
 
     def __init__(self, limit: int) -> None:
+        self.conf: dict[str, Any] = {}
+        self.send_remote: Any = None
+        self.unsent: list[Any] = []
         self.backlog = 0
         self.backlog_limit = limit
         self.inbound: deque[Any] = deque()
@@ -65,6 +68,9 @@ class FakeRuntime:
     def report_error(self, component_id: str, task: int, exc: BaseException) -> None:
         self.errors.append((component_id, task, exc))
 
+    def fail_unsent(self, items: list[Any]) -> None:
+        self.unsent.extend(items)
+
 
 class Pair:
     """Two transfers on loopback: ``a`` sends to ``b``."""
@@ -73,10 +79,10 @@ class Pair:
         self.rt_a, self.rt_b = FakeRuntime(limit_a), FakeRuntime(limit_b)
         self.port_a, self.port_b = free_port(), free_port()
         hosts = {"a": "127.0.0.1", "b": "127.0.0.1"}
-        self.a = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get, lambda: self.rt_a)  # type: ignore[arg-type,return-value]
-        self.b = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get, lambda: self.rt_b)  # type: ignore[arg-type,return-value]
-        self.a.bind(f"a:{self.port_a}", self.rt_a.deliver)
-        self.b.bind(f"b:{self.port_b}", self.rt_b.deliver)
+        self.a = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get)
+        self.b = SocketTransfer(ZmqTransport(hwm=hwm), "127.0.0.1", hosts.get)
+        self.a.bind(f"a:{self.port_a}", self.rt_a)
+        self.b.bind(f"b:{self.port_b}", self.rt_b)
         self.to_b = f"b:{self.port_b}"
 
     def close(self) -> None:
@@ -158,12 +164,15 @@ def test_a_tuple_from_an_unknown_task_rejects_its_frame(pair) -> None:
     assert p.b.metrics()["frames_rejected"] == 1
 
 
-def test_unencodable_values_are_dropped_counted_and_reported(pair) -> None:
+def test_unencodable_values_are_dropped_counted_reported_and_failed(pair) -> None:
     p = pair()
-    p.a.send(p.to_b, [(2, [word("fine"), Tuple([object()], Fields("word"), "split", "default", 2, None)])])
+    bad = Tuple([{1, 2}], Fields("word"), "split", "default", 2, [77, 5])
+    p.a.send(p.to_b, [(2, [word("fine"), bad])])
     wait_until(lambda: len(p.rt_b.items()) == 1, WAIT, what="the encodable tuple")
     assert p.a.metrics()["dropped_unencodable"] == 1
     assert p.rt_a.errors and p.rt_a.errors[0][0] == "split"
+    assert "set" in str(p.rt_a.errors[0][2])
+    assert p.rt_a.unsent == [bad]  # its tree is failed at once, not at the message timeout
 
 
 def test_a_peer_with_unknown_host_is_counted_as_dropped(pair) -> None:

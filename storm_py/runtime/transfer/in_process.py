@@ -1,4 +1,12 @@
-"""This module owns the transfer between the workers of one process (LocalCluster): batches handed over by key."""
+"""This module owns the transfer between the workers of one process (LocalCluster).
+
+A worker whose topology sets ``topology.testing.always.try.serialize`` (Storm's key; the test kit sets it) is
+bound to a :class:`~storm_py.runtime.transfer.socket_transfer.SocketTransfer` over in-process mailboxes: every
+tuple it sends to another worker is encoded and decoded by the real codec and frames, what the codec refuses
+fails as on a cluster, and the socket transfer's backpressure runs.  Other workers hand batches over as
+objects, by worker key.  Either way the part is swapped at bind time; the runtime and the worker do not know
+which one they got.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +14,48 @@ import logging
 import threading
 from collections.abc import Callable
 
-from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer import Entries, TransferHost
+from storm_py.runtime.transfer.socket_transfer import SocketTransfer, split_key
+from storm_py.transport.base import DEFAULT_HWM, FrameHandler, Receiver, Sender, TransportContext, TransportStats
+from storm_py.transport.memory import MemoryTransport
 
 log = logging.getLogger(__name__)
 
 #: tuples held for a worker that is not (yet) bound before further ones are dropped and counted
 MAX_HELD = 200_000
 
+#: Storm's topology key: serialize every tuple that leaves a worker, also in a local cluster
+ALWAYS_TRY_SERIALIZE = "topology.testing.always.try.serialize"
+
 
 class InProcessTransfer:
-    """Routes batches between the workers of one process by worker key.
+    """The transport of a LocalCluster's workers, keyed ``node:port`` (see the module docstring).
 
-    Like a ZeroMQ PUSH socket connecting before its peer binds, batches for a worker that is not bound yet are
-    held (up to :data:`MAX_HELD` tuples per worker) and handed over when it binds; beyond that they are dropped
-    and counted in ``dropped``.
+    Like a ZeroMQ PUSH socket connecting before its peer binds, object batches for a worker that is not bound
+    yet are held (up to :data:`MAX_HELD` tuples per worker) and handed over when it binds; beyond that they are
+    dropped and counted in ``dropped``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hwm: int = DEFAULT_HWM) -> None:
         self._lock = threading.Lock()
         self._receivers: dict[str, Callable[[Entries], None]] = {}
         self._held: dict[str, list[Entries]] = {}
         self._held_count: dict[str, int] = {}
         self.dropped = 0
+        self._mailboxes = CountingTransport(MemoryTransport(hwm=hwm))
+        self._framed: dict[str, SocketTransfer] = {}
 
-    def bind(self, worker_key: str, deliver: Callable[[Entries], None]) -> None:
+    def bind(self, worker_key: str, runtime: TransferHost) -> None:
+        """Start delivering to ``runtime`` what arrives for ``worker_key`` and become its sender."""
+        if runtime.conf.get(ALWAYS_TRY_SERIALIZE):
+            node, _ = split_key(worker_key)
+            framed = SocketTransfer(self._mailboxes, node, resolve=lambda n: n, scheme="memory://{host}:{port}")
+            framed.bind(worker_key, runtime)
+            with self._lock:
+                self._framed[worker_key] = framed
+            return
+        deliver = runtime.deliver
+        runtime.send_remote = self.send
         with self._lock:
             self._receivers[worker_key] = deliver
             held = self._held.pop(worker_key, [])
@@ -38,10 +64,15 @@ class InProcessTransfer:
             deliver(entries)
 
     def unbind(self, worker_key: str) -> None:
+        """Stop delivering to the worker (what is sent to it later waits for its next bind)."""
         with self._lock:
             self._receivers.pop(worker_key, None)
+            framed = self._framed.pop(worker_key, None)
+        if framed is not None:
+            framed.unbind(worker_key)
 
     def send(self, worker_key: str, entries: Entries) -> None:
+        """Hand a batch to a worker as objects (held while it is not bound)."""
         deliver = self._receivers.get(worker_key)
         if deliver is not None:
             deliver(entries)
@@ -59,3 +90,136 @@ class InProcessTransfer:
                 self._held_count[worker_key] = count + n
                 return
         deliver(entries)
+
+    def idle(self) -> bool:
+        """No frame is on its way to a running worker, waiting in a sender's overflow or being delivered."""
+        with self._lock:
+            framed = list(self._framed.values())
+        return self._mailboxes.idle() and not any(f.busy() for f in framed)
+
+    def close(self) -> None:
+        """Unbind every framed worker and close the mailboxes."""
+        with self._lock:
+            framed = list(self._framed.items())
+            self._framed.clear()
+        for key, transfer in framed:
+            transfer.unbind(key)
+        self._mailboxes.close()
+
+
+class CountingTransport:
+    """A transport context that counts frames sent to each bound address and not yet handled there.
+
+    It wraps another context (in-process mailboxes) so that a local cluster can tell exactly when nothing is
+    in flight between its workers; frames for an address nobody is bound to do not count.
+    """
+
+    def __init__(self, inner: TransportContext) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, int] = {}
+        self._bound: set[str] = set()
+
+    @property
+    def scheme(self) -> str:
+        return self._inner.scheme
+
+    def bind(self, host: str, port: int) -> Receiver:
+        return _CountingReceiver(self._inner.bind(host, port), self)
+
+    def bind_address(self, address: str) -> Receiver:
+        return _CountingReceiver(self._inner.bind_address(address), self)
+
+    def connect(self, address: str) -> Sender:
+        return _CountingSender(self._inner.connect(address), self)
+
+    def stats(self) -> TransportStats:
+        return self._inner.stats()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def idle(self) -> bool:
+        """No frame sent to a bound address is still unhandled."""
+        with self._lock:
+            return not any(self._in_flight.get(a, 0) for a in self._bound)
+
+    def _count(self, address: str, delta: int) -> None:
+        with self._lock:
+            self._in_flight[address] = self._in_flight.get(address, 0) + delta
+
+    def _set_bound(self, address: str, bound: bool) -> None:
+        with self._lock:
+            if bound:
+                self._bound.add(address)
+            else:
+                self._bound.discard(address)
+
+
+class _CountingSender:
+    def __init__(self, inner: Sender, counter: CountingTransport) -> None:
+        self._inner = inner
+        self._counter = counter
+
+    @property
+    def address(self) -> str:
+        return self._inner.address
+
+    @property
+    def stats(self) -> TransportStats:
+        return self._inner.stats
+
+    def send(self, frame: bytes, block: bool = True, timeout: float | None = None) -> bool:
+        address = self._inner.address
+        self._counter._count(address, 1)  # counted before the receiver can see it
+        sent = self._inner.send(frame, block, timeout)
+        if not sent:
+            self._counter._count(address, -1)
+        return sent
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _CountingReceiver:
+    def __init__(self, inner: Receiver, counter: CountingTransport) -> None:
+        self._inner = inner
+        self._counter = counter
+        counter._set_bound(inner.address, True)
+
+    @property
+    def address(self) -> str:
+        return self._inner.address
+
+    @property
+    def stats(self) -> TransportStats:
+        return self._inner.stats
+
+    @property
+    def running(self) -> bool:
+        return self._inner.running
+
+    def start(self, on_frame: FrameHandler) -> None:
+        address = self._inner.address
+        count = self._counter._count
+
+        def handle(frame: bytes) -> None:
+            try:
+                on_frame(frame)
+            finally:
+                count(address, -1)
+
+        self._inner.start(handle)
+
+    def stop(self) -> None:
+        self._inner.stop()
+
+    def recv(self, timeout: float | None = None) -> bytes | None:
+        frame = self._inner.recv(timeout)
+        if frame is not None:
+            self._counter._count(self._inner.address, -1)
+        return frame
+
+    def close(self) -> None:
+        self._counter._set_bound(self._inner.address, False)
+        self._inner.close()

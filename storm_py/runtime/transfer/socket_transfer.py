@@ -27,15 +27,12 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from storm_py.errors import CodecError, TransportError
-from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries
 from storm_py.transport.base import Sender, TransportContext
-
-if TYPE_CHECKING:
-    from storm_py.runtime.worker_runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +92,6 @@ class SocketTransfer:
         transport: the transport context (ZeroMQ in a worker process).
         host: the interface this worker binds (its supervisor's hostname).
         resolve: the host of a supervisor id, from the current assignment (None when unknown).
-        runtime: the runtime this transfer serves (read when binding; its worker creates it just before).
         scheme: how an address is built from host and port.
     """
 
@@ -104,20 +100,17 @@ class SocketTransfer:
         transport: TransportContext,
         host: str,
         resolve: Callable[[str], str | None],
-        runtime: Callable[[], WorkerRuntime | None],
         scheme: str = "tcp://{host}:{port}",
     ) -> None:
         self._transport = transport
         self._host = host
         self._resolve = resolve
-        self._runtime_of = runtime
         self._scheme = scheme
         self.counters = TransferMetrics()
         self._peers: dict[str, _Peer] = {}
         self._peers_lock = threading.Lock()
         self._key = ""
-        self._runtime: WorkerRuntime | None = None
-        self._deliver: Callable[[Entries], None] = lambda entries: None
+        self._runtime: TransferHost | None = None
         self._decoder: FrameDecoder | None = None
         self._receiver: Any = None
         self._base_limit = 0
@@ -130,16 +123,13 @@ class SocketTransfer:
         self._log_counts: dict[str, int] = {}
         self._pumped_frames = 0  # sent from overflow (written by the pump thread only)
         self._pumped_tuples = 0
+        self._handling = 0  # frames taken off the socket and not yet handed to the runtime (or rejected)
 
     # ------------------------------------------------------------------------------------------- the seam
 
-    def bind(self, worker_key: str, deliver: Callable[[Entries], None]) -> None:
-        """Bind this worker's slot port and start handing arriving batches to ``deliver`` (its runtime's)."""
+    def bind(self, worker_key: str, runtime: TransferHost) -> None:
+        """Bind this worker's slot port, hand arriving batches to ``runtime`` and become its sender."""
         _, port = split_key(worker_key)
-        runtime = self._runtime_of()
-        if runtime is None:
-            raise TransportError(f"worker {worker_key} has no runtime to deliver to", key=worker_key)
-        self._deliver = deliver
         self._key = worker_key
         self._runtime = runtime
         self._base_limit = runtime.backlog_limit
@@ -148,6 +138,7 @@ class SocketTransfer:
         self._receiver.start(self._on_frame)
         self._pump = threading.Thread(target=self._run_pump, name=f"transfer-pump-{worker_key}", daemon=True)
         self._pump.start()
+        runtime.send_remote = self.send
         log.info("worker %s receiving on %s", worker_key, self._receiver.address)
 
     def send(self, worker_key: str, entries: Entries) -> None:
@@ -209,6 +200,10 @@ class SocketTransfer:
         out["frames_sent"] += self._pumped_frames
         out["tuples_sent"] += self._pumped_tuples
         return out
+
+    def busy(self) -> bool:
+        """Whether frames of this worker wait in its overflow or are being handed to its runtime."""
+        return self._handling > 0 or self._queued != self._drained
 
     def close(self) -> None:
         """Release every socket of this transfer."""
@@ -310,23 +305,27 @@ class SocketTransfer:
         if rt is None or decoder is None:
             return
         m = self.counters
+        self._handling += 1
         try:
-            _src, entries, n = decoder.decode(data)
-        except CodecError as err:
-            m.frames_rejected += 1
-            self._warn("rejected", "rejected a frame of %d bytes on %s: %s", len(data), self._key, err.message)
-            return
-        m.frames_received += 1
-        m.tuples_received += n
-        if self._overloaded(rt):
-            m.receive_waits += 1
-            wait = 0.0005
-            while self._overloaded(rt) and not self._closing.is_set():
-                self._closing.wait(wait)
-                wait = min(wait * 2, RECEIVE_WAIT_MAX_SECS)
-        self._deliver(entries)
+            try:
+                _src, entries, n = decoder.decode(data)
+            except CodecError as err:
+                m.frames_rejected += 1
+                self._warn("rejected", "rejected a frame of %d bytes on %s: %s", len(data), self._key, err.message)
+                return
+            m.frames_received += 1
+            m.tuples_received += n
+            if self._overloaded(rt):
+                m.receive_waits += 1
+                wait = 0.0005
+                while self._overloaded(rt) and not self._closing.is_set():
+                    self._closing.wait(wait)
+                    wait = min(wait * 2, RECEIVE_WAIT_MAX_SECS)
+            rt.deliver(entries)
+        finally:
+            self._handling -= 1
 
-    def _overloaded(self, rt: WorkerRuntime) -> bool:
+    def _overloaded(self, rt: TransferHost) -> bool:
         """The runtime has as much queued work as it may: its executors' inboxes are full, or batches handed
         over have not been taken in yet (its loop is busy)."""
         return rt.backlog >= self._base_limit or len(rt.inbound) >= INBOUND_BATCHES_MAX
@@ -340,6 +339,7 @@ class SocketTransfer:
             log.warning("%s (%d so far)", msg % args, n)
 
     def _report_unencodable(self, rejected: list[tuple[int, Any, CodecError]]) -> None:
+        """Report the first item the codec refused and fail the trees of all of them at once."""
         rt = self._runtime
         for _task, item, err in rejected[:1]:
             comp = getattr(item, "source_component", "?")
@@ -347,3 +347,5 @@ class SocketTransfer:
             self._warn("unencodable", "cannot send a tuple of %s to another worker: %s", comp, err.message)
             if rt is not None:
                 rt.report_error(comp, src, err)
+        if rt is not None:
+            rt.fail_unsent([item for _, item, _ in rejected])

@@ -4,7 +4,8 @@ The ledger (``ackcheck.db``, created by the test) is the durable source: the spo
 acked, marks ids acked when their tuple trees complete, replays failed ids, and after a restart (its worker was
 killed) emits again whatever was not acked.  ``emits`` counts every emission, so replays are measurable.
 ``ackcheck.rate`` paces the spout (ids per second) so that a test can break things mid-stream;
-``ackcheck.payload.bytes`` pads every tuple.
+``ackcheck.payload.bytes`` pads every tuple; ``ackcheck.unencodable`` makes every payload a set, which the codec
+refuses wherever a tuple crosses workers.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class LedgerSpout(Spout):
         self.queue: deque[int] = deque(r[0] for r in rows)
         self.rate = float(conf.get("ackcheck.rate") or 0)
         self.pad = "x" * int(conf.get("ackcheck.payload.bytes") or 0)
+        self.unencodable = bool(conf.get("ackcheck.unencodable"))
         self.started = time.monotonic()
         self.sent = 0
         self.emitted: list[int] = []
@@ -53,7 +55,8 @@ class LedgerSpout(Spout):
         i = self.queue.popleft()
         self.sent += 1
         self.emitted.append(i)
-        self.collector.emit([i, f"payload-{i}{self.pad}"], i)
+        payload: Any = {i} if self.unencodable else f"payload-{i}{self.pad}"
+        self.collector.emit([i, payload], i)
 
     def ack(self, msg_id: Any) -> None:
         self.acked.append(msg_id)
