@@ -16,6 +16,9 @@ failure modes without help from its users:
 
 Bookkeeping after a reconnection runs on the storage thread before connection listeners hear ``connected``;
 whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.
+
+Length: over 450 lines because it is the one owner of kazoo; splitting it would spread kazoo's types, errors and
+session recovery over several modules.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections import deque
 
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
@@ -81,12 +81,12 @@ class MemorySender:
                 if not block:
                     stats.send_refused += 1
                     return False
-                deadline = None if timeout is None else time.monotonic() + timeout
+                deadline = None if timeout is None else SYSTEM_CLOCK.now() + timeout
                 while len(box.frames) >= box.capacity:
                     if deadline is None:
                         box.not_full.wait()
                     else:
-                        remaining = deadline - time.monotonic()
+                        remaining = deadline - SYSTEM_CLOCK.now()
                         if remaining <= 0:
                             stats.send_refused += 1
                             return False
@@ -164,9 +164,9 @@ class MemoryReceiver(ThreadedReceiver):
                     while not box.frames and not self._closed:
                         box.not_empty.wait()
                 else:
-                    deadline = time.monotonic() + timeout
+                    deadline = SYSTEM_CLOCK.now() + timeout
                     while not box.frames and not self._closed:
-                        remaining = deadline - time.monotonic()
+                        remaining = deadline - SYSTEM_CLOCK.now()
                         if remaining <= 0:
                             return None
                         box.not_empty.wait(remaining)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 
 import zmq
 
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
@@ -103,7 +103,7 @@ class ZmqSender:
 
     def _send_waiting(self, sock: zmq.Socket[bytes], frame: bytes, timeout: float | None) -> bool:
         """Wait for room in the queue (holding the lock) and send; False when ``timeout`` ran out first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else SYSTEM_CLOCK.now() + timeout
         while True:
             if self._closed:
                 raise TransportError(
@@ -111,7 +111,7 @@ class ZmqSender:
                 )
             wait = _WAIT_SLICE
             if deadline is not None:
-                wait = min(wait, deadline - time.monotonic())
+                wait = min(wait, deadline - SYSTEM_CLOCK.now())
                 if wait <= 0:
                     return False
             if sock.poll(max(1, int(wait * 1000)), zmq.POLLOUT):
@@ -205,12 +205,12 @@ class ZmqReceiver(ThreadedReceiver):
 
     def _recv_locked(self, timeout: float | None) -> bytes | None:
         sock = self._sock
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else SYSTEM_CLOCK.now() + timeout
         try:
             while True:
                 wait = _WAIT_SLICE
                 if deadline is not None:
-                    wait = min(wait, deadline - time.monotonic())
+                    wait = min(wait, deadline - SYSTEM_CLOCK.now())
                 if sock.poll(max(0, int(wait * 1000)), zmq.POLLIN):
                     try:
                         frame = sock.recv(zmq.NOBLOCK)
@@ -219,7 +219,7 @@ class ZmqReceiver(ThreadedReceiver):
                     self._stats.frames_received += 1
                     self._stats.bytes_received += len(frame)
                     return frame
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and SYSTEM_CLOCK.now() >= deadline:
                     return None
                 if self._closed:
                     raise TransportError(f"receiver on {self._address} is closed", address=self._address)
