@@ -9,6 +9,7 @@ import click
 
 import storm_py
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
+from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.spark import spark_job
@@ -31,7 +32,8 @@ def version() -> None:
 
 cli.add_command(local)
 for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster,
-                 submit, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job):
+                 submit, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job,
+                 dev_kafka):
     cli.add_command(_command)
 
 

@@ -334,6 +334,18 @@ class ClusterState:
         """The children of ``<tx_root>/<tx_id>/<parts>``, sorted."""
         return self.storage.children(znodes.transactional(self.tx_root, tx_id, *parts))
 
+    # ------------------------------------------------------------------------------------------ kafka offsets
+    def kafka_offset_get(self, zk_root: str, spout_id: str, partition: int, topic: str | None = None) -> Any | None:
+        """The JSON a Kafka spout keeps for a partition in ZooKeeper offsets mode (storm-kafka's znode), or None."""
+        path = znodes.kafka_spout_partition(zk_root, spout_id, partition, topic)
+        data = self.storage.get(path)
+        return None if data is None else decode_json(path, data)
+
+    def kafka_offset_set(self, zk_root: str, spout_id: str, partition: int, value: Any,
+                         topic: str | None = None) -> None:
+        """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout)."""
+        self.storage.set(znodes.kafka_spout_partition(zk_root, spout_id, partition, topic), encode_json(value))
+
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
         """Remove everything kept about a topology: storm base, assignment, heartbeats and errors."""

@@ -16,6 +16,11 @@ and under ``transactional.zookeeper.root`` (``/transactional``)::
 
     <tx-id>/coordinator/currtx, <tx-id>/coordinator/meta/<txid>, <tx-id>/user/<partition>/<txid>
 
+and, for the Kafka spout's ZooKeeper offsets mode, storm-kafka's layout under the spout's own ``zk_root``::
+
+    <zk_root>/<id>/partition_<n>              one topic
+    <zk_root>/<id>/<topic>/partition_<n>      topics given by a pattern
+
 Component ids and blob keys are free text, so they are percent-encoded into one znode name (as Storm does);
 every other id must already be a valid znode name.  The module does no I/O.
 """
@@ -324,3 +329,16 @@ def tx_user_dir(tx_root: str, tx_id: str, partition: int | str) -> str:
 def tx_user(tx_root: str, tx_id: str, partition: int | str, txid: int | str) -> str:
     """A partition's user state for transaction ``txid``."""
     return transactional(tx_root, tx_id, USER, str(partition), str(txid))
+
+
+# ---------------------------------------------------------------------------------------- kafka offsets
+KAFKA_PARTITION_PREFIX = "partition_"
+
+
+def kafka_spout_partition(zk_root: str, spout_id: str, partition: int, topic: str | None = None) -> str:
+    """storm-kafka's offset znode: ``<zk_root>/<id>/partition_<n>`` (``<zk_root>/<id>/<topic>/partition_<n>``
+    when the spout reads topics by pattern)."""
+    parts = [validate_name(spout_id)]
+    if topic is not None:
+        parts.append(validate_name(topic))
+    return join(normalize(zk_root), *parts, f"{KAFKA_PARTITION_PREFIX}{int(partition)}")

@@ -1,0 +1,54 @@
+"""The ``storm-py dev-kafka`` command: a development Kafka-protocol broker on loopback until interrupted."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import click
+
+from storm_py.cli.options import config_options
+from storm_py.errors import StormPyError
+
+
+@click.command("dev-kafka")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=0, show_default=True,
+              help="Port to listen on (0: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address to listen on.")
+@click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]",
+              help="Create a topic once the broker serves (repeatable; default 1 partition).")
+@config_options
+def dev_kafka(port: int, host: str, topics: tuple[str, ...], config_file: str | None,
+              overrides: tuple[str, ...]) -> None:
+    """Run the development Kafka broker (tansu, in memory) and print its address."""
+    from storm_py.dev.kafka import KafkaBrokerProcess
+
+    broker = KafkaBrokerProcess(port or None, host=host, die_with_parent=True)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            broker.start()
+            if topics:
+                from storm_py.kafka.client import KafkaAdmin
+
+                admin = KafkaAdmin(broker.bootstrap_servers)
+                for spec in topics:
+                    name, _, parts = spec.partition(":")
+                    admin.create_topic(name, int(parts or 1))
+        except (StormPyError, ValueError) as err:
+            broker.stop()
+            raise click.ClickException(str(err)) from err
+        click.echo(f"kafka: {broker.bootstrap_servers}", nl=True)
+        while not stop.wait(0.5):
+            if not broker.running:
+                raise click.ClickException("the Kafka broker exited")
+    finally:
+        broker.stop()
+        for s, h in previous.items():
+            signal.signal(s, h)

@@ -1,0 +1,453 @@
+"""The Kafka spout (storm-kafka-client's ``KafkaSpout``): a driver around the pure per-partition offset managers.
+
+Each ``next_tuple``: (1) re-read the topics' partitions when the refresh timer is due and own this task's share
+(round-robin over the sorted ``(topic, partition)`` list by task index; no consumer-group rebalancing); (2)
+commit the acked prefixes when the commit timer is due; (3) re-emit the failed records whose retry is due
+(they are kept in memory until done, so retries never wait for a poll); (4) poll, with a short timeout, the
+partitions under their ``max_uncommitted_offsets`` limit; (5) emit the waiting records (at most
+``max_poll_records`` per call, and no more than ``topology.max.spout.pending`` allows).
+
+Broker trouble never stops the spout: a failed refresh backs off (0.5 s doubling to 30 s), failed commits are
+retried at the next period (STORM-2494), and every problem is logged and reported through
+``collector.report_error`` (at most once per :data:`REPORT_EVERY` seconds per kind) so it shows in the
+topology summary.  A record the translator cannot handle is reported naming topic, partition and offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from typing import Any, NamedTuple
+
+from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
+from storm_py.api.context import TopologyContext
+from storm_py.clock import Clock
+from storm_py.errors import StormPyError
+from storm_py.kafka.client import KafkaClientError, KafkaConsumerClient, KafkaRecord, PollError, TopicPartition
+from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, KafkaSpoutConfig
+from storm_py.kafka.offsets import PartitionOffsets
+from storm_py.kafka.spout_metrics import KafkaSpoutStats
+from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
+
+log = logging.getLogger(__name__)
+
+#: the same kind of problem is reported to the topology summary at most this often (seconds)
+REPORT_EVERY = 5.0
+REFRESH_BACKOFF_MIN = 0.5
+REFRESH_BACKOFF_MAX = 30.0
+
+
+class KafkaSpoutError(StormPyError):
+    """Something the Kafka spout cannot do (unknown topic, broker unreachable, a record it cannot translate)."""
+
+    code = "kafka_spout_error"
+
+
+class KafkaMessageId(NamedTuple):
+    """The message id of a Kafka spout tuple: the record's topic, partition and offset."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class KafkaSpout(Spout):
+    """Reads topics into tuples with at-least-once (default), at-most-once or no guarantee (API.md §5)."""
+
+    def __init__(self, config: KafkaSpoutConfig) -> None:
+        self.config = config
+        self.translator = config.record_translator()
+        self.stats = KafkaSpoutStats()
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        for stream, fields in self.translator.streams().items():
+            declarer.declare_stream(stream, fields)
+        declarer.declare_stream(DEAD_LETTER_STREAM, DEAD_LETTER_FIELDS)
+
+    # --------------------------------------------------------------------------------------------- open
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        cfg = self.config
+        self.collector = collector
+        self.clock: Clock = context.clock
+        self.topology_id = getattr(context, "topology_id", "")
+        self.task_id = context.this_task_id
+        self.index = context.this_task_index
+        self.num_tasks = max(1, len(context.get_component_tasks(context.this_component_id)))
+        name = getattr(context, "topology_name", "topology")
+        self.group_id = cfg.group_id or f"storm-py.{name}.{context.this_component_id}"
+        self.tracked = cfg.processing_guarantee == "AT_LEAST_ONCE"
+        pending = conf.get("topology.max.spout.pending")
+        self.max_pending: int | None = int(pending) if pending else None
+        self.retry = cfg.retry_policy()
+        self.client = KafkaConsumerClient(cfg.bootstrap_servers, self.group_id, cfg.consumer_options,
+                                          auto_offset_reset="latest" if cfg.first_poll_offset_strategy.endswith(
+                                              "LATEST") and not self.tracked else "earliest")
+        self.store: OffsetStore
+        if cfg.offsets_store == "zookeeper":
+            from storm_py.transactional.state import store_from_context
+
+            self.store = ZkOffsetStore(store_from_context(context), self.client, cfg,  # type: ignore[arg-type]
+                                       cfg.zk_id or self.group_id, self.topology_id, name)
+        else:
+            self.store = KafkaOffsetStore(self.client, cfg, self.topology_id, self.task_id)
+        self.managers: dict[TopicPartition, PartitionOffsets] = {}
+        self.paused: set[TopicPartition] = set()
+        self.waiting: deque[KafkaRecord] = deque()
+        #: tracked records not done yet: msg id -> (stream, values) (None, None: translate again on retry)
+        self.inflight: dict[KafkaMessageId, tuple[str | None, list[Any] | None, KafkaRecord]] = {}
+        self.reset_partitions: set[TopicPartition] = set()
+        self.missing_topics: set[str] = set()
+        now = self.clock.now()
+        self.next_refresh = now
+        self.refresh_backoff = REFRESH_BACKOFF_MIN
+        self.next_commit = now + cfg.offset_commit_period_ms / 1000.0
+        self.last_report: dict[str, float] = {}
+        self.stats.started(now)
+        context.register_metric("kafkaOffset", self.stats.offset_metric(self), cfg.metrics_time_bucket_secs)
+
+    def activate(self) -> None:
+        self.next_refresh = self.clock.now()
+
+    def deactivate(self) -> None:
+        self._commit(self.clock.now(), sync=True)
+
+    def close(self) -> None:
+        try:
+            self._commit(self.clock.now(), sync=True)
+        finally:
+            self.client.close()
+
+    # --------------------------------------------------------------------------------------- next_tuple
+    def next_tuple(self) -> None:
+        now = self.clock.now()
+        if now >= self.next_refresh:
+            self._refresh(now)
+        if now >= self.next_commit:
+            self.next_commit = now + self.config.offset_commit_period_ms / 1000.0
+            self._commit(now, sync=False)
+        budget = self.config.max_poll_records
+        if self.max_pending is not None:
+            budget = min(budget, self.max_pending - self.collector.get_pending_count())
+            if budget <= 0:
+                return
+        if self.tracked:
+            budget -= self._emit_retries(now, budget)
+        if not self.waiting and self.managers:
+            self._poll(now)
+        if self.waiting and budget > 0:
+            self._emit_waiting(now, budget)
+
+    def _emit_retries(self, now: float, budget: int) -> int:
+        n = 0
+        for tp, m in self.managers.items():
+            if n >= budget:
+                break
+            for offset in m.due_retries(now, budget - n):
+                mid = KafkaMessageId(tp[0], tp[1], offset)
+                entry = self.inflight.get(mid)
+                if entry is None:  # cannot happen: a scheduled offset keeps its record until done
+                    m.on_emit(offset)
+                    m.on_ack(offset)
+                    continue
+                stream, values, record = entry
+                m.on_emit(offset)
+                if stream is None or values is None:
+                    translated = self._translate(record, m, now, retry=True)
+                    if translated is None:
+                        continue
+                    stream, values = translated
+                    self.inflight[mid] = (stream, values, record)
+                self.collector.emit(values, mid, stream)
+                self.stats.retried += 1
+                n += 1
+        return n
+
+    def _emit_waiting(self, now: float, budget: int) -> None:
+        waiting = self.waiting
+        managers = self.managers
+        emit = self.collector.emit
+        translate = self.translator.translate
+        tracked = self.tracked
+        inflight = self.inflight
+        n = 0
+        while waiting and n < budget:
+            record = waiting.popleft()
+            tp = (record.topic, record.partition)
+            m = managers.get(tp)
+            if m is None or (tracked and not m.should_emit(record.offset)):
+                continue  # no longer ours, or committed meanwhile (STORM-2666)
+            try:
+                out = translate(record)
+            except Exception as err:  # user code: the record is reported, never lost
+                self._translator_failed(record, m, err, now)
+                continue
+            offset = record.offset
+            if out is None:  # the translator skips it: done at once
+                m.on_emit(offset)
+                m.on_ack(offset)
+                self.stats.skipped_by_translator += 1
+                continue
+            stream, values = out
+            if tracked:
+                mid = KafkaMessageId(record.topic, record.partition, offset)
+                m.on_emit(offset)
+                inflight[mid] = (stream, values, record)
+                emit(values, mid, stream)
+            else:
+                emit(values, None, stream)
+            n += 1
+        self.stats.emitted += n
+
+    def _translate(self, record: KafkaRecord, m: PartitionOffsets, now: float,
+                   retry: bool) -> tuple[str, list[Any]] | None:
+        try:
+            out = self.translator.translate(record)
+        except Exception as err:  # user code
+            self._translator_failed(record, m, err, now, already_emitted=retry)
+            return None
+        if out is None:
+            m.on_ack(record.offset)
+            self.inflight.pop(KafkaMessageId(record.topic, record.partition, record.offset), None)
+        return out
+
+    def _translator_failed(self, record: KafkaRecord, m: PartitionOffsets, err: Exception, now: float,
+                           already_emitted: bool = False) -> None:
+        where = f"{record.topic}/{record.partition}@{record.offset}"
+        error = KafkaSpoutError(f"the record translator failed on topic {record.topic!r} partition "
+                                f"{record.partition} offset {record.offset}: {type(err).__name__}: {err}")
+        error.__cause__ = err
+        log.warning("kafka spout: %s", error.message)
+        self._report(f"translate:{where}", error, now, always=True)
+        self.stats.translator_errors += 1
+        mid = KafkaMessageId(record.topic, record.partition, record.offset)
+        if not already_emitted:
+            m.on_emit(record.offset)
+        if self.config.dead_letter_on_translator_error or not self.tracked:
+            self._dead_letter(mid, record, error.message, m)
+            return
+        decision = m.on_fail(record.offset, now)
+        if decision == "dead":
+            self._dead_letter(mid, record, error.message, m)
+        else:
+            self.inflight[mid] = (None, None, record)
+
+    def _dead_letter(self, mid: KafkaMessageId, record: KafkaRecord, error: str, m: PartitionOffsets) -> None:
+        self.collector.emit([record.topic, record.partition, record.offset, record.key, record.value, error],
+                            None, DEAD_LETTER_STREAM)
+        m.on_ack(record.offset)
+        self.inflight.pop(mid, None)
+        self.stats.dead_lettered += 1
+
+    # --------------------------------------------------------------------------------------- ack / fail
+    def ack(self, msg_id: Any) -> None:
+        m = self.managers.get((msg_id[0], msg_id[1]))
+        if m is None:  # a partition no longer ours (STORM-2104)
+            self.stats.ignored_acks += 1
+            return
+        if m.on_ack(msg_id[2]):
+            self.inflight.pop(msg_id, None)
+            self.stats.acked += 1
+        else:
+            self.stats.ignored_acks += 1
+
+    def fail(self, msg_id: Any) -> None:
+        m = self.managers.get((msg_id[0], msg_id[1]))
+        if m is None:
+            self.stats.ignored_acks += 1
+            return
+        decision = m.on_fail(msg_id[2], self.clock.now())
+        self.stats.failed += 1
+        if decision == "dead":
+            entry = self.inflight.get(msg_id)
+            if entry is not None:
+                fails = m.fails.get(msg_id[2], 0)
+                self._dead_letter(msg_id, entry[2], f"failed {fails} times (max_retries="
+                                  f"{self.config.max_retries})", m)
+            else:
+                m.on_ack(msg_id[2])
+
+    # --------------------------------------------------------------------------------------------- poll
+    def _poll(self, now: float) -> None:
+        managers = self.managers
+        want_paused = {tp for tp, m in managers.items() if not m.pollable()} if self.tracked else set()
+        if want_paused != self.paused:
+            self.client.resume(self.paused - want_paused)
+            self.client.pause(want_paused - self.paused)
+            self.paused = want_paused
+        if len(want_paused) == len(managers):
+            return
+        records, errors = self.client.poll(self.config.max_poll_records, self.config.poll_timeout_ms / 1000.0)
+        if self.client.commit_results:
+            self._commit_results(now)
+        for e in errors:
+            self._poll_error(e, now)
+        if not records:
+            return
+        self.stats.fetched += len(records)
+        waiting = self.waiting
+        untracked_ends: dict[TopicPartition, int] = {}
+        for r in records:
+            tp = (r.topic, r.partition)
+            m = managers.get(tp)
+            if m is None:
+                continue
+            offset = r.offset
+            if tp in self.reset_partitions:
+                self.reset_partitions.discard(tp)
+                if offset < m.committed:
+                    lost = m.rebase(offset)
+                    log.warning("kafka spout: %s/%d was reset to offset %d below the commit; %d pending "
+                                "records dropped", tp[0], tp[1], offset, lost)
+            if offset != m.fetched_to:
+                gap = m.on_fetched(offset)
+                if gap:
+                    log.warning("kafka spout: %s/%d skipped %d offsets the broker no longer has (%d..%d)",
+                                tp[0], tp[1], gap, offset - gap, offset - 1)
+            else:
+                m.fetched_to = offset + 1
+            if m.should_emit(offset):
+                waiting.append(r)
+            if not self.tracked:
+                untracked_ends[tp] = offset + 1
+        if self.config.processing_guarantee == "AT_MOST_ONCE" and untracked_ends:
+            self._commit_before_emit(untracked_ends, now)
+
+    def _commit_before_emit(self, ends: dict[TopicPartition, int], now: float) -> None:
+        """AT_MOST_ONCE: the polled offsets are committed before anything of them is emitted."""
+        try:
+            self.store.commit(ends, sync=True)
+        except KafkaClientError as err:
+            # nothing of this poll is emitted: fetch it again from the committed position
+            self.waiting.clear()
+            for tp in ends:
+                m = self.managers[tp]
+                self.client.seek(tp, m.committed)
+                m.fetched_to = m.committed
+            self._report("commit", err, now)
+            return
+        for tp, offset in ends.items():
+            self.managers[tp].committed = offset
+
+    def _poll_error(self, e: PollError, now: float) -> None:
+        where = f" (topic {e.topic!r} partition {e.partition})" if e.topic else ""
+        if e.kind == "offset_reset" and e.topic is not None and e.partition is not None:
+            self.reset_partitions.add((e.topic, e.partition))
+            self.stats.offset_resets += 1
+            log.warning("kafka spout: offset out of range%s, reset: %s", where, e.message)
+            self._report(f"reset:{e.topic}/{e.partition}", KafkaSpoutError(f"offset out of range{where}: "
+                                                                          f"{e.message}"), now)
+            return
+        self.stats.broker_errors += 1
+        self._report(e.kind, KafkaSpoutError(f"Kafka poll from {self.config.bootstrap_servers}{where}: "
+                                             f"{e.message}"), now)
+
+    # -------------------------------------------------------------------------------------- assignment
+    def _refresh(self, now: float) -> None:
+        cfg = self.config
+        try:
+            topics = self.client.topic_partitions(CALL_TIMEOUT)
+            wanted = sorted((p.topic, p.partition) for name, infos in topics.items() if cfg.matches(name)
+                            for p in infos)
+            if not isinstance(cfg.topics, re.Pattern):
+                missing = {t for t in cfg.topics if t not in topics}
+                for t in sorted(missing - self.missing_topics):
+                    self._report(f"topic:{t}", KafkaSpoutError(
+                        f"topic {t!r} does not exist on {cfg.bootstrap_servers}; the spout waits for it"), now,
+                        always=True)
+                self.missing_topics = missing
+            mine = wanted[self.index::self.num_tasks]
+            if set(mine) != set(self.managers):
+                self._reassign(mine, now)
+        except KafkaClientError as err:
+            self.next_refresh = now + self.refresh_backoff
+            self.refresh_backoff = min(self.refresh_backoff * 2, REFRESH_BACKOFF_MAX)
+            self.stats.broker_errors += 1
+            self._report("refresh", KafkaSpoutError(f"cannot read the partitions of {cfg.describe_topics()} "
+                                                    f"from {cfg.bootstrap_servers}: {err.message}"), now)
+            return
+        self.refresh_backoff = REFRESH_BACKOFF_MIN
+        self.next_refresh = now + cfg.partition_refresh_period_ms / 1000.0
+
+    def _reassign(self, mine: list[TopicPartition], now: float) -> None:
+        old = set(self.managers)
+        new = set(mine)
+        revoked = old - new
+        if revoked and self.tracked:
+            self._commit(now, sync=True, only=revoked)
+        added = sorted(new - old)
+        starts = self.store.start_positions(added) if added else {}
+        for tp in revoked:
+            self.managers.pop(tp)
+            self.paused.discard(tp)
+        if revoked:
+            self.waiting = deque(r for r in self.waiting if (r.topic, r.partition) in new)
+            self.inflight = {k: v for k, v in self.inflight.items() if (k[0], k[1]) in new}
+        for tp in added:
+            self.managers[tp] = PartitionOffsets(starts[tp], self.config.max_uncommitted_offsets, self.retry)
+        positions = {tp: m.fetched_to for tp, m in self.managers.items()}
+        self.client.assign(positions)
+        self.paused = set()
+        log.info("kafka spout task %d owns %s", self.task_id, ", ".join(f"{t}/{p}" for t, p in sorted(new)) or "none")
+
+    # ------------------------------------------------------------------------------------------ commits
+    def _commit(self, now: float, sync: bool, only: set[TopicPartition] | None = None) -> None:
+        if self.config.processing_guarantee == "AT_MOST_ONCE" or not self.managers:
+            return
+        offsets: dict[TopicPartition, int] = {}
+        for tp, m in self.managers.items():
+            if only is not None and tp not in only:
+                continue
+            offset = m.commit_offset() if self.tracked else (m.fetched_to if m.fetched_to > m.committed else None)
+            if offset is not None:
+                offsets[tp] = offset
+        if not offsets:
+            return
+        try:
+            confirmed = self.store.commit(offsets, sync)
+        except (KafkaClientError, StormPyError) as err:
+            self.stats.commit_errors += 1
+            self._report("commit", err, now)  # kept; retried at the next period (STORM-2494)
+            return
+        if confirmed:
+            for tp, offset in offsets.items():
+                self._committed(tp, offset)
+
+    def _commit_results(self, now: float) -> None:
+        for tp, offset, error in self.client.take_commit_results():
+            if error is not None:
+                self.stats.commit_errors += 1
+                self._report("commit", KafkaSpoutError(f"committing {tp[0]}/{tp[1]} offset {offset} failed: "
+                                                       f"{error}"), now)
+            else:
+                self._committed(tp, offset)
+
+    def _committed(self, tp: TopicPartition, offset: int) -> None:
+        m = self.managers.get(tp)
+        if m is None:
+            return
+        if not self.tracked:
+            m.committed = max(m.committed, offset)
+            return
+        m.committed_to(offset)
+        if m.position_behind(m.fetched_to):  # STORM-2666: never fetch below the commit again
+            self.client.seek(tp, m.committed)
+
+    # ------------------------------------------------------------------------------------------ reports
+    def _report(self, kind: str, err: BaseException, now: float, always: bool = False) -> None:
+        last = self.last_report.get(kind)
+        if not always and last is not None and now - last < REPORT_EVERY:
+            return
+        self.last_report[kind] = now
+        log.warning("kafka spout task %d: %s", self.task_id, err)
+        self.collector.report_error(err)
+
+    # ------------------------------------------------------------------------------------------- status
+    def lag(self) -> dict[TopicPartition, int]:
+        """Per owned partition: log end (from the last fetch) minus committed offset."""
+        out: dict[TopicPartition, int] = {}
+        for tp, m in self.managers.items():
+            marks = self.client.watermarks(tp, 0.0, cached=True)
+            if marks is not None:
+                out[tp] = max(0, marks[1] - m.committed)
+        return out

@@ -1,0 +1,78 @@
+"""The Kafka spout's counters and its ``kafkaOffset`` metric (lag per partition, records/s, what was skipped).
+
+:class:`KafkaSpoutStats` is a plain object the spout increments; :meth:`KafkaSpoutStats.offset_metric` is what
+the spout registers with ``TopologyContext.register_metric`` (storm-kafka-client's ``kafkaOffset`` names:
+``<topic>/partition_<n>/spoutLag``, ``.../latestEmittedOffset``, ``.../latestCompletedOffset``,
+``totalSpoutLag``), plus ``recordsPerSec`` over the bucket and the counters of skipped, lost, dead-lettered and
+ignored offsets, so nothing is dropped without a number saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storm_py.kafka.spout import KafkaSpout
+
+
+@dataclass
+class KafkaSpoutStats:
+    """Counters of one spout task since it opened."""
+
+    fetched: int = 0
+    emitted: int = 0
+    acked: int = 0
+    failed: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    skipped_by_translator: int = 0
+    translator_errors: int = 0
+    ignored_acks: int = 0
+    offset_resets: int = 0
+    broker_errors: int = 0
+    commit_errors: int = 0
+    opened_at: float = 0.0
+
+    def started(self, now: float) -> None:
+        self.opened_at = now
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def offset_metric(self, spout: KafkaSpout) -> KafkaOffsetMetric:
+        """The metric object the spout registers."""
+        return KafkaOffsetMetric(spout)
+
+
+class KafkaOffsetMetric:
+    """``get_value_and_reset()``: lag and offsets per partition, totals, records/s since the last call."""
+
+    def __init__(self, spout: KafkaSpout) -> None:
+        self.spout = spout
+        self.last_time: float | None = None
+        self.last_emitted = 0
+
+    def get_value_and_reset(self) -> dict[str, Any]:
+        spout = self.spout
+        now = spout.clock.now()
+        stats = spout.stats
+        out: dict[str, Any] = {}
+        lags = spout.lag()
+        for (topic, partition), m in spout.managers.items():
+            prefix = f"{topic}/partition_{partition}"
+            if (topic, partition) in lags:
+                out[f"{prefix}/spoutLag"] = lags[(topic, partition)]
+            out[f"{prefix}/latestEmittedOffset"] = m.fetched_to - 1
+            out[f"{prefix}/latestCompletedOffset"] = m.committed
+            out[f"{prefix}/skippedOffsets"] = m.skipped
+            out[f"{prefix}/lostOffsets"] = m.lost
+        out["totalSpoutLag"] = sum(lags.values())
+        since = self.last_time if self.last_time is not None else stats.opened_at
+        elapsed = max(now - since, 1e-9)
+        out["recordsPerSec"] = (stats.emitted - self.last_emitted) / elapsed
+        self.last_time, self.last_emitted = now, stats.emitted
+        for name in ("dead_lettered", "ignored_acks", "translator_errors", "offset_resets", "broker_errors",
+                     "commit_errors"):
+            out[name] = getattr(stats, name)
+        return out
