@@ -25,9 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "storm_py"
 
 #: First segments of dotted string literals that name config keys (anything else is a module, file, logger...).
+#: Not "spark": that is Spark's own namespace (session settings); storm_py's keys use "topology." / "storm.".
 _KEY_PREFIXES = {
     "topology", "storm", "nimbus", "supervisor", "worker", "ui", "logviewer", "transactional", "drpc", "dev", "zmq",
-    "kafka", "spark", "metrics", "ui", "pacemaker", "blobstore",
+    "kafka", "metrics", "pacemaker", "blobstore",
 }
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$")
 _FILE_SUFFIXES = (
