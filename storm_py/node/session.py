@@ -1,17 +1,20 @@
 """This module owns what every cluster process needs to take part: its advertised hostname and its state session.
 
 The session is ZooKeeper, configured by ``storm.zookeeper.*`` (the only place daemons pick it; tests hand the
-daemons a session of their own).  The hostname is ``storm.local.hostname`` when set, else the machine's name:
-workers bind it and peers connect to it, so it must resolve from every other host of the cluster.
+daemons a session of their own).  The hostname is ``storm.local.hostname`` when set, else the loopback address:
+workers and log viewers bind it and peers connect to it, so a cluster spanning several hosts sets it on every
+host to a name that resolves from the others; nothing listens beyond this machine unless told to.
 """
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping
 from typing import Any
 
 from storm_py.state.storage import StateStorage
+
+#: Where daemons and workers listen when no address is configured: this machine only.
+LOOPBACK = "127.0.0.1"
 
 
 def open_storage(conf: Mapping[str, Any]) -> StateStorage:
@@ -22,5 +25,5 @@ def open_storage(conf: Mapping[str, Any]) -> StateStorage:
 
 
 def local_hostname(conf: Mapping[str, Any]) -> str:
-    """``storm.local.hostname``, else this machine's name."""
-    return str(conf.get("storm.local.hostname") or socket.gethostname())
+    """``storm.local.hostname``, else the loopback address."""
+    return str(conf.get("storm.local.hostname") or LOOPBACK)

@@ -142,25 +142,31 @@ class AclPolicy:
 def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
     """The policy of a session configured by ``storm.zookeeper.auth.*`` / ``storm.zookeeper.topology.auth.*``.
 
-    A cluster payload wins (daemons); a topology payload alone makes a worker's session.  A scheme other than
-    ``digest`` is a :class:`ConfigError`.
+    A cluster payload wins (daemons); a topology payload alone makes a worker's session, which also grants
+    ``storm.zookeeper.superACL`` on what it creates.  A scheme other than ``digest`` is a :class:`ConfigError`.
     """
     root = str(conf.get("storm.zookeeper.root") or "/storm")
     tx_root = str(conf.get("transactional.zookeeper.root") or "/transactional")
-    for prefix in ("storm.zookeeper.auth", "storm.zookeeper.topology.auth"):
-        payload = conf.get(f"{prefix}.payload")
-        if not payload:
-            continue
-        scheme = conf.get(f"{prefix}.scheme") or DIGEST
-        if scheme != DIGEST:
-            raise ConfigError(f"{prefix}.scheme: only 'digest' is supported, got {scheme!r}", key=f"{prefix}.scheme")
-        digest_id(str(payload))  # validates the form
-        if prefix == "storm.zookeeper.auth":
-            return AclPolicy(own=(str(payload),), cluster_payload=str(payload), root=root, tx_root=tx_root)
+    cluster = _payload(conf, "storm.zookeeper.auth.scheme", conf.get("storm.zookeeper.auth.payload"))
+    if cluster is not None:
+        return AclPolicy(own=(cluster,), cluster_payload=cluster, root=root, tx_root=tx_root)
+    topology = _payload(
+        conf, "storm.zookeeper.topology.auth.scheme", conf.get("storm.zookeeper.topology.auth.payload")
+    )
+    if topology is not None:
         super_acl = conf.get("storm.zookeeper.superACL")
-        return AclPolicy(own=(str(payload),), super_id=str(super_acl) if super_acl else None, root=root,
-                         tx_root=tx_root)
+        return AclPolicy(own=(topology,), super_id=str(super_acl) if super_acl else None, root=root, tx_root=tx_root)
     return AclPolicy(root=root, tx_root=tx_root)
+
+
+def _payload(conf: Mapping[str, Any], scheme_key: str, payload: Any) -> str | None:
+    if not payload:
+        return None
+    scheme = conf.get(scheme_key) or DIGEST
+    if scheme != DIGEST:
+        raise ConfigError(f"{scheme_key}: only 'digest' is supported, got {scheme!r}", key=scheme_key)
+    digest_id(str(payload))  # checks the form
+    return str(payload)
 
 
 #: A callable the storages use: path -> ACL of a node created there.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
+    DEFAULT_MAX_MESSAGE_SIZE,
     FrameHandler,
     Receiver,
     Sender,
@@ -15,6 +16,7 @@ from storm_py.transport.memory import MemoryTransport
 
 __all__ = [
     "DEFAULT_HWM",
+    "DEFAULT_MAX_MESSAGE_SIZE",
     "FrameHandler",
     "MemoryTransport",
     "Receiver",
@@ -25,12 +27,15 @@ __all__ = [
 ]
 
 
-def open_transport(kind: str = "zmq", hwm: int = DEFAULT_HWM) -> TransportContext:
-    """A new transport context: ``"zmq"`` (between processes) or ``"memory"`` (inside one process)."""
+def open_transport(
+    kind: str = "zmq", hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> TransportContext:
+    """A new transport context: ``"zmq"`` (between processes) or ``"memory"`` (inside one process, where no
+    frame comes from outside, so ``max_message_size`` only bounds socket receivers)."""
     if kind == "memory":
         return MemoryTransport(hwm=hwm)
     if kind == "zmq":
         from storm_py.transport.zmq import ZmqTransport
 
-        return ZmqTransport(hwm=hwm)
+        return ZmqTransport(hwm=hwm, max_message_size=max_message_size)
     raise TransportError(f"unknown transport {kind!r} (expected 'zmq' or 'memory')", kind=kind)

@@ -35,6 +35,10 @@ FrameHandler = Callable[[bytes], None]
 #: Default high-water mark, in frames (a frame is a batch of tuples), per queue.
 DEFAULT_HWM = 100
 
+#: Largest frame a socket receiver accepts by default (bytes); ``zmq.max.message.bytes`` sets it.  A worker's
+#: batches are far smaller; a larger frame is a broken or hostile peer, dropped with its connection.
+DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+
 #: How long ``stop``/``close`` wait for a receiver thread to finish its current frame.
 STOP_JOIN_TIMEOUT = 10.0
 

@@ -9,6 +9,10 @@ Queues: a PUSH socket holds up to ``hwm`` frames for its peer (SNDHWM) and the P
 (RCVHWM); over TCP the kernel's socket buffers hold some more.  When all are full, ``send`` waits or returns
 ``False``.  Sockets close with linger 0: frames still queued in a closed sender are dropped.
 
+Bounds: a receiver drops the connection of a peer sending a frame over ``max_message_size`` bytes
+(ZMQ_MAXMSGSIZE) before the frame is held in memory, so a hostile or broken peer cannot make a worker allocate
+more than ``max_message_size * hwm``.
+
 Threads: a socket is only ever used by one thread at a time.  A sender's socket is guarded by a lock, so
 ``send`` may be called from several threads.  A receiver's socket belongs to its background thread while
 started (``stop`` wakes that thread through a pipe, never touching the socket), and to the caller of ``recv``
@@ -27,6 +31,7 @@ from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import TransportError
 from storm_py.transport.base import (
     DEFAULT_HWM,
+    DEFAULT_MAX_MESSAGE_SIZE,
     FrameHandler,
     HandlerErrorLog,
     ThreadedReceiver,
@@ -134,7 +139,7 @@ class ZmqSender:
 class ZmqReceiver(ThreadedReceiver):
     """A PULL socket bound to this worker slot's address."""
 
-    def __init__(self, transport: ZmqTransport, endpoint: str, hwm: int) -> None:
+    def __init__(self, transport: ZmqTransport, endpoint: str, hwm: int, max_message_size: int) -> None:
         super().__init__(log)
         self._transport = transport
         self._wake_w: int | None = None
@@ -143,6 +148,7 @@ class ZmqReceiver(ThreadedReceiver):
         try:
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.RCVHWM, hwm)
+            sock.setsockopt(zmq.MAXMSGSIZE, max_message_size)
             sock.bind(endpoint)
             address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         except zmq.ZMQError as exc:
@@ -247,10 +253,17 @@ class ZmqReceiver(ThreadedReceiver):
 
 
 class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
-    """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue."""
+    """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue and
+    ``max_message_size`` (bytes, -1 for none) each frame a receiver accepts."""
 
-    def __init__(self, hwm: int = DEFAULT_HWM) -> None:
+    def __init__(self, hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         super().__init__("zmq", hwm, ZmqSender)
+        if max_message_size == 0 or max_message_size < -1:
+            raise TransportError(
+                f"maximum message size must be positive (or -1 for none), got {max_message_size}",
+                max_message_size=max_message_size,
+            )
+        self.max_message_size = max_message_size
 
     def bind(self, host: str, port: int) -> ZmqReceiver:
         check_port(port)
@@ -259,7 +272,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     def bind_address(self, address: str) -> ZmqReceiver:
         with self._lock:
             self._check_open()
-            receiver = ZmqReceiver(self, address, self.hwm)
+            receiver = ZmqReceiver(self, address, self.hwm, self.max_message_size)
             self._receivers.add(receiver)
         log.debug("bound %s", receiver.address)
         return receiver

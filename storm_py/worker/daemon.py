@@ -81,7 +81,9 @@ def run_worker(
         return EXIT_START_FAILED
     holder: list[Worker] = []
     transfer = SocketTransfer(
-        open_transport("zmq", hwm=int(conf.get("zmq.hwm") or 100)),
+        open_transport(
+            "zmq", hwm=int(conf.get("zmq.hwm") or 100), max_message_size=int(conf.get("zmq.max.message.bytes") or -1)
+        ),
         host,
         resolve=lambda node: holder[0].node_host.get(node) if holder else None,
     )

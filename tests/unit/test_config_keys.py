@@ -30,7 +30,7 @@ _KEY_PREFIXES = {
     "topology", "storm", "nimbus", "supervisor", "worker", "ui", "logviewer", "transactional", "drpc", "dev", "zmq",
     "kafka", "metrics", "pacemaker", "blobstore",
 }
-_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)+$")
+_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*\.[a-zA-Z0-9_-]+$")  # Storm has superACL
 _FILE_SUFFIXES = (
     ".yaml", ".yml", ".log", ".out", ".err", ".zip", ".whl", ".json", ".py", ".txt", ".pid", ".lock", ".html", ".css",
     ".js", ".svg", ".png", ".ico", ".csv", ".parquet", ".tar", ".gz", ".db", ".sqlite",
