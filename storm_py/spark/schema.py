@@ -117,9 +117,11 @@ class Schema:
 
     def check_rows(self, rows: Sequence[Sequence[Any]]) -> tuple[list[Sequence[Any]], list[tuple[Sequence[Any], str]]]:
         """Split ``rows`` into the rows that fit (in order) and ``(row, reason)`` for those that do not."""
+        if not rows:
+            return [], []
         width = len(self.fields)
         if all(len(r) == width for r in rows):
-            columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else []
+            columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True))
             if all(self._column_ok(f, col) for f, col in zip(self.fields, columns, strict=True)):
                 return list(rows), []
         good: list[Sequence[Any]] = []
