@@ -197,6 +197,10 @@ def dev_cluster(
         try:
             click.echo(f"config: {cluster.client_conf_path}")
             click.echo(f"nimbus: {cluster.nimbus_url()}", nl=True)
+            if nimbuses > 1:
+                leader = cluster.leader()
+                where = f"{leader.name} (http://{cluster.host}:{leader.port})" if leader else "none yet"
+                click.echo(f"leader: {where}")
             sys.stdout.flush()
             reported: set[str] = set()
             while not stop.wait(0.5):

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import click
 
-from storm_py.cli.options import config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf
 from storm_py.client import LogViewerClient, NimbusClient
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import NotAliveException, StormPyError
@@ -141,6 +141,6 @@ def logs(name: str, follow: bool, config_file: str | None, overrides: tuple[str,
                 return
             SYSTEM_CLOCK.sleep(FOLLOW_POLL_SECS)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     except KeyboardInterrupt:
         return

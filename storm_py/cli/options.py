@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -11,6 +12,9 @@ from storm_py.config import read_storm_config
 from storm_py.errors import StormPyError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Where commands look for ``storm.yaml`` when ``--config`` is not given (Storm's ``storm`` looks in ``conf/``).
+SEARCH_DIRS = ("conf",)
 
 
 def config_options(fn: F) -> F:
@@ -29,9 +33,28 @@ def config_options(fn: F) -> F:
 def load_conf(config_file: str | None, overrides: tuple[str, ...]) -> dict[str, Any]:
     """Defaults < config file < overrides; a bad file or override is a one-line usage error."""
     try:
-        return read_storm_config(config_file, overrides)
+        return read_storm_config(config_file, overrides, SEARCH_DIRS)
     except StormPyError as err:
         raise click.UsageError(err.message) from err
+
+
+def config_file_used(config_file: str | None) -> str | None:
+    """The configuration file :func:`load_conf` reads (None: defaults and ``-c`` only)."""
+    if config_file:
+        return config_file
+    found = (Path(d) / "storm.yaml" for d in SEARCH_DIRS)
+    return next((str(p) for p in found if p.is_file()), None)
+
+
+def command_error(err: StormPyError, config_file: str | None) -> click.ClickException:
+    """A command's one-line error; when no nimbus answered, it says which config was used and how to pick one."""
+    message = err.message
+    if err.code == "nimbus_unreachable":
+        used = config_file_used(config_file)
+        looked = ", ".join(f"{d}/storm.yaml" for d in SEARCH_DIRS)
+        source = f"config {used}" if used else f"no config file ({looked} not found)"
+        message += f"; used {source}: name the cluster's config with --config FILE (or -c nimbus.seeds=[...])"
+    return click.ClickException(message)
 
 
 def parse_overrides(overrides: tuple[str, ...]) -> dict[str, Any]:

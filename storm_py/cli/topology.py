@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import config_options, load_conf, parse_overrides
+from storm_py.cli.options import command_error, config_options, load_conf, parse_overrides
 from storm_py.errors import StormPyError
 
 
@@ -38,12 +38,24 @@ def submit(
     topo_conf = parse_overrides(overrides)
     try:
         parse_entry(entry)
-        data, filename = read_package(package)
+        left_out: list[str] = []
+        data, filename = read_package(package, left_out)
         name = name or _default_name(entry)
         reply = _client(conf).submit(name, TopologyPackage(data, entry, filename), topo_conf, inactive)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
+    if left_out:
+        click.echo(f"Left out of the package: {', '.join(left_out)}")
     click.echo(f"Finished submitting topology: {name} (id {reply['id']})")
+
+
+#: Storm users type ``storm jar``: the same command under that name.
+jar = click.Command(
+    "jar",
+    callback=submit.callback,
+    params=submit.params,
+    help="Same as `submit` (Storm's `storm jar`): upload WHEEL_OR_DIR and run MODULE:FUNCTION's topology.",
+)
 
 
 @click.command("kill")
@@ -56,7 +68,7 @@ def kill(name: str, wait: float | None, config_file: str | None, overrides: tupl
     try:
         _client(load_conf(config_file, overrides)).kill(name, wait)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     click.echo(f"Killed topology: {name}")
 
 
@@ -68,7 +80,7 @@ def activate(name: str, config_file: str | None, overrides: tuple[str, ...]) -> 
     try:
         _client(load_conf(config_file, overrides)).activate(name)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     click.echo(f"Activated topology: {name}")
 
 
@@ -80,7 +92,7 @@ def deactivate(name: str, config_file: str | None, overrides: tuple[str, ...]) -
     try:
         _client(load_conf(config_file, overrides)).deactivate(name)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     click.echo(f"Deactivated topology: {name}")
 
 
@@ -114,7 +126,7 @@ def rebalance(
     try:
         _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts)
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     click.echo(f"Topology {name} is rebalancing")
 
 
@@ -125,14 +137,23 @@ def list_topologies(config_file: str | None, overrides: tuple[str, ...]) -> None
     try:
         rows = _client(load_conf(config_file, overrides)).topology_summaries()
     except StormPyError as err:
-        raise click.ClickException(err.message) from err
+        raise command_error(err, config_file) from err
     if not rows:
         click.echo("No topologies running.")
         return
-    fmt = "{:<20} {:<10} {:<10} {:<12} {:<10}"
-    click.echo(fmt.format("Topology_name", "Status", "Num_tasks", "Num_workers", "Uptime_secs"))
-    click.echo("-" * 66)
-    for r in rows:
-        click.echo(fmt.format(r["name"], r["status"], r["tasksTotal"], r["workersTotal"], r["uptimeSeconds"]))
+    for line in topology_table(rows):
+        click.echo(line)
+
+
+def topology_table(rows: list[Mapping[str, Any]]) -> list[str]:
+    """``storm list``'s table, each column as wide as its widest cell (long names keep the columns aligned)."""
+    header = ("Topology_name", "Status", "Num_tasks", "Num_workers", "Uptime_secs")
+    cells = [header] + [
+        tuple(str(r[k]) for k in ("name", "status", "tasksTotal", "workersTotal", "uptimeSeconds")) for r in rows
+    ]
+    widths = [max(minimum, *(len(c[i]) for c in cells)) for i, minimum in enumerate((20, 10, 10, 12, 11))]
+    lines = [" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "-" * (sum(widths) + len(widths) - 1))
+    return lines
 
 

@@ -25,9 +25,47 @@ from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
-from storm_py.node.local_state import write_json
+from storm_py.node.local_state import read_json, write_json
 
 log = logging.getLogger(__name__)
+
+#: The record of a running dev cluster, in its work dir (a directory holding one is a dev-cluster work dir).
+RECORD = "dev-cluster.json"
+
+
+class WorkDirInUseError(StormPyError):
+    """A dev cluster was asked to start in the work dir of one that still runs."""
+
+    code = "workdir_in_use"
+
+
+def running_owner(workdir: Path) -> str:
+    """Which processes recorded in ``workdir``'s dev-cluster record still run (``""`` when none does)."""
+    record = read_json(workdir / RECORD)
+    if not isinstance(record, dict):
+        return ""
+    named: list[tuple[str, Any]] = [("dev-cluster", record.get("pid")), ("zookeeper", record.get("zookeeper_pid"))]
+    named += [(str(d.get("name")), d.get("pid")) for d in record.get("daemons") or [] if isinstance(d, dict)]
+    alive = [f"{name} pid {pid}" for name, pid in named if isinstance(pid, int) and _runs_ours(pid)]
+    return ", ".join(alive)
+
+
+def _runs_ours(pid: int) -> bool:
+    """Whether ``pid`` runs and (where /proc tells) is a storm_py or ZooKeeper process, not a reused pid."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().lower()
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z" and (b"storm" in cmdline or b"zookeeper" in cmdline)
 
 #: How long a stopped daemon gets before it is killed.
 STOP_TIMEOUT_SECS = 15.0
@@ -88,6 +126,14 @@ class DevCluster:
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
         return f"http://{self.host}:{port}"
 
+    def leader(self) -> Daemon | None:
+        """The nimbus daemon that leads now (None when none does)."""
+        try:
+            address = NimbusClient({**self.client_conf, "storm.nimbus.retry.times": 0}).find_leader()
+        except StormPyError:
+            return None
+        return next((d for d in self.daemons if d.kind == "nimbus" and f"{self.host}:{d.port}" == address), None)
+
     def start(self, timeout: float = 60.0) -> None:
         """Start everything and wait until the cluster accepts topologies; stops what it started on failure."""
         try:
@@ -97,6 +143,12 @@ class DevCluster:
             raise
 
     def _start(self, timeout: float) -> None:
+        owner = running_owner(self.workdir)
+        if owner:
+            raise WorkDirInUseError(
+                f"{self.workdir} belongs to a running dev cluster ({owner}): stop it, or pass another --workdir",
+                workdir=str(self.workdir),
+            )
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         if self.external_zookeeper:
@@ -147,7 +199,7 @@ class DevCluster:
 
     def _record(self) -> None:
         write_json(
-            self.workdir / "dev-cluster.json",
+            self.workdir / RECORD,
             {
                 "pid": os.getpid(),
                 "zookeeper": self.external_zookeeper

@@ -1,8 +1,8 @@
 """This module owns the JSON shapes of Storm UI's REST API, built from cluster-state records (pure functions).
 
-Field names follow Storm's ``STORM-UI-REST-API.md`` (``slotsTotal``, ``uptimeSeconds``, ``spoutId``...).
-Statistics come from the workers' heartbeats and cover the topology's whole life (Storm's ``:all-time``
-window); resource fields of the resource-aware scheduler are not reported.
+Field names follow the REST API of Storm's UI (``slotsTotal``, ``uptimeSeconds``, ``spoutId``...).
+Statistics come from the workers' heartbeats, over Storm's windows (``?window=600|10800|86400|:all-time``,
+see :mod:`storm_py.metrics.rest`); resource fields of the resource-aware scheduler are not reported.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.metrics import rest, stats
+from storm_py.metrics.windows import ALL_TIME, StatsBook, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 
-ALL_TIME = ":all-time"
-ALL_TIME_PRETTY = "All time"
 LEADER = "Leader"
 NOT_LEADER = "Not a Leader"
 
@@ -201,8 +201,8 @@ def topology_page(
     page["msgTimeout"] = base.topology_conf.get("topology.message.timeout.secs")
     page["debug"] = bool(base.topology_conf.get("topology.debug", False))
     page["replicationCount"] = replication
-    page["window"] = ALL_TIME
-    page["windowHint"] = ALL_TIME_PRETTY
+    page.setdefault("window", ALL_TIME)
+    page["windowHint"] = window_pretty(str(page["window"]))
     page["schedulerDisplayResource"] = False
     spouts = [dict(s) for s in page.get("spouts", [])]
     bolts = [dict(b) for b in page.get("bolts", [])]
@@ -210,19 +210,12 @@ def topology_page(
         comp.update(_error_fields(comp.get("errors", []), now))
         comp.setdefault("encodedId", comp.get("spoutId") or comp.get("boltId"))
     page["spouts"], page["bolts"] = spouts, bolts
-    latency = [s["completeLatency"] for s in spouts if s.get("acked")]
-    page["topologyStats"] = [
-        {
-            "window": ALL_TIME,
-            "windowPretty": ALL_TIME_PRETTY,
-            "emitted": sum(c.get("emitted", 0) for c in spouts + bolts),
-            "transferred": sum(c.get("transferred", 0) for c in spouts + bolts),
-            "acked": sum(s.get("acked", 0) for s in spouts),
-            "failed": sum(s.get("failed", 0) for s in spouts),
-            "completeLatency": (sum(latency) / len(latency)) if latency else 0.0,
-        }
-    ]
     page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base), log_viewers or {})
+    links = {(w["host"], w["port"]): w["workerLogLink"] for w in page["workers"]}
+    for comp in spouts + bolts:  # the last error's log link: the worker on the error's host and port
+        comp["errorWorkerLogLink"] = links.get((comp.get("errorHost"), comp.get("errorPort")), "")
+        for err in comp.get("errors", []):
+            err["errorWorkerLogLink"] = links.get((err.get("host"), err.get("port")), "")
     return page
 
 
@@ -233,48 +226,27 @@ def component_page(
     beats: Mapping[tuple[str, int], WorkerHeartbeat],
     errors: list[ErrorInfo],
     now: float,
+    book: StatsBook | None = None,
+    window: str = ALL_TIME,
 ) -> dict[str, Any] | None:
-    """``/api/v1/topology/:id/component/:component`` from a topology page; None for an unknown component."""
+    """``/api/v1/topology/:id/component/:component`` from a topology page; None for an unknown component.
+
+    ``book`` holds the rolling windows (:class:`~storm_py.metrics.windows.StatsBook`); without one only the
+    all-time figures are known.
+    """
     comp = next((c for c in page["spouts"] if c.get("spoutId") == component), None)
     is_spout = comp is not None
     if comp is None:
         comp = next((c for c in page["bolts"] if c.get("boltId") == component), None)
     if comp is None:
         return None
+    book = book if book is not None else StatsBook()
+    tid = str(page["id"])
+    found = [r for r in rest.reports(beats) if r.component == component]
+    rows = rest.by_component(book, tid, found, window, now).get(component, [])
     log_links = {(w["supervisorId"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}
-    executor_stats = []
-    for (node, port), hb in sorted(beats.items()):
-        host = assignment.node_host.get(node, node) if assignment is not None else node
-        for ex in (hb.stats or {}).get("executors", {}).values():
-            if ex.get("component") != component:
-                continue
-            tasks = ex.get("tasks") or [0]
-            row = {
-                "id": f"[{tasks[0]}-{tasks[-1]}]",
-                "host": host,
-                "port": port,
-                "supervisorId": node,
-                "uptime": pretty_uptime(hb.uptime_secs),
-                "uptimeSeconds": int(hb.uptime_secs),
-                "emitted": ex.get("emitted", 0),
-                "transferred": ex.get("transferred", 0),
-                "acked": ex.get("acked", 0),
-                "failed": ex.get("failed", 0),
-                "workerLogLink": log_links.get((node, port), ""),
-            }
-            if is_spout:
-                row["completeLatency"] = ex.get("complete_latency_ms", 0.0)
-            else:
-                row["executed"] = ex.get("executed", 0)
-            executor_stats.append(row)
-    window = {
-        "window": ALL_TIME,
-        "windowPretty": ALL_TIME_PRETTY,
-        "emitted": comp.get("emitted", 0),
-        "transferred": comp.get("transferred", 0),
-        "acked": comp.get("acked", 0),
-        "failed": comp.get("failed", 0),
-    }
+    hosts = assignment.node_host if assignment is not None else {}
+    fig = rest.combined(rows)
     out: dict[str, Any] = {
         "id": component,
         "encodedId": component,
@@ -285,11 +257,13 @@ def component_page(
         "componentType": "spout" if is_spout else "bolt",
         "executors": comp.get("executors", 0),
         "tasks": comp.get("tasks", 0),
-        "window": ALL_TIME,
-        "windowHint": ALL_TIME_PRETTY,
+        "window": window,
+        "windowHint": window_pretty(window),
         "debug": False,
         "schedulerDisplayResource": False,
-        "executorStats": executor_stats,
+        "executorStats": rest.executor_stats(rows, is_spout, hosts, log_links),
+        "outputStats": stats.output_stats(fig, is_spout),
+        "inputStats": [] if is_spout else stats.input_stats(fig),
         "componentErrors": [
             {
                 "error": e.error,
@@ -297,15 +271,20 @@ def component_page(
                 "errorPort": e.port,
                 "errorTime": int(e.time_secs),
                 "errorLapsedSecs": int(max(0.0, now - e.time_secs)),
-                "errorWorkerLogLink": "",
+                "errorWorkerLogLink": log_links.get(_slot_of(assignment, e.host, e.port), ""),
             }
             for e in errors
         ],
     }
-    if is_spout:
-        window["completeLatency"] = comp.get("completeLatency", 0.0)
-        out["spoutSummary"] = [window]
-    else:
-        window["executed"] = comp.get("executed", 0)
-        out["boltStats"] = [window]
+    summaries = rest.window_summaries(book, tid, found, component, is_spout, now)
+    out["spoutSummary" if is_spout else "boltStats"] = summaries
     return out
+
+
+def _slot_of(assignment: Assignment | None, host: str, port: int) -> tuple[str, int]:
+    """The (supervisor, port) slot on ``host:port`` (errors name the host; log links are per slot)."""
+    if assignment is not None:
+        for node, h in assignment.node_host.items():
+            if h == host:
+                return node, port
+    return host, port

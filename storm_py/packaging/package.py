@@ -21,10 +21,14 @@ from storm_py.errors import TopologyLoadError
 
 log = logging.getLogger(__name__)
 
-#: Directories never packed from a source directory.
+#: Directories never packed from a source directory: VCS, caches, virtualenvs.
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".mypy_cache", ".pytest_cache",
                           ".ruff_cache", ".tox", "node_modules"})
+#: Build outputs, left out at the top of a source directory (deeper, a ``build`` package may be real code).
+SKIPPED_TOP_DIRS = frozenset({"build", "dist"})
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
+#: A directory holding this file is a dev cluster's work dir (logs, state, downloaded packages).
+DEV_CLUSTER_RECORD = "dev-cluster.json"
 
 
 @dataclass(frozen=True)
@@ -46,15 +50,19 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_package(path: str | os.PathLike[str]) -> tuple[bytes, str]:
+def read_package(path: str | os.PathLike[str], left_out: list[str] | None = None) -> tuple[bytes, str]:
     """The archive bytes and file name of a wheel/zip file, or of a directory (zipped here).
+
+    A directory is packed without VCS and cache directories, virtualenvs, build outputs (``build/``,
+    ``dist/``, ``*.egg-info``) and dev-cluster work dirs; the directories left out are appended to
+    ``left_out`` when given.
 
     Raises:
         TopologyLoadError: the path does not exist, or is neither a directory nor a zip archive (a wheel).
     """
     p = Path(path)
     if p.is_dir():
-        return _zip_dir(p), f"{p.resolve().name or 'topology'}.zip"
+        return _zip_dir(p, left_out if left_out is not None else []), f"{p.resolve().name or 'topology'}.zip"
     if not p.exists():
         raise TopologyLoadError(f"{p} does not exist", path=str(p))
     try:
@@ -65,11 +73,24 @@ def read_package(path: str | os.PathLike[str]) -> tuple[bytes, str]:
     return data, p.name
 
 
-def _zip_dir(root: Path) -> bytes:
+def _skipped(parent: Path, name: str, top: bool) -> bool:
+    return (
+        name in SKIPPED_DIRS
+        or name.startswith(".")
+        or name.endswith(".egg-info")
+        or (top and name in SKIPPED_TOP_DIRS)
+        or (parent / name / DEV_CLUSTER_RECORD).is_file()
+    )
+
+
+def _zip_dir(root: Path, left_out: list[str]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith("."))
+            here = Path(dirpath)
+            skip = {d for d in dirnames if _skipped(here, d, here == root)}
+            left_out.extend(f"{(here / d).relative_to(root).as_posix()}/" for d in sorted(skip))
+            dirnames[:] = sorted(d for d in dirnames if d not in skip)
             for name in sorted(filenames):
                 if name.endswith(SKIPPED_SUFFIXES):
                     continue

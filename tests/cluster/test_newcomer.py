@@ -1,0 +1,124 @@
+"""The newcomer's path through the CLI: `jar`, what `submit DIR` packs, nimbus hints, `list`, dev-cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import zipfile
+from io import BytesIO
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from storm_py.cli.main import cli
+from storm_py.cli.topology import topology_table
+from storm_py.clock import wait_until
+from storm_py.dev.cluster import running_owner
+from storm_py.dev.zookeeper import free_port
+from storm_py.packaging.package import read_package
+from tests.cluster.harness import alive, storm_py_command
+
+
+def test_jar_is_submit_under_storms_name(tmp_path: Path) -> None:
+    runner = CliRunner()
+    jar = runner.invoke(cli, ["jar", "--help"])
+    assert jar.exit_code == 0 and "Same as `submit`" in jar.output
+    for option in ("--name", "--inactive", "--config", "-c, --conf"):
+        assert option in jar.output
+    result = runner.invoke(cli, ["jar", str(tmp_path), "no-colon"])
+    assert result.exit_code == 1 and "is not of the form MODULE:FUNCTION" in result.output
+
+
+def test_submit_dir_leaves_out_build_outputs_vcs_caches_and_dev_cluster_work_dirs(tmp_path: Path) -> None:
+    src = tmp_path / "project"
+    files = {
+        "mytopo/__init__.py": "", "mytopo/build/__init__.py": "", "mytopo/topology.py": "x = 1\n",
+        "pyproject.toml": "", "build/lib/mytopo/topology.py": "", "dist/mytopo-0.1.whl": "",
+        "mytopo.egg-info/PKG-INFO": "", ".git/HEAD": "", ".hg/store": "", ".svn/entries": "",
+        "mytopo/__pycache__/topology.cpython-311.pyc": "", ".venv/bin/python": "",
+        "dev-cluster/dev-cluster.json": "{}", "dev-cluster/logs/nimbus-1.log": "",
+        "scratch/cluster/dev-cluster.json": "{}",
+    }
+    for name, text in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text, encoding="utf-8")
+    left_out: list[str] = []
+    data, filename = read_package(src, left_out)
+    names = sorted(zipfile.ZipFile(BytesIO(data)).namelist())
+    assert filename == "project.zip"
+    assert names == ["mytopo/__init__.py", "mytopo/build/__init__.py", "mytopo/topology.py", "pyproject.toml"]
+    assert {"build/", "dist/", "mytopo.egg-info/", ".git/", ".hg/", ".svn/", ".venv/", "dev-cluster/",
+            "scratch/cluster/", "mytopo/__pycache__/"} == set(left_out)
+
+
+def test_an_unreachable_nimbus_names_the_config_used_and_suggests_config(tmp_path: Path, monkeypatch) -> None:
+    conf = tmp_path / "cluster.yaml"
+    conf.write_text(f"nimbus.seeds: ['127.0.0.1:{free_port()}']\nstorm.nimbus.retry.times: 0\n", encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["list", "--config", str(conf)])
+    assert result.exit_code == 1
+    assert f"used config {conf}" in result.output and "--config FILE" in result.output
+    monkeypatch.chdir(tmp_path)  # no conf/storm.yaml here
+    result = runner.invoke(cli, ["kill", "t", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']",
+                                 "-c", "storm.nimbus.retry.times=0"])
+    assert result.exit_code == 1
+    assert "no config file (conf/storm.yaml not found)" in result.output and "--config FILE" in result.output
+
+
+def test_list_columns_stay_aligned_for_long_names() -> None:
+    rows = [
+        {"name": "wc", "status": "ACTIVE", "tasksTotal": 5, "workersTotal": 2, "uptimeSeconds": 7},
+        {"name": "a-very-long-topology-name-from-a-team", "status": "REBALANCING", "tasksTotal": 12345,
+         "workersTotal": 3, "uptimeSeconds": 86400},
+    ]
+    header, rule, *lines = topology_table(rows)
+    starts = [header.index(h) for h in ("Status", "Num_tasks", "Num_workers", "Uptime_secs")]
+    for line, row in zip(lines, rows, strict=True):
+        cells = [row["status"], row["tasksTotal"], row["workersTotal"], row["uptimeSeconds"]]
+        assert [line.index(str(c), s) for c, s in zip(cells, starts, strict=True)] == starts
+        assert line[starts[0] - 1] == " "
+    assert set(rule) == {"-"} and len(rule) >= len(max(lines, key=len))
+
+
+def test_dev_cluster_refuses_a_work_dir_a_running_cluster_owns(tmp_path: Path) -> None:
+    workdir = tmp_path / "dev"
+    workdir.mkdir()
+    # a process standing in for a dev cluster's daemon (its command line names storm) until its stdin closes
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "storm-py-nimbus"],
+                              stdin=subprocess.PIPE)
+    try:
+        record = {"pid": 0, "zookeeper_pid": None,
+                  "daemons": [{"name": "nimbus-1", "kind": "nimbus", "pid": holder.pid}]}
+        (workdir / "dev-cluster.json").write_text(json.dumps(record), encoding="utf-8")
+        wait_until(lambda: running_owner(workdir) != "", 10, what="the stand-in to exec")
+        assert running_owner(workdir) == f"nimbus-1 pid {holder.pid}"
+        proc = subprocess.Popen([*storm_py_command(), "dev-cluster", "--workdir", str(workdir), "--timeout", "5"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        finally:  # were it to start a cluster after all, stop all of it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+        assert proc.returncode == 1
+        assert "belongs to a running dev cluster (nimbus-1 pid" in stderr and "--workdir" in stderr
+        assert not (workdir / "zookeeper").exists()  # nothing was started
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    assert not alive(holder.pid) and running_owner(workdir) == ""
+
+
+def test_dev_cluster_with_two_nimbuses_prints_the_leader(dev_cluster) -> None:
+    cluster = dev_cluster(supervisors=1, nimbuses=2)
+    wait_until(lambda: "leader: " in cluster.output(), 30, what="the leader line")
+    leader = cluster.client().find_leader()
+    line = next(x for x in cluster.output().splitlines() if x.startswith("leader: "))
+    name = next(d["name"] for d in cluster.info()["daemons"] if f"127.0.0.1:{d['port']}" == leader)
+    assert line == f"leader: {name} (http://{leader})"
