@@ -275,9 +275,9 @@ class KafkaSpout(Spout):
             self.client.resume(self.paused - want_paused)
             self.client.pause(want_paused - self.paused)
             self.paused = want_paused
-        if len(want_paused) == len(managers):
-            return
-        records, errors = self.client.poll(self.config.max_poll_records, self.config.poll_timeout_ms / 1000.0)
+        # every partition at its limit still polls (without waiting): commit outcomes arrive through polls
+        timeout = 0.0 if len(want_paused) == len(managers) else self.config.poll_timeout_ms / 1000.0
+        records, errors = self.client.poll(self.config.max_poll_records, timeout)
         if self.client.commit_results:
             self._commit_results(now)
         for e in errors:
