@@ -1,0 +1,132 @@
+"""A cluster across a real network: ZooKeeper, nimbus and two supervisors each in its own network namespace
+with its own address, joined by veth pairs; a word count whose two workers run on different nodes.
+
+Skipped only where network namespaces cannot be created (the reason is printed loudly); everything the test
+makes (namespaces, links, processes) is removed afterwards, which the test checks.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from storm_py.client import NimbusClient
+from storm_py.clock import wait_until
+from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
+from tests.cluster.harness import build_wheel, storm_py_command, word_count_project
+from tests.security.netns import NetNamespaces, unavailable_reason
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
+
+ZK_PORT = 2181
+NIMBUS_PORT = 6627
+SECRET = "storm:netns-cluster-secret"
+
+
+@pytest.fixture
+def network() -> Iterator[NetNamespaces]:
+    reason = unavailable_reason()
+    if reason is not None:
+        message = f"NETWORK NAMESPACE TEST SKIPPED: {reason} — the cluster was NOT tested across a real network"
+        warnings.warn(message, stacklevel=1)
+        print(f"\n{'!' * 100}\n{message}\n{'!' * 100}", file=sys.stderr)
+        pytest.skip(message)
+    net = NetNamespaces()
+    try:
+        yield net
+    finally:
+        net.close()
+        assert net.leftovers() == [], f"network namespace test left behind {net.leftovers()}"
+
+
+def write_conf(path: Path, conf: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(conf, sort_keys=True), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: Path) -> None:
+    zk, nimbus = network.add("zk"), network.add("nimbus")
+    supervisors = [network.add("sup1"), network.add("sup2")]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    # ZooKeeper in its namespace, listening on its own address only.
+    zk_dir = tmp_path / "zookeeper"
+    zk_dir.mkdir()
+    (zk_dir / "zoo.cfg").write_text(zoo_cfg(zk_dir / "data", zk.address, ZK_PORT), encoding="utf-8")
+    with (logs / "zookeeper.log").open("ab") as out:
+        zk.popen(server_command(find_java(), find_classpath(), zk_dir / "zoo.cfg"), out, cwd=zk_dir)
+    wait_until(lambda: b"Zookeeper version" in four_letter_word(zk.address, ZK_PORT), 60.0, interval=0.2,
+               what=f"ZooKeeper at {zk.address}:{ZK_PORT}")  # fmt: skip
+
+    common = {
+        "storm.zookeeper.servers": [zk.address],
+        "storm.zookeeper.port": ZK_PORT,
+        "storm.zookeeper.auth.scheme": "digest",
+        "storm.zookeeper.auth.payload": SECRET,
+        "nimbus.seeds": [f"{nimbus.address}:{NIMBUS_PORT}"],
+        "nimbus.thrift.port": NIMBUS_PORT,
+        "storm.log.dir": str(logs),
+        "storm.nimbus.retry.times": 40,
+        "storm.nimbus.retry.interval.millis": 250,
+        "storm.nimbus.retry.intervalceiling.millis": 1000,
+    }
+    daemons = [(nimbus, "nimbus", {"nimbus.host": nimbus.address})] + [
+        (sup, "supervisor", {"storm.local.hostname": sup.address, "supervisor.slots.ports": [6700, 6701],
+                             "logviewer.port": 8000})
+        for sup in supervisors
+    ]  # fmt: skip
+    for node, kind, extra in daemons:
+        conf = write_conf(tmp_path / f"{node.name}.yaml",
+                          {**common, **extra, "storm.local.dir": str(tmp_path / node.name)})  # fmt: skip
+        with (logs / f"{node.name}.log").open("ab") as out:
+            node.popen([sys.executable, "-m", "storm_py", "--log-level", "INFO", kind, "--config", str(conf)], out,
+                       cwd=tmp_path)  # fmt: skip
+    client_conf = {**common, "storm.local.dir": str(tmp_path / "client")}
+    client_path = write_conf(tmp_path / "client.yaml", client_conf)
+    client = NimbusClient(client_conf)
+
+    def registered() -> set[str]:
+        return {s["host"] for s in client.supervisor_summary()}
+
+    wait_until(lambda: registered() == {s.address for s in supervisors}, 90.0, interval=0.5,
+               what="both supervisors registered from their own addresses")  # fmt: skip
+
+    wheel = build_wheel(word_count_project(tmp_path / "src"), tmp_path / "wheels")
+    sentences = 600
+    submitted = subprocess.run(
+        [*storm_py_command(), "submit", str(wheel), "examples.word_count:build", "--name", "wordcount",
+         "-c", "topology.workers=2", "-c", f"wordcount.sentences={sentences}", "--config", str(client_path)],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+
+    def acked() -> int:
+        return int(client.topology("wordcount")["spouts"][0]["acked"])
+
+    wait_until(lambda: acked() == sentences, 180.0, interval=0.5, what=f"{sentences} sentences acked")
+    page = client.topology("wordcount")
+    assert {w["host"] for w in page["workers"]} == {s.address for s in supervisors}  # one worker per node
+    assert page["spouts"][0]["failed"] == 0
+
+    # From outside the cluster (the test's own namespace), ZooKeeper gives nothing without the secret.
+    stranger = KazooClient(hosts=f"{zk.address}:{ZK_PORT}", timeout=6.0)
+    stranger.start(timeout=10.0)
+    try:
+        with pytest.raises(NoAuthError):
+            stranger.get_children("/storm/storms")
+        with pytest.raises(NoAuthError):
+            stranger.get("/storm/assignments/" + page["id"])
+    finally:
+        stranger.stop()
+        stranger.close()
