@@ -118,6 +118,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
+        Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
     ),
 }
 

@@ -8,6 +8,7 @@ a :class:`StatsBook` holds one rollup per live executor and forgets executors an
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,19 +23,28 @@ BUCKETS = 20
 Counters = Mapping[str, float]
 
 
-def window_pretty(window: str) -> str:
-    """Storm's label of a window: ``"10m 0s"``, ``"3h 0m 0s"``, ``"1d 0h 0m 0s"``, ``"All time"``."""
-    if window == ALL_TIME:
-        return "All time"
-    secs = int(window)
-    days, rest = divmod(secs, 86400)
+def pretty_duration(secs: float) -> str:
+    """Storm's duration format: ``"42s"``, ``"5m 58s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``."""
+    total = max(0, int(secs))
+    days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, seconds = divmod(rest, 60)
     if days:
         return f"{days}d {hours}h {minutes}m {seconds}s"
     if hours:
         return f"{hours}h {minutes}m {seconds}s"
-    return f"{minutes}m {seconds}s"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
+
+
+def window_pretty(window: str) -> str:
+    """Storm's label of a window: ``"10m 0s"``, ``"3h 0m 0s"``, ``"1d 0h 0m 0s"``, ``"All time"``."""
+    if window == ALL_TIME:
+        return "All time"
+    if window == "600":
+        return "10m 0s"
+    return pretty_duration(int(window))
 
 
 def parse_window(raw: str | None) -> str:
@@ -170,9 +180,14 @@ class StatsBook:
     """
 
     _topologies: dict[str, dict[str, _Seen]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def observe(self, topology_id: str, reports: Mapping[str, tuple[float, Counters]]) -> None:
-        """The latest reports of a topology's executors (a report already seen is ignored)."""
+        """The latest reports of a topology's executors (a report already seen is ignored); thread-safe."""
+        with self._lock:
+            self._observe(topology_id, reports)
+
+    def _observe(self, topology_id: str, reports: Mapping[str, tuple[float, Counters]]) -> None:
         seen = self._topologies.setdefault(topology_id, {})
         for key in [k for k in seen if k not in reports]:
             del seen[key]
@@ -187,6 +202,10 @@ class StatsBook:
     def retain(self, topology_ids: Iterable[str]) -> None:
         """Forget every topology not in ``topology_ids``."""
         keep = set(topology_ids)
+        with self._lock:
+            self._retain(keep)
+
+    def _retain(self, keep: set[str]) -> None:
         for tid in [t for t in self._topologies if t not in keep]:
             del self._topologies[tid]
 
@@ -194,6 +213,12 @@ class StatsBook:
         """The rollup of one executor, if it was reported."""
         entry = self._topologies.get(topology_id, {}).get(executor_key)
         return entry.rollup if entry is not None else None
+
+    def values(self, topology_id: str, executor_key: str, window: str, now: float) -> WindowValues | None:
+        """An executor's counters over a rolling window (thread-safe); None when it was never reported."""
+        with self._lock:
+            entry = self._topologies.get(topology_id, {}).get(executor_key)
+            return entry.rollup.values(window, now) if entry is not None else None
 
     def executors(self, topology_id: str) -> int:
         """How many executors of the topology are followed."""

@@ -16,8 +16,11 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 import storm_py
+from storm_py import ui
 from storm_py.clock import Clock, wait_until
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
+from storm_py.metrics import prometheus, rest
+from storm_py.metrics.windows import ALL_TIME, parse_window
 from storm_py.nimbus import api_views
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -89,6 +92,7 @@ class NimbusApi:
             get("/topology-workers/{id}", self.topology_workers),
             get("/topology/{id}", self.topology_page),
             get("/topology/{id}/component/{component}", self.component_page),
+            get("/topology/{id}/visualization", self.visualization),
             post("/topology/{id}/activate", self.activate),
             post("/topology/{id}/deactivate", self.deactivate),
             post("/topology/{id}/rebalance", self.rebalance),
@@ -97,6 +101,10 @@ class NimbusApi:
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
             Route("GET", API + "/blobs/{key}", self.blob, protected=True),
+            Route("GET", "/metrics", self.prometheus),
+            Route("GET", "/", self.ui_page),
+            Route("GET", "/{page}", self.ui_page),
+            Route("GET", "/static/{name}", self.ui_page),
         ]
 
     # ------------------------------------------------------------------------------------------- helpers
@@ -157,10 +165,10 @@ class NimbusApi:
         ]
         return {"topologies": rows, "schedulerDisplayResource": False}
 
-    def _page(self, topology: str) -> tuple[str, StormBase, dict[str, Any]]:
+    def _page(self, topology: str, window: str = ALL_TIME) -> tuple[str, StormBase, dict[str, Any]]:
         tid, base = self._base(topology)
         s = self.node.state
-        summary = self.node.nimbus.summary_by_id(tid, base)
+        summary = self.node.nimbus.summary_by_id(tid, base, window)
         page = api_views.topology_page(
             summary,
             base,
@@ -173,16 +181,18 @@ class NimbusApi:
         return tid, base, page
 
     def topology_page(self, req: Request) -> dict[str, Any]:
-        """``/topology/:id``."""
-        return self._page(req.params["id"])[2]
+        """``/topology/:id?window=``."""
+        return self._page(req.params["id"], _window_param(req))[2]
 
     def component_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/component/:component``."""
-        tid, _, page = self._page(req.params["id"])
+        window = _window_param(req)
+        tid, _, page = self._page(req.params["id"], window)
         comp = req.params["component"]
         s = self.node.state
         out = api_views.component_page(
-            page, comp, s.assignment(tid), s.worker_heartbeats(tid), s.errors(tid, comp), self.node.clock.wall()
+            page, comp, s.assignment(tid), s.worker_heartbeats(tid), s.errors(tid, comp), self.node.clock.wall(),
+            self.node.nimbus.stats_book, window,
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
@@ -194,10 +204,47 @@ class NimbusApi:
         assignment = self.node.state.assignment(tid)
         slots = sorted(assignment.slots()) if assignment is not None else []
         hosts = assignment.node_host if assignment is not None else {}
-        return {
-            "hostPortList": [{"host": hosts.get(n, n), "port": p, "supervisorId": n} for n, p in slots],
-            "logviewerPort": self.node.conf.get("logviewer.port"),
-        }
+        supervisors = self.node.state.supervisors()
+        ports = {sid: info.logviewer_port for sid, info in supervisors.items() if info.logviewer_port}
+        rows = [
+            {"host": hosts.get(n, n), "port": p, "supervisorId": n, "logviewerPort": ports.get(n)}
+            for n, p in slots
+        ]
+        # Storm has one port for all; here each supervisor's log viewer says where it listens (rows carry theirs)
+        first = next((r["logviewerPort"] for r in rows if r["logviewerPort"]), None)
+        return {"hostPortList": rows, "logviewerPort": first if first is not None else next(iter(ports.values()), None)}
+
+    def visualization(self, req: Request) -> dict[str, Any]:
+        """``/topology/:id/visualization?window=``: components, their inputs with rates, capacities."""
+        window = _window_param(req, default="600")
+        tid, base = self._base(req.params["id"])
+        book = self.node.nimbus.stats_book
+        found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
+        return rest.visualization(base, rest.by_component(book, tid, found, window, self.node.clock.wall()))
+
+    def prometheus(self, req: Request) -> Reply:
+        """``GET /metrics``: the cluster's, topologies' and components' figures in Prometheus text format."""
+        s = self.node.state
+        book = self.node.nimbus.stats_book
+        now = self.node.clock.wall()
+        cluster = api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+        topologies = []
+        for row in self.node.nimbus.cluster_summary():
+            base = s.storm_base(row["id"])
+            if base is None:
+                continue
+            found = rest.observe(book, row["id"], s.worker_heartbeats(row["id"]))
+            topologies.append((row, rest.prometheus_series(book, row["id"], base, found, now)))
+        text = prometheus.render(prometheus.cluster_families(cluster) + prometheus.topology_families(topologies))
+        return Reply(200, text.encode("utf-8"), prometheus.CONTENT_TYPE)
+
+    def ui_page(self, req: Request) -> Reply:
+        """The UI's pages and static files (``/``, ``/topology.html``, ``/static/storm.js`` ...)."""
+        found = ui.asset(req.path)
+        if found is None:
+            raise NotFoundError(f"no route GET {req.path}", path=req.path)
+        body, content_type = found
+        return Reply(200, body, content_type, {"Cache-Control": "no-cache"})
 
     def blob(self, req: Request) -> Reply:
         """A blob's bytes (for supervisors and standby nimbuses)."""
@@ -298,6 +345,15 @@ class NimbusApi:
                 store.replication_count(tid), wanted, tid, max_wait,
             )
         return store.replication_count(tid)
+
+
+def _window_param(req: Request, default: str = ALL_TIME) -> str:
+    """Storm's ``?window=`` (``600``, ``10800``, ``86400``, ``:all-time``)."""
+    raw = (req.query.get("window") or [default])[0]
+    try:
+        return parse_window(raw)
+    except ValueError as err:
+        raise BadRequestError(str(err)) from None
 
 
 def _valid_id(text: str) -> bool:

@@ -22,6 +22,8 @@ from storm_py.clock import Clock
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
+from storm_py.metrics import rest
+from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
 from storm_py.packaging.code_store import CodeStore
@@ -63,6 +65,8 @@ class Nimbus:
         # watching from construction; reset on leadership and reconnection
         self.monitor = SlotMonitor(Timeouts.from_conf(conf), clock.wall())
         self._unplaced: set[str] = set()
+        #: rolling statistics windows of every live executor (bounded per executor), fed from heartbeats
+        self.stats_book = StatsBook()
         self.is_leader: Callable[[], bool] = lambda: True
 
     # -------------------------------------------------------------------------------------------------- lookups
@@ -111,6 +115,10 @@ class Nimbus:
                 component_executors={c: e for c, (_, e) in counts.items()},
                 component_tasks={c: t for c, (t, _) in counts.items()},
                 spout_ids=sorted(system.spouts),
+                component_inputs={
+                    cid: [[src, stream, g.kind] for (src, stream), g in sorted(spec.inputs.items())]
+                    for cid, spec in system.components().items()
+                },
                 topology_conf=topo_conf,
             )
             self.state.set_storm_base(tid, base)
@@ -251,7 +259,9 @@ class Nimbus:
         """Fire due kill/rebalance transitions and reassign executors of dead workers or supervisors."""
         with self._lock:
             now = self.clock.wall()
-            for tid, base in self.state.storm_bases().items():
+            bases = self.state.storm_bases()
+            self.stats_book.retain(bases)
+            for tid, base in bases.items():
                 opts = base.topology_action_options
                 if opts and now >= float(opts.get("at", 0)):
                     if opts.get("action") == "kill":
@@ -297,6 +307,7 @@ class Nimbus:
         wall = self.clock.wall()
         alive, _ = self.monitor.alive_slots(self.state.supervisors(), wall)
         beats = self.state.worker_heartbeats(tid)
+        rest.observe(self.stats_book, tid, beats)  # keeps the statistics windows fed between page reads
         dead = self.monitor.dead_slots(tid, assignment, beats, set(alive), wall, self.clock.now())
         if dead:
             log.warning("executors of %s on dead slot(s) %s: reassigning", tid, sorted(dead))
@@ -309,58 +320,28 @@ class Nimbus:
         tid, base = self._require(name)
         return self.summary_by_id(tid, base)
 
-    def summary_by_id(self, tid: str, base: StormBase | None = None) -> dict[str, Any]:
-        """The topology page of a topology id."""
+    def summary_by_id(self, tid: str, base: StormBase | None = None, window: str = ALL_TIME) -> dict[str, Any]:
+        """The topology page of a topology id, with statistics over ``window`` (Storm's ``?window=``)."""
         base = base or self.state.storm_base(tid)
         if base is None:
             raise NotAliveException(f"topology {tid!r} is not alive", topology=tid)
         assignment = self.state.assignment(tid)
         beats = self.state.worker_heartbeats(tid)
-        comps: dict[str, dict[str, Any]] = {}
-        latencies: dict[str, list[float]] = {}
-        for hb in beats.values():
-            for ex in (hb.stats or {}).get("executors", {}).values():
-                c = comps.setdefault(
-                    ex["component"],
-                    {"emitted": 0, "transferred": 0, "executed": 0, "acked": 0, "failed": 0, "executors": 0,
-                     "lat_sum": 0.0, "lat_count": 0, "is_spout": ex.get("is_spout", False)},
-                )
-                for k in ("emitted", "transferred", "executed", "acked", "failed"):
-                    c[k] += int(ex.get(k, 0))
-                c["executors"] += 1
-                c["lat_sum"] += float(ex.get("lat_sum", 0.0))
-                c["lat_count"] += int(ex.get("lat_count", 0))
-                latencies.setdefault(ex["component"], []).extend(ex.get("latency_samples", []))
+        found = rest.observe(self.stats_book, tid, beats)
+        wall = self.clock.wall()
+        spouts, bolts = rest.component_rows(base, rest.by_component(self.stats_book, tid, found, window, wall))
         errors = self.state.topology_errors(tid)
-        spouts, bolts = [], []
-        for cid in sorted(base.component_executors):
-            c = comps.get(cid, {})
-            errs = errors.get(cid, [])
-            entry: dict[str, Any] = {
-                "executors": base.component_executors[cid],
-                "tasks": base.component_tasks.get(cid, 0),
-                "emitted": c.get("emitted", 0),
-                "transferred": c.get("transferred", 0),
-                "acked": c.get("acked", 0),
-                "failed": c.get("failed", 0),
-                "lastError": errs[0].error if errs else "",
-                "errors": [e.to_json() for e in errs],
-            }
-            if c.get("is_spout") or (not c and cid in self._spout_ids(base)):
-                entry["spoutId"] = cid
-                entry["completeLatency"] = (c["lat_sum"] / c["lat_count"]) if c.get("lat_count") else 0.0
-                samples = sorted(latencies.get(cid, []))
-                entry["completeLatencyP99"] = samples[max(0, int(len(samples) * 0.99) - 1)] if samples else 0.0
-                spouts.append(entry)
-            else:
-                entry["boltId"] = cid
-                entry["executed"] = c.get("executed", 0)
-                bolts.append(entry)
+        for entry in spouts + bolts:
+            errs = errors.get(entry.get("spoutId") or entry["boltId"], [])
+            entry["lastError"] = errs[0].error if errs else ""
+            entry["errors"] = [e.to_json() for e in errs]
         workers = len(set(assignment.executor_node_port.values())) if assignment else 0
         uptime = max(0.0, self.clock.wall() - base.launch_time)
         return {
             "id": tid,
             "name": base.name,
+            "window": window,
+            "topologyStats": rest.topology_stats(self.stats_book, tid, found, wall),
             "status": base.status.upper(),
             "uptimeSeconds": int(uptime),
             "tasksTotal": sum(base.component_tasks.values()),

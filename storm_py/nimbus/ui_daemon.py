@@ -1,4 +1,5 @@
-"""This module owns the ``storm-py ui`` process (with nimbus: it only relays nimbus's REST API to the leader).
+"""This module owns the ``storm-py ui`` process: the UI's pages (from :mod:`storm_py.ui`) and nimbus's REST API
+and ``/metrics``, relayed to the leader.
 
 Every nimbus serves the API itself; the UI daemon gives it the stable address Storm users expect (one host,
 ``ui.port``), following leadership changes.  Callers' bearer tokens are passed through untouched, so
@@ -11,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py import ui
 from storm_py.client import API, NimbusClient
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
@@ -37,7 +39,13 @@ class UiDaemon:
         return self.server.port
 
     def _relay(self, req: Request) -> Reply:
-        if not req.path.startswith(API + "/"):
+        if req.method == "GET" and not req.path.startswith(API + "/") and not req.path.startswith("/metrics"):
+            found = ui.asset(req.path)
+            if found is None:
+                raise NotFoundError(f"no route {req.method} {req.path} (the UI serves /, {API}/... and /metrics)",
+                                    path=req.path)
+            return Reply(200, found[0], found[1], {"Cache-Control": "no-cache"})
+        if not req.path.startswith(API + "/") and not req.path.startswith("/metrics"):
             raise NotFoundError(f"no route {req.method} {req.path} (the UI serves {API}/...)", path=req.path)
         status, body, content_type = self.client.forward(req.method, req.path, req.body or None, req.headers)
         return Reply(status, body, content_type)

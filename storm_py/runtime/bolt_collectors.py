@@ -49,8 +49,8 @@ class _TaskEmitter:
 
     def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
-        self._stats.emitted += 1
-        self._stats.transferred += len(targets)
+        route.emitted += 1
+        route.transferred += len(targets)
         self._send(route, targets, list(values), anchors)
 
     def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
@@ -100,8 +100,7 @@ class BoltCollector(_TaskEmitter):
         route = self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
-        stats = self._stats
-        stats.emitted += 1
+        route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)
         if not route.choosers:
             return []  # nobody subscribes: emitted, not transferred
         if type(values) is not list:
@@ -111,7 +110,7 @@ class BoltCollector(_TaskEmitter):
         targets = single(task, values) if single is not None else route.choose(task, values)
         if not targets:
             return targets
-        stats.transferred += len(targets)
+        route.transferred += len(targets)
         if type(anchors) is Tuple and self._acking:
             aids = anchors._ids
             if type(aids) is list:  # the common case, inlined: one anchor that belongs to one spout tuple
@@ -186,8 +185,7 @@ class BasicCollector(_TaskEmitter):
         route = self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
-        stats = self._stats
-        stats.emitted += 1
+        route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)
         if not route.choosers:
             return []  # nobody subscribes: emitted, not transferred
         if type(values) is not list:
@@ -197,7 +195,7 @@ class BasicCollector(_TaskEmitter):
         targets = single(task, values) if single is not None else route.choose(task, values)
         if not targets:
             return targets
-        stats.transferred += len(targets)
+        route.transferred += len(targets)
         anchor = self.input
         if anchor is not None and self._acking:
             aids = anchor._ids

@@ -62,9 +62,19 @@ class ExecutorHost(Protocol):
 
 
 class ExecutorStats:
-    """Plain counters of one executor (read by heartbeats and the topology summary)."""
+    """Plain counters of one executor (read by heartbeats and the topology summary).
 
-    __slots__ = ("acked", "emitted", "executed", "failed", "lat_count", "lat_samples", "lat_sum", "transferred")
+    Bolts count their emits per stream on their tasks' :class:`StreamRoute` s instead of ``emitted`` and
+    ``transferred`` (spouts count both).  ``inputs`` maps an input ``(component, stream)`` to
+    ``[executed, seconds spent executing]``; timed-out spout trees are counted apart from failed ones; the
+    ``skipped_*`` figures are seconds a spout did not call ``next_tuple`` (max spout pending, back pressure,
+    inactive).
+    """
+
+    __slots__ = (
+        "acked", "emitted", "executed", "failed", "inputs", "lat_count", "lat_samples", "lat_sum",
+        "skipped_backpressure", "skipped_inactive", "skipped_max_spout", "timed_out", "transferred",
+    )
 
     def __init__(self) -> None:
         self.emitted = 0
@@ -72,9 +82,14 @@ class ExecutorStats:
         self.executed = 0
         self.acked = 0
         self.failed = 0
+        self.timed_out = 0
         self.lat_sum = 0.0
         self.lat_count = 0
         self.lat_samples: list[float] = []
+        self.inputs: dict[tuple[str, str], list[float]] = {}
+        self.skipped_max_spout = 0.0
+        self.skipped_backpressure = 0.0
+        self.skipped_inactive = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly snapshot."""
@@ -84,6 +99,7 @@ class ExecutorStats:
             "executed": self.executed,
             "acked": self.acked,
             "failed": self.failed,
+            "timed_out": self.timed_out,
             "complete_latency_ms": (self.lat_sum / self.lat_count) if self.lat_count else 0.0,
             "lat_sum": self.lat_sum,
             "lat_count": self.lat_count,
@@ -103,6 +119,8 @@ class Executor:
         self.inbox: deque[tuple[int, list[Any]]] = deque()
         self.outbuf: defaultdict[int, list[Any]] = defaultdict(list)
         self.stats = ExecutorStats()
+        #: the contexts handed to the tasks (their registered metrics are reported every bucket)
+        self.contexts: dict[int, TopologyContext] = {}
         self.conf = rt.component_conf(component_id)
         freq = self.conf.get("topology.tick.tuple.freq.secs")
         self.tick_freq: float | None = float(freq) if freq else None
@@ -120,7 +138,10 @@ class Executor:
 
     def context_for(self, task: int) -> TopologyContext:
         """The context handed to a task."""
-        return self.rt.make_context(task, self.component_id)
+        context = self.contexts.get(task)
+        if context is None:
+            context = self.contexts[task] = self.rt.make_context(task, self.component_id)
+        return context
 
     def report_error(self, task: int, exc: BaseException) -> None:
         """Record an error with its traceback for the topology summary."""

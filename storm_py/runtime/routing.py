@@ -11,7 +11,7 @@ from storm_py.runtime.groupers import Chooser
 class StreamRoute:
     """Where one stream of one task goes."""
 
-    __slots__ = ("choosers", "direct", "direct_targets", "fields", "single", "stream")
+    __slots__ = ("choosers", "direct", "direct_targets", "emitted", "fields", "single", "stream", "transferred")
 
     def __init__(
         self, stream: str, fields: Fields, direct: bool, choosers: list[Chooser], direct_targets: set[int]
@@ -22,6 +22,9 @@ class StreamRoute:
         self.choosers = choosers
         self.direct_targets = direct_targets
         self.single: Chooser | None = choosers[0] if len(choosers) == 1 else None
+        #: tuples this task emitted on the stream, and sent (one per target task): the per-stream statistics
+        self.emitted = 0
+        self.transferred = 0
 
     def choose(self, task: int, values: list[Any]) -> list[int]:
         """Target tasks for one tuple (all non-direct subscribers)."""

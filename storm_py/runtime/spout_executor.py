@@ -2,7 +2,7 @@
 
 The executor calls ``next_tuple`` while the topology is active and its tasks are under
 ``topology.max.spout.pending``, keeps what it emitted tracked in a :class:`~storm_py.runtime.pending.PendingMap`,
-and turns the acker's answers into ``ack`` / ``fail`` calls (timeouts into ``fail``).
+and turns the acker's answers into ``ack`` / ``fail`` calls (timeouts into ``fail``, counted apart as timed out).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class SpoutCollector:
         stats = ex.stats
         stats.emitted += 1
         stats.transferred += len(targets)
+        route.emitted += 1
+        route.transferred += len(targets)
         fields = route.fields
         stream = route.stream
         comp = self.component_id
@@ -156,6 +158,7 @@ class SpoutExecutor(Executor):
             self.report_error(-1, exc)
 
     def step(self, now: float) -> bool:
+        since = now - self.now
         self.now = now
         did = False
         inbox = self.inbox
@@ -171,12 +174,14 @@ class SpoutExecutor(Executor):
             newer, older = pending.buckets()
             rt = self.rt
             max_pending = self.max_pending
+            stats = self.stats
             for task, spout in self.spouts.items():
-                stats = self.stats
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
+                        stats.skipped_max_spout += since  # the time since the last pass went waiting
                         break
                     if rt.backlog >= rt.backlog_limit:
+                        stats.skipped_backpressure += since
                         break
                     before = stats.emitted
                     try:
@@ -188,6 +193,8 @@ class SpoutExecutor(Executor):
                     if stats.emitted == before:
                         break
                     did = True
+        else:
+            self.stats.skipped_inactive += since
         return did
 
     def _handle_acker_rows(self, inbox: deque[tuple[int, list[Any]]], now: float) -> None:
@@ -232,7 +239,7 @@ class SpoutExecutor(Executor):
 
     def _expire(self, expired: dict[int, tuple[int, Any, float]]) -> None:
         for task, msg_id, _ in expired.values():
-            self.stats.failed += 1
+            self.stats.timed_out += 1
             try:
                 self.spouts[task].fail(msg_id)
             except Exception as exc:

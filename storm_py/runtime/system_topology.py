@@ -1,4 +1,6 @@
-"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams and lays out task ids and executors.
+"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams, the metrics consumers of
+``topology.metrics.consumer.register`` as ``__metrics_<class>`` bolts fed by every component's ``__metrics``
+stream, and lays out task ids and executors.
 
 Pure: takes a user :class:`StormTopology` plus the topology conf and returns the topology that actually runs.
 """
@@ -8,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storm_py.api.topology import DIRECT, FIELDS, ComponentSpec, Grouping, StormTopology
+from storm_py.api.topology import DIRECT, FIELDS, SHUFFLE, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
+from storm_py.metrics.consumer import MetricsConsumerBolt, registrations
 
 ACKER_COMPONENT = "__acker"
 SYSTEM_COMPONENT = "__system"
@@ -18,6 +21,7 @@ ACK_ACK = "__ack_ack"
 ACK_FAIL = "__ack_fail"
 ACK_RESET_TIMEOUT = "__ack_reset_timeout"
 SYSTEM_STREAM = "__system"
+METRICS_STREAM = "__metrics"
 SYSTEM_IDS = frozenset({ACKER_COMPONENT, SYSTEM_COMPONENT})
 
 Executor = tuple[int, int]
@@ -43,7 +47,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     n = num_ackers(conf)
     timeout = conf.get("topology.message.timeout.secs", 30)
     if n <= 0:
-        return topo
+        return _with_metrics_consumers(topo, conf)
     for spec in topo.components().values():
         if spec.is_spout:
             spec.streams[ACK_INIT] = (Fields("id", "init-val", "spout-task"), False)
@@ -71,6 +75,24 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
                 acker.inputs[(cid, stream)] = Grouping(FIELDS, by_id)
     acker.streams[SYSTEM_STREAM] = (Fields("event"), False)
     topo.bolts[ACKER_COMPONENT] = acker
+    return _with_metrics_consumers(topo, conf)
+
+
+def _with_metrics_consumers(topo: StormTopology, conf: dict[str, Any]) -> StormTopology:
+    """Add a ``__metrics_<class>`` bolt per registered consumer, fed (shuffled) by every component's
+    ``__metrics`` stream; without consumers nothing is added."""
+    regs = registrations(conf)
+    if not regs:
+        return topo
+    sources = list(topo.components())
+    for spec in topo.components().values():
+        spec.streams[METRICS_STREAM] = (Fields("task-info", "data-points"), False)
+    for reg in regs:
+        bolt = ComponentSpec(reg.component_id, MetricsConsumerBolt(reg), reg.parallelism, False)
+        bolt.conf = {"topology.tasks": reg.parallelism}
+        bolt.inputs = {(cid, METRICS_STREAM): Grouping(SHUFFLE) for cid in sources}
+        bolt.streams = {SYSTEM_STREAM: (Fields("event"), False)}
+        topo.bolts[reg.component_id] = bolt
     return topo
 
 

@@ -114,6 +114,10 @@ class WorkerRuntime:
         self.executors.sort(key=lambda e: 0 if e.is_spout else (2 if e.is_acker else 1))
         self.local_executor: dict[int, Executor] = {t: ex for ex in self.executors for t in ex.task_ids}
         self.wake = threading.Event()
+        #: a periodic duty run on the loop thread before the executors' steps (the metrics buckets): called at
+        #: ``timer_at`` with ``now``, it may put tuples into executors' out-buffers and returns its next time
+        self.timer: Callable[[float], float] | None = None
+        self.timer_at = float("inf")
 
     # ------------------------------------------------------------------------------------------ construction help
 
@@ -174,6 +178,10 @@ class WorkerRuntime:
         self._routes[task] = routes
         return routes
 
+    def built_routes(self, task: int) -> dict[str, StreamRoute]:
+        """The routes of ``task`` if its collector built them already (safe to call from any thread), else none."""
+        return self._routes.get(task) or {}
+
     def _prepare_custom(
         self, task: int, comp: str, stream: str, grouping: CustomStreamGrouping, targets: list[int]
     ) -> None:
@@ -220,6 +228,8 @@ class WorkerRuntime:
         if self._unsent_roots:
             did = True
             self._fail_roots()
+        if now >= self.timer_at and self.timer is not None:
+            self.timer_at = self.timer(now)
         clock_now = self.clock.now
         for ex in self.executors:
             if ex.step(clock_now()):

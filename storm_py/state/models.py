@@ -60,6 +60,8 @@ class StormBase:
     component_debug: dict[str, Any] = field(default_factory=dict)
     component_tasks: dict[str, int] = field(default_factory=dict)
     spout_ids: list[str] = field(default_factory=list)
+    #: each component's subscriptions ``[source, stream, grouping]`` (for the topology graph)
+    component_inputs: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -76,6 +78,7 @@ class StormBase:
             "component_debug": dict(self.component_debug),
             "component_tasks": dict(self.component_tasks),
             "spout_ids": list(self.spout_ids),
+            "component_inputs": {k: [list(i) for i in v] for k, v in self.component_inputs.items()},
         }
 
     @classmethod
@@ -99,6 +102,9 @@ class StormBase:
             component_debug=_mapping(d.get("component_debug", {})),
             component_tasks={str(k): int(v) for k, v in _mapping(d.get("component_tasks", {})).items()},
             spout_ids=[str(x) for x in d.get("spout_ids", [])],
+            component_inputs={
+                str(k): [[str(x) for x in i] for i in v] for k, v in _mapping(d.get("component_inputs", {})).items()
+            },
         )
 
 

@@ -21,6 +21,7 @@ from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import WorkerHeartbeat
+from storm_py.worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class Worker:
         self.node_host: dict[str, str] = {}
         self.runtime: WorkerRuntime | None = None
         self.loop: WorkerLoop | None = None
+        self.metrics: WorkerMetrics | None = None
         self.started_at = clock.now()
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
@@ -113,6 +115,8 @@ class Worker:
             transactional_state=self.state,
         )
         self.runtime = runtime
+        self.metrics = WorkerMetrics(runtime, self.host, self.port, self.clock.wall)
+        self.metrics.install()
         self.transport.bind(self.key, runtime)
         runtime.set_active(ts.spouts_active(base.status))
         self.loop = WorkerLoop(runtime, name=f"worker-{self.key}-{tid}")
@@ -162,7 +166,7 @@ class Worker:
             time_secs=self.clock.wall(),
             uptime_secs=self.clock.now() - self.started_at,
             stats={
-                "executors": self.runtime.stats(),
+                "executors": self.metrics.reports() if self.metrics is not None else {},
                 "dropped": self.runtime.dropped,
                 "transfer": self._transfer_metrics(),
             },

@@ -1,0 +1,263 @@
+"""This module owns the statistics of Storm UI's REST pages: executor reports and windows in, Storm's JSON out.
+
+Pure functions over a topology's storm base, its workers' heartbeats (each carrying executor reports, see
+:mod:`storm_py.metrics.stats`) and a :class:`~storm_py.metrics.windows.StatsBook` holding the rolling windows:
+per-window topology stats, spout and bolt rows, a component's executors and streams, the graph of
+``/topology/:id/visualization`` and the figures of ``/metrics``.  Heartbeats come from the cluster state and are
+not trusted: a malformed report is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from storm_py.metrics import stats
+from storm_py.metrics.prometheus import ComponentSeries
+from storm_py.metrics.stats import ComponentFigures, ExecutorFigures
+from storm_py.metrics.windows import ALL_TIME, WINDOWS, StatsBook, pretty_duration, window_pretty
+from storm_py.state.models import StormBase, WorkerHeartbeat
+
+NodePort = tuple[str, int]
+Beats = Mapping[NodePort, WorkerHeartbeat]
+
+
+def _numbers(raw: Any) -> dict[str, float] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    out: dict[str, float] = {}
+    for k, v in raw.items():
+        if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = float(v)
+    return out
+
+
+@dataclass
+class Report:
+    """One executor's report as read from a heartbeat (validated)."""
+
+    node: str
+    port: int
+    key: str
+    component: str
+    tasks: list[int]
+    is_spout: bool
+    uptime: float
+    counters: dict[str, float]
+    gauges: dict[str, float]
+    time_secs: float
+    latency_samples: list[float]
+
+    @property
+    def book_key(self) -> str:
+        """The rollup's key: the executor in its worker slot (moving to another slot starts afresh)."""
+        return f"{self.node}:{self.port}/{self.key}"
+
+    @property
+    def executor_id(self) -> str:
+        """Storm's executor id ``[start-end]``."""
+        return f"[{self.tasks[0]}-{self.tasks[-1]}]" if self.tasks else "[]"
+
+
+def reports(beats: Beats) -> list[Report]:
+    """Every well-formed executor report of the heartbeats."""
+    out = []
+    for (node, port), hb in sorted(beats.items()):
+        executors = (hb.stats or {}).get("executors")
+        if not isinstance(executors, Mapping):
+            continue
+        for key, raw in executors.items():
+            if not isinstance(raw, Mapping) or not isinstance(raw.get("component"), str):
+                continue
+            counters = _numbers(raw.get("counters"))
+            if counters is None:
+                continue
+            tasks = raw.get("tasks")
+            task_list = [int(t) for t in tasks if isinstance(t, int)] if isinstance(tasks, list) else []
+            uptime = raw.get("uptime", hb.uptime_secs)
+            samples = raw.get("latency_samples")
+            sample_list = [float(x) for x in samples[:1000] if isinstance(x, (int, float))] if isinstance(
+                samples, list) else []
+            out.append(Report(
+                node, port, str(key), raw["component"], task_list, raw.get("type") == stats.SPOUT,
+                float(uptime) if isinstance(uptime, (int, float)) else 0.0, counters,
+                _numbers(raw.get("gauges")) or {}, hb.time_secs, sample_list,
+            ))
+    return out
+
+
+def observe(book: StatsBook, topology_id: str, beats: Beats) -> list[Report]:
+    """Feed the heartbeats' reports into the book's windows; return the reports."""
+    found = reports(beats)
+    book.observe(topology_id, {r.book_key: (r.time_secs, r.counters) for r in found})
+    return found
+
+
+def figures(book: StatsBook, topology_id: str, report: Report, window: str, now: float) -> ExecutorFigures:
+    """An executor's figures over ``window``."""
+    if window == ALL_TIME:
+        return ExecutorFigures.of(report.counters, report.uptime)
+    values = book.values(topology_id, report.book_key, window, now)
+    if values is None:
+        return ExecutorFigures()
+    return ExecutorFigures.of(values.counters, values.span_secs)
+
+
+def by_component(
+    book: StatsBook, topology_id: str, found: Iterable[Report], window: str, now: float
+) -> dict[str, list[tuple[Report, ExecutorFigures]]]:
+    """Each component's executors with their figures over ``window``."""
+    out: dict[str, list[tuple[Report, ExecutorFigures]]] = {}
+    for r in found:
+        out.setdefault(r.component, []).append((r, figures(book, topology_id, r, window, now)))
+    return out
+
+
+def combined(rows: Iterable[tuple[Report, ExecutorFigures]]) -> ComponentFigures:
+    """The sum of executors' figures."""
+    return stats.combine(f for _, f in rows)
+
+
+def is_system(component: str) -> bool:
+    """Storm's system components (``__acker``, ``__system``, ``__metrics_*``)."""
+    return component.startswith("__")
+
+
+def topology_stats(book: StatsBook, topology_id: str, found: list[Report], now: float) -> list[dict[str, Any]]:
+    """``topologyStats``: one row per window (Storm's order); system components left out, as Storm's default."""
+    rows = []
+    for window in WINDOWS:
+        comps = by_component(book, topology_id, found, window, now)
+        spouts = stats.combine(f for c, rs in comps.items() for r, f in rs if r.is_spout and not is_system(c))
+        every = stats.combine(f for c, rs in comps.items() for _, f in rs if not is_system(c))
+        s = spouts.figures
+        rows.append({
+            "window": window,
+            "windowPretty": window_pretty(window),
+            "emitted": round(every.figures.total_emitted),
+            "transferred": round(every.figures.total_transferred),
+            "acked": round(s.acked),
+            "failed": round(s.failed),
+            "timedOut": round(s.timed_out),
+            "completeLatency": stats.latency_text(s.complete_latency_ms),
+        })
+    return rows
+
+
+def component_rows(
+    base: StormBase, comps: Mapping[str, list[tuple[Report, ExecutorFigures]]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The spouts and bolts rows (figures only) of every component of the storm base."""
+    spouts, bolts = [], []
+    spout_ids = set(base.spout_ids)
+    for cid in sorted(base.component_executors):
+        rows = comps.get(cid, [])
+        is_spout = cid in spout_ids or any(r.is_spout for r, _ in rows)
+        fig = combined(rows)
+        entry: dict[str, Any] = {
+            "executors": base.component_executors[cid],
+            "tasks": base.component_tasks.get(cid, 0),
+            "encodedId": cid,
+        }
+        if is_spout:
+            entry["spoutId"] = cid
+            entry.update(stats.spout_fields(fig))
+            samples = sorted(x for r, _ in rows for x in r.latency_samples)
+            entry["completeLatencyP99"] = samples[max(0, int(len(samples) * 0.99) - 1)] if samples else 0.0
+            spouts.append(entry)
+        else:
+            entry["boltId"] = cid
+            entry.update(stats.bolt_fields(fig))
+            bolts.append(entry)
+    return spouts, bolts
+
+
+def window_summaries(
+    book: StatsBook, topology_id: str, found: list[Report], component: str, is_spout: bool, now: float
+) -> list[dict[str, Any]]:
+    """A component's figures in every window (``spoutSummary`` / ``boltStats``)."""
+    out = []
+    mine = [r for r in found if r.component == component]
+    for window in WINDOWS:
+        fig = stats.combine(figures(book, topology_id, r, window, now) for r in mine)
+        row: dict[str, Any] = {"window": window, "windowPretty": window_pretty(window)}
+        row.update(stats.spout_fields(fig) if is_spout else stats.bolt_fields(fig))
+        out.append(row)
+    return out
+
+
+def executor_stats(
+    rows: list[tuple[Report, ExecutorFigures]], is_spout: bool, hosts: Mapping[str, str],
+    log_links: Mapping[NodePort, str],
+) -> list[dict[str, Any]]:
+    """``executorStats`` of a component."""
+    out = []
+    for r, fig in rows:
+        single = stats.ComponentFigures()
+        single.add(fig)
+        row: dict[str, Any] = {
+            "id": r.executor_id,
+            "encodedId": r.executor_id,
+            "host": hosts.get(r.node, r.node),
+            "port": r.port,
+            "supervisorId": r.node,
+            "uptime": pretty_duration(r.uptime),
+            "uptimeSeconds": int(r.uptime),
+            "receiveQueuePopulation": round(r.gauges.get(stats.QUEUE_POPULATION, 0.0)),
+            "workerLogLink": log_links.get((r.node, r.port), ""),
+        }
+        row.update(stats.spout_fields(single) if is_spout else stats.bolt_fields(single))
+        out.append(row)
+    return out
+
+
+def visualization(
+    base: StormBase, comps: Mapping[str, list[tuple[Report, ExecutorFigures]]]
+) -> dict[str, dict[str, Any]]:
+    """Storm's ``/topology/:id/visualization`` map (user components), each input with its ``:rate`` (tuples/s)."""
+    out: dict[str, dict[str, Any]] = {}
+    spout_ids = set(base.spout_ids)
+    for cid in sorted(base.component_executors):
+        if is_system(cid):
+            continue
+        fig = combined(comps.get(cid, []))
+        rates = stats.stream_rates(fig)
+        inputs = []
+        for source, stream, grouping in base.component_inputs.get(cid, []):
+            if is_system(source) or stream.startswith("__"):
+                continue
+            inputs.append({
+                ":component": source, ":stream": stream, ":sani-stream": stream, ":grouping": grouping,
+                ":rate": round(rates.get(f"{source}:{stream}", 0.0), 3),
+            })
+        is_spout = cid in spout_ids
+        out[cid] = {
+            ":type": "spout" if is_spout else "bolt",
+            ":capacity": round(fig.capacity, 3),
+            ":latency": stats.latency_text(
+                fig.figures.complete_latency_ms if is_spout else fig.figures.execute_latency_ms),
+            ":transferred": round(fig.figures.total_transferred),
+            ":inputs": inputs,
+        }
+    return out
+
+
+def prometheus_series(
+    book: StatsBook, topology_id: str, base: StormBase, found: list[Report], now: float
+) -> dict[str, ComponentSeries]:
+    """Per component: all-time counters, the 10-minute window and summed gauges, for ``/metrics``."""
+    all_time = by_component(book, topology_id, found, ALL_TIME, now)
+    recent = by_component(book, topology_id, found, "600", now)
+    spout_ids = set(base.spout_ids)
+    out = {}
+    for cid, rows in all_time.items():
+        gauges: dict[str, float] = {}
+        for r, _ in rows:
+            for k, v in r.gauges.items():
+                gauges[k] = gauges.get(k, 0.0) + v
+        out[cid] = ComponentSeries(
+            cid in spout_ids or any(r.is_spout for r, _ in rows), combined(rows), combined(recent.get(cid, [])),
+            gauges,
+        )
+    return out

@@ -1,0 +1,59 @@
+/* storm_py UI: the cluster page (Storm's index.html). */
+"use strict";
+
+(() => {
+  const $ = id => document.getElementById(id);
+  const { el, num, table } = Storm;
+  let configLoaded = false;
+
+  async function refresh() {
+    const [cluster, nimbus, topologies, supervisors] = await Promise.all([
+      Storm.getJson("/cluster/summary"), Storm.getJson("/nimbus/summary"),
+      Storm.getJson("/topology/summary"), Storm.getJson("/supervisor/summary"),
+    ]);
+    table($("cluster-summary"), [
+      { label: "Version", key: "stormVersion" },
+      { label: "Supervisors", key: "supervisors", num: true },
+      { label: "Topologies", key: "topologies", num: true },
+      { label: "Used slots", key: "slotsUsed", num: true },
+      { label: "Free slots", key: "slotsFree", num: true },
+      { label: "Total slots", key: "slotsTotal", num: true },
+      { label: "Executors", key: "executorsTotal", num: true },
+      { label: "Tasks", key: "tasksTotal", num: true },
+    ], [cluster]);
+    table($("nimbus-summary"), [
+      { label: "Host", key: "host" },
+      { label: "Port", key: "port", num: true },
+      { label: "Status", render: r => el("span", { class: "status " + r.status }, r.status) },
+      { label: "Version", key: "version" },
+      { label: "Uptime", key: "nimbusUpTime" },
+    ], nimbus.nimbuses || [], r => r.host + ":" + r.port);
+    table($("topology-summary"), [
+      { label: "Name", render: r => Storm.link(Storm.topologyHref(r.id), r.name) },
+      { label: "Id", key: "id" },
+      { label: "Status", render: r => el("span", { class: "status " + r.status }, r.status) },
+      { label: "Uptime", key: "uptime" },
+      { label: "Num workers", key: "workersTotal", num: true },
+      { label: "Num executors", key: "executorsTotal", num: true },
+      { label: "Num tasks", key: "tasksTotal", num: true },
+      { label: "Replication count", key: "replicationCount", num: true },
+    ], topologies.topologies || [], r => r.id, "No topologies are running.");
+    table($("supervisor-summary"), [
+      { label: "Id", key: "id" },
+      { label: "Host", key: "host" },
+      { label: "Uptime", key: "uptime" },
+      { label: "Slots", key: "slotsTotal", num: true },
+      { label: "Used slots", key: "slotsUsed", num: true },
+      { label: "Log viewer", render: r => r.logviewerPort ? Storm.logLink("http://" + r.host + ":" + r.logviewerPort + "/api/v1/", "port " + r.logviewerPort) : el("span", { class: "muted" }, "—") },
+      { label: "Version", key: "version" },
+    ], supervisors.supervisors || [], r => r.id, "No supervisors.");
+    if (!configLoaded) {
+      Storm.keyValueTable($("nimbus-configuration"), await Storm.getJson("/cluster/configuration"));
+      configLoaded = true;
+    }
+    document.body.dataset.loaded = String(Date.now());
+  }
+
+  Storm.every(refresh, $("load-error"));
+  void num;
+})();

@@ -1,0 +1,166 @@
+/* storm_py UI: shared helpers (REST calls, tables, token, refresh). Plain JavaScript, no dependencies. */
+"use strict";
+
+const Storm = (() => {
+  const API = "/api/v1";
+  const WINDOWS = [["600", "10m 0s"], ["10800", "3h 0m 0s"], ["86400", "1d 0h 0m 0s"], [":all-time", "All time"]];
+
+  function param(name) { return new URLSearchParams(location.search).get(name); }
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.errorMessage) || ("HTTP " + status));
+      this.status = status;
+      this.code = body && body.error;
+    }
+  }
+
+  async function request(method, path, body) {
+    const headers = { "Accept": "application/json" };
+    const token = getToken();
+    if (token) headers["Authorization"] = "Bearer " + token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const reply = await fetch(API + path, {
+      method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let data = {};
+    try { data = await reply.json(); } catch (e) { data = {}; }
+    if (!reply.ok) throw new ApiError(reply.status, data);
+    return data;
+  }
+
+  function getJson(path) { return request("GET", path); }
+  function post(path, body) { return request("POST", path, body === undefined ? {} : body); }
+
+  function getToken() {
+    try { return sessionStorage.getItem("storm-py.token") || ""; } catch (e) { return ""; }
+  }
+  function setToken(value) {
+    try { if (value) sessionStorage.setItem("storm-py.token", value); else sessionStorage.removeItem("storm-py.token"); }
+    catch (e) { /* storage disabled: the token lives for this call only */ }
+  }
+
+  /** An element with attributes and children (strings become text nodes: names from the API are never HTML). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "onclick") node.addEventListener("click", v);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const child of children.flat()) {
+      if (child === undefined || child === null) continue;
+      node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function num(value) {
+    if (value === undefined || value === null || value === "") return "";
+    const n = Number(value);
+    if (!Number.isFinite(n)) return String(value);
+    return Number.isInteger(n) ? n.toLocaleString("en-US") : String(value);
+  }
+
+  function link(href, text) { return el("a", { href }, text); }
+
+  function logLink(url, text) {
+    return url ? el("a", { href: url, target: "_blank", rel: "noopener" }, text || "log") : el("span", { class: "muted" }, "—");
+  }
+
+  function topologyHref(id, window) {
+    return "topology.html?id=" + encodeURIComponent(id) + (window ? "&window=" + encodeURIComponent(window) : "");
+  }
+
+  function componentHref(topologyId, componentId, window) {
+    return "component.html?topology_id=" + encodeURIComponent(topologyId) + "&id=" + encodeURIComponent(componentId) +
+      (window ? "&window=" + encodeURIComponent(window) : "");
+  }
+
+  /**
+   * Replace `container`'s table by rows of `columns` ({label, key, num, render(row)}); `rowKey` names rows so a
+   * refresh that keeps the same rows only rewrites changed cells (cheap with hundreds of components).
+   */
+  function table(container, columns, rows, rowKey, empty) {
+    let tbl = container.querySelector("table");
+    const signature = columns.map(c => c.label).join("|");
+    if (!tbl || tbl.dataset.columns !== signature) {
+      container.textContent = "";
+      tbl = el("table", {}, el("thead", {}, el("tr", {}, columns.map(c => el("th", { class: c.num ? "num" : null }, c.label)))), el("tbody"));
+      tbl.dataset.columns = signature;
+      container.appendChild(tbl);
+    }
+    const body = tbl.tBodies[0];
+    if (!rows.length) {
+      body.textContent = "";
+      body.appendChild(el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, empty || "None")));
+      return;
+    }
+    const keys = rows.map((r, i) => rowKey ? String(rowKey(r)) : String(i));
+    const existing = Array.from(body.rows);
+    const same = existing.length === rows.length && existing.every((tr, i) => tr.dataset.key === keys[i]);
+    if (!same) {
+      body.textContent = "";
+      rows.forEach((r, i) => {
+        const tr = el("tr", { "data-key": keys[i] }, columns.map(() => el("td")));
+        columns.forEach((c, j) => { if (c.num) tr.cells[j].className = "num"; });
+        body.appendChild(tr);
+      });
+    }
+    rows.forEach((r, i) => {
+      const tr = body.rows[i];
+      columns.forEach((c, j) => {
+        const td = tr.cells[j];
+        const value = c.render ? c.render(r) : (c.num ? num(r[c.key]) : (r[c.key] === undefined || r[c.key] === null ? "" : String(r[c.key])));
+        if (value instanceof Node) {
+          if (td.firstChild === null || !td.firstChild.isEqualNode(value)) { td.textContent = ""; td.appendChild(value); }
+        } else if (td.textContent !== value) {
+          td.textContent = value;
+        }
+      });
+    });
+  }
+
+  function message(node, text, kind) {
+    node.textContent = text || "";
+    node.className = "message " + (kind || "error") + (text ? "" : " hidden");
+  }
+
+  function refreshSecs() {
+    const raw = Number(param("refresh"));
+    return Number.isFinite(raw) && raw > 0 ? raw : 3;
+  }
+
+  /** Call `fn` now and every `refresh` seconds (`?refresh=` overrides 3); a failure shows in `errorNode`. */
+  function every(fn, errorNode) {
+    let timer = null;
+    const run = async () => {
+      try {
+        await fn();
+        if (errorNode) message(errorNode, "");
+      } catch (err) {
+        if (errorNode) message(errorNode, "Could not load: " + err.message);
+      }
+      timer = setTimeout(run, refreshSecs() * 1000);
+    };
+    run();
+    return { now() { clearTimeout(timer); run(); } };
+  }
+
+  function windowLinks(container, current, hrefOf) {
+    container.textContent = "";
+    container.appendChild(el("span", { class: "muted" }, "Window: "));
+    for (const [id, label] of WINDOWS) {
+      container.appendChild(el("a", { href: hrefOf(id), class: id === current ? "current" : null, "data-window": id }, label));
+    }
+  }
+
+  function keyValueTable(container, obj) {
+    const rows = Object.keys(obj || {}).sort().map(k => ({ key: k, value: typeof obj[k] === "object" ? JSON.stringify(obj[k]) : String(obj[k]) }));
+    table(container, [{ label: "Key", key: "key" }, { label: "Value", key: "value" }], rows, r => r.key);
+  }
+
+  return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, link, logLink, topologyHref,
+           componentHref, table, message, every, windowLinks, keyValueTable };
+})();

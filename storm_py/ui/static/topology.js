@@ -1,0 +1,124 @@
+/* storm_py UI: the topology page (Storm's topology.html): stats per window, components, graph, actions. */
+"use strict";
+
+(() => {
+  const $ = id => document.getElementById(id);
+  const { el, table } = Storm;
+  const id = Storm.param("id") || "";
+  const window_ = Storm.param("window") || ":all-time";
+  const graph = new StormGraph($("graph"), cid => { location.href = Storm.componentHref(id, cid, window_); });
+  let topologyId = id;
+
+  const errorCell = r => r.lastError ? el("pre", { class: "error" }, r.lastError.split("\n").slice(-3).join("\n")) : "";
+  const componentLink = key => r => Storm.link(Storm.componentHref(topologyId, r[key], window_), r[key]);
+
+  async function refresh() {
+    const page = await Storm.getJson("/topology/" + encodeURIComponent(id) + "?window=" + encodeURIComponent(window_));
+    topologyId = page.id;
+    document.title = page.name + " — storm_py UI";
+    $("title").textContent = "Topology " + page.name;
+    $("crumbs").textContent = "Topology " + page.name;
+    table($("topology-summary"), [
+      { label: "Name", key: "name" },
+      { label: "Id", key: "id" },
+      { label: "Status", render: r => el("span", { class: "status " + r.status, id: "status" }, r.status) },
+      { label: "Uptime", key: "uptime" },
+      { label: "Num workers", key: "workersTotal", num: true },
+      { label: "Num executors", key: "executorsTotal", num: true },
+      { label: "Num tasks", key: "tasksTotal", num: true },
+      { label: "Message timeout", key: "msgTimeout", num: true },
+    ], [page]);
+    table($("topology-stats"), [
+      { label: "Window", render: r => Storm.link(Storm.topologyHref(topologyId, r.window), r.windowPretty) },
+      { label: "Emitted", key: "emitted", num: true },
+      { label: "Transferred", key: "transferred", num: true },
+      { label: "Complete latency (ms)", key: "completeLatency", num: true },
+      { label: "Acked", key: "acked", num: true },
+      { label: "Failed", key: "failed", num: true },
+      { label: "Timed out", key: "timedOut", num: true },
+    ], page.topologyStats || [], r => r.window);
+    Storm.windowLinks($("windows"), page.window, w => Storm.topologyHref(topologyId, w));
+    table($("spouts"), [
+      { label: "Id", render: componentLink("spoutId") },
+      { label: "Executors", key: "executors", num: true },
+      { label: "Tasks", key: "tasks", num: true },
+      { label: "Emitted", key: "emitted", num: true },
+      { label: "Transferred", key: "transferred", num: true },
+      { label: "Complete latency (ms)", key: "completeLatency", num: true },
+      { label: "Acked", key: "acked", num: true },
+      { label: "Failed", key: "failed", num: true },
+      { label: "Timed out", key: "timedOut", num: true },
+      { label: "Last error", render: errorCell },
+    ], page.spouts || [], r => r.spoutId);
+    table($("bolts"), [
+      { label: "Id", render: componentLink("boltId") },
+      { label: "Executors", key: "executors", num: true },
+      { label: "Tasks", key: "tasks", num: true },
+      { label: "Emitted", key: "emitted", num: true },
+      { label: "Transferred", key: "transferred", num: true },
+      { label: "Capacity", key: "capacity", num: true },
+      { label: "Execute latency (ms)", key: "executeLatency", num: true },
+      { label: "Executed", key: "executed", num: true },
+      { label: "Process latency (ms)", key: "processLatency", num: true },
+      { label: "Acked", key: "acked", num: true },
+      { label: "Failed", key: "failed", num: true },
+      { label: "Last error", render: errorCell },
+    ], page.bolts || [], r => r.boltId);
+    table($("workers"), [
+      { label: "Host", key: "host" },
+      { label: "Port", key: "port", num: true },
+      { label: "Uptime", key: "uptime" },
+      { label: "Executors", key: "executorsTotal", num: true },
+      { label: "Components", render: r => Object.entries(r.componentNumTasks || {}).map(([c, n]) => c + " (" + n + ")").join(", ") },
+      { label: "Log", render: r => Storm.logLink(r.workerLogLink, "worker.log") },
+    ], page.workers || [], r => r.supervisorId + ":" + r.port, "No workers are running.");
+    const errors = [];
+    for (const c of (page.spouts || []).concat(page.bolts || [])) {
+      for (const e of c.errors || []) errors.push(Object.assign({ component: c.spoutId || c.boltId }, e));
+    }
+    table($("errors"), [
+      { label: "Component", render: componentLink("component") },
+      { label: "Time", render: r => new Date(r.time_secs * 1000).toISOString() },
+      { label: "Host", render: r => r.host + (r.port ? ":" + r.port : "") },
+      { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
+      { label: "Log", render: r => Storm.logLink(r.errorWorkerLogLink || "", "worker.log") },
+    ], errors.slice(0, 50), null, "No errors.");
+    if (!$("configuration").firstChild) Storm.keyValueTable($("configuration"), page.configuration);
+    const vis = await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/visualization?window=600");
+    graph.update(vis);
+    document.body.dataset.loaded = String(Date.now());
+  }
+
+  const loop = Storm.every(refresh, $("load-error"));
+
+  $("token").value = Storm.getToken();
+  $("token").addEventListener("change", () => Storm.setToken($("token").value.trim()));
+
+  async function act(label, path, body) {
+    Storm.setToken($("token").value.trim());
+    Storm.message($("action-message"), label + " …", "ok");
+    try {
+      await Storm.post(path, body);
+      Storm.message($("action-message"), label + " done.", "ok");
+      loop.now();
+    } catch (err) {
+      const why = err.status === 401
+        ? "Refused: " + label.toLowerCase() + " needs the cluster's token (nimbus.auth.token). Enter it and retry."
+        : label + " failed: " + err.message;
+      Storm.message($("action-message"), why, "error");
+    }
+  }
+
+  const base = () => "/topology/" + encodeURIComponent(topologyId);
+  const wait = () => Math.max(0, Number($("wait-secs").value) || 0);
+  $("activate").addEventListener("click", () => act("Activate", base() + "/activate"));
+  $("deactivate").addEventListener("click", () => act("Deactivate", base() + "/deactivate"));
+  $("rebalance").addEventListener("click", () => {
+    const workers = Number($("rebalance-workers").value);
+    const options = workers > 0 ? { numWorkers: workers } : {};
+    act("Rebalance", base() + "/rebalance/" + wait(), { rebalanceOptions: options });
+  });
+  $("kill").addEventListener("click", () => {
+    if (window.confirm("Kill topology " + topologyId + " after " + wait() + " s?")) act("Kill", base() + "/kill/" + wait());
+  });
+})();
