@@ -106,8 +106,8 @@ class _Reader:
                     done = True
             if out:
                 self.position = out[-1].offset + 1
-            if done or (until is None and not records) or self.clock.now() >= deadline:
-                break
+            if done or (until is None and out and not records) or self.clock.now() >= deadline:
+                break  # a new batch takes what is there (waiting at most ``wait`` for the first records)
         if done and until is not None:
             self.position = None  # records past the range were fetched: seek next time
         return out
