@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.nimbus import blobstore
 from storm_py.nimbus.api_views import pretty_uptime
@@ -59,7 +59,7 @@ def test_a_standby_copies_registered_blobs_and_drops_removed_ones(tmp_path: Path
     leader.delete("t-1-1")
     assert replicator.sync() == 0 and standby_blobs.list_keys()  # a fresh copy is kept for a grace period
     monkeypatch.setattr(blobstore, "ORPHAN_GRACE_SECS", 0.0)
-    past = time.time() - 10
+    past = SYSTEM_CLOCK.wall() - 10
     for key in standby_blobs.list_keys():
         os.utime(standby_blobs.root / key.replace(":", "%3A"), (past, past))
     replicator.sync()

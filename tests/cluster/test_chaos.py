@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from storm_py.clock import wait_until
+from storm_py.clock import SYSTEM_CLOCK, wait_until
 from tests.cluster.conftest import zk_root_conf
 from tests.cluster.harness import FAST_CONF, DevClusterProcess, Ledger, alive
 
@@ -189,10 +188,10 @@ def test_a_zookeeper_outage_and_restart_is_ridden_out_without_manual_action(
 
     # ZooKeeper goes away for longer than the sessions' timeout and the supervisors' timeout
     zookeeper.stop()
-    down_at, acked_at_stop = time.monotonic(), ledger.acked()
+    down_at, acked_at_stop = SYSTEM_CLOCK.now(), ledger.acked()
     outage = 2 * FAST_CONF["nimbus.supervisor.timeout.secs"]
     assert acked_at_stop < IDS, "the stream ended before the failure: raise IDS or lower RATE"
-    wait_until(lambda: time.monotonic() - down_at > outage and ledger.acked() > acked_at_stop + 1000, 120,
+    wait_until(lambda: SYSTEM_CLOCK.now() - down_at > outage and ledger.acked() > acked_at_stop + 1000, 120,
                interval=0.25, what="the stream to go on while ZooKeeper is down")
     zookeeper.start()
 

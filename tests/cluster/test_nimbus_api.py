@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from storm_py.client import NimbusClient, NimbusRequestError
-from storm_py.clock import wait_until
+from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -60,7 +59,7 @@ class Nimbuses:
         from storm_py.state.cluster_state import ClusterState
 
         ClusterState(self.supervisor, self.conf).set_supervisor_info(
-            "sup-1", SupervisorInfo("127.0.0.1", time.time(), ports=[7001, 7002, 7003, 7004])
+            "sup-1", SupervisorInfo("127.0.0.1", SYSTEM_CLOCK.wall(), ports=[7001, 7002, 7003, 7004])
         )
         return self.daemons
 
