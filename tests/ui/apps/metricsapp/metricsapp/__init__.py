@@ -1,0 +1,1 @@
+"""Test topology for the metrics and UI acceptance tests."""

@@ -1,0 +1,98 @@
+"""Acceptance on a dev cluster: timed-out and failed trees apart (REST and /metrics), a sleeping bolt's capacity,
+and a metrics consumer receiving every registered metric each bucket."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import urllib.request
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from storm_py.clock import wait_until
+from tests.ui.conftest import BUCKET, RATE, SLEEP_MS, TREES, MetricsCluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+def spout(page: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in page["spouts"] if s["spoutId"] == name)
+
+
+def test_timed_out_and_failed_trees_are_counted_apart(metrics_cluster: MetricsCluster) -> None:
+    client = metrics_cluster.client()
+
+    def settled() -> bool:
+        s = spout(client.topology("judged"), "counted")
+        return s["acked"] + s["failed"] + s["timedOut"] >= TREES
+
+    wait_until(settled, 120, interval=0.5, what=f"all {TREES} trees of 'counted' acked, failed or timed out")
+    page = client.topology("judged")
+    s = spout(page, "counted")
+    assert (s["acked"], s["failed"], s["timedOut"]) == (80, 10, 10), s
+    judge = next(b for b in page["bolts"] if b["boltId"] == "judge")
+    assert judge["executed"] == TREES and judge["failed"] == 10 and judge["acked"] == 80
+    all_time = next(w for w in page["topologyStats"] if w["window"] == ":all-time")
+    assert all_time["timedOut"] == 10 and all_time["failed"] == 10
+    ten_min = client.request("GET", f"/topology/{page['id']}?window=600")
+    assert spout(ten_min, "counted")["timedOut"] == 10 and ten_min["window"] == "600"
+
+    with urllib.request.urlopen(metrics_cluster.url + "/metrics", timeout=30) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = reply.read().decode("utf-8")
+    assert 'storm_spout_timed_out_total{topology="judged",component="counted"} 10' in text
+    assert 'storm_component_failed_total{topology="judged",component="counted"} 10' in text
+    assert 'storm_component_acked_total{topology="judged",component="counted"} 80' in text
+    assert 'storm_component_emitted_total{topology="judged",component="counted",stream="default"} 100' in text
+    assert "storm_cluster_supervisors 2" in text
+
+
+def test_capacity_of_a_bolt_sleeping_a_known_time(metrics_cluster: MetricsCluster) -> None:
+    client = metrics_cluster.client()
+    expected = RATE * SLEEP_MS / 1000.0  # 10 tuples/s x 50 ms: busy half the time
+    tid = client.topology_id("judged")
+
+    def capacity() -> float:
+        page = client.request("GET", f"/topology/{tid}/component/sleeper?window=600")
+        return float(next(w for w in page["boltStats"] if w["window"] == "600")["capacity"])
+
+    readings: list[float] = []
+
+    def close() -> bool:
+        readings.append(capacity())
+        return len(readings) >= 2 and all(abs(c - expected) <= 0.1 * expected for c in readings[-2:])
+
+    wait_until(close, 150, interval=2.0, what=f"the sleeper's capacity within 10 % of {expected} ({readings[-3:]})")
+    page = client.request("GET", f"/topology/{tid}/component/sleeper?window=600")
+    window = next(w for w in page["boltStats"] if w["window"] == "600")
+    assert abs(float(window["executeLatency"]) - SLEEP_MS) <= 0.1 * SLEEP_MS, window
+    (row,) = page["inputStats"]
+    assert (row["component"], row["stream"]) == ("paced", "default") and row["executed"] > 0
+
+
+def test_consumer_receives_every_registered_metric_each_bucket(metrics_cluster: MetricsCluster) -> None:
+    client = metrics_cluster.client()
+    judge_tasks = len(client.component("judged", "judge")["executorStats"])
+    points: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+
+    def enough() -> bool:
+        points.clear()
+        if not metrics_cluster.consumer_file.exists():
+            return False
+        for line in metrics_cluster.consumer_file.read_text(encoding="utf-8").splitlines():
+            p = json.loads(line)
+            points[(p["component"], p["task"], p["name"])].append(p["timestamp"])
+            assert p["interval"] == BUCKET
+        registered = [k for k in points if k[2] in ("spout-emits", "judged")]
+        return len(registered) == 1 + judge_tasks and all(len(points[k]) >= 6 for k in registered)
+
+    wait_until(enough, 120, interval=1.0, what="six buckets of every registered metric")
+    for key, stamps in points.items():
+        if key[2] not in ("spout-emits", "judged"):
+            continue
+        gaps = [b - a for a, b in itertools.pairwise(stamps)]
+        assert all(0.5 * BUCKET <= g <= 1.75 * BUCKET for g in gaps[1:]), (key, gaps)  # one point per bucket
+    assert any(k[2] == "mean-id" for k in points)
+    assert any(k[2] == "__emit-count" and k[0] == "counted" for k in points)  # Storm's built-in metrics too
