@@ -90,7 +90,8 @@ def reports(beats: Beats) -> list[Report]:
 def observe(book: StatsBook, topology_id: str, beats: Beats) -> list[Report]:
     """Feed the heartbeats' reports into the book's windows; return the reports."""
     found = reports(beats)
-    book.observe(topology_id, {r.book_key: (r.time_secs, r.counters) for r in found})
+    book.observe(topology_id, {r.book_key: (r.time_secs, r.counters) for r in found},
+                 {r.book_key: r.time_secs - r.uptime for r in found})
     return found
 
 

@@ -19,6 +19,8 @@ ALL_TIME = ":all-time"
 WINDOWS: tuple[str, ...] = ("600", "10800", "86400", ALL_TIME)
 #: buckets per rolling window (Storm's default)
 BUCKETS = 20
+#: an executor first reported within this many seconds of its start is counted from zero
+FRESH_SECS = 60.0
 
 Counters = Mapping[str, float]
 
@@ -177,24 +179,40 @@ class StatsBook:
 
     :meth:`observe` takes one topology's executor reports (executor key -> report time and cumulative counters)
     and drops the rollups of executors no longer reported; :meth:`retain` drops topologies that are gone.
+    An executor first seen within :data:`FRESH_SECS` of its start (``started`` times) is counted from zero at
+    its start, so a young topology's windows hold everything it did.
     """
 
     _topologies: dict[str, dict[str, _Seen]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def observe(self, topology_id: str, reports: Mapping[str, tuple[float, Counters]]) -> None:
-        """The latest reports of a topology's executors (a report already seen is ignored); thread-safe."""
-        with self._lock:
-            self._observe(topology_id, reports)
+    def observe(
+        self, topology_id: str, reports: Mapping[str, tuple[float, Counters]],
+        started: Mapping[str, float] | None = None,
+    ) -> None:
+        """The latest reports of a topology's executors (a report already seen is ignored); thread-safe.
 
-    def _observe(self, topology_id: str, reports: Mapping[str, tuple[float, Counters]]) -> None:
+        ``started`` gives, per executor key, when the executor started (same clock as the report times).
+        """
+        with self._lock:
+            self._observe(topology_id, reports, started or {})
+
+    def _observe(
+        self, topology_id: str, reports: Mapping[str, tuple[float, Counters]], started: Mapping[str, float]
+    ) -> None:
         seen = self._topologies.setdefault(topology_id, {})
         for key in [k for k in seen if k not in reports]:
             del seen[key]
         for key, (time_secs, counters) in reports.items():
             entry = seen.get(key)
             if entry is None:
-                seen[key] = _Seen(time_secs, ExecutorRollup(time_secs, counters))
+                start = started.get(key)
+                if start is not None and 0 <= time_secs - start <= FRESH_SECS:
+                    rollup = ExecutorRollup(start, {})
+                    rollup.observe(time_secs, counters)
+                else:
+                    rollup = ExecutorRollup(time_secs, counters)
+                seen[key] = _Seen(time_secs, rollup)
             elif time_secs > entry.report_time:
                 entry.report_time = time_secs
                 entry.rollup.observe(time_secs, counters)

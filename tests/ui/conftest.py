@@ -59,7 +59,9 @@ class Browser:
         return path
 
     def text(self, css: str) -> str:
-        return str(self.driver.find_element("css selector", css).text)
+        """The element's text ("" while it is not on the page)."""
+        found = self.driver.find_elements("css selector", css)
+        return str(found[0].text) if found else ""
 
 
 @pytest.fixture

@@ -104,3 +104,13 @@ def test_stats_book_is_bounded_by_live_executors() -> None:
     assert rollup.values("600", 2.0).counters == {"x": 4}
     book.retain([])
     assert book.executors("t1") == 0
+
+
+def test_a_young_executor_is_counted_from_its_start() -> None:
+    book = StatsBook()
+    book.observe("t", {"young": (10.0, {"failed": 7}), "old": (500.0, {"failed": 7})},
+                 started={"young": 8.0, "old": 100.0})
+    young = book.values("t", "young", "600", 10.0)
+    old = book.values("t", "old", "600", 500.0)
+    assert young is not None and young.counters == {"failed": 7} and young.span_secs == 2.0
+    assert old is not None and old.counters == {} and old.span_secs == 0.0

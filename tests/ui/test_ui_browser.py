@@ -1,0 +1,150 @@
+"""The UI in headless Chromium against a dev cluster: cluster page, live topology page, graph, component page,
+actions with and without the cluster's token.  Screenshots land in test-output/ui/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from storm_py.clock import wait_until
+from tests.ui.conftest import Browser, MetricsCluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
+
+COMPONENTS = {"counted", "paced", "judge", "sleeper"}
+
+
+def cell(browser: Browser, table: str, row_key: str, column: str) -> str:
+    """The text of a cell of a UI table, by its row's key and its column's header."""
+    return str(browser.driver.execute_script(
+        """
+        const [table, key, column] = arguments;
+        const t = document.querySelector(table + " table");
+        if (!t) return null;
+        const col = Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent === column);
+        const row = Array.from(t.tBodies[0].rows).find(r => r.dataset.key === key);
+        return row && col >= 0 ? row.cells[col].textContent : null;
+        """, table, row_key, column))
+
+
+def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browser: Browser) -> None:
+    browser.driver.get(metrics_cluster.url + "/")
+    wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed")
+    assert "ACTIVE" in browser.text("#topology-summary")
+    assert browser.text("#cluster-summary").count("\n") >= 1 and "Leader" in browser.text("#nimbus-summary")
+    assert len(browser.driver.find_elements("css selector", "#supervisor-summary tbody tr")) == 2
+    browser.shot("cluster")
+
+
+def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, browser: Browser) -> None:
+    tid = metrics_cluster.client().topology_id("judged")
+    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    wait_until(lambda: cell(browser, "#spouts", "paced", "Emitted") not in ("None", ""), 30, interval=0.2,
+               what="the spouts table")
+    first = int(cell(browser, "#spouts", "paced", "Emitted").replace(",", ""))
+    wait_until(lambda: int(cell(browser, "#spouts", "paced", "Emitted").replace(",", "")) > first, 30,
+               interval=0.3, what="the paced spout's emitted count to grow on the page without a reload")
+    assert cell(browser, "#spouts", "counted", "Timed out") == "10"
+    assert cell(browser, "#spouts", "counted", "Failed") == "10"
+    assert float(cell(browser, "#bolts", "sleeper", "Capacity")) > 0
+    windows = [e.text for e in browser.driver.find_elements("css selector", "#topology-stats tbody tr td:first-child")]
+    assert windows == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    links = browser.driver.find_elements("css selector", "#workers a")
+    assert links and all(a.get_attribute("href").startswith("http://") for a in links)
+    browser.shot("topology")
+
+
+def test_graph_renders_every_component_with_rates_and_capacity(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    tid = metrics_cluster.client().topology_id("judged")
+    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+
+    def nodes() -> set[str]:
+        found = browser.driver.find_elements("css selector", "#graph g.node")
+        return {e.get_attribute("data-component") for e in found}
+
+    wait_until(lambda: nodes() == COMPONENTS, 30, interval=0.2, what=f"graph nodes {COMPONENTS}")
+    edges = browser.driver.find_elements("css selector", "#graph g.edge-group")
+    assert {(e.get_attribute("data-source"), e.get_attribute("data-target")) for e in edges} == {
+        ("counted", "judge"), ("paced", "sleeper")}
+    label = "#graph g.edge-group[data-target=sleeper] text"
+    wait_until(lambda: browser.text(label).endswith("/s") and browser.text(label) != "0.0/s", 60, interval=0.5,
+               what="a rate on the paced -> sleeper edge")
+    sleeper = browser.driver.find_element("css selector", "#graph g.node[data-component=sleeper] rect")
+    wait_until(lambda: sleeper.get_attribute("fill") not in (None, "", "hsl(120,65%,75%)"), 30, interval=0.5,
+               what="the sleeper coloured by its capacity")
+    browser.driver.execute_script("document.getElementById('graph-box').scrollIntoView()")
+    browser.shot("graph")
+
+
+def test_component_page_shows_executors_streams_and_log_links(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    tid = metrics_cluster.client().topology_id("judged")
+    browser.driver.get(f"{metrics_cluster.url}/component.html?topology_id={quote(tid)}&id=judge&refresh=1")
+    wait_until(lambda: len(browser.driver.find_elements("css selector", "#executors tbody tr[data-key]")) == 2, 30,
+               interval=0.2, what="judge's two executors")
+    assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
+    links = browser.driver.find_elements("css selector", "#executors a")
+    assert len(links) == 2 and all("/api/v1/log?file=" in a.get_attribute("href") for a in links)
+    browser.shot("component")
+
+
+def test_actions_need_the_token_and_deactivate_changes_the_status(
+    metrics_cluster: MetricsCluster, browser: Browser, tmp_path: Path
+) -> None:
+    tid = metrics_cluster.submit("clicks", tmp_path / "clicks-consumer.jsonl")
+    client = metrics_cluster.client()
+    driver = browser.driver
+    driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    wait_until(lambda: browser.text("#status") == "ACTIVE", 30, interval=0.2, what="the page to show ACTIVE")
+
+    driver.find_element("id", "deactivate").click()  # no token given: the cluster refuses
+    wait_until(lambda: "Refused" in browser.text("#action-message"), 30, interval=0.2, what="the refusal shown")
+    assert "nimbus.auth.token" in browser.text("#action-message")
+    assert client.topology("clicks")["status"] == "ACTIVE"
+    browser.shot("refused")
+
+    driver.find_element("id", "token").send_keys(metrics_cluster.token)
+    driver.find_element("id", "deactivate").click()
+    wait_until(lambda: browser.text("#status") == "INACTIVE", 30, interval=0.2, what="the page to show INACTIVE")
+    assert client.topology("clicks")["status"] == "INACTIVE"
+    browser.shot("deactivated")
+    driver.find_element("id", "activate").click()
+    wait_until(lambda: client.topology("clicks")["status"] == "ACTIVE", 30, interval=0.2, what="active again")
+    client.kill("clicks", 0)
+
+
+def test_graph_of_200_components_renders_and_refreshes_in_place(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    driver = browser.driver
+    driver.get(metrics_cluster.url + "/topology.html?id=none&refresh=3600")  # loads graph.js; no topology needed
+    result = driver.execute_script(
+        """
+        const vis = {};
+        for (let i = 0; i < 20; i++) vis["spout-" + i] = {":type": "spout", ":capacity": 0, ":inputs": []};
+        for (let i = 0; i < 180; i++) {
+          vis["bolt-" + i] = {":type": "bolt", ":capacity": (i % 10) / 10, ":inputs": [
+            {":component": i < 20 ? "spout-" + i : "bolt-" + (i - 20), ":stream": "default", ":rate": i}]};
+        }
+        const svg = document.getElementById("graph");
+        const graph = new StormGraph(svg, null);
+        let t0 = performance.now();
+        graph.update(vis);
+        const first = performance.now() - t0;
+        const node = svg.querySelector("g.node[data-component='bolt-5']");
+        for (const c of Object.values(vis)) { c[":capacity"] = 1 - (c[":capacity"] || 0); }
+        t0 = performance.now();
+        graph.update(vis);
+        const again = performance.now() - t0;
+        return {nodes: svg.querySelectorAll("g.node").length, edges: svg.querySelectorAll("g.edge-group").length,
+                same: node === svg.querySelector("g.node[data-component='bolt-5']"), first, again};
+        """)
+    print(f"graph of 200 components: first render {result['first']:.1f} ms, refresh {result['again']:.1f} ms")
+    assert result["nodes"] == 200 and result["edges"] == 180 and result["same"]
+    driver.execute_script("document.getElementById('graph-box').scrollIntoView()")
+    browser.shot("graph-200")
