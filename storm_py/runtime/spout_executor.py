@@ -80,7 +80,7 @@ class SpoutCollector:
             edge = rand()
             ack_val ^= edge
             out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
-        ex.newer[root] = (task, msg_id, ex.now)  # PendingMap.add, inlined
+        ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
         out[ex.acker_for(root)].append((INIT, root, ack_val, task))
 
     def get_pending_count(self) -> int:
@@ -111,6 +111,11 @@ class SpoutExecutor(Executor):
         timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
         timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
         self.now = rt.clock.now()
+        self.clock_now = rt.clock.now
+        flush_ms = float(self.conf.get("topology.batch.flush.interval.millis") or 0)
+        #: a step stops calling next_tuple once this long has passed, so that its emits leave the worker at the
+        #: end of the pass (Storm's batch flush interval; 0: only after SPOUT_CALLS_PER_PASS calls)
+        self.flush_secs = flush_ms / 1000.0
         self.pending = PendingMap(timeout if (self.acking and timeouts) else None, self.now)
         #: the pending map's newer bucket, where emits add what they track (replaced at every rotation)
         self.newer = self.pending.buckets()[0]
@@ -175,6 +180,9 @@ class SpoutExecutor(Executor):
             rt = self.rt
             max_pending = self.max_pending
             stats = self.stats
+            flush_secs = self.flush_secs
+            deadline = now + flush_secs
+            clock_now = self.clock_now
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
@@ -191,8 +199,10 @@ class SpoutExecutor(Executor):
                         self.report_error(task, exc)
                         break
                     if stats.emitted == before:
-                        break
+                        break  # nothing to emit: the pass goes on and what was emitted leaves the worker
                     did = True
+                    if flush_secs and clock_now() >= deadline:
+                        break  # every task still gets a call per pass; the emits leave at the pass's end
         else:
             self.stats.skipped_inactive += since
         return did

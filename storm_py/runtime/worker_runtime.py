@@ -231,7 +231,10 @@ class WorkerRuntime:
         if now >= self.timer_at and self.timer is not None:
             self.timer_at = self.timer(now)
         clock_now = self.clock.now
+        inbound = self.inbound
         for ex in self.executors:
+            if inbound:  # what arrived while a spout waited in next_tuple goes on in this pass, not the next
+                self._drain_inbound()
             if ex.step(clock_now()):
                 did = True
             if ex.outbuf:

@@ -1,0 +1,99 @@
+"""A spout's emits leave its step within ``topology.batch.flush.interval.millis``; latency counts from the emit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storm_py import BasicBolt, Spout, TopologyBuilder
+from storm_py.clock import SimulatedClock
+from storm_py.config import defaults
+from storm_py.runtime.spout_executor import SPOUT_CALLS_PER_PASS, SpoutExecutor
+from storm_py.runtime.system_topology import layout_tasks, system_topology
+from storm_py.runtime.worker_runtime import WorkerRuntime
+from storm_py.testing.registry import Shared
+
+
+class Calls(Shared):
+    def __init__(self) -> None:
+        self.next_tuple = 0
+        self.executed = 0
+
+
+class WaitingSpout(Spout):
+    """Waits ``wait`` seconds of the (simulated) clock for a record in every call, then emits it."""
+
+    def __init__(self, clock: SimulatedClock, calls: Calls, wait: float) -> None:
+        self.clock = clock
+        self.calls = calls
+        self.wait = wait
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WaitingSpout:
+        return self  # shares the clock and the counters with the test
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def next_tuple(self) -> None:
+        self.calls.next_tuple += 1
+        self.clock.advance(self.wait)
+        self.collector.emit([self.calls.next_tuple], self.calls.next_tuple)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+
+class CountingBolt(BasicBolt):
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.calls.executed += 1
+
+
+def runtime(flush_ms: float, wait: float) -> tuple[WorkerRuntime, SimulatedClock, Calls]:
+    clock = SimulatedClock()
+    calls = Calls()
+    conf = defaults()
+    conf.update({"topology.batch.flush.interval.millis": flush_ms, "topology.acker.executors": 1})
+    b = TopologyBuilder()
+    b.set_spout("spout", WaitingSpout(clock, calls, wait))
+    b.set_bolt("bolt", CountingBolt(calls)).shuffle_grouping("spout")
+    topology = system_topology(b.create_topology(), conf)
+    layout = layout_tasks(topology)
+    executors = list(layout.all_executors())
+    rt = WorkerRuntime(
+        topology_id="t", topology_name="t", topology=topology, conf=conf, layout=layout, executors=executors,
+        task_to_worker={t: "w" for _, (s, e) in executors for t in range(s, e + 1)}, worker_id="w", clock=clock,
+    )
+    rt.prepare()
+    rt.set_active(True)
+    return rt, clock, calls
+
+
+def test_a_waiting_spout_gets_one_call_per_pass_and_its_tuple_is_processed_in_that_pass() -> None:
+    rt, clock, calls = runtime(flush_ms=1, wait=0.010)
+    rt.run_once(clock.now())
+    assert calls.next_tuple == 1  # the step ended once the flush interval had passed
+    assert calls.executed == 1  # and the tuple went on down the topology in the same pass
+
+
+def test_without_a_flush_interval_a_step_makes_its_full_number_of_calls() -> None:
+    rt, clock, calls = runtime(flush_ms=0, wait=0.010)
+    rt.run_once(clock.now())
+    assert calls.next_tuple == SPOUT_CALLS_PER_PASS
+
+
+def test_a_fast_spout_is_not_cut_short() -> None:
+    rt, clock, calls = runtime(flush_ms=1, wait=0.0)
+    rt.run_once(clock.now())
+    assert calls.next_tuple == SPOUT_CALLS_PER_PASS
+
+
+def test_complete_latency_counts_from_the_emit_not_from_the_start_of_the_step() -> None:
+    rt, clock, _ = runtime(flush_ms=1, wait=0.010)
+    rt.run_once(clock.now())  # emit at 10 ms (after the wait); bolt and acker done in this pass
+    rt.set_active(False)
+    rt.run_once(clock.now())  # the spout takes the acker's answer
+    (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
+    assert spout.stats.acked == 1
+    assert spout.stats.lat_samples == [0.0]  # no time passed between the emit and the ack
