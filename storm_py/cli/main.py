@@ -12,7 +12,7 @@ from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor,
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
-from storm_py.cli.monitor import monitor
+from storm_py.cli.monitor import monitor, set_log_level
 from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
@@ -32,7 +32,7 @@ def version() -> None:
 
 
 cli.add_command(local)
-for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, monitor,
+for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, monitor, set_log_level,
                  submit, jar, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job,
                  dev_kafka):
     cli.add_command(_command)

@@ -85,3 +85,56 @@ def monitor(
         raise command_error(err, config_file) from err
     except KeyboardInterrupt:
         pass
+
+
+def parse_level_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``LOGGER=LEVEL[:TIMEOUT]`` (Storm's ``-l``) as a logger name and its ``namedLoggerLevels`` entry."""
+    from storm_py.worker.log_levels import level_number
+
+    name, sep, rest = spec.partition("=")
+    level, _, timeout = rest.partition(":")
+    if not sep or not name or not level:
+        raise click.BadParameter(f"{spec!r} is not LOGGER=LEVEL[:TIMEOUT] (e.g. ROOT=DEBUG:30)")
+    if level_number(level) is None:
+        raise click.BadParameter(f"{level!r} in {spec!r} is not a log level (TRACE, DEBUG, INFO, WARN, ERROR ...)")
+    try:
+        secs = int(timeout) if timeout else 0
+    except ValueError:
+        raise click.BadParameter(f"timeout {timeout!r} in {spec!r} is not a whole number of seconds") from None
+    if secs < 0:
+        raise click.BadParameter(f"timeout in {spec!r} must be >= 0")
+    return name, {"target_level": level.upper(), "timeout": secs}
+
+
+@click.command("set_log_level")
+@click.argument("name")
+@click.option("-l", "levels", multiple=True, metavar="LOGGER=LEVEL[:TIMEOUT]",
+              help="Set LOGGER (ROOT: the root logger) to LEVEL, back after TIMEOUT seconds; repeatable.")
+@click.option("-r", "resets", multiple=True, metavar="LOGGER", help="Put LOGGER back to its level; repeatable.")
+@config_options
+def set_log_level(
+    name: str, levels: tuple[str, ...], resets: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]
+) -> None:
+    """Change log levels in topology NAME's workers (Storm's `storm set_log_level`)."""
+    from urllib.parse import quote
+
+    from storm_py.client import NimbusClient
+
+    if not levels and not resets:
+        raise click.UsageError("give -l LOGGER=LEVEL[:TIMEOUT] or -r LOGGER")
+    named: dict[str, Any] = dict(parse_level_spec(spec) for spec in levels)
+    for logger in resets:
+        named[logger] = {"target_level": None}
+    conf = load_conf(config_file, overrides)
+    try:
+        client = NimbusClient(conf)
+        tid = client.topology_id(name)
+        client.request("POST", f"/topology/{quote(tid, safe='')}/logconfig", {"namedLoggerLevels": named})
+    except StormPyError as err:
+        raise command_error(err, config_file) from err
+    for logger, entry in named.items():
+        if entry["target_level"] is None:
+            click.echo(f"Reset log level of {logger} in topology {name}")
+        else:
+            after = f" for {entry['timeout']}s" if entry["timeout"] else ""
+            click.echo(f"Set log level of {logger} to {entry['target_level']}{after} in topology {name}")

@@ -29,6 +29,7 @@ from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
+from storm_py.worker.log_levels import level_number
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ class NimbusApi:
             get("/topology/{id}", self.topology_page),
             get("/topology/{id}/component/{component}", self.component_page),
             get("/topology/{id}/visualization", self.visualization),
+            get("/topology/{id}/logconfig", self.log_config),
+            post("/topology/{id}/logconfig", self.set_log_config),
             post("/topology/{id}/activate", self.activate),
             post("/topology/{id}/deactivate", self.deactivate),
             post("/topology/{id}/rebalance", self.rebalance),
@@ -298,6 +301,42 @@ class NimbusApi:
         tid, base = self._base(req.params["id"])
         self.node.nimbus.rebalance(base.name, wait, num_workers, counts)
         return self._done("rebalance", tid)
+
+    def log_config(self, req: Request) -> dict[str, Any]:
+        """``GET /topology/:id/logconfig``: the dynamic log levels set with ``set_log_level``."""
+        tid, _ = self._base(req.params["id"])
+        return {"namedLoggerLevels": self.node.state.log_config(tid)}
+
+    def set_log_config(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id/logconfig`` with Storm's ``{"namedLoggerLevels": {logger: {target_level,
+        reset_level, timeout}}}``; a null ``target_level`` removes the logger's entry (its level is restored)."""
+        self._require_leader()
+        tid, _ = self._base(req.params["id"])
+        body = req.json()
+        named = body.get("namedLoggerLevels") if isinstance(body, Mapping) else None
+        if not isinstance(named, Mapping):
+            raise BadRequestError("logconfig needs an object namedLoggerLevels: {logger: {target_level, timeout}}")
+        config = self.node.state.log_config(tid)
+        now = self.node.clock.wall()
+        for name, entry in named.items():
+            if not isinstance(name, str) or not name or not isinstance(entry, Mapping):
+                raise BadRequestError(f"logger {name!r} needs an object {{target_level, reset_level, timeout}}")
+            target = entry.get("target_level")
+            if target in (None, ""):
+                config.pop(name, None)
+                continue
+            reset = entry.get("reset_level")
+            timeout = entry.get("timeout", 0)
+            for what, level in (("target_level", target), ("reset_level", reset)):
+                if level is not None and level_number(level) is None:
+                    raise BadRequestError(f"{what} of logger {name!r} is not a log level: {level!r}")
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+                raise BadRequestError(f"timeout of logger {name!r} must be seconds >= 0, got {timeout!r}")
+            config[name] = {"target_level": str(target).upper(),
+                            "reset_level": None if reset is None else str(reset).upper(),
+                            "timeout": timeout, "timeout_epoch": now + timeout if timeout else None}
+        self.node.state.set_log_config(tid, config)
+        return {"namedLoggerLevels": config, **self._done("logconfig", tid)}
 
     def upload(self, req: Request) -> dict[str, Any]:
         """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``."""

@@ -346,13 +346,26 @@ class ClusterState:
         """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout)."""
         self.storage.set(znodes.kafka_spout_partition(zk_root, spout_id, partition, topic), encode_json(value))
 
+    # ------------------------------------------------------------------------------------------ log levels
+    def set_log_config(self, topology_id: str, config: Mapping[str, Any]) -> None:
+        """Write a topology's dynamic log levels (``{logger: {target_level, reset_level, timeout_epoch}}``)."""
+        self.storage.set(znodes.log_config(self.root, topology_id), encode_json(dict(config)))
+
+    def log_config(self, topology_id: str) -> dict[str, Any]:
+        """A topology's dynamic log levels (empty when none were set)."""
+        path = znodes.log_config(self.root, topology_id)
+        data = self.storage.get(path)
+        value = {} if data is None else decode_json(path, data)
+        return dict(value) if isinstance(value, Mapping) else {}
+
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
-        """Remove everything kept about a topology: storm base, assignment, heartbeats and errors."""
+        """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels."""
         self.remove_storm_base(topology_id)
         self.remove_assignment(topology_id)
         self.remove_worker_heartbeats(topology_id)
         self.remove_errors(topology_id)
+        self.storage.delete(znodes.log_config(self.root, topology_id))
         log.info("removed the cluster state of topology %s", topology_id)
 
     # ------------------------------------------------------------------------------------------ internals

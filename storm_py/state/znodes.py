@@ -42,6 +42,7 @@ ERRORS = "errors"
 NIMBUSES = "nimbuses"
 LEADER_LOCK = "leader-lock"
 BLOBSTORE = "blobstore"
+LOGCONFIGS = "logconfigs"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -282,10 +283,15 @@ def blob_holder(root: str, key: str, holder_id: str) -> str:
     return join(blob(root, key), holder_id)
 
 
+def log_config(root: str, topology_id: str) -> str:
+    """A topology's dynamic log levels (``storm set_log_level``), read by its workers."""
+    return join(root, LOGCONFIGS, topology_id)
+
+
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:
     """``(topology_id, writable)`` when ``path`` belongs to one topology, else None.
 
-    A topology's storm base and assignment are its to read (``writable`` False); its heartbeats and errors,
+    A topology's storm base, assignment and log levels are its to read (``writable`` False); its heartbeats and errors,
     and everything below them, are its to write (True).  Used to give a topology's workers access (ACLs).
     """
     if not is_within(path, root):
@@ -293,7 +299,7 @@ def topology_scope(root: str, path: str) -> tuple[str, bool] | None:
     names = relative_to(path, root).split(SEPARATOR)[1:]
     if len(names) < 2:
         return None
-    if names[0] in (STORMS, ASSIGNMENTS) and len(names) == 2:
+    if names[0] in (STORMS, ASSIGNMENTS, LOGCONFIGS) and len(names) == 2:
         return names[1], False
     if names[0] in (WORKERBEATS, ERRORS):
         return names[1], True

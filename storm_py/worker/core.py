@@ -21,6 +21,8 @@ from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import WorkerHeartbeat
+from storm_py.worker.log_levels import LogLevels
+from storm_py.worker.log_levels import apply as apply_log_levels
 from storm_py.worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,8 @@ class Worker:
         self.runtime: WorkerRuntime | None = None
         self.loop: WorkerLoop | None = None
         self.metrics: WorkerMetrics | None = None
+        self.log_levels = LogLevels()
+        self._next_log_poll = 0.0
         self.started_at = clock.now()
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
@@ -175,6 +179,22 @@ class Worker:
             self.state.set_worker_heartbeat(self.topology_id, self.supervisor_id, self.port, hb)
         except StormPyError as err:
             log.warning("worker %s could not heartbeat: %s", self.key, err)
+        self._poll_log_levels()
+
+    def _poll_log_levels(self) -> None:
+        """Follow the topology's dynamic log levels (``storm-py set_log_level``) every poll period."""
+        now = self.clock.now()
+        if now < self._next_log_poll:
+            return
+        conf = self.runtime.conf if self.runtime is not None else self.conf  # the topology may set it
+        self._next_log_poll = now + float(conf.get("worker.log.level.reset.poll.secs") or 30)
+        try:
+            config = self.state.log_config(self.topology_id)
+        except StormPyError as err:
+            log.warning("worker %s could not read its log levels: %s", self.key, err)
+            return
+        for name, level in apply_log_levels(self.log_levels, config, self.clock.wall()):
+            log.info("worker %s: logger %s set to %s", self.key, name, logging.getLevelName(level))
 
     def _transfer_metrics(self) -> dict[str, int]:
         metrics = getattr(self.transport, "metrics", None)

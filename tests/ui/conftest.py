@@ -38,6 +38,7 @@ def topology_conf(consumer_file: Path) -> list[str]:
                 f'"argument": "{consumer_file}"}}]')
     return [
         "-c", "topology.workers=2", "-c", f"topology.message.timeout.secs={TIMEOUT}",
+        "-c", "worker.log.level.reset.poll.secs=1",
         "-c", f"metrics.trees={TREES}", "-c", f"metrics.rate={RATE}", "-c", f"metrics.sleep.ms={SLEEP_MS}",
         "-c", f"metrics.bucket={BUCKET}", "-c", f"topology.builtin.metrics.bucket.size.secs={BUCKET}",
         "-c", f"topology.metrics.consumer.register={register}",

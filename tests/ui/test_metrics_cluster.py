@@ -96,3 +96,30 @@ def test_consumer_receives_every_registered_metric_each_bucket(metrics_cluster: 
         assert all(0.5 * BUCKET <= g <= 1.75 * BUCKET for g in gaps[1:]), (key, gaps)  # one point per bucket
     assert any(k[2] == "mean-id" for k in points)
     assert any(k[2] == "__emit-count" and k[0] == "counted" for k in points)  # Storm's built-in metrics too
+
+
+def test_monitor_prints_the_throughput(metrics_cluster: MetricsCluster) -> None:
+    out = metrics_cluster.cluster.cli("monitor", "judged", "-m", "paced", "-i", "2", "--count", "2").stdout
+    header, *rows = out.strip().splitlines()
+    assert header.split("\t")[:3] == ["topology", "component", "stream"] and len(rows) == 2
+    rate = float(rows[-1].split("\t")[-1])
+    assert 0.5 * RATE <= rate <= 1.5 * RATE, out  # the paced spout emits RATE tuples a second
+
+
+def test_set_log_level_reaches_the_workers_and_reverts(metrics_cluster: MetricsCluster) -> None:
+    cluster = metrics_cluster.cluster
+    out = cluster.cli("set_log_level", "judged", "-l", "metricsapp=DEBUG:5").stdout
+    assert "Set log level of metricsapp to DEBUG for 5s in topology judged" in out
+    client = metrics_cluster.client()
+    tid = client.topology_id("judged")
+    levels = client.request("GET", f"/topology/{tid}/logconfig")["namedLoggerLevels"]
+    assert levels["metricsapp"]["target_level"] == "DEBUG" and levels["metricsapp"]["timeout"] == 5
+
+    def logged(text: str) -> bool:
+        return any(text in p.read_text(encoding="utf-8", errors="replace")
+                   for p in cluster.artifacts(tid).glob("*/worker.log"))
+
+    wait_until(lambda: logged("logger metricsapp set to DEBUG"), 60, interval=0.5, what="workers at DEBUG")
+    wait_until(lambda: logged("logger metricsapp set to NOTSET"), 60, interval=0.5, what="the level restored")
+    bad = cluster.cli("set_log_level", "judged", "-l", "metricsapp=LOUD", check=False)
+    assert bad.returncode != 0 and "not a log level" in bad.stderr
