@@ -96,7 +96,9 @@ class ByTopicRecordTranslator:
         return dict(self._streams)
 
 
-class _DefaultTranslator:
+class DefaultTranslator:
+    """Storm's ``DefaultRecordTranslator``: fields ``topic, partition, offset, key, value`` on ``default``."""
+
     def translate(self, record: KafkaRecord) -> tuple[str, list[Any]] | None:
         return DEFAULT_STREAM, [record.topic, record.partition, record.offset, record.key, record.value]
 
@@ -229,7 +231,7 @@ class KafkaSpoutConfig:
         """The translator as a :class:`RecordTranslator`."""
         tr = self.translator
         if tr is None:
-            return _DefaultTranslator()
+            return DefaultTranslator()
         if hasattr(tr, "translate") and hasattr(tr, "streams"):
             return tr
         assert callable(tr) and self.translator_fields

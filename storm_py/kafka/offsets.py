@@ -141,8 +141,9 @@ class PartitionOffsets:
             self.ignored += 1
             return False
         self.pending.discard(offset)
-        self.fails.pop(offset, None)
-        self.scheduled.pop(offset, None)
+        if self.fails:
+            self.fails.pop(offset, None)
+            self.scheduled.pop(offset, None)
         self.acked.add(offset)
         return True
 

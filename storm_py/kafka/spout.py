@@ -18,14 +18,15 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from typing import Any, NamedTuple
+from typing import Any
 
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
 from storm_py.kafka.client import KafkaClientError, KafkaConsumerClient, KafkaRecord, PollError, TopicPartition
-from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, KafkaSpoutConfig
+from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
 from storm_py.kafka.offsets import PartitionOffsets
 from storm_py.kafka.spout_metrics import KafkaSpoutStats
 from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
@@ -44,12 +45,9 @@ class KafkaSpoutError(StormPyError):
     code = "kafka_spout_error"
 
 
-class KafkaMessageId(NamedTuple):
-    """The message id of a Kafka spout tuple: the record's topic, partition and offset."""
-
-    topic: str
-    partition: int
-    offset: int
+#: The message id of a Kafka spout tuple: the record's ``(topic, partition, offset)`` (a plain tuple: cheap to
+#: build and hash on the per-record path).
+KafkaMessageId = tuple[str, int, int]
 
 
 class KafkaSpout(Spout):
@@ -94,8 +92,8 @@ class KafkaSpout(Spout):
         self.managers: dict[TopicPartition, PartitionOffsets] = {}
         self.paused: set[TopicPartition] = set()
         self.waiting: deque[KafkaRecord] = deque()
-        #: tracked records not done yet: msg id -> (stream, values) (None, None: translate again on retry)
-        self.inflight: dict[KafkaMessageId, tuple[str | None, list[Any] | None, KafkaRecord]] = {}
+        #: tracked records not done yet (a retry translates its record again)
+        self.inflight: dict[KafkaMessageId, KafkaRecord] = {}
         self.reset_partitions: set[TopicPartition] = set()
         self.missing_topics: set[str] = set()
         now = self.clock.now()
@@ -144,20 +142,17 @@ class KafkaSpout(Spout):
             if n >= budget:
                 break
             for offset in m.due_retries(now, budget - n):
-                mid = KafkaMessageId(tp[0], tp[1], offset)
-                entry = self.inflight.get(mid)
-                if entry is None:  # cannot happen: a scheduled offset keeps its record until done
+                mid = (tp[0], tp[1], offset)
+                record = self.inflight.get(mid)
+                if record is None:  # cannot happen: a scheduled offset keeps its record until done
                     m.on_emit(offset)
                     m.on_ack(offset)
                     continue
-                stream, values, record = entry
                 m.on_emit(offset)
-                if stream is None or values is None:
-                    translated = self._translate(record, m, now, retry=True)
-                    if translated is None:
-                        continue
-                    stream, values = translated
-                    self.inflight[mid] = (stream, values, record)
+                translated = self._translate(record, m, now, retry=True)  # translators are deterministic
+                if translated is None:
+                    continue
+                stream, values = translated
                 self.collector.emit(values, mid, stream)
                 self.stats.retried += 1
                 n += 1
@@ -167,32 +162,41 @@ class KafkaSpout(Spout):
         waiting = self.waiting
         managers = self.managers
         emit = self.collector.emit
-        translate = self.translator.translate
+        translate = None if isinstance(self.translator, DefaultTranslator) else self.translator.translate
         tracked = self.tracked
         inflight = self.inflight
         n = 0
+        tp: TopicPartition | None = None
+        m: PartitionOffsets | None = None
         while waiting and n < budget:
             record = waiting.popleft()
-            tp = (record.topic, record.partition)
-            m = managers.get(tp)
-            if m is None or (tracked and not m.should_emit(record.offset)):
-                continue  # no longer ours, or committed meanwhile (STORM-2666)
-            try:
-                out = translate(record)
-            except Exception as err:  # user code: the record is reported, never lost
-                self._translator_failed(record, m, err, now)
-                continue
             offset = record.offset
-            if out is None:  # the translator skips it: done at once
-                m.on_emit(offset)
-                m.on_ack(offset)
-                self.stats.skipped_by_translator += 1
-                continue
-            stream, values = out
+            if tp is None or tp[0] != record.topic or tp[1] != record.partition:
+                tp = (record.topic, record.partition)
+                m = managers.get(tp)
+            if m is None:
+                continue  # no longer ours
+            if tracked and (offset < m.committed or offset in m.pending or offset in m.acked):
+                continue  # committed meanwhile (STORM-2666), or already emitted
+            if translate is None:  # the default translator, inlined
+                stream = DEFAULT_STREAM
+                values = [record.topic, record.partition, offset, record.key, record.value]
+            else:
+                try:
+                    out = translate(record)
+                except Exception as err:  # user code: the record is reported, never lost
+                    self._translator_failed(record, m, err, now)
+                    continue
+                if out is None:  # the translator skips it: done at once
+                    m.on_emit(offset)
+                    m.on_ack(offset)
+                    self.stats.skipped_by_translator += 1
+                    continue
+                stream, values = out
             if tracked:
-                mid = KafkaMessageId(record.topic, record.partition, offset)
-                m.on_emit(offset)
-                inflight[mid] = (stream, values, record)
+                mid = (tp[0], tp[1], offset)
+                m.pending.add(offset)  # m.on_emit for a first emit (never scheduled)
+                inflight[mid] = record
                 emit(values, mid, stream)
             else:
                 emit(values, None, stream)
@@ -208,7 +212,7 @@ class KafkaSpout(Spout):
             return None
         if out is None:
             m.on_ack(record.offset)
-            self.inflight.pop(KafkaMessageId(record.topic, record.partition, record.offset), None)
+            self.inflight.pop((record.topic, record.partition, record.offset), None)
         return out
 
     def _translator_failed(self, record: KafkaRecord, m: PartitionOffsets, err: Exception, now: float,
@@ -220,7 +224,7 @@ class KafkaSpout(Spout):
         log.warning("kafka spout: %s", error.message)
         self._report(f"translate:{where}", error, now, always=True)
         self.stats.translator_errors += 1
-        mid = KafkaMessageId(record.topic, record.partition, record.offset)
+        mid = (record.topic, record.partition, record.offset)
         if not already_emitted:
             m.on_emit(record.offset)
         if self.config.dead_letter_on_translator_error or not self.tracked:
@@ -230,7 +234,7 @@ class KafkaSpout(Spout):
         if decision == "dead":
             self._dead_letter(mid, record, error.message, m)
         else:
-            self.inflight[mid] = (None, None, record)
+            self.inflight[mid] = record
 
     def _dead_letter(self, mid: KafkaMessageId, record: KafkaRecord, error: str, m: PartitionOffsets) -> None:
         self.collector.emit([record.topic, record.partition, record.offset, record.key, record.value, error],
@@ -246,7 +250,7 @@ class KafkaSpout(Spout):
             self.stats.ignored_acks += 1
             return
         if m.on_ack(msg_id[2]):
-            self.inflight.pop(msg_id, None)
+            del self.inflight[msg_id]
             self.stats.acked += 1
         else:
             self.stats.ignored_acks += 1
@@ -259,10 +263,10 @@ class KafkaSpout(Spout):
         decision = m.on_fail(msg_id[2], self.clock.now())
         self.stats.failed += 1
         if decision == "dead":
-            entry = self.inflight.get(msg_id)
-            if entry is not None:
+            record = self.inflight.get(msg_id)
+            if record is not None:
                 fails = m.fails.get(msg_id[2], 0)
-                self._dead_letter(msg_id, entry[2], f"failed {fails} times (max_retries="
+                self._dead_letter(msg_id, record, f"failed {fails} times (max_retries="
                                   f"{self.config.max_retries})", m)
             else:
                 m.on_ack(msg_id[2])
@@ -287,13 +291,17 @@ class KafkaSpout(Spout):
         self.stats.fetched += len(records)
         waiting = self.waiting
         untracked_ends: dict[TopicPartition, int] = {}
+        resets = self.reset_partitions
+        tp: TopicPartition | None = None
+        m: PartitionOffsets | None = None
         for r in records:
-            tp = (r.topic, r.partition)
-            m = managers.get(tp)
+            if tp is None or tp[0] != r.topic or tp[1] != r.partition:
+                tp = (r.topic, r.partition)
+                m = managers.get(tp)
             if m is None:
                 continue
             offset = r.offset
-            if tp in self.reset_partitions:
+            if resets and tp in resets:
                 self.reset_partitions.discard(tp)
                 if offset < m.committed:
                     lost = m.rebase(offset)
@@ -306,8 +314,7 @@ class KafkaSpout(Spout):
                                 tp[0], tp[1], gap, offset - gap, offset - 1)
             else:
                 m.fetched_to = offset + 1
-            if m.should_emit(offset):
-                waiting.append(r)
+            waiting.append(r)  # whether it is new is decided when it is emitted
             if not self.tracked:
                 untracked_ends[tp] = offset + 1
         if self.config.processing_guarantee == "AT_MOST_ONCE" and untracked_ends:

@@ -1,0 +1,223 @@
+"""Kafka in and out: KafkaSpout -> NullBolt with acking and KafkaBolt's produce rate, beside the raw clients.
+
+    python bench/kafka_perf.py [--records 200000] [--runs 3] [--json results.jsonl]
+
+Starts the dev broker (tansu, memory storage) on a free loopback port, fills a 4-partition topic with
+``--records`` records of 100-byte values, then measures, each ``--runs`` times (median reported):
+
+* raw consume: one confluent-kafka consumer assigned to every partition from offset 0, until all are read;
+  and the same with kafka-python (fewer records: it is ~5x slower);
+* raw produce: confluent-kafka ``produce`` of the same records (explicit partitions), until flushed; and
+  kafka-python;
+* spout: LocalCluster, KafkaSpout (1 task, AT_LEAST_ONCE) -> NullBolt acking (1 and 2 spout tasks);
+* KafkaBolt: LocalCluster, a spout emitting ``--records`` tracked tuples -> KafkaBolt (each ack means the
+  broker confirmed the record).
+
+Topology rates are steady-state: acks counted between 5 % and 95 % of the records (start-up left out).
+
+Rates are records/s of wall time, on the shared machine of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storm_py import Bolt, LocalCluster, Spout, TopologyBuilder
+from storm_py.clock import SYSTEM_CLOCK, wait_until
+from storm_py.dev.kafka import KafkaBrokerProcess
+from storm_py.kafka import KafkaBolt, KafkaSpout, KafkaSpoutConfig
+from storm_py.kafka.client import KafkaAdmin
+
+PARTITIONS = 4
+VALUE = b"x" * 100
+ACKED = {"n": 0}
+
+
+def timed(fn: Callable[[], int]) -> float:
+    start = SYSTEM_CLOCK.now()
+    n = fn()
+    return n / (SYSTEM_CLOCK.now() - start)
+
+
+def raw_produce_confluent(bootstrap: str, topic: str, n: int) -> int:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10000,
+                  "queue.buffering.max.messages": 1_000_000})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value=VALUE, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(120) == 0
+    return n
+
+
+def raw_produce_kafka_python(bootstrap: str, topic: str, n: int) -> int:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=256 * 1024)
+    for i in range(n):
+        p.send(topic, value=VALUE, partition=i % PARTITIONS)
+    p.flush(120)
+    p.close()
+    return n
+
+
+def raw_consume_confluent(bootstrap: str, topic: str, n: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got = 0
+    while got < n:
+        got += sum(1 for m in c.consume(500, 0.2) if m.error() is None)
+    c.close()
+    return got
+
+
+def raw_consume_kafka_python(bootstrap: str, topic: str, n: int) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    c.assign(tps)
+    c.seek_to_beginning(*tps)
+    got = 0
+    while got < n:
+        for records in c.poll(timeout_ms=200, max_records=500).values():
+            got += len(records)
+    c.close()
+    return got
+
+
+class NullBolt(Bolt):
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        self.collector.ack(tup)
+        ACKED["n"] += 1  # one task: no other writer
+
+
+class CountingSpout(Spout):
+    """Emits ``n`` tracked tuples ``[key, value]`` and counts acks."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        for _ in range(100):
+            if self.i >= self.n:
+                return
+            self.collector.emit([None, VALUE], self.i)
+            self.i += 1
+
+    def ack(self, msg_id: Any) -> None:
+        ACKED["n"] += 1  # one task: no other writer
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["key", "value"])
+
+
+def steady_rate(n: int) -> float:
+    """Acks per second between 5 % and 95 % of ``n`` (topology start-up and the tail left out)."""
+    lo, hi = n // 20, n - n // 20
+    wait_until(lambda: ACKED["n"] >= lo, 600, interval=0.005, what="5 % acked")
+    start, at_start = SYSTEM_CLOCK.now(), ACKED["n"]
+    wait_until(lambda: ACKED["n"] >= hi, 600, interval=0.005, what="95 % acked")
+    rate = (ACKED["n"] - at_start) / (SYSTEM_CLOCK.now() - start)
+    wait_until(lambda: ACKED["n"] >= n, 600, interval=0.02, what="every record acked")
+    return rate
+
+
+def through_spout(bootstrap: str, topic: str, n: int, tasks: int) -> float:
+    ACKED["n"] = 0
+    tb = TopologyBuilder()
+    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(bootstrap, [topic], group_id=f"b-{uuid.uuid4().hex}")), tasks)
+    tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kafka-spout", {"topology.max.spout.pending": 10000}, tb.create_topology())
+        rate = steady_rate(n)
+        cluster.kill_topology("kafka-spout", wait_secs=0)
+    return rate
+
+
+def through_bolt(bootstrap: str, topic: str, n: int) -> float:
+    ACKED["n"] = 0
+    tb = TopologyBuilder()
+    tb.set_spout("gen", CountingSpout(n))
+    tb.set_bolt("kafka", KafkaBolt(bootstrap, topic, key_field=None, batch_num_messages=10000)).shuffle_grouping("gen")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kafka-bolt", {"topology.max.spout.pending": 10000}, tb.create_topology())
+        rate = steady_rate(n)
+        cluster.kill_topology("kafka-bolt", wait_secs=0)
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    n = args.records
+    small = max(1000, n // 5)
+    broker = KafkaBrokerProcess(die_with_parent=True)
+    broker.start()
+    bs = broker.bootstrap_servers
+    admin = KafkaAdmin(bs)
+    results: dict[str, list[float]] = {}
+
+    def record(name: str, rate: float) -> None:
+        results.setdefault(name, []).append(rate)
+        print(f"  {name:36s} {rate:12,.0f} records/s", flush=True)
+
+    try:
+        source = f"bench-{uuid.uuid4().hex[:6]}"
+        admin.create_topic(source, PARTITIONS)
+        record("raw produce (confluent-kafka)", timed(lambda: raw_produce_confluent(bs, source, n)))
+        for run in range(args.runs):
+            print(f"run {run + 1}/{args.runs}", flush=True)
+            record("raw consume (confluent-kafka)", timed(lambda: raw_consume_confluent(bs, source, n)))
+            record("raw consume (kafka-python)", timed(lambda: raw_consume_kafka_python(bs, source, small)))
+            record("KafkaSpout(1 task) -> NullBolt, acked", through_spout(bs, source, n, 1))
+            record("KafkaSpout(2 tasks) -> NullBolt, acked", through_spout(bs, source, n, 2))
+            sink = f"sink-{uuid.uuid4().hex[:6]}"
+            admin.create_topic(sink, PARTITIONS)
+            record("raw produce (confluent-kafka)", timed(lambda s=sink: raw_produce_confluent(bs, s, n)))  # type: ignore[misc]
+            record("raw produce (kafka-python)", timed(lambda s=sink: raw_produce_kafka_python(bs, s, small)))  # type: ignore[misc]
+            record("spout -> KafkaBolt, acked on delivery", through_bolt(bs, sink, n))
+    finally:
+        broker.stop()
+    print("\nmedian of runs (records/s):")
+    summary = {name: statistics.median(rates) for name, rates in results.items()}
+    for name, rate in summary.items():
+        print(f"  {name:36s} {rate:12,.0f}")
+    spout, raw = summary["KafkaSpout(1 task) -> NullBolt, acked"], summary["raw consume (confluent-kafka)"]
+    print(f"  spout (1 task) / raw consume: {spout / raw:.0%}")
+    if args.json:
+        with args.json.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"bench": "kafka_perf", "records": n, "python": platform.python_version(),
+                                "results": results, "median": summary}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
