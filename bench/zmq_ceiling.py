@@ -106,7 +106,7 @@ def _raw_sender(conn: Connection, port: int, n: int, batch_size: int, hwm: int) 
 
 
 def _storm_receiver(conn: Connection, hwm: int, validate: bool = True) -> None:
-    from storm_py.protocol.messages import FRAME_PING, TUPLE_IDS, decode_frame
+    from storm_py.protocol.messages import TUPLE_IDS, decode_frame
     from storm_py.transport.zmq import ZmqTransport
 
     transport = ZmqTransport(hwm=hwm)
@@ -118,8 +118,8 @@ def _storm_receiver(conn: Connection, hwm: int, validate: bool = True) -> None:
     def on_frame(frame: bytes) -> None:
         if not state["first"]:
             state["first"] = time.monotonic()
-        frame_type, _src, payload = decode_frame(frame, validate_entries=validate)
-        if frame_type == FRAME_PING:
+        _type, _src, payload = decode_frame(frame, validate_entries=validate)
+        if not payload:  # the end marker: an empty batch
             state["end"] = time.monotonic()
             done.set()
             return
@@ -139,7 +139,7 @@ def _storm_receiver(conn: Connection, hwm: int, validate: bool = True) -> None:
 
 
 def _storm_sender(conn: Connection, port: int, n: int, batch_size: int, hwm: int) -> None:
-    from storm_py.protocol.messages import KIND_TUPLE, encode_batch, encode_ping
+    from storm_py.protocol.messages import KIND_TUPLE, encode_batch
     from storm_py.transport.zmq import ZmqTransport
 
     transport = ZmqTransport(hwm=hwm)
@@ -159,7 +159,7 @@ def _storm_sender(conn: Connection, port: int, n: int, batch_size: int, hwm: int
         ]
         tx.send(encode_batch("bench-sender", entries))
         i = stop
-    tx.send(encode_ping("bench-sender", n))
+    tx.send(encode_batch("bench-sender", []))  # the end marker
     conn.send({"start": start, "cpu": time.process_time() - cpu0, "blocked": tx.stats.send_blocked})
     # linger 0 on close would drop queued frames: wait for the receiver to confirm instead
     conn.recv()

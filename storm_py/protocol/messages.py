@@ -1,4 +1,5 @@
-"""Frames exchanged between workers: type codes, the entry layout of a tuple batch, encoders, a validator.
+"""This module owns the frames exchanged between workers: the envelope, the entry layout of a tuple batch, the
+encoders and the validator.
 
 Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a three-element array::
 
@@ -19,45 +20,23 @@ Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a 
       msgpack array per run instead of per tuple.
     * ``[task, KIND_ACKER_ROWS, rows]`` -- a run of control rows for one task.
 
-``FRAME_BACKPRESSURE``
-    ``payload`` is ``{task: bool}``: whether each listed task of ``src_worker`` is overloaded (True) or
-    relieved.
-
-``FRAME_HELLO``
-    ``payload`` is a ``{str: value}`` map a worker sends when it first connects (codec version, its tasks,
-    ...).
-
-``FRAME_PING`` / ``FRAME_PONG``
-    ``payload`` is an int sequence number; a PONG echoes the PING's number.
-
-``src_worker`` is the sending worker's id, a ``str`` or an ``int``.
+``FRAME_TUPLES`` is the only frame type; the type code stays in the envelope so that another kind can be added
+without changing the layout.  ``src_worker`` is the sending worker's id, a ``str`` or an ``int``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from storm_py.errors import CodecError
-from storm_py.protocol.codec import CODEC_VERSION, decode, encode
+from storm_py.protocol.codec import decode, encode
 
 log = logging.getLogger(__name__)
 
 # Frame types.
 FRAME_TUPLES = 0
-FRAME_BACKPRESSURE = 1
-FRAME_HELLO = 2
-FRAME_PING = 3
-FRAME_PONG = 4
-
-FRAME_NAMES: dict[int, str] = {
-    FRAME_TUPLES: "TUPLES",
-    FRAME_BACKPRESSURE: "BACKPRESSURE",
-    FRAME_HELLO: "HELLO",
-    FRAME_PING: "PING",
-    FRAME_PONG: "PONG",
-}
 
 # Entry kinds inside a FRAME_TUPLES batch.
 KIND_TUPLE = 0
@@ -124,29 +103,6 @@ def encode_batch(src_worker: WorkerId, entries: Sequence[Sequence[Any]]) -> byte
     return encode([FRAME_TUPLES, src_worker, entries])
 
 
-def encode_backpressure(src_worker: WorkerId, states: Mapping[int, bool]) -> bytes:
-    """A ``FRAME_BACKPRESSURE`` frame: ``{task: overloaded}`` for tasks of ``src_worker``."""
-    return encode([FRAME_BACKPRESSURE, src_worker, dict(states)])
-
-
-def encode_hello(src_worker: WorkerId, info: Mapping[str, Any] | None = None) -> bytes:
-    """A ``FRAME_HELLO`` frame; ``codec_version`` is always included in the info map."""
-    payload: dict[str, Any] = {"codec_version": CODEC_VERSION}
-    if info:
-        payload.update(info)
-    return encode([FRAME_HELLO, src_worker, payload])
-
-
-def encode_ping(src_worker: WorkerId, seq: int) -> bytes:
-    """A ``FRAME_PING`` frame with sequence number ``seq``."""
-    return encode([FRAME_PING, src_worker, seq])
-
-
-def encode_pong(src_worker: WorkerId, seq: int) -> bytes:
-    """A ``FRAME_PONG`` frame answering the PING numbered ``seq``."""
-    return encode([FRAME_PONG, src_worker, seq])
-
-
 def _kind_of(value: Any) -> str:
     return type(value).__name__
 
@@ -162,7 +118,7 @@ def _is_int(value: Any) -> bool:
 def decode_frame(data: bytes | bytearray | memoryview, *, validate_entries: bool = True) -> Frame:
     """Decode and check one frame; a frame of the wrong shape raises :class:`CodecError` naming the field.
 
-    The envelope and the payload of control frames are always checked.  ``validate_entries=False`` skips the
+    The envelope is always checked.  ``validate_entries=False`` skips the
     per-entry check of a ``FRAME_TUPLES`` batch (measured here: decoding alone runs at about 5 M entries/s,
     decoding plus the check at about 2.9 M entries/s); a caller that skips it must handle malformed entries
     where it dispatches them.
@@ -182,20 +138,6 @@ def decode_frame(data: bytes | bytearray | memoryview, *, validate_entries: bool
             raise _bad("entries", "a list", payload, frame_type="TUPLES")
         if validate_entries:
             check_entries(payload)
-    elif frame_type == FRAME_BACKPRESSURE:
-        if type(payload) is not dict:
-            raise _bad("payload", "a {task: bool} map", payload, frame_type="BACKPRESSURE")
-        for task, flag in payload.items():
-            if not _is_int(task):
-                raise _bad("payload key", "an int task id", task, frame_type="BACKPRESSURE")
-            if type(flag) is not bool:
-                raise _bad(f"payload[{task}]", "a bool", flag, frame_type="BACKPRESSURE")
-    elif frame_type == FRAME_HELLO:
-        if type(payload) is not dict or not all(type(k) is str for k in payload):
-            raise _bad("payload", "a map with str keys", payload, frame_type="HELLO")
-    elif frame_type in (FRAME_PING, FRAME_PONG):
-        if not _is_int(payload):
-            raise _bad("payload", "an int sequence number", payload, frame_type=FRAME_NAMES[frame_type])
     else:
         raise CodecError(f"bad frame: field 'frame_type' has unknown value {frame_type}", frame_type=frame_type)
     return Frame(frame_type, src_worker, payload)

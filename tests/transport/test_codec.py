@@ -1,4 +1,6 @@
-"""Tests of the wire codec (round trips, ext types, bad frames) and of the frames in protocol.messages."""
+"""Tests of the wire codec (round trips, ext types, bad frames) and of batch frames round-tripping.
+
+The validation of frame entries is in the unit tier (tests/unit/test_frame_validation.py)."""
 
 from __future__ import annotations
 
@@ -15,20 +17,12 @@ from storm_py.errors import CodecError
 from storm_py.protocol import codec, messages
 from storm_py.protocol.codec import CODEC_VERSION, decode, encode, register_ext, unregister_ext
 from storm_py.protocol.messages import (
-    FRAME_BACKPRESSURE,
-    FRAME_HELLO,
-    FRAME_PING,
-    FRAME_PONG,
     FRAME_TUPLES,
     KIND_ACKER,
     KIND_TUPLE,
     acker_entry,
     decode_frame,
-    encode_backpressure,
     encode_batch,
-    encode_hello,
-    encode_ping,
-    encode_pong,
     tuple_entry,
 )
 
@@ -384,75 +378,3 @@ def test_entry_layout() -> None:
     assert t[messages.TUPLE_STREAM] == "s" and t[messages.TUPLE_SOURCE_TASK] == 7
     assert t[messages.TUPLE_VALUES] == ["x", 1] and t[messages.TUPLE_IDS] == [U64, 2]
     assert a[messages.ENTRY_KIND] == KIND_ACKER and a[messages.ACKER_ROW] == [1, U64, 5, 0]
-
-
-def test_control_frames_round_trip() -> None:
-    assert decode_frame(encode_backpressure(2, {5: True, 6: False})) == (
-        FRAME_BACKPRESSURE,
-        2,
-        {5: True, 6: False},
-    )
-    ftype, src, info = decode_frame(encode_hello("w9", {"tasks": [1, 2]}))
-    assert (ftype, src) == (FRAME_HELLO, "w9")
-    assert info == {"codec_version": CODEC_VERSION, "tasks": [1, 2]}
-    assert decode_frame(encode_ping("w", 41)) == (FRAME_PING, "w", 41)
-    assert decode_frame(encode_pong("w", 41)) == (FRAME_PONG, "w", 41)
-
-
-def _raw(obj: Any) -> bytes:
-    return encode(obj)
-
-
-@pytest.mark.parametrize(
-    ("obj", "field"),
-    [
-        ({"not": "a list"}, "frame"),
-        ([0, "w"], "3 fields"),
-        ([0, "w", [], 1], "3 fields"),
-        (["0", "w", []], "frame_type"),
-        ([99, "w", []], "frame_type"),
-        ([0, 1.5, []], "src_worker"),
-        ([0, True, []], "src_worker"),
-        ([0, "w", {}], "entries"),
-        ([0, "w", [5]], r"entries\[0\]"),
-        ([0, "w", [[5]]], r"entries\[0\]"),
-        ([0, "w", [[5, 9]]], r"entries\[0\]\.kind"),
-        ([0, "w", [[5, True, []]]], r"entries\[0\]\.kind"),
-        ([0, "w", [["5", 1, []]]], r"entries\[0\]\.task"),
-        ([0, "w", [[5, 0, "s", 1, []]]], r"entries\[0\] is a TUPLE entry with 5 fields"),
-        ([0, "w", [[5, 0, 1, 1, [], None]]], r"entries\[0\]\.stream"),
-        ([0, "w", [[5, 0, "s", "1", [], None]]], r"entries\[0\]\.source_task"),
-        ([0, "w", [[5, 0, "s", 1, {}, None]]], r"entries\[0\]\.values"),
-        ([0, "w", [[5, 0, "s", 1, [], [1]]]], r"entries\[0\]\.ids"),
-        ([0, "w", [[5, 0, "s", 1, [], 7]]], r"entries\[0\]\.ids"),
-        ([0, "w", [[5, 0, "s", 1, [], [1, -2]]]], r"entries\[0\]\.ids\[1\]"),
-        ([0, "w", [[5, 0, "s", 1, [], ["a", 2]]]], r"entries\[0\]\.ids\[0\]"),
-        ([0, "w", [[5, 0, "s", 1, [], [1, 2, 3, "x"]]]], r"entries\[0\]\.ids\[3\]"),
-        ([0, "w", [[5, 0, "s", 1, [], [1, 2, -3, 4]]]], r"entries\[0\]\.ids\[2\]"),
-        ([0, "w", [[5, 0, "s", 1, [], [True, 2]]]], r"entries\[0\]\.ids\[0\]"),
-        ([0, "w", [[5, 0, "s", 1, [], [1, 2, 3]]]], r"entries\[0\]\.ids"),
-        ([0, "w", [tuple_entry(1, "s", 1, [], None), [5, 1, [1, 2], 9, 9, 9]]], r"entries\[1\] is an ACKER"),
-        ([0, "w", [tuple_entry(1, "s", 1, [], None), [5, 0, [1, 2]]]], r"entries\[1\] is a TUPLE"),
-        ([0, "w", [acker_entry(1, [1]), [5, 1, [1], 2]]], r"entries\[1\] is an ACKER entry with 4 fields"),
-        ([0, "w", [[5, 1, 3]]], r"entries\[0\]\.row"),
-        ([0, "w", [[5, 1, [1, 2.5]]]], r"entries\[0\]\.row\[1\]"),
-        ([1, "w", [1, 2]], "payload"),
-        ([1, "w", {"5": True}], "payload key"),
-        ([1, "w", {5: 1}], r"payload\[5\]"),
-        ([2, "w", {1: 2}], "payload"),
-        ([3, "w", "x"], "payload"),
-        ([4, "w", None], "payload"),
-    ],
-)
-def test_bad_frame_shapes_name_the_field(obj: Any, field: str) -> None:
-    with pytest.raises(CodecError, match=field):
-        decode_frame(_raw(obj))
-
-
-def test_entry_checks_can_be_skipped() -> None:
-    frame = _raw([0, "w", [[5, 0, 1, 1, [], None]]])
-    with pytest.raises(CodecError):
-        decode_frame(frame)
-    assert decode_frame(frame, validate_entries=False).payload == [[5, 0, 1, 1, [], None]]
-    with pytest.raises(CodecError, match="entries"):
-        decode_frame(_raw([0, "w", "no list"]), validate_entries=False)

@@ -1,4 +1,5 @@
-"""The XOR ledger on its own: Storm's acker protocol cases and a property test over random tuple trees."""
+"""The XOR ledger on its own (unit tier): Storm's acker protocol cases, rotation, and a property test over
+random tuple trees."""
 
 from __future__ import annotations
 
@@ -64,6 +65,36 @@ def test_rotation_drops_after_three_ticks_silently():
     assert led.rotate() == 0
     assert led.rotate() == 1
     assert run(led, [(ACK, 1, 3)]) == []  # a late ack re-creates an entry with no spout task: nothing happens
+
+
+def test_each_rotation_expires_only_the_oldest_bucket():
+    led = AckLedger()
+    run(led, [(INIT, 1, 3, 5)])
+    led.rotate()
+    run(led, [(INIT, 2, 3, 5)])
+    assert led.rotate() == 0
+    assert led.rotate() == 1  # root 1, three rotations old
+    assert 1 not in led and 2 in led
+    assert led.rotate() == 1  # root 2 on its third rotation
+    assert len(led) == 0
+
+
+def test_an_ack_does_not_refresh_the_expiry():
+    led = AckLedger()
+    run(led, [(INIT, 1, 0b11, 5)])
+    led.rotate()
+    led.rotate()
+    assert run(led, [(ACK, 1, 0b01)]) == []  # a partial ack: root 1 keeps its age (Storm 2.x)
+    assert led.rotate() == 1
+    assert 1 not in led
+
+
+def test_a_fail_before_the_init_survives_rotations_until_its_time():
+    led = AckLedger()
+    run(led, [(FAIL, 3)])
+    led.rotate()
+    led.rotate()
+    assert run(led, [(INIT, 3, 7, 9)]) == [(9, FAILED, 3)]
 
 
 def test_acker_bolt_accepts_tuples_on_storm_streams():
