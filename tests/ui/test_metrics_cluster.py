@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import urllib.error
 import urllib.request
 from collections import defaultdict
 from typing import Any
@@ -123,3 +124,28 @@ def test_set_log_level_reaches_the_workers_and_reverts(metrics_cluster: MetricsC
     wait_until(lambda: logged("logger metricsapp set to NOTSET"), 60, interval=0.5, what="the level restored")
     bad = cluster.cli("set_log_level", "judged", "-l", "metricsapp=LOUD", check=False)
     assert bad.returncode != 0 and "not a log level" in bad.stderr
+
+
+def test_storm_py_ui_serves_the_pages_and_relays_api_and_metrics(metrics_cluster: MetricsCluster) -> None:
+    from storm_py.nimbus.ui_daemon import UiDaemon
+
+    daemon = UiDaemon({**metrics_cluster.conf, "ui.port": 0})
+    daemon.start()
+    try:
+        base = f"http://127.0.0.1:{daemon.port}"
+        with urllib.request.urlopen(base + "/", timeout=30) as reply:
+            assert reply.headers["Content-Type"].startswith("text/html") and b"Topology Summary" in reply.read()
+        with urllib.request.urlopen(base + "/static/graph.js", timeout=30) as reply:
+            assert b"class StormGraph" in reply.read()
+        with urllib.request.urlopen(base + "/api/v1/topology/summary", timeout=30) as reply:
+            assert "judged" in {t["name"] for t in json.loads(reply.read())["topologies"]}
+        with urllib.request.urlopen(base + "/metrics", timeout=30) as reply:
+            assert b'storm_topology_info{topology="judged"' in reply.read()
+        for bad in ("/static/../__init__.py", "/nope.html", "/static/x.py"):
+            try:
+                urllib.request.urlopen(base + bad, timeout=30)
+                raise AssertionError(f"{bad} was served")
+            except urllib.error.HTTPError as err:
+                assert err.code == 404
+    finally:
+        daemon.stop()
