@@ -16,7 +16,7 @@ from storm_py.errors import StormPyError
 def _totals(summary: dict[str, Any]) -> tuple[int, int, int]:
     emitted = sum(c.get("emitted", 0) for c in summary["spouts"] + summary["bolts"])
     acked = sum(s.get("acked", 0) for s in summary["spouts"])
-    failed = sum(s.get("failed", 0) for s in summary["spouts"])
+    failed = sum(s.get("failed", 0) + s.get("timedOut", 0) for s in summary["spouts"])  # timeouts are failures
     return emitted, acked, failed
 
 

@@ -23,13 +23,20 @@ NodePort = tuple[str, int]
 Beats = Mapping[NodePort, WorkerHeartbeat]
 
 
+#: counters read of one executor report at most (streams x inputs of one executor; a bound on what a hostile
+#: heartbeat can make nimbus keep)
+MAX_COUNTERS = 4096
+
+
 def _numbers(raw: Any) -> dict[str, float] | None:
     if not isinstance(raw, Mapping):
         return None
     out: dict[str, float] = {}
     for k, v in raw.items():
-        if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(k, str) and len(k) <= 512 and isinstance(v, (int, float)) and not isinstance(v, bool):
             out[k] = float(v)
+            if len(out) >= MAX_COUNTERS:
+                break
     return out
 
 

@@ -183,6 +183,7 @@ class SpoutExecutor(Executor):
             flush_secs = self.flush_secs
             deadline = now + flush_secs
             clock_now = self.clock_now
+            since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
