@@ -1,4 +1,4 @@
-"""Configuration: packaged defaults, files, -c overrides, validation and the per-component whitelist."""
+"""Configuration (unit tier): packaged defaults, files, -c overrides, validation and the per-component whitelist."""
 
 from __future__ import annotations
 
