@@ -32,7 +32,6 @@ FAILED = 6
 RESET_TIMEOUT = 7
 
 STREAM_CODES = {"__ack_init": INIT, "__ack_ack": ACK, "__ack_fail": FAIL, "__ack_reset_timeout": RESET}
-CODE_STREAMS = {ACKED: "__ack_ack", FAILED: "__ack_fail", RESET_TIMEOUT: "__ack_reset_timeout"}
 
 NUM_BUCKETS = 3
 
@@ -118,8 +117,8 @@ class AckLedger:
 class AckerBolt(Bolt):
     """The ``__acker`` bolt: an :class:`AckLedger` fed by Storm's ack streams, rotated by its tick tuple.
 
-    Its executor hands it rows in batches (:meth:`process_rows`); :meth:`execute` accepts the same messages as
-    ordinary tuples on Storm's streams, so the bolt also works when driven tuple by tuple.
+    Its executor (:class:`AckerExecutor`) feeds the ledger batches of rows directly; :meth:`execute` accepts the
+    same messages as ordinary tuples on Storm's streams, so the bolt also works when driven tuple by tuple.
     """
 
     def __init__(self) -> None:
