@@ -1,4 +1,5 @@
-"""Configuration: the packaged ``defaults.yaml``, config files, ``-c key=value`` overrides and their merge.
+"""Configuration: the declared defaults (:mod:`storm_py.config.keys`), config files, ``-c key=value`` overrides,
+their validation against the key table, and the merges of topology and component confs.
 
 Storm's order holds: defaults < ``conf/storm.yaml`` (or ``--config FILE``) < command line < topology conf <
 component conf.  Only Storm's whitelisted keys (plus any non-Storm key) may be overridden per component.
