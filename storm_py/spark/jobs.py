@@ -6,8 +6,8 @@ processed, runs the job over them, writes the result into ``_staging/`` and rena
 rename is the step's commit, and the directory name is the checkpoint (the last txid processed), so output
 and checkpoint are committed together.  A step killed before the rename left only ``_staging/``, which the next
 step removes; it then processes the same txids (and any newer ones) again.  Nothing is skipped, nothing
-repeated.  Directory names without ``=`` are not partitions to Spark, so ``spark.read.parquet(output)`` reads
-every step's rows (and ignores ``_staging``).
+repeated.  :func:`read_output` reads every published step; a plain Spark reader uses
+``spark.read.option("recursiveFileLookup", "true").parquet(output)`` (names starting with ``_`` stay hidden).
 
 A job run by ``--follow`` (or attached to a sink) sees the data a step at a time, so its output is the union
 of per-step results: row-wise jobs and aggregations keyed by txid or by a column whose groups do not span steps

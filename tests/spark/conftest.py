@@ -23,6 +23,7 @@ from storm_py.clock import wait_until
 from storm_py.spark import spark_session
 
 SPARK_HOME = Path(pyspark.__file__).parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -31,11 +32,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def scala_version() -> str:
+    """The Scala version of pyspark's jars (a worker launching executors needs it, as load-spark-env.sh sets it)."""
+    core = next(SPARK_HOME.glob("jars/spark-core_*.jar"))
+    return core.name.split("_", 1)[1].split("-", 1)[0]
+
+
 def spark_env(**extra: str) -> dict[str, str]:
     """The environment Spark processes started by tests get (loopback, this Python, pyspark's jars)."""
     env = dict(os.environ)
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable, **extra)
+               PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_SCALA_VERSION=scala_version(), **extra)
     if "JAVA_HOME" not in env and Path("/usr/lib/jvm/java-17-openjdk-amd64").is_dir():
         env["JAVA_HOME"] = "/usr/lib/jvm/java-17-openjdk-amd64"
     return env
@@ -114,6 +121,5 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand
 def storm_py_cli(*args: str, env: dict[str, str] | None = None,
                  timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """Run ``storm-py ARGS`` in a new process (from the repository root, so ``tests.*`` jobs import)."""
-    root = Path(__file__).resolve().parents[2]
     return subprocess.run([sys.executable, "-m", "storm_py", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=root, env=env or spark_env(), check=False)
+                          timeout=timeout, cwd=REPO, env=env or spark_env(), check=False)

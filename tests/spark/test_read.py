@@ -11,8 +11,8 @@ import pytest
 from storm_py.errors import FailedException
 from storm_py.spark import DatasetWriter, committed_txids, read_committed
 from storm_py.spark.layout import DatasetLayout
-from storm_py.spark.session import spark_schema
 from storm_py.spark.schema import Schema
+from storm_py.spark.session import spark_schema
 from tests.spark.helpers import SCHEMA, as_dicts, rows_for, sort_key
 
 pytestmark = pytest.mark.spark
