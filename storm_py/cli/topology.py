@@ -1,4 +1,4 @@
-"""``storm-py submit | kill | activate | deactivate | rebalance | list``: client commands over the REST API."""
+"""``storm-py submit (jar) | kill | activate | deactivate | rebalance | list``: client commands over the REST API."""
 
 from __future__ import annotations
 

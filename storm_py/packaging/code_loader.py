@@ -1,4 +1,4 @@
-"""Turning ``MODULE:FUNCTION`` (from a directory, a wheel or the import path) into a topology.
+"""This module owns turning ``MODULE:FUNCTION`` (from a directory, a wheel or the import path) into a topology.
 
 The function is called with the topology conf when it takes one argument, with none otherwise, and must
 return a :class:`StormTopology`.  Every failure is a :class:`TopologyLoadError` naming what is wrong.

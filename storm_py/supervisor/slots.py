@@ -1,4 +1,4 @@
-"""The supervisor's slot decisions (pure): which worker slots to stop and which to (re)launch.
+"""This module owns the supervisor's slot decisions (pure): which worker slots to stop and which to (re)launch.
 
 Each slot is a port.  A slot runs the worker the assignments want there; a worker whose topology, executors or
 liveness no longer match is stopped, and a wanted slot with no live worker is launched.
