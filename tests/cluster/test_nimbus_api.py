@@ -249,7 +249,9 @@ def test_the_ui_relays_the_api_to_the_leader(nimbuses) -> None:
         assert status == 401 and body["error"] == "unauthorized"  # the caller's token is what counts
         status, body = http(f"{base}/topology/{tid}/kill/0", "POST", b"", token="s3cret")
         assert status == 200 and body == {"topologyOperation": "kill", "topologyId": tid, "status": "success"}
-        status, _ = http(f"http://127.0.0.1:{ui.port}/index.html")
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui.port}/index.html", timeout=10) as page:
+            assert page.status == 200 and b"Topology Summary" in page.read()  # the UI's own pages
+        status, _ = http(f"http://127.0.0.1:{ui.port}/api/v2/nothing")
         assert status == 404
     finally:
         ui.stop()
