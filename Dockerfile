@@ -12,8 +12,9 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl \
     && rm -rf /wheels \
     && useradd --create-home --uid 1000 storm \
-    && mkdir -p /var/lib/storm-py /var/log/storm-py /conf \
-    && chown storm:storm /var/lib/storm-py /var/log/storm-py
+    && mkdir -p /var/lib/storm-py /var/log/storm-py /conf /secrets \
+    && chown storm:storm /var/lib/storm-py /var/log/storm-py \
+    && chown storm:storm /secrets && chmod 700 /secrets
 USER storm
 WORKDIR /home/storm
 # nimbus API, UI relay, worker slots

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.dev.secret import with_secrets, write_private
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 from storm_py.node.local_state import read_json, write_json
@@ -171,8 +170,9 @@ class DevCluster:
             "storm.log.dir": str(logs),
             "storm.local.dir": str(self.workdir / "client"),
         }
+        common = with_secrets(common)  # authentication on: a fresh token and ZooKeeper payload per cluster
         self.client_conf = common
-        self.client_conf_path.write_text(yaml.safe_dump(common, sort_keys=True), encoding="utf-8")
+        write_private(self.client_conf_path, common)
         for i, port in enumerate(nimbus_ports, 1):
             self._spawn(f"nimbus-{i}", "nimbus", {**common, "nimbus.thrift.port": port,
                                                   "storm.local.dir": str(self.workdir / f"nimbus-{i}")}, port)
@@ -186,8 +186,7 @@ class DevCluster:
 
     def _spawn(self, name: str, kind: str, conf: Mapping[str, Any], port: int | None = None) -> None:
         conf_path = self.workdir / f"{name}.yaml"
-        conf_path.write_text(yaml.safe_dump(dict(conf), sort_keys=True), encoding="utf-8")
-        conf_path.chmod(0o600)
+        write_private(conf_path, conf)
         daemon = Daemon(name, kind, conf_path, self.workdir / "logs" / f"{name}.log", port)
         with daemon.log_path.open("ab") as out:
             daemon.proc = subprocess.Popen(

@@ -19,7 +19,7 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.errors import ConfigError, StormPyError, TopologyLoadError
 from storm_py.nimbus.api import NimbusApi
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -27,7 +27,7 @@ from storm_py.nimbus.topology_check import DEFAULT_TIMEOUT_SECS, check_package
 from storm_py.node.http_api import JsonApiServer
 from storm_py.node.local_state import nimbus_blob_dir
 from storm_py.node.loop import DaemonLoop
-from storm_py.node.session import open_storage
+from storm_py.node.session import is_loopback, open_storage
 from storm_py.packaging.package import TopologyPackage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import NimbusInfo
@@ -52,6 +52,13 @@ class NimbusDaemon:
         self.conf = dict(conf)
         self.clock = Clock()
         self.host = str(conf.get("nimbus.host") or "127.0.0.1")
+        bind = str(conf.get("nimbus.bind.host") or self.host)
+        if not conf.get("nimbus.auth.token") and not is_loopback(bind):
+            raise ConfigError(
+                f"nimbus will not listen on {bind} without nimbus.auth.token: anyone reaching it could run code "
+                "on the cluster; set a token (storm-py dev-cluster generates one) or listen on 127.0.0.1",
+                key="nimbus.auth.token",
+            )
         self.state = ClusterState(storage if storage is not None else open_storage(conf), conf)
         self.loop = DaemonLoop("nimbus", self.clock, self.round, min_wait=MIN_ROUND_SECS)
         self.started = self.clock.wall()
@@ -60,7 +67,7 @@ class NimbusDaemon:
         self._was_leader = False
         try:
             self.api = JsonApiServer(
-                str(conf.get("nimbus.bind.host") or self.host),
+                bind,
                 int(conf.get("nimbus.thrift.port") or 0),
                 [],
                 token=str(conf["nimbus.auth.token"]) if conf.get("nimbus.auth.token") else None,

@@ -5,6 +5,11 @@ A :class:`JsonApiServer` serves a table of :class:`Route` s on a thread pool; a 
 becomes an error reply ``{"error": <code>, "errorMessage": <message>, ...fields}`` with a status that fits
 the code (Storm's UI answers every error with 500; clients here also get a meaningful status).  Routes marked
 ``protected`` require ``Authorization: Bearer <token>`` when a token is configured.
+
+Bounds (anything reaching the port is hostile until proven otherwise): the token of a protected route is checked
+from the headers before a byte of the body is read; a body over ``max_body`` bytes is refused unread; every
+connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client cannot hold a thread;
+at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ log = logging.getLogger(__name__)
 
 #: Largest request body accepted (a topology package travels base64-encoded in a submit).
 MAX_BODY_BYTES = 256 * 1024 * 1024
+#: Seconds a connection may stay silent while a request is read or a reply written.
+CONNECTION_TIMEOUT_SECS = 30.0
+#: Connections served at once; further ones are closed unanswered until a thread is free.
+MAX_CONNECTIONS = 64
 
 STATUS_BY_CODE = {
     "not_alive": 404,
@@ -117,6 +126,35 @@ def error_reply(err: StormPyError) -> Reply:
     return Reply.of_json(body, STATUS_BY_CODE.get(err.code, 500))
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``limit`` at once: a connection beyond that is closed unanswered."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limit: int) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(limit)
+        self.refused = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused += 1
+            log.warning("refusing a connection from %s: every connection slot is busy", client_address)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 class JsonApiServer:
     """Serves ``routes`` on ``host:port`` (port 0 picks a free one) from a background thread."""
 
@@ -128,11 +166,15 @@ class JsonApiServer:
         token: str | None = None,
         fallback: Handler | None = None,
         name: str = "api",
+        max_body: int = MAX_BODY_BYTES,
+        timeout: float = CONNECTION_TIMEOUT_SECS,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.routes = list(routes)
         self.token = token
         self.fallback = fallback
         self.name = name
+        self.max_body = max_body
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -143,14 +185,14 @@ class JsonApiServer:
                 log.debug("%s %s", api.name, format % args)
 
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
-                    self.close_connection = True
-                    reply = error_reply(BadRequestError(f"request body of {length} bytes is too large"))
-                    reply.status = 413
+                headers = dict(self.headers.items())
+                refusal = api.refusal(self.command, self.path, headers)
+                if refusal is not None:
+                    self.close_connection = True  # the body, if any, is never read
+                    reply = refusal
                 else:
-                    body = self.rfile.read(length) if length > 0 else b""
-                    reply = api.dispatch(self.command, self.path, dict(self.headers.items()), body)
+                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    reply = api.dispatch(self.command, self.path, headers, body)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(reply.body)))
@@ -162,8 +204,8 @@ class JsonApiServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
-        self._server = ThreadingHTTPServer((host, port), _Handler)
-        self._server.daemon_threads = True
+        _Handler.timeout = timeout
+        self._server = _BoundedServer((host, port), _Handler, max_connections)
         self._thread: threading.Thread | None = None
 
     @property
@@ -194,6 +236,25 @@ class JsonApiServer:
             if k.lower() == "authorization" and v.startswith("Bearer "):
                 given = v[len("Bearer ") :].strip()
         return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+
+    def refusal(self, method: str, raw_path: str, headers: Mapping[str, str]) -> Reply | None:
+        """The reply refusing a request from its headers alone (bad length, missing token), or None."""
+        raw_length = next((v for k, v in headers.items() if k.lower() == "content-length"), "0") or "0"
+        try:
+            length = int(raw_length)
+        except ValueError:
+            length = -1
+        if length < 0:
+            return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
+        path = urlsplit(raw_path).path
+        route = next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
+        if route is not None and route.protected and not self._authorized(headers):
+            return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
+        if length > self.max_body:
+            reply = error_reply(BadRequestError(f"request body of {length} bytes is over {self.max_body}"))
+            reply.status = 413
+            return reply
+        return None
 
     def dispatch(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Route one request and turn its outcome (value, reply or error) into a reply."""

@@ -8,6 +8,7 @@ host to a name that resolves from the others; nothing listens beyond this machin
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,16 @@ def open_storage(conf: Mapping[str, Any]) -> StateStorage:
     from storm_py.state.zk import KazooStorage
 
     return KazooStorage.from_conf(conf)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost`` (a name that may resolve elsewhere is not)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def local_hostname(conf: Mapping[str, Any]) -> str:

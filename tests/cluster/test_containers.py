@@ -34,7 +34,11 @@ def test_compose_runs_zookeeper_nimbus_and_two_supervisors_on_the_built_image() 
         assert target.startswith("/conf")
         assert (REPO / host_dir / "storm.yaml").is_file()
     assert services["nimbus"]["command"][services["nimbus"]["command"].index("nimbus") + 1:][:2] == [
-        "--config", "/conf/storm.yaml"]
+        "--config", "/secrets/storm.yaml"]  # conf/docker/storm.yaml plus the secrets generated at first start
+    assert services["secrets"]["entrypoint"][-2:] == ["/conf/storm.yaml", "/secrets/storm.yaml"]
+    for name in ("nimbus", "supervisor1", "supervisor2", "ui"):
+        assert services[name]["depends_on"]["secrets"]["condition"] == "service_completed_successfully"
+        assert all(p.startswith("127.0.0.1:") for p in services[name].get("ports", []))  # host loopback only
     hosts = {services[s]["command"][-1] for s in ("supervisor1", "supervisor2")}
     assert hosts == {"storm.local.hostname=supervisor1", "storm.local.hostname=supervisor2"}
 
@@ -59,7 +63,7 @@ def test_the_mounted_configuration_is_valid_and_points_at_the_services() -> None
     services = compose()["services"]
     assert conf["storm.zookeeper.servers"] == ["zookeeper"] and "zookeeper" in services
     assert conf["nimbus.seeds"] == ["nimbus"] and conf["nimbus.host"] == "nimbus"
-    assert f"{conf['nimbus.thrift.port']}:{conf['nimbus.thrift.port']}" in services["nimbus"]["ports"]
+    assert f"127.0.0.1:{conf['nimbus.thrift.port']}:{conf['nimbus.thrift.port']}" in services["nimbus"]["ports"]
 
 
 def test_the_operator_configuration_is_all_comments_and_names_real_keys() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from storm_py.api.topology import ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import wait_until
 from storm_py.runtime.acker import ACK, ACKED, INIT
@@ -21,6 +22,14 @@ pytestmark = pytest.mark.timeout(60)
 WAIT = 20.0
 COMPONENTS = {1: "spout", 2: "split", 3: "split", 4: "__acker"}
 STREAMS = {"spout": {"default": Fields("sentence")}, "split": {"default": Fields("word")}, "__acker": {}}
+#: The topology those tasks belong to (what the receiving side checks each entry's target against).
+TOPOLOGY = StormTopology(
+    {"spout": ComponentSpec("spout", None, 1, True, streams={"default": (Fields("sentence"), False)})},
+    {"split": ComponentSpec("split", None, 2, False, inputs={("spout", "default"): Grouping("shuffle"),
+                                                                   ("split", "default"): Grouping("shuffle")},
+                            streams={"default": (Fields("word"), False)}),
+     "__acker": ComponentSpec("__acker", None, 1, False)},
+)  # fmt: skip
 
 
 class FakeRuntime:
@@ -35,6 +44,8 @@ class FakeRuntime:
         self.inbound: deque[Any] = deque()
         self.wake = threading.Event()
         self.task_to_component = COMPONENTS
+        self.topology = TOPOLOGY
+        self.worker_tasks = sorted(COMPONENTS)
         self.component_streams = STREAMS
         self.batches: list[Any] = []
         self.errors: list[tuple[str, int, BaseException]] = []

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
 ZK_PORT = 2181
 NIMBUS_PORT = 6627
 SECRET = "storm:netns-cluster-secret"
+TOKEN = "netns-cluster-token"
 
 
 @pytest.fixture
@@ -74,6 +75,7 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
         "storm.zookeeper.port": ZK_PORT,
         "storm.zookeeper.auth.scheme": "digest",
         "storm.zookeeper.auth.payload": SECRET,
+        "nimbus.auth.token": TOKEN,
         "nimbus.seeds": [f"{nimbus.address}:{NIMBUS_PORT}"],
         "nimbus.thrift.port": NIMBUS_PORT,
         "storm.log.dir": str(logs),

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields
 
 #: What travels between workers: ``[(target task, [items])]``, an item being a
@@ -49,6 +50,16 @@ class TransferHost(Protocol):
     @property
     def component_streams(self) -> Mapping[str, Mapping[str, Fields]]:
         """The output fields of every stream of every component."""
+        ...
+
+    @property
+    def topology(self) -> StormTopology:
+        """The (system) topology the worker runs: what each task is and subscribes to."""
+        ...
+
+    @property
+    def worker_tasks(self) -> list[int]:
+        """The tasks of this worker."""
         ...
 
     @property

@@ -5,15 +5,22 @@ or a short row of numbers (acker and spout ack traffic, see :mod:`storm_py.runti
 destination worker carries all of it, so a tuple crossing workers is encoded exactly once; the receiving side
 rebuilds :class:`Tuple` objects with the stream's fields, the source component being derived from the source
 task.  The frame layout itself belongs to :mod:`storm_py.protocol.messages`.
+
+A frame comes from a socket, so the decoder trusts nothing in it: besides the layout (checked by the protocol),
+every entry must fit its target (:class:`FrameTargets`) before the worker loop sees it — tuples only for bolt
+tasks of this worker, from a component and stream the bolt subscribes to, with as many values as the stream has
+fields; ack rows only for acker and spout tasks, of the length and codes those read.  A frame with one entry that
+does not fit is rejected whole (:class:`CodecError`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from storm_py.api.topology import ComponentSpec
 from storm_py.api.tuple import Fields, Tuple, anchor_map
 from storm_py.errors import CodecError
 from storm_py.protocol.messages import (
@@ -35,6 +42,7 @@ from storm_py.protocol.messages import (
     tuple_entry,
     tuples_entry,
 )
+from storm_py.runtime.acker import ACK, ACKED, FAIL, FAILED, INIT, RESET, RESET_TIMEOUT
 from storm_py.runtime.transfer import Entries
 
 log = logging.getLogger(__name__)
@@ -109,14 +117,110 @@ def encode_entries(src_worker: str, entries: Entries) -> Encoded:
     return Encoded(frame, len(kept), rejected)
 
 
+#: Ack rows a spout task reads: ``(code, root, delta)``.
+SPOUT_ROW_CODES = frozenset({ACKED, FAILED, RESET_TIMEOUT})
+#: Row length an acker reads per code: INIT ``(code, root, xor, spout task)``, ACK ``(code, root, xor)``,
+#: FAIL and RESET ``(code, root)`` (longer rows are tolerated for those two).
+ACKER_ROW_LENGTHS = {INIT: 4, ACK: 3, FAIL: 2, RESET: 2}
+
+
+@dataclass(frozen=True)
+class FrameTargets:
+    """What each task of one worker accepts from the wire (see the module docstring)."""
+
+    spouts: frozenset[int]
+    ackers: frozenset[int]
+    #: bolt task -> the ``(source component, stream)`` pairs it subscribes to
+    bolts: Mapping[int, frozenset[tuple[str, str]]]
+    #: every spout task of the topology: the only valid task in an acker's INIT row
+    all_spout_tasks: frozenset[int]
+
+    @classmethod
+    def of(
+        cls,
+        components: Mapping[str, ComponentSpec],
+        task_to_component: Mapping[int, str],
+        local_tasks: Iterable[int],
+        acker_component: str,
+    ) -> FrameTargets:
+        """The targets of a worker running ``local_tasks`` of a topology of ``components``."""
+        spouts: set[int] = set()
+        ackers: set[int] = set()
+        bolts: dict[int, frozenset[tuple[str, str]]] = {}
+        for task in local_tasks:
+            comp = task_to_component[task]
+            spec = components[comp]
+            if comp == acker_component:
+                ackers.add(task)
+            elif spec.is_spout:
+                spouts.add(task)
+            else:
+                bolts[task] = frozenset(spec.inputs)
+        all_spouts = frozenset(t for t, c in task_to_component.items() if components[c].is_spout)
+        return cls(frozenset(spouts), frozenset(ackers), bolts, all_spouts)
+
+
+def _rows_fit(task: int, rows: Collection[Any], targets: FrameTargets, where: str) -> None:
+    """Raise unless every row is what task ``task`` (a spout or an acker) reads."""
+    if task in targets.spouts:
+        for row in rows:
+            if len(row) != 3 or row[0] not in SPOUT_ROW_CODES:
+                raise CodecError(f"{where}: ack row {row!r:.60} for spout task {task} is not (code, root, delta)",
+                                 task=task)  # fmt: skip
+        return
+    if task in targets.ackers:
+        lengths = ACKER_ROW_LENGTHS
+        spout_tasks = targets.all_spout_tasks
+        for row in rows:
+            n = len(row)
+            need = lengths.get(row[0]) if n else None
+            if need is None or n < need or (need != 2 and n != need) or (need == 4 and row[3] not in spout_tasks):
+                raise CodecError(f"{where}: ack row {row!r:.60} for acker task {task} is malformed", task=task)
+        return
+    if task in targets.bolts:
+        raise CodecError(f"{where}: ack rows for bolt task {task}", task=task)
+    # a task of another worker (moved by a rebalance): the runtime drops and counts it
+
+
 class FrameDecoder:
-    """Rebuilds the batches of a worker's frames, knowing which component each task belongs to."""
+    """Rebuilds the batches of a worker's frames, knowing which component each task belongs to.
+
+    With ``targets`` (what a worker process passes) every entry is checked against its target task; without,
+    only the layout and the source are (tests and benchmarks of the codec).
+    """
 
     def __init__(
-        self, task_to_component: Mapping[int, str], component_streams: Mapping[str, Mapping[str, Fields]]
+        self,
+        task_to_component: Mapping[int, str],
+        component_streams: Mapping[str, Mapping[str, Fields]],
+        targets: FrameTargets | None = None,
     ) -> None:
         self._task_to_component = task_to_component
         self._component_streams = component_streams
+        self._targets = targets
+
+    def _tuples_fit(self, task: int, comp: str, stream: str, fields: Fields, values_list: list[Any],
+                    src_worker: str | int) -> None:  # fmt: skip
+        """Raise unless bolt task ``task`` subscribes to ``comp``/``stream`` and each tuple has every field."""
+        targets = self._targets
+        if targets is None:
+            return
+        inputs = targets.bolts.get(task)
+        if inputs is None and task not in targets.spouts and task not in targets.ackers:
+            return  # a task of another worker (moved by a rebalance): the runtime drops and counts it
+        if inputs is None or (comp, stream) not in inputs:
+            raise CodecError(
+                f"frame from {src_worker!r}: tuples of {comp}/{stream} for task {task}, which does not subscribe "
+                "to them in this worker",
+                task=task, stream=stream,
+            )  # fmt: skip
+        n = len(fields)
+        for values in values_list:
+            if len(values) != n:
+                raise CodecError(
+                    f"frame from {src_worker!r}: a tuple of {comp}/{stream} with {len(values)} values for {n} fields",
+                    task=task, stream=stream,
+                )  # fmt: skip
 
     def _origin(self, src: int, stream: str, src_worker: str | int) -> tuple[str, Fields]:
         """Component and fields of tuples from task ``src`` on ``stream``; unknown ones reject the frame."""
@@ -149,18 +253,27 @@ class FrameDecoder:
             if kind == KIND_TUPLES:
                 _, _, stream, src, values_list, ids_list = entry
                 comp, fields = self._origin(src, stream, frame.src_worker)
+                if len(ids_list) != len(values_list):
+                    raise CodecError(f"frame from {frame.src_worker!r}: {len(values_list)} tuples, "
+                                     f"{len(ids_list)} anchor entries", task=task)  # fmt: skip
+                self._tuples_fit(task, comp, stream, fields, values_list, frame.src_worker)
                 items = [
                     Tuple(v, fields, comp, stream, src, ids or None)
                     for v, ids in zip(values_list, ids_list, strict=False)
                 ]
             elif kind == KIND_ACKER_ROWS:
                 items = list(map(tuple, entry[2]))
+                if self._targets is not None:
+                    _rows_fit(task, items, self._targets, f"frame from {frame.src_worker!r}")
             elif kind == KIND_ACKER:
                 items = [tuple(entry[ACKER_ROW])]
+                if self._targets is not None:
+                    _rows_fit(task, items, self._targets, f"frame from {frame.src_worker!r}")
             else:
                 src = entry[TUPLE_SOURCE_TASK]
                 stream = entry[TUPLE_STREAM]
                 comp, fields = self._origin(src, stream, frame.src_worker)
+                self._tuples_fit(task, comp, stream, fields, [entry[TUPLE_VALUES]], frame.src_worker)
                 flat = entry[TUPLE_IDS]
                 ids: Any = None
                 if flat:

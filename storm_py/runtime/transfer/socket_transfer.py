@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py.errors import CodecError, TransportError
+from storm_py.runtime.system_topology import ACKER_COMPONENT
 from storm_py.runtime.transfer import Entries, TransferHost
-from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries
+from storm_py.runtime.transfer.frames import FrameDecoder, FrameTargets, encode_entries
 from storm_py.transport.base import Sender, TransportContext
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,10 @@ class SocketTransfer:
         self._key = worker_key
         self._runtime = runtime
         self._base_limit = runtime.backlog_limit
-        self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams)
+        targets = FrameTargets.of(
+            runtime.topology.components(), runtime.task_to_component, runtime.worker_tasks, ACKER_COMPONENT
+        )
+        self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams, targets)
         self._receiver = self._transport.bind(self._host, port)
         self._receiver.start(self._on_frame)
         self._pump = threading.Thread(target=self._run_pump, name=f"transfer-pump-{worker_key}", daemon=True)
