@@ -84,3 +84,19 @@ def test_values_arrive_as_the_codec_delivers_them(serialize: bool) -> None:
         received = sorted(seen.values, key=lambda v: type(v[0]).__name__)
         # the local task gets the object; the remote one gets what the codec makes of it (a tuple becomes a list)
         assert received == ([[[1, "a"]], [(1, "a")]] if serialize else [[(1, "a")], [(1, "a")]])
+
+
+def test_frames_held_for_a_worker_that_left_do_not_keep_the_cluster_busy() -> None:
+    from storm_py.runtime.transfer.in_process import InProcessTransfer
+
+    tracker, _, cluster, tid = run({SERIALIZE: True}, [1])
+    with cluster:
+        wait_until(lambda: tracker.is_acked(1), 10, what="the tuple to be acked")
+        transfer = cluster.transfer
+        assert isinstance(transfer, InProcessTransfer)
+        sender, gone = cluster.workers(tid)
+        gone.stop()
+        assert sender.runtime is not None and sender.runtime.send_remote is not None
+        for n in range(400):  # more frames than the gone worker's mailbox holds: the rest waits in overflow
+            sender.runtime.send_remote(gone.key, [(0, [(2, n, 0)])])
+        assert transfer.idle()

@@ -64,12 +64,21 @@ class InProcessTransfer:
             deliver(entries)
 
     def unbind(self, worker_key: str) -> None:
-        """Stop delivering to the worker (what is sent to it later waits for its next bind)."""
+        """Stop delivering to the worker (what is sent to it later waits for its next bind).
+
+        The other framed workers forget it as a peer, as a worker process prunes peers that left its
+        assignment: what they hold for it in their overflow is dropped and counted, and a later send
+        connects again.
+        """
         with self._lock:
             self._receivers.pop(worker_key, None)
             framed = self._framed.pop(worker_key, None)
+            others = list(self._framed.values())
+            bound = list(self._framed)
         if framed is not None:
             framed.unbind(worker_key)
+        for other in others:
+            other.prune(bound)
 
     def send(self, worker_key: str, entries: Entries) -> None:
         """Hand a batch to a worker as objects (held while it is not bound)."""
@@ -92,9 +101,15 @@ class InProcessTransfer:
         deliver(entries)
 
     def idle(self) -> bool:
-        """No frame is on its way to a running worker, waiting in a sender's overflow or being delivered."""
+        """No frame is on its way to a running worker, waiting in a sender's overflow or being delivered.
+
+        What is held for a worker that is not running is dropped (and counted) first: nothing will take it.
+        """
         with self._lock:
             framed = list(self._framed.values())
+            bound = list(self._framed)
+        for transfer in framed:
+            transfer.prune(bound)
         return self._mailboxes.idle() and not any(f.busy() for f in framed)
 
     def close(self) -> None:
