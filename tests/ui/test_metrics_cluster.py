@@ -27,7 +27,7 @@ def test_timed_out_and_failed_trees_are_counted_apart(metrics_cluster: MetricsCl
 
     def settled() -> bool:
         s = spout(client.topology("judged"), "counted")
-        return s["acked"] + s["failed"] + s["timedOut"] >= TREES
+        return bool(s["acked"] + s["failed"] + s["timedOut"] >= TREES)
 
     wait_until(settled, 120, interval=0.5, what=f"all {TREES} trees of 'counted' acked, failed or timed out")
     page = client.topology("judged")

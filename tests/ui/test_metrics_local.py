@@ -7,12 +7,13 @@ import itertools
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from storm_py import LocalCluster
+from storm_py.local import LocalCluster
 from storm_py.clock import wait_until
 from tests.ui.conftest import APP, BUCKET
 
@@ -20,10 +21,10 @@ pytestmark = [pytest.mark.timeout(120)]
 
 
 @pytest.fixture
-def metricsapp() -> Any:
+def metricsapp() -> Iterator[Any]:
     sys.path.insert(0, str(APP))
     try:
-        import metricsapp.topology
+        import metricsapp.topology  # type: ignore[import-not-found]
 
         yield metricsapp.topology
     finally:
