@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from storm_py.local import LocalCluster
 from storm_py.clock import wait_until
+from storm_py.local import LocalCluster
 from tests.ui.conftest import APP, BUCKET
 
 pytestmark = [pytest.mark.timeout(120)]
