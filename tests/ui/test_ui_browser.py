@@ -90,6 +90,9 @@ def test_component_page_shows_executors_streams_and_log_links(
     assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
     links = browser.driver.find_elements("css selector", "#executors a")
     assert len(links) == 2 and all("/api/v1/log?file=" in a.get_attribute("href") for a in links)
+    wait_until(lambda: "tuple 5 looks odd" in browser.text("#errors"), 30, interval=0.2, what="the reported error")
+    error_links = browser.driver.find_elements("css selector", "#errors a")
+    assert error_links and "/api/v1/log?file=" in error_links[0].get_attribute("href")
     browser.shot("component")
 
 

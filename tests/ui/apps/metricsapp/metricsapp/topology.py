@@ -1,8 +1,9 @@
 """A topology whose figures are known in advance.
 
 ``counted`` emits ``metrics.trees`` tuples (ids 0..N-1), each judged by ``judge``: id % 10 == 0 fails,
-id % 10 == 1 is never acked (times out), the rest are acked.  ``paced`` emits ``metrics.rate`` tuples per
-second forever into ``sleeper``, which sleeps ``metrics.sleep.ms`` per tuple: its capacity is rate x sleep.
+id % 10 == 1 is never acked (times out), the rest are acked; id 5 is also reported as an error.  ``paced``
+emits ``metrics.rate`` tuples per second forever into ``sleeper``, which sleeps ``metrics.sleep.ms`` per tuple:
+its capacity is rate x sleep.
 Both register metrics; :class:`FileConsumer` appends every data point it receives to a JSON-lines file.
 """
 
@@ -61,6 +62,8 @@ class JudgeBolt(Bolt):
     def execute(self, tup: Any) -> None:
         i = int(tup[0])
         self.mean_id.update(i)
+        if i == 5:
+            self.collector.report_error(ValueError("tuple 5 looks odd"))
         if i % 10 == 0:
             self.judged.scope("failed").incr()
             self.collector.fail(tup)
