@@ -3,7 +3,7 @@
 
 (() => {
   const $ = id => document.getElementById(id);
-  const { el, num, table } = Storm;
+  const { el, table } = Storm;
   let configLoaded = false;
 
   async function refresh() {
@@ -44,7 +44,7 @@
       { label: "Uptime", key: "uptime" },
       { label: "Slots", key: "slotsTotal", num: true },
       { label: "Used slots", key: "slotsUsed", num: true },
-      { label: "Log viewer", render: r => r.logviewerPort ? Storm.logLink("http://" + r.host + ":" + r.logviewerPort + "/api/v1/", "port " + r.logviewerPort) : el("span", { class: "muted" }, "—") },
+      { label: "Log viewer port", render: r => r.logviewerPort ? String(r.logviewerPort) : "—" },
       { label: "Version", key: "version" },
     ], supervisors.supervisors || [], r => r.id, "No supervisors.");
     if (!configLoaded) {
@@ -55,5 +55,4 @@
   }
 
   Storm.every(refresh, $("load-error"));
-  void num;
 })();
