@@ -5,10 +5,13 @@
 Starts the dev broker (tansu, memory storage) on a free loopback port, fills a 4-partition topic with
 ``--records`` records of 100-byte values, then measures, each ``--runs`` times (median reported):
 
-* raw consume: one confluent-kafka consumer assigned to every partition from offset 0, until all are read;
+* raw consume: one confluent-kafka consumer assigned to every partition from offset 0, until all are read
+  (reading each record's topic, partition, offset, key and value, as any consumer does);
   and the same with kafka-python (fewer records: it is ~5x slower);
 * raw produce: confluent-kafka ``produce`` of the same records (explicit partitions), until flushed; and
   kafka-python;
+* ConstSpout -> NullBolt with acking (no Kafka): the same topology with a spout emitting a constant, i.e. the
+  in-process runtime's own ceiling for a tracked spout on this machine at that moment;
 * spout: LocalCluster, KafkaSpout (1 task, AT_LEAST_ONCE) -> NullBolt acking (1 and 2 spout tasks);
 * KafkaBolt: LocalCluster, a spout emitting ``--records`` tracked tuples -> KafkaBolt (each ack means the
   broker confirmed the record).
@@ -83,8 +86,13 @@ def raw_consume_confluent(bootstrap: str, topic: str, n: int) -> int:
                   "enable.auto.commit": False, "fetch.wait.max.ms": 100})
     c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
+    out: list[Any] = []
     while got < n:
-        got += sum(1 for m in c.consume(500, 0.2) if m.error() is None)
+        for m in c.consume(500, 0.2):
+            if m.error() is None:  # what any consumer reads of a record
+                out.append((m.topic(), m.partition(), m.offset(), m.key(), m.value()))
+                got += 1
+        out.clear()
     c.close()
     return got
 
@@ -160,6 +168,39 @@ def through_spout(bootstrap: str, topic: str, n: int, tasks: int) -> float:
     return rate
 
 
+class ConstSpout(Spout):
+    """Emits ``[VALUE]`` with a message id per tuple, ``n`` in all (the runtime's ceiling for a tracked spout)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        for _ in range(500):
+            if self.i >= self.n:
+                return
+            self.collector.emit([VALUE], self.i)
+            self.i += 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["value"])
+
+
+def const_spout(n: int) -> float:
+    ACKED["n"] = 0
+    tb = TopologyBuilder()
+    tb.set_spout("const", ConstSpout(n))
+    tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("const")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("const", {"topology.max.spout.pending": 10000}, tb.create_topology())
+        rate = steady_rate(n)
+        cluster.kill_topology("const", wait_secs=0)
+    return rate
+
+
 def through_bolt(bootstrap: str, topic: str, n: int) -> float:
     ACKED["n"] = 0
     tb = TopologyBuilder()
@@ -200,6 +241,7 @@ def main() -> None:
             record("raw consume (kafka-python)", timed(lambda: raw_consume_kafka_python(bs, source, small)))
             record("KafkaSpout(1 task) -> NullBolt, acked", through_spout(bs, source, n, 1))
             record("KafkaSpout(2 tasks) -> NullBolt, acked", through_spout(bs, source, n, 2))
+            record("ConstSpout -> NullBolt, acked (no Kafka)", const_spout(n))
             sink = f"sink-{uuid.uuid4().hex[:6]}"
             admin.create_topic(sink, PARTITIONS)
             record("raw produce (confluent-kafka)", timed(lambda s=sink: raw_produce_confluent(bs, s, n)))  # type: ignore[misc]
@@ -212,7 +254,8 @@ def main() -> None:
     for name, rate in summary.items():
         print(f"  {name:36s} {rate:12,.0f}")
     spout, raw = summary["KafkaSpout(1 task) -> NullBolt, acked"], summary["raw consume (confluent-kafka)"]
-    print(f"  spout (1 task) / raw consume: {spout / raw:.0%}")
+    const = summary["ConstSpout -> NullBolt, acked (no Kafka)"]
+    print(f"  spout (1 task) / raw consume: {spout / raw:.0%}; / ConstSpout with acking: {spout / const:.0%}")
     if args.json:
         with args.json.open("a", encoding="utf-8") as f:
             f.write(json.dumps({"bench": "kafka_perf", "records": n, "python": platform.python_version(),

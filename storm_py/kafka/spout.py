@@ -28,7 +28,14 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
-from storm_py.kafka.client import KafkaClientError, KafkaConsumerClient, KafkaRecord, PollError, TopicPartition
+from storm_py.kafka.client import (
+    KafkaClientError,
+    KafkaConsumerClient,
+    KafkaRecord,
+    PollError,
+    RawRecord,
+    TopicPartition,
+)
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
 from storm_py.kafka.offsets import PartitionOffsets
 from storm_py.kafka.spout_metrics import KafkaSpoutStats
@@ -94,9 +101,9 @@ class KafkaSpout(Spout):
             self.store = KafkaOffsetStore(self.client, cfg, self.topology_id, self.task_id)
         self.managers: dict[TopicPartition, PartitionOffsets] = {}
         self.paused: set[TopicPartition] = set()
-        self.waiting: deque[KafkaRecord] = deque()
+        self.waiting: deque[RawRecord] = deque()
         #: tracked records not done yet (a retry translates its record again)
-        self.inflight: dict[KafkaMessageId, KafkaRecord] = {}
+        self.inflight: dict[KafkaMessageId, RawRecord] = {}
         self.reset_partitions: set[TopicPartition] = set()
         self.missing_topics: set[str] = set()
         now = self.clock.now()
@@ -173,9 +180,9 @@ class KafkaSpout(Spout):
         m: PartitionOffsets | None = None
         while waiting and n < budget:
             record = waiting.popleft()
-            offset = record.offset
-            if tp is None or tp[0] != record.topic or tp[1] != record.partition:
-                tp = (record.topic, record.partition)
+            offset = record[2]
+            if tp is None or tp[0] != record[0] or tp[1] != record[1]:
+                tp = (record[0], record[1])
                 m = managers.get(tp)
             if m is None:
                 continue  # no longer ours
@@ -183,10 +190,10 @@ class KafkaSpout(Spout):
                 continue  # committed meanwhile (STORM-2666), or already emitted
             if translate is None:  # the default translator, inlined
                 stream = DEFAULT_STREAM
-                values = [record.topic, record.partition, offset, record.key, record.value]
+                values = [record[0], record[1], offset, record[3], record[4]]
             else:
                 try:
-                    out = translate(record)
+                    out = translate(KafkaRecord(*record))
                 except Exception as err:  # user code: the record is reported, never lost
                     self._translator_failed(record, m, err, now)
                     continue
@@ -206,20 +213,21 @@ class KafkaSpout(Spout):
             n += 1
         self.stats.emitted += n
 
-    def _translate(self, record: KafkaRecord, m: PartitionOffsets, now: float,
+    def _translate(self, raw: RawRecord, m: PartitionOffsets, now: float,
                    retry: bool) -> tuple[str, list[Any]] | None:
         try:
-            out = self.translator.translate(record)
+            out = self.translator.translate(KafkaRecord(*raw))
         except Exception as err:  # user code
-            self._translator_failed(record, m, err, now, already_emitted=retry)
+            self._translator_failed(raw, m, err, now, already_emitted=retry)
             return None
         if out is None:
-            m.on_ack(record.offset)
-            self.inflight.pop((record.topic, record.partition, record.offset), None)
+            m.on_ack(raw[2])
+            self.inflight.pop((raw[0], raw[1], raw[2]), None)
         return out
 
-    def _translator_failed(self, record: KafkaRecord, m: PartitionOffsets, err: Exception, now: float,
+    def _translator_failed(self, raw: RawRecord, m: PartitionOffsets, err: Exception, now: float,
                            already_emitted: bool = False) -> None:
+        record = KafkaRecord(*raw)
         where = f"{record.topic}/{record.partition}@{record.offset}"
         error = KafkaSpoutError(f"the record translator failed on topic {record.topic!r} partition "
                                 f"{record.partition} offset {record.offset}: {type(err).__name__}: {err}")
@@ -231,18 +239,17 @@ class KafkaSpout(Spout):
         if not already_emitted:
             m.on_emit(record.offset)
         if self.config.dead_letter_on_translator_error or not self.tracked:
-            self._dead_letter(mid, record, error.message, m)
+            self._dead_letter(mid, raw, error.message, m)
             return
         decision = m.on_fail(record.offset, now)
         if decision == "dead":
-            self._dead_letter(mid, record, error.message, m)
+            self._dead_letter(mid, raw, error.message, m)
         else:
-            self.inflight[mid] = record
+            self.inflight[mid] = raw
 
-    def _dead_letter(self, mid: KafkaMessageId, record: KafkaRecord, error: str, m: PartitionOffsets) -> None:
-        self.collector.emit([record.topic, record.partition, record.offset, record.key, record.value, error],
-                            None, DEAD_LETTER_STREAM)
-        m.on_ack(record.offset)
+    def _dead_letter(self, mid: KafkaMessageId, raw: RawRecord, error: str, m: PartitionOffsets) -> None:
+        self.collector.emit([raw[0], raw[1], raw[2], raw[3], raw[4], error], None, DEAD_LETTER_STREAM)
+        m.on_ack(raw[2])
         self.inflight.pop(mid, None)
         self.stats.dead_lettered += 1
 
@@ -252,10 +259,18 @@ class KafkaSpout(Spout):
         if m is None:  # a partition no longer ours (STORM-2104)
             self.stats.ignored_acks += 1
             return
-        if m.on_ack(msg_id[2]):
+        offset = msg_id[2]
+        pending = m.pending
+        if offset in pending:  # m.on_ack, inlined
+            pending.remove(offset)
+            if m.fails:
+                m.fails.pop(offset, None)
+                m.scheduled.pop(offset, None)
+            m.acked.add(offset)
             del self.inflight[msg_id]
             self.stats.acked += 1
         else:
+            m.ignored += 1
             self.stats.ignored_acks += 1
 
     def fail(self, msg_id: Any) -> None:
@@ -282,9 +297,12 @@ class KafkaSpout(Spout):
             self.client.resume(self.paused - want_paused)
             self.client.pause(want_paused - self.paused)
             self.paused = want_paused
-        # every partition at its limit still polls (without waiting): commit outcomes arrive through polls
-        timeout = 0.0 if len(want_paused) == len(managers) else self.config.poll_timeout_ms / 1000.0
-        records, errors = self.client.poll(self.config.max_poll_records, timeout)
+        # Wait for records only when idle: with tuples in flight the worker has acks to deliver, so the poll
+        # takes what the client has prefetched.  Every partition at its limit still polls (without waiting):
+        # commit outcomes arrive through polls.
+        idle = not self.inflight and len(want_paused) < len(managers)
+        timeout = self.config.poll_timeout_ms / 1000.0 if idle else 0.0
+        records, errors = self.client.poll_raw(self.config.max_poll_records, timeout)
         if self.client.commit_results:
             self._commit_results(now)
         for e in errors:
@@ -298,12 +316,12 @@ class KafkaSpout(Spout):
         tp: TopicPartition | None = None
         m: PartitionOffsets | None = None
         for r in records:
-            if tp is None or tp[0] != r.topic or tp[1] != r.partition:
-                tp = (r.topic, r.partition)
+            if tp is None or tp[0] != r[0] or tp[1] != r[1]:
+                tp = (r[0], r[1])
                 m = managers.get(tp)
             if m is None:
                 continue
-            offset = r.offset
+            offset = r[2]
             if resets and tp in resets:
                 self.reset_partitions.discard(tp)
                 if offset < m.committed:
@@ -391,7 +409,7 @@ class KafkaSpout(Spout):
             self.managers.pop(tp)
             self.paused.discard(tp)
         if revoked:
-            self.waiting = deque(r for r in self.waiting if (r.topic, r.partition) in new)
+            self.waiting = deque(r for r in self.waiting if (r[0], r[1]) in new)
             self.inflight = {k: v for k, v in self.inflight.items() if (k[0], k[1]) in new}
         for tp in added:
             self.managers[tp] = PartitionOffsets(starts[tp], self.config.max_uncommitted_offsets, self.retry)
