@@ -1,0 +1,122 @@
+"""Word count from Kafka back to Kafka: sentences from a topic -> split -> fields-grouped counts -> KafkaBolt.
+
+Each count update is written to the output topic as key ``word``, value ``count`` (UTF-8), so the topic's last
+value per key is the word's count.  The spout is at-least-once: a sentence whose tree fails (or times out) is
+read again, so a count can run ahead after a failure; for exact counts use the transactional Kafka spout.
+
+Run it against the development broker (see README, "Kafka"):
+
+    storm-py dev-kafka --port 9092 --topic sentences:2 --topic word-counts:1 &
+    python examples/kafka_word_count.py --bootstrap 127.0.0.1:9092 --produce 5 --ttl 10
+
+or through ``storm-py local examples.kafka_word_count:build --ttl 10 -c kafka.bootstrap=127.0.0.1:9092``
+(conf keys: ``kafka.bootstrap``, ``kafka.input.topic`` (sentences), ``kafka.output.topic`` (word-counts)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections import Counter
+from typing import Any
+
+from storm_py import BasicBolt, Config, LocalCluster, TopologyBuilder
+from storm_py.api.components import BasicOutputCollector, OutputFieldsDeclarer
+from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import Tuple
+from storm_py.clock import SYSTEM_CLOCK
+from storm_py.kafka import KafkaBolt, KafkaRecord, KafkaSpout, KafkaSpoutConfig
+
+log = logging.getLogger(__name__)
+
+SENTENCES = (
+    "the cow jumped over the moon",
+    "an apple a day keeps the doctor away",
+    "four score and seven years ago",
+    "snow white and the seven dwarfs",
+    "i am at two with nature",
+)
+
+
+def sentence(record: KafkaRecord) -> list[Any] | None:
+    """The record's value as a sentence (empty records are skipped, and so acked at once)."""
+    text = (record.value or b"").decode("utf-8").strip()
+    return [text] if text else None
+
+
+class SplitSentence(BasicBolt):
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        for word in tup[0].split():
+            collector.emit([word])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["word"])
+
+
+class WordCount(BasicBolt):
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        word = tup[0]
+        self.counts[word] += 1
+        collector.emit([word, self.counts[word]])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["key", "value"])
+
+
+def build(conf: dict[str, Any] | None = None) -> Any:
+    """The topology; ``conf`` names the broker and the topics."""
+    conf = conf or {}
+    bootstrap = str(conf.get("kafka.bootstrap", "127.0.0.1:9092"))
+    spout_config = KafkaSpoutConfig(bootstrap, [str(conf.get("kafka.input.topic", "sentences"))],
+                                    translator=sentence, translator_fields=["sentence"])
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", KafkaSpout(spout_config), 2)
+    builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCount(), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("out", KafkaBolt(bootstrap, str(conf.get("kafka.output.topic", "word-counts")))).shuffle_grouping(
+        "count")
+    return builder.create_topology()
+
+
+def produce_sentences(bootstrap: str, topic: str, rounds: int) -> int:
+    """Write the sentences ``rounds`` times to ``topic`` (each confirmed by the broker)."""
+    from storm_py.kafka.client import KafkaProducerClient
+
+    producer = KafkaProducerClient(bootstrap)
+    errors: list[str] = []
+    for _ in range(rounds):
+        for s in SENTENCES:
+            producer.produce(topic, None, s.encode(),
+                             lambda err, t, p, o: errors.append(err) if err is not None else None)
+    producer.flush(30)
+    if errors:
+        raise SystemExit(f"producing sentences failed: {errors[0]}")
+    return rounds * len(SENTENCES)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Kafka word count in a LocalCluster")
+    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--input", default="sentences")
+    parser.add_argument("--output", default="word-counts")
+    parser.add_argument("--produce", type=int, default=0, help="write the sample sentences this many times first")
+    parser.add_argument("--ttl", type=float, default=10.0, help="seconds to run")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.produce:
+        print("produced", produce_sentences(args.bootstrap, args.input, args.produce), "sentences")
+    conf = Config()
+    conf.update({"kafka.bootstrap": args.bootstrap, "kafka.input.topic": args.input,
+                 "kafka.output.topic": args.output})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kafka-word-count", conf, build(conf))
+        SYSTEM_CLOCK.sleep(args.ttl)
+        cluster.kill_topology("kafka-word-count", wait_secs=0)
+    print(f"word counts are in topic {args.output!r} (key: word, value: count)")
+
+
+if __name__ == "__main__":
+    main()
