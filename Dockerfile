@@ -1,9 +1,10 @@
 # storm_py: one image for nimbus, supervisors, the UI relay and the command line.
 #   docker build -t storm-py .
 #   docker run --rm storm-py version
-FROM python:3.11-slim AS build
+# the full image has a C compiler, so the wheel gets its hot modules compiled (setup.py); the runtime image does not
+FROM python:3.11 AS build
 WORKDIR /src
-COPY pyproject.toml setup.cfg README.md ./
+COPY pyproject.toml setup.cfg setup.py README.md ./
 COPY storm_py ./storm_py
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

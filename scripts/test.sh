@@ -13,8 +13,24 @@ for arg in "$@"; do
         -q|-qq|-v|-vv|-vvv|--quiet|--verbose|--verbosity=*) verbosity=() ;;
     esac
 done
+# STORM_PY_BUILD=compiled runs the suite on the compiled build: a wheel with the hot modules compiled by mypyc
+# (setup.py), installed into build/compiled-site, which goes first on every process's path; pytest runs as a
+# script and appends the tree, so the source tree's pure modules come after it
+pytest=(.venv/bin/python -m pytest)
+case "${STORM_PY_BUILD:-pure}" in
+    pure) ;;
+    compiled)
+        rm -rf build/compiled-wheel build/compiled-site
+        STORM_PY_COMPILE=1 .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/compiled-wheel .
+        .venv/bin/python -m pip install -q --no-deps --target build/compiled-site build/compiled-wheel/storm_py-*.whl
+        export PYTHONPATH="$PWD/build/compiled-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+        pytest=(.venv/bin/pytest --import-mode=append)
+        ;;
+    *) echo "STORM_PY_BUILD must be pure or compiled, not ${STORM_PY_BUILD}" >&2; exit 2 ;;
+esac
+.venv/bin/python -c 'import storm_py.build as b; print("storm_py build under test:", b.describe())'
 set +e
-.venv/bin/python -m pytest "${verbosity[@]}" "$@"
+"${pytest[@]}" "${verbosity[@]}" "$@"
 rc=$?
 set -e
 # pytest exits 5 when it collected nothing: that is a failure of the suite, not a success

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# isort: off
+import storm_py.build  # noqa: F401  (first: it refuses stale compiled modules before any is imported)
+
+# isort: on
 from storm_py.api.components import (
     BasicBolt,
     Bolt,

@@ -6,7 +6,7 @@ classes; internal failures derive from :class:`StormPyError` and carry a stable 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 
 class StormPyError(Exception):
@@ -96,3 +96,21 @@ class WaitTimeoutError(StormPyError, TimeoutError):
     """A bounded wait for a condition ran out of time."""
 
     code = "timeout"
+
+
+class StaleBuildError(StormPyError, ImportError):
+    """A compiled module is older than its edited ``.py`` source and would run instead of it."""
+
+    code = "stale_build"
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def caused_by(error: _E, cause: BaseException) -> _E:
+    """``error`` chained to ``cause``, for ``raise caused_by(X(...), exc) from exc``.
+
+    Compiled modules (mypyc) drop the ``from`` of a ``raise``; setting ``__cause__`` keeps the chain in both builds.
+    """
+    error.__cause__ = cause
+    return error

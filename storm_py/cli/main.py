@@ -8,6 +8,7 @@ import sys
 import click
 
 import storm_py
+from storm_py import build
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
@@ -27,8 +28,10 @@ def cli(log_level: str) -> None:
 
 @cli.command("version")
 def version() -> None:
-    """Print the storm_py version."""
-    click.echo(f"storm_py {storm_py.__version__} (Python {sys.version.split()[0]})")
+    """Print the storm_py version and which build runs (pure Python, or the hot modules compiled)."""
+    click.echo(f"storm_py {storm_py.__version__} (Python {sys.version.split()[0]}; {build.describe()})")
+    for module in build.compiled_modules():
+        click.echo(f"  compiled: {module}")
 
 
 cli.add_command(local)

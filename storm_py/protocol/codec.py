@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from storm_py.errors import CodecError
+from storm_py.errors import CodecError, caused_by
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,9 @@ def _default(obj: Any) -> msgpack.ExtType:
     try:
         data = ext.to_bytes(obj)
     except Exception as exc:
-        raise CodecError(
+        raise caused_by(CodecError(
             f"to_bytes of ext type {ext.code} ({_type_name(cls)}) failed: {exc}", ext_code=ext.code
-        ) from exc
+        ), exc) from exc
     if type(data) is not bytes:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise CodecError(
@@ -162,7 +162,9 @@ def _ext_hook(code: int, data: bytes) -> Any:
     try:
         return ext.from_bytes(data)
     except Exception as exc:
-        raise CodecError(f"from_bytes of ext type {code} ({_type_name(ext.cls)}) failed: {exc}", ext_code=code) from exc
+        raise caused_by(
+            CodecError(f"from_bytes of ext type {code} ({_type_name(ext.cls)}) failed: {exc}", ext_code=code), exc
+        ) from exc
 
 
 def _new_packer() -> msgpack.Packer:
@@ -203,7 +205,7 @@ def encode(obj: Any) -> bytes:
     except CodecError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:
-        raise _encode_failed(obj, exc) from exc
+        raise caused_by(_encode_failed(obj, exc), exc) from exc
     finally:
         pool.append(packer)
 
@@ -247,7 +249,7 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
     except CodecError:
         raise
     except Exception as exc:  # msgpack raises ValueError/TypeError subclasses and a few others on bad input
-        raise _decode_failed(data, exc) from exc
+        raise caused_by(_decode_failed(data, exc), exc) from exc
 
 
 def pack_value(obj: Any) -> bytes:
@@ -257,7 +259,7 @@ def pack_value(obj: Any) -> bytes:
     except CodecError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:
-        raise _encode_failed(obj, exc) from exc
+        raise caused_by(_encode_failed(obj, exc), exc) from exc
     return result
 
 
@@ -268,4 +270,4 @@ def unpack_value(data: bytes | bytearray | memoryview) -> Any:
     except CodecError:
         raise
     except Exception as exc:
-        raise _decode_failed(data, exc) from exc
+        raise caused_by(_decode_failed(data, exc), exc) from exc

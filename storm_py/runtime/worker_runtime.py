@@ -388,7 +388,7 @@ class WorkerLoop:
         self.passes = 0
         self.work_passes = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._loop_thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._listener = rt.wake.set
         self.clock.add_listener(self._on_clock)
         self.failure: BaseException | None = None
@@ -399,7 +399,7 @@ class WorkerLoop:
 
     def start(self) -> None:
         """Prepare the runtime's tasks, then start the loop thread."""
-        self._thread.start()
+        self._loop_thread.start()
 
     def _run(self) -> None:
         rt = self.rt
@@ -434,10 +434,10 @@ class WorkerLoop:
         self._stop.set()
         self.rt.wake.set()
         self.clock.remove_listener(self._on_clock)
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
+        if self._loop_thread.is_alive() and threading.current_thread() is not self._loop_thread:
+            self._loop_thread.join(timeout)
 
     @property
     def alive(self) -> bool:
         """Whether the loop thread runs."""
-        return self._thread.is_alive()
+        return self._loop_thread.is_alive()

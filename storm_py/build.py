@@ -1,0 +1,121 @@
+"""Which build of storm_py runs: pure Python, or its hot modules compiled with mypyc; and the stale-module guard.
+
+``HOT_MODULES`` is the one list of modules a compiled build compiles (``setup.py`` reads it).  A compiled
+module is a C extension next to its ``.py`` file, and Python imports the extension first, so an edited ``.py``
+beside an older extension would silently not run.  :func:`refuse_stale` (called when ``storm_py`` is imported,
+before any hot module) refuses that: an extension older than its source is stale unless the source still has the
+hash the build recorded in ``compiled.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+from storm_py.errors import StaleBuildError
+
+#: the modules a compiled build compiles with mypyc: the per-tuple path (tuples, emit and routing, executors,
+#: acking, frames and the codec)
+HOT_MODULES: tuple[str, ...] = (
+    "storm_py.api.tuple",
+    "storm_py.protocol.codec",
+    "storm_py.protocol.messages",
+    "storm_py.runtime.executor",
+    "storm_py.runtime.spout_executor",
+    "storm_py.runtime.bolt_executor",
+    "storm_py.runtime.bolt_collectors",
+    "storm_py.runtime.routing",
+    "storm_py.runtime.groupers",
+    "storm_py.runtime.acker",
+    "storm_py.runtime.pending",
+    "storm_py.runtime.worker_runtime",
+    "storm_py.runtime.transfer.frames",
+)
+
+#: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from
+MANIFEST = "compiled.json"
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_path(module: str, root: Path = _PACKAGE_DIR) -> Path:
+    """The ``.py`` file of ``module`` (a ``storm_py.*`` name) under the package directory ``root``."""
+    return root.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def source_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _extension_of(py: Path, listing: dict[Path, set[str]]) -> Path | None:
+    names = listing.get(py.parent)
+    if names is None:
+        try:
+            names = set(os.listdir(py.parent))
+        except OSError:
+            names = set()
+        listing[py.parent] = names
+    for suffix in EXTENSION_SUFFIXES:
+        if py.stem + suffix in names:
+            return py.with_name(py.stem + suffix)
+    return None
+
+
+def stale_modules(root: Path = _PACKAGE_DIR) -> list[tuple[Path, Path]]:
+    """``(source, extension)`` pairs under ``root`` whose extension was not compiled from the source as it is now."""
+    recorded: dict[str, str] = {}
+    manifest = root / MANIFEST
+    if manifest.exists():
+        recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    listing: dict[Path, set[str]] = {}
+    stale = []
+    for module in HOT_MODULES:
+        py = source_path(module, root)
+        ext = _extension_of(py, listing)
+        if ext is None or not py.exists():
+            continue
+        if py.stat().st_mtime <= ext.stat().st_mtime:
+            continue  # the source is not newer than its extension
+        if module in recorded and recorded[module] == source_hash(py):
+            continue  # newer on disk (e.g. unpacked later), but the very source that was compiled
+        stale.append((py, ext))
+    return stale
+
+
+def refuse_stale() -> None:
+    """Raise :class:`StaleBuildError` when a compiled module would shadow a changed ``.py`` file."""
+    stale = stale_modules()
+    if stale:
+        files = ", ".join(str(ext) for _, ext in stale)
+        raise StaleBuildError(
+            f"compiled modules older than their edited sources would run instead of them: {files}; delete these "
+            "files (a development checkout runs pure Python) or reinstall with `pip install .`",
+            extensions=files,
+        )
+
+
+def compiled_modules() -> list[str]:
+    """The hot modules that run compiled in this process (imports them)."""
+    compiled = []
+    for module in HOT_MODULES:
+        origin = str(getattr(importlib.import_module(module), "__file__", "") or "")
+        if origin.endswith(tuple(EXTENSION_SUFFIXES)):
+            compiled.append(module)
+    return compiled
+
+
+def describe() -> str:
+    """One line naming the build: ``pure Python``, ``compiled (mypyc): N of N hot modules`` or a mix."""
+    compiled = compiled_modules()
+    if not compiled:
+        return "pure Python"
+    if len(compiled) == len(HOT_MODULES):
+        return f"compiled (mypyc): all {len(compiled)} hot modules"
+    return f"partly compiled (mypyc): {len(compiled)} of {len(HOT_MODULES)} hot modules"
+
+
+refuse_stale()  # on import: ``storm_py/__init__.py`` imports this module before any hot module
