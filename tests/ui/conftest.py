@@ -59,6 +59,11 @@ class Browser:
         print(f"screenshot: {path}")
         return path
 
+    def script_errors(self) -> list[str]:
+        """Errors the page's scripts logged to the console (failed requests the test caused are left out)."""
+        return [e["message"] for e in self.driver.get_log("browser")
+                if e["level"] == "SEVERE" and "the server responded with a status" not in e["message"]]
+
     def text(self, css: str) -> str:
         """The element's text ("" while it is not on the page)."""
         found = self.driver.find_elements("css selector", css)
@@ -78,6 +83,7 @@ def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browser]
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield Browser(driver, request.node.name)

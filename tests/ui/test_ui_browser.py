@@ -35,6 +35,7 @@ def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browse
     assert "ACTIVE" in browser.text("#topology-summary")
     assert browser.text("#cluster-summary").count("\n") >= 1 and "Leader" in browser.text("#nimbus-summary")
     assert len(browser.driver.find_elements("css selector", "#supervisor-summary tbody tr")) == 2
+    assert browser.script_errors() == []
     browser.shot("cluster")
 
 
@@ -46,13 +47,15 @@ def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, brows
     first = int(cell(browser, "#spouts", "paced", "Emitted").replace(",", ""))
     wait_until(lambda: int(cell(browser, "#spouts", "paced", "Emitted").replace(",", "")) > first, 30,
                interval=0.3, what="the paced spout's emitted count to grow on the page without a reload")
-    assert cell(browser, "#spouts", "counted", "Timed out") == "10"
+    wait_until(lambda: cell(browser, "#spouts", "counted", "Timed out") == "10", 60, interval=0.3,
+               what="'counted' to show its 10 timed-out trees")
     assert cell(browser, "#spouts", "counted", "Failed") == "10"
     assert float(cell(browser, "#bolts", "sleeper", "Capacity")) > 0
     windows = [e.text for e in browser.driver.find_elements("css selector", "#topology-stats tbody tr td:first-child")]
     assert windows == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
     links = browser.driver.find_elements("css selector", "#workers a")
     assert links and all(a.get_attribute("href").startswith("http://") for a in links)
+    assert browser.script_errors() == []
     browser.shot("topology")
 
 
@@ -90,6 +93,7 @@ def test_component_page_shows_executors_streams_and_log_links(
     assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
     links = browser.driver.find_elements("css selector", "#executors a")
     assert len(links) == 2 and all("/api/v1/log?file=" in a.get_attribute("href") for a in links)
+    assert browser.script_errors() == []
     wait_until(lambda: "tuple 5 looks odd" in browser.text("#errors"), 30, interval=0.2, what="the reported error")
     error_links = browser.driver.find_elements("css selector", "#errors a")
     assert error_links and "/api/v1/log?file=" in error_links[0].get_attribute("href")
