@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -32,6 +33,9 @@ from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
 
 log = logging.getLogger(__name__)
+
+#: Longest wait of a kill or rebalance (a week): anything longer, or not a finite number, is refused.
+MAX_WAIT_SECS = 7 * 24 * 3600
 
 _NAME_RE = re.compile(r"^[^/.:\\]+$")
 
@@ -95,6 +99,8 @@ class Nimbus:
             if self.topology_id(name) is not None:
                 raise AlreadyAliveException(f"topology {name!r} is already alive", topology=name)
             topo_conf = self._normalize_conf(name, conf or {})
+            workers = int(topo_conf.get("topology.workers") or 1)
+            self._check_caps(name, workers, int(topo_conf["topology.acker.executors"]))
             topology = self.loader(code, topo_conf)
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
             validate_topology(topology)
@@ -104,6 +110,7 @@ class Nimbus:
             for cid, (tasks, execs) in counts.items():
                 if execs <= 0 and tasks > 0:
                     raise InvalidTopologyException(f"component {cid!r} has no executors", component=cid)
+            self._check_caps(name, 1, sum(e for _, e in counts.values()))
             self._counter += 1
             tid = f"{name}-{self._counter}-{int(self.clock.wall())}"
             self.code_store.put(tid, code)
@@ -125,6 +132,21 @@ class Nimbus:
             self._schedule(tid, base, fresh=True)
             log.info("submitted topology %s as %s", name, tid)
             return tid
+
+    def _check_caps(self, name: str, workers: int, executors: int) -> None:
+        """Refuse more workers or executors than ``nimbus.slots.perTopology`` / ``nimbus.executors.perTopology``
+        allow, before anything is built or written (an absurd count would outgrow ZooKeeper's node limit)."""
+        max_slots = self.conf.get("nimbus.slots.perTopology")
+        max_execs = self.conf.get("nimbus.executors.perTopology")
+        if max_slots is not None and workers > int(max_slots):
+            raise InvalidTopologyException(
+                f"{name!r} asks for {workers} workers; nimbus.slots.perTopology allows {max_slots}", topology=name
+            )
+        if max_execs is not None and executors > int(max_execs):
+            raise InvalidTopologyException(
+                f"{name!r} needs {executors} executors; nimbus.executors.perTopology allows {max_execs}",
+                topology=name,
+            )
 
     def _normalize_conf(self, name: str, conf: Mapping[str, Any]) -> dict[str, Any]:
         merged = {k: v for k, v in self.conf.items() if k.startswith("topology.")}
@@ -203,6 +225,8 @@ class Nimbus:
             tid, base = self._require(name)
             if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
                 raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")
+            if num_workers is not None:
+                self._check_caps(name, num_workers, 0)
             for cid, n in (executors or {}).items():
                 if cid not in base.component_executors or cid in SYSTEM_IDS:
                     raise InvalidTopologyException(
@@ -230,8 +254,15 @@ class Nimbus:
     def _wait(self, base: StormBase, wait_secs: float | None) -> float:
         if wait_secs is None:
             return float(base.topology_conf.get("topology.message.timeout.secs", 30))
-        if wait_secs < 0:
-            raise ValueError(f"wait_secs must be >= 0, got {wait_secs}")
+        if (
+            isinstance(wait_secs, bool)
+            or not isinstance(wait_secs, (int, float))
+            or not math.isfinite(wait_secs)
+            or not 0 <= wait_secs <= MAX_WAIT_SECS
+        ):
+            raise InvalidTopologyException(
+                f"wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, got {wait_secs!r}", wait=str(wait_secs)
+            )
         return float(wait_secs)
 
     # ------------------------------------------------------------------------------------------------- timers

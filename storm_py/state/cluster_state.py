@@ -29,6 +29,8 @@ from storm_py.state.storage import LeaderElection, StateStorage, Watch
 
 log = logging.getLogger(__name__)
 
+#: Largest record written (ZooKeeper's jute.maxbuffer is 1 MiB; a write over it costs the writer its session).
+MAX_RECORD_BYTES = 1_000_000
 #: How many errors are kept per component (Storm keeps 10).
 MAX_ERRORS_PER_COMPONENT = 10
 
@@ -370,7 +372,14 @@ class ClusterState:
 
     # ------------------------------------------------------------------------------------------ internals
     def _put(self, path: str, record: _Record) -> None:
-        self.storage.set(path, encode_json(record.to_json()))
+        data = encode_json(record.to_json())
+        if len(data) > MAX_RECORD_BYTES:
+            raise StateError(
+                f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte limit of a "
+                "record (ZooKeeper refuses nodes over 1 MiB and drops the session that tries)",
+                path=path, reason="too_large",
+            )  # fmt: skip
+        self.storage.set(path, data)
 
     def _read(self, path: str, parse: Callable[[Any], R]) -> R | None:
         data = self.storage.get(path)

@@ -24,6 +24,7 @@ from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.packaging.code_store import DistCodeStore
+from storm_py.runtime.transfer.auth import FrameAuth, topology_frame_key
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.state.cluster_state import ClusterState
 from storm_py.transport import open_transport
@@ -86,6 +87,7 @@ def run_worker(
         ),
         host,
         resolve=lambda node: holder[0].node_host.get(node) if holder else None,
+        auth=FrameAuth(key) if (key := topology_frame_key(conf, topology_id)) is not None else None,
     )
     worker = Worker(
         conf=conf,

@@ -26,6 +26,7 @@ from storm_py.protocol.messages import (
 )
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.transfer import Entries
+from storm_py.runtime.transfer.auth import FrameAuth
 from storm_py.runtime.transfer.frames import encode_entries
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.runtime.worker_runtime import WorkerRuntime
@@ -87,7 +88,8 @@ class Sink(BasicBolt):
 class Cluster:
     """Two runtimes (one executor of each component per worker) wired by their socket transfers."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, auth: FrameAuth | None = None) -> None:
+        self.auth = auth
         conf = defaults()
         conf.update({"topology.workers": 2, "topology.acker.executors": 2, "topology.message.timeout.secs": 5})
         b = TopologyBuilder()
@@ -116,7 +118,8 @@ class Cluster:
                 executors=per[w], task_to_worker=task_to_worker, worker_id=w, clock=self.clock,
                 error_sink=lambda c, t, text: self.errors.append((c, t, text)), seed=i,
             )  # fmt: skip
-            transfer = SocketTransfer(open_transport("memory"), f"fuzz-{id(self)}", resolve=lambda _n: None)
+            transfer = SocketTransfer(open_transport("memory"), f"fuzz-{id(self)}", resolve=lambda _n: None,
+                                      auth=auth)  # fmt: skip
             transfer.bind(w, rt)
             rt.send_remote = self._sender(w)  # frames are carried by the test, through the peer's _on_frame
             rt.prepare()
@@ -127,7 +130,8 @@ class Cluster:
         def send(peer: str, entries: Entries) -> None:
             encoded = encode_entries(src, entries)
             assert encoded.frame is not None and not encoded.rejected
-            self.frames[peer].append(encoded.frame)
+            frame = encoded.frame if self.auth is None else self.auth.seal(encoded.frame)
+            self.frames[peer].append(frame)
 
         return send
 
@@ -249,6 +253,29 @@ def test_forged_frames_amid_real_traffic_lose_no_tuple() -> None:
         per_spout = [s.acked for s in cluster.spouts()]  # two spout tasks, each emitting 0..299
         assert len(per_spout) == 2 and all(a == set(range(300)) for a in per_spout)
         assert cluster.rejected() > 0
+        assert cluster.errors == []
+    finally:
+        cluster.close()
+
+
+def test_with_frame_tags_no_forged_or_altered_frame_is_even_decoded() -> None:
+    """The authenticated data plane: every attack is dropped before decoding, and no tuple tree even fails."""
+    cluster = Cluster(limit=300, auth=FrameAuth(b"k" * 32))
+    try:
+        samples = valid_frames(cluster)
+        attacks = [(w, m) for w, f in samples[:6] for m in mutations(f)]
+        attacks += [(w, f) for w, f in samples[:6]]  # replays of whole sealed frames are not forgeries: see below
+        replays = len(samples[:6])
+        for w, frame in attacks[:-replays]:
+            cluster.attack(w, frame)
+        for _ in range(5000):
+            cluster.run(1)
+            if all(len(s.acked) == 300 for s in cluster.spouts()):
+                break
+        assert all(s.acked == set(range(300)) for s in cluster.spouts())
+        assert all(s.failed == set() for s in cluster.spouts())  # nothing forged reached the acker either
+        unauthenticated = sum(t.counters.frames_unauthenticated for t in cluster.transfers.values())
+        assert unauthenticated == len(attacks) - replays and cluster.rejected() == 0
         assert cluster.errors == []
     finally:
         cluster.close()

@@ -16,8 +16,9 @@ deadlock if both waited):
   emitting until the overflow drains: the sender waits, bolts keep running.
 
 Nothing is dropped silently: frames for peers that are gone and items that cannot be encoded are counted
-(``dropped_*``), and a corrupted frame is rejected whole, logged and counted (``frames_rejected``); the
-spouts' message timeouts replay what was lost.
+(``dropped_*``), a frame without the topology's tag (:mod:`~storm_py.runtime.transfer.auth`) is dropped unread,
+logged and counted (``frames_unauthenticated``), and a corrupted frame is rejected whole, logged and counted
+(``frames_rejected``); the spouts' message timeouts replay what was lost.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from storm_py.errors import CodecError, TransportError
 from storm_py.runtime.system_topology import ACKER_COMPONENT
 from storm_py.runtime.transfer import Entries, TransferHost
+from storm_py.runtime.transfer.auth import FrameAuth
 from storm_py.runtime.transfer.frames import FrameDecoder, FrameTargets, encode_entries
 from storm_py.transport.base import Sender, TransportContext
 
@@ -64,6 +66,7 @@ class TransferMetrics:
     frames_received: int = 0
     tuples_received: int = 0
     frames_rejected: int = 0
+    frames_unauthenticated: int = 0
     send_blocked: int = 0
     receive_waits: int = 0
     overflow_tuples: int = 0
@@ -94,6 +97,7 @@ class SocketTransfer:
         host: the interface this worker binds (its supervisor's hostname).
         resolve: the host of a supervisor id, from the current assignment (None when unknown).
         scheme: how an address is built from host and port.
+        auth: seals sent frames and checks received ones with the topology's key (None: no tags).
     """
 
     def __init__(
@@ -102,8 +106,10 @@ class SocketTransfer:
         host: str,
         resolve: Callable[[str], str | None],
         scheme: str = "tcp://{host}:{port}",
+        auth: FrameAuth | None = None,
     ) -> None:
         self._transport = transport
+        self._auth = auth
         self._host = host
         self._resolve = resolve
         self._scheme = scheme
@@ -154,6 +160,8 @@ class SocketTransfer:
             self._report_unencodable(encoded.rejected)
         if encoded.frame is None:
             return
+        if self._auth is not None:
+            encoded.frame = self._auth.seal(encoded.frame)
         if self._closing.is_set():  # the worker is stopping: nothing leaves any more
             m.dropped_no_peer += encoded.count
             return
@@ -311,6 +319,14 @@ class SocketTransfer:
         m = self.counters
         self._handling += 1
         try:
+            if self._auth is not None:
+                opened = self._auth.open(data)
+                if opened is None:
+                    m.frames_unauthenticated += 1
+                    self._warn("unauthenticated", "dropped a frame of %d bytes on %s: its tag is not this "
+                               "topology's", len(data), self._key)  # fmt: skip
+                    return
+                data = opened
             try:
                 _src, entries, n = decoder.decode(data)
             except CodecError as err:
