@@ -7,13 +7,15 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /api/v1/log?file=<id>/<port>/<name>&start=N&length=M`` -> ``{"file", "start", "next", "size", "data"}``:
   at most ``length`` bytes from offset ``start`` (``next`` is where the following read starts; ``data`` is text).
 
-Only files inside the workers-artifacts directory are served: a path that leaves it, or a name that is not one
-of a worker's files, is refused with an error naming it.
+Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
+of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
+opened without following links) is refused with an error naming it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,10 +44,12 @@ class LogFiles:
         out: list[dict[str, Any]] = []
         if not base.is_dir():
             return out
-        for port_dir in sorted((d for d in base.iterdir() if d.is_dir()), key=lambda d: d.name):
+        if not self._real(base):
+            return out
+        for port_dir in sorted((d for d in base.iterdir() if d.is_dir() and not d.is_symlink()), key=lambda d: d.name):
             for name in WORKER_FILES:
                 path = port_dir / name
-                if path.is_file():
+                if path.is_file() and not path.is_symlink():
                     out.append({"file": f"{topology_id}/{port_dir.name}/{name}", "size": path.stat().st_size})
         return out
 
@@ -63,8 +67,11 @@ class LogFiles:
         if start < 0 or length < 0:
             raise BadRequestError(f"start and length must not be negative (got {start}, {length})", file=rel)
         path = self.root.joinpath(*parts)
+        if path.exists() and not self._real(path):
+            raise BadRequestError(f"log file {rel!r} is a link or lies outside workers-artifacts", file=rel)
         try:
-            with path.open("rb") as f:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
                 size = f.seek(0, 2)
                 begin = f.seek(min(start, size))
                 data = f.read(min(length, MAX_READ_BYTES))
@@ -74,6 +81,11 @@ class LogFiles:
             raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
         return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
                 "data": data.decode("utf-8", "replace")}
+
+    def _real(self, path: Path) -> bool:
+        """Whether ``path`` is what it says: no link in it, and its real path inside the root."""
+        real = Path(os.path.realpath(path))
+        return real == path and real.is_relative_to(self.root)
 
     @staticmethod
     def _check_part(part: str, what: str) -> None:
