@@ -245,6 +245,7 @@ def component_page(
     found = [r for r in rest.reports(beats) if r.component == component]
     rows = rest.by_component(book, tid, found, window, now).get(component, [])
     log_links = {(w["supervisorId"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}
+    host_links = {(w["host"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}  # errors name these
     hosts = assignment.node_host if assignment is not None else {}
     fig = rest.combined(rows)
     out: dict[str, Any] = {
@@ -271,7 +272,7 @@ def component_page(
                 "errorPort": e.port,
                 "errorTime": int(e.time_secs),
                 "errorLapsedSecs": int(max(0.0, now - e.time_secs)),
-                "errorWorkerLogLink": log_links.get(_slot_of(assignment, e.host, e.port), ""),
+                "errorWorkerLogLink": host_links.get((e.host, e.port), ""),
             }
             for e in errors
         ],
@@ -279,12 +280,3 @@ def component_page(
     summaries = rest.window_summaries(book, tid, found, component, is_spout, now)
     out["spoutSummary" if is_spout else "boltStats"] = summaries
     return out
-
-
-def _slot_of(assignment: Assignment | None, host: str, port: int) -> tuple[str, int]:
-    """The (supervisor, port) slot on ``host:port`` (errors name the host; log links are per slot)."""
-    if assignment is not None:
-        for node, h in assignment.node_host.items():
-            if h == host:
-                return node, port
-    return host, port
