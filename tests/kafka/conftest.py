@@ -75,6 +75,24 @@ class Broker:
             c.close()
         return {r.partition: r.offset for r in res if r.offset >= 0}
 
+    def read_values(self, topic: str, partitions: int, want: set[bytes], timeout: float = 60.0) -> set[bytes]:
+        """The distinct values of a topic, read until every one of ``want`` was seen (or ``timeout``)."""
+        from storm_py.clock import SYSTEM_CLOCK
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        seen: set[bytes] = set()
+        deadline = SYSTEM_CLOCK.now() + timeout
+        try:
+            while not want <= seen and SYSTEM_CLOCK.now() < deadline:
+                for m in c.consume(10000, 0.2):
+                    if m.error() is None and m.value() is not None:
+                        seen.add(m.value())
+        finally:
+            c.close()
+        return seen
+
     def read_all(self, topic: str, partitions: int, expect: int,
                  timeout: float = 30.0) -> list[tuple[bytes | None, bytes]]:
         """Every ``(key, value)`` of a topic (waits until ``expect`` records were read)."""
