@@ -6,6 +6,13 @@ Starts ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors) in a tempor
 topology of ``bench/cluster_topologies.py`` with 0 and 1 acker per worker, reads the spouts' acked counts and
 complete latencies from nimbus's REST API after a warm-up, and runs ``bench/zmq_ceiling.py`` (two processes,
 batches of 100) in the same run.  Every result is also given as a ratio of that ceiling.
+
+Throughput on this machine depends on how much of its two cores the workers get, so every row also says
+what the machine did meanwhile: the load average, the share of all cores busy, the share the cluster's own
+processes (workers, supervisors, nimbus, ZooKeeper) used and the share left to other processes, and the
+workers' CPU time per acked tuple, which does not depend on the load.  The first line states the settings,
+the build (pure Python or compiled), the commit and the machine.  Counts reach nimbus with the workers'
+heartbeats (every ``worker.heartbeat.frequency.secs``), so both ends of the window are read at a heartbeat.
 """
 
 from __future__ import annotations
@@ -49,6 +56,71 @@ def stop_cluster(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _proc_stat(pid: str) -> tuple[int, float] | None:
+    """(session id, CPU seconds) of a process, from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[3]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _is_worker(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return False
+    return b"storm_py" in args and b"worker" in args
+
+
+def cluster_cpu(session: int) -> tuple[float, float]:
+    """CPU seconds used so far by the live processes of the cluster's session: (all of them, the workers)."""
+    total = workers = 0.0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        stat = _proc_stat(pid)
+        if stat is None or stat[0] != session:
+            continue
+        total += stat[1]
+        if _is_worker(pid):
+            workers += stat[1]
+    return total, workers
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What a figure depends on: the command's settings, the build, the commit and the machine."""
+    from storm_py.config import defaults
+
+    version = subprocess.run([*STORM, "version"], capture_output=True, text=True, check=False).stdout
+    commit = subprocess.run(["git", "-C", str(HERE), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    conf = defaults()
+    return {
+        "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "workers": args.workers, "ackers_per_worker": args.ackers, "max_spout_pending": args.pending,
+        "secs": args.secs, "warmup": args.warmup,
+        "worker_gc_threshold0": conf.get("worker.gc.threshold0"),
+        "heartbeat_secs": conf.get("worker.heartbeat.frequency.secs"),
+        "build": version.splitlines()[0] if version else "?", "commit": commit,
+        "machine": f"{os.cpu_count()} x {model}", "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def spout_totals(client: Any, name: str) -> tuple[int, float, float, int, int]:
     """Acked count, mean and p99 complete latency of the spouts, and frames and tuples the workers sent."""
     page = client.topology(name)
@@ -61,8 +133,21 @@ def spout_totals(client: Any, name: str) -> tuple[int, float, float, int, int]:
     return acked, (sum(lat) / len(lat)) if lat else 0.0, max(p99) if p99 else 0.0, frames, sent
 
 
+def at_heartbeat(client: Any, name: str) -> tuple[tuple[int, float, float, int, int], float]:
+    """The spouts' totals read just after they changed (a heartbeat arrived), and when."""
+    first = spout_totals(client, name)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = spout_totals(client, name)
+        if now[0] != first[0]:
+            return now, time.monotonic()
+    return first, time.monotonic()
+
+
 def run_case(
-    conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int
+    conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int,
+    session: int,
 ) -> dict[str, Any]:
     from storm_py.client import NimbusClient
     from storm_py.config import read_storm_config
@@ -76,17 +161,25 @@ def run_case(
     )
     client = NimbusClient(read_storm_config(conf_path))
     time.sleep(warmup)
-    a0, _, _, f0, s0 = spout_totals(client, name)
-    t0 = time.monotonic()
+    (a0, _, _, f0, s0), t0 = at_heartbeat(client, name)
+    m0, c0 = machine_cpu(), cluster_cpu(session)
     time.sleep(secs)
-    a1, lat, p99, f1, s1 = spout_totals(client, name)
-    t1 = time.monotonic()
+    (a1, lat, p99, f1, s1), t1 = at_heartbeat(client, name)
+    m1, c1 = machine_cpu(), cluster_cpu(session)
+    load = [round(x, 2) for x in os.getloadavg()]
     subprocess.run([*STORM, "kill", name, "-w", "0", "--config", str(conf_path)], check=True, capture_output=True)
     row: dict[str, Any] = {"acked_per_s": round((a1 - a0) / (t1 - t0))}
     row["items_per_frame"] = round((s1 - s0) / (f1 - f0), 1) if f1 > f0 else None
     if ackers:
         row["latency_mean_ms"] = round(lat, 2)
         row["latency_p99_ms"] = round(p99, 2)
+    cores = m1[1] - m0[1]
+    busy, ours, workers_cpu = m1[0] - m0[0], c1[0] - c0[0], c1[1] - c0[1]
+    row["machine_busy_pct"] = round(100 * busy / cores, 1) if cores else None
+    row["cluster_cpu_pct"] = round(100 * ours / cores, 1) if cores else None
+    row["others_cpu_pct"] = round(100 * max(0.0, busy - ours) / cores, 1) if cores else None
+    row["worker_cpu_us_per_tuple"] = round(workers_cpu / (a1 - a0) * 1e6, 2) if a1 > a0 else None
+    row["loadavg_1_5_15"] = load
     return row
 
 
@@ -116,17 +209,24 @@ def main() -> None:
     ap.add_argument("--no-ceiling", action="store_true", help="skip the zmq ceiling run")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    if args.json:
+        args.json = args.json.resolve()
+    # run every command from outside the source tree: `python -m storm_py` would import the tree's modules
+    # ahead of a compiled build given on PYTHONPATH
+    os.chdir(tempfile.gettempdir())
+    print(json.dumps({"settings": settings(args)}), flush=True)
     ceiling = 0.0 if args.no_ceiling else zmq_ceiling()
     print(json.dumps({"zmq_msgpack_ceiling_tuples_per_s": round(ceiling)}), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="storm-py-bench-") as tmp:
         proc = start_cluster(Path(tmp))
+        session = os.getsid(proc.pid)
         try:
             for case in args.cases.split(","):
                 for ackers in (int(a) for a in args.ackers.split(",")):
                     row = {"topology": case, "workers": args.workers, "ackers_per_worker": ackers,
                            **run_case(Path(tmp) / "storm.yaml", f"cluster_topologies:{case}", args.workers, ackers,
-                                      args.secs, args.warmup, args.pending)}
+                                      args.secs, args.warmup, args.pending, session)}
                     row["ratio_of_ceiling"] = round(row["acked_per_s"] / ceiling, 4) if ceiling else None
                     rows.append(row)
                     print(json.dumps(row), flush=True)

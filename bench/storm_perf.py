@@ -11,7 +11,9 @@ Reported: acked tuples/s (sentences/s for word count), complete latency mean and
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import platform
 import statistics
 import sys
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
 
 from storm_py import BasicBolt, Bolt, LocalCluster, Spout, TopologyBuilder
 
@@ -134,9 +136,10 @@ def word_count():
     return b.create_topology()
 
 
-def measure(build, ackers: int, secs: float, warmup: float) -> dict[str, Any]:
+def measure(build, ackers: int, secs: float, warmup: float, gc_threshold0: int | None = None) -> dict[str, Any]:
     conf = {"topology.acker.executors": ackers, "topology.max.spout.pending": 2000, "topology.workers": 1}
-    with LocalCluster(supervisors=1, ports_per_supervisor=1) as cluster:
+    daemon_conf = {} if gc_threshold0 is None else {"worker.gc.threshold0": gc_threshold0}
+    with LocalCluster(supervisors=1, ports_per_supervisor=1, daemon_conf=daemon_conf) as cluster:
         tid = cluster.submit_topology("perf", conf, build())
         (worker,) = cluster.workers(tid)
         spout = next(ex for ex in worker.runtime.executors if ex.is_spout)
@@ -216,6 +219,9 @@ def main() -> None:
     ap.add_argument("--secs", type=float, default=8.0)
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--json", type=Path, default=None, help="append result rows to this JSONL file")
+    ap.add_argument("--gc-threshold0", type=int, default=None,
+                    help="give the LocalCluster worker.gc.threshold0 (default: leave the collector at CPython's)")
+    ap.add_argument("--cases", default="const_null,const_id_null,word_count")
     args = ap.parse_args()
     cases = [
         ("ConstSpout -> NullBolt", const_null, plain_const_null),
@@ -223,11 +229,19 @@ def main() -> None:
         ("word count (8-word sentences, running counts)", word_count, plain_word_count),
     ]
     rows = []
+    chosen = args.cases.split(",")
+    from storm_py import build as storm_build
+
     for name, build, plain in cases:
+        if build.__name__ not in chosen:
+            continue
         baseline = plain(min(args.secs, 3.0))
         for ackers in (0, 1):
-            row = {"topology": name, "ackers": ackers, **measure(build, ackers, args.secs, args.warmup),
-                   "plain_loop_per_s": round(baseline), "python": platform.python_version()}
+            row = {"topology": name, "ackers": ackers,
+                   **measure(build, ackers, args.secs, args.warmup, args.gc_threshold0),
+                   "plain_loop_per_s": round(baseline), "python": platform.python_version(),
+                   "gc_threshold0": args.gc_threshold0 or gc.get_threshold()[0], "build": storm_build.describe(),
+                   "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()]}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.json:

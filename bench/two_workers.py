@@ -29,10 +29,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.append(str(HERE.parent))  # after PYTHONPATH: a compiled build put there comes first
 
 import cluster_topologies  # noqa: E402
 
+from storm_py import build  # noqa: E402
 from storm_py.clock import Clock, SimulatedClock  # noqa: E402
 from storm_py.config import defaults  # noqa: E402
 from storm_py.runtime.system_topology import layout_tasks, system_topology  # noqa: E402
@@ -130,7 +131,7 @@ def _cachegrind(args: argparse.Namespace, passes: int) -> tuple[int, int]:
     cmd = [
         "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
         sys.executable, str(Path(__file__).resolve()), "--case", args.case, "--ackers", str(args.ackers),
-        "--pending", str(args.pending), "--passes", str(passes),
+        "--pending", str(args.pending), "--passes", str(passes), "--gc", args.gc,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
@@ -145,9 +146,15 @@ def main() -> None:
     ap.add_argument("--pending", type=int, default=2000, help="topology.max.spout.pending")
     ap.add_argument("--secs", type=float, default=4.0)
     ap.add_argument("--instructions", action="store_true", help="instructions per spout tuple, with valgrind")
+    ap.add_argument("--gc", default="100000",
+                    help="generation-0 threshold of the collector: a number (700 is CPython's default, 100000 the "
+                         "workers' worker.gc.threshold0), or off")
     ap.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)  # one fixed run (for valgrind)
     args = ap.parse_args()
-    gc.set_threshold(100_000, 50, 100)  # as worker processes do
+    if args.gc == "off":
+        gc.disable()
+    else:
+        gc.set_threshold(int(args.gc), *gc.get_threshold()[1:])
     if args.passes:
         # time stands still, so that timers (the spouts' flush interval) cut no pass short under valgrind
         tw = TwoWorkers(args.case, args.ackers, args.pending, SimulatedClock())
@@ -159,10 +166,10 @@ def main() -> None:
             sys.exit("--instructions needs valgrind (apt-get install valgrind)")
         a1, i1 = _cachegrind(args, 60)
         a2, i2 = _cachegrind(args, 160)
-        print({"case": args.case, "ackers_per_worker": args.ackers,
+        print({"case": args.case, "ackers_per_worker": args.ackers, "gc": args.gc, "build": build.describe(),
                "instructions_per_spout_tuple": round((i2 - i1) / (a2 - a1)), "spout_tuples": a2 - a1})
         return
-    print(measure(args.case, args.ackers, args.pending, args.secs))
+    print({**measure(args.case, args.ackers, args.pending, args.secs), "gc": args.gc, "build": build.describe()})
 
 
 if __name__ == "__main__":

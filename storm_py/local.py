@@ -7,6 +7,7 @@ clock that only :meth:`LocalCluster.advance_cluster_time` moves.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Mapping
@@ -49,6 +50,11 @@ class LocalCluster:
         del tracked  # see the class docstring
         self.conf = defaults()
         self.conf.update(daemon_conf or {})
+        # the workers' collector threshold, in this process only when asked for: it is the user's process
+        self._gc_before: tuple[int, int, int] | None = None
+        if "worker.gc.threshold0" in (daemon_conf or {}):
+            self._gc_before = gc.get_threshold()
+            gc.set_threshold(int(self.conf["worker.gc.threshold0"]), *self._gc_before[1:])
         self.simulated = simulated_time
         self.clock: Clock = SimulatedClock() if simulated_time else Clock()
         self._store = MemoryStore()
@@ -226,3 +232,5 @@ class LocalCluster:
         for sup in self.supervisors:
             sup.shutdown()
         self.transfer.close()
+        if self._gc_before is not None:
+            gc.set_threshold(*self._gc_before)

@@ -32,10 +32,6 @@ from storm_py.worker.core import Worker
 
 log = logging.getLogger(__name__)
 
-#: Generation-0 threshold of the worker's garbage collector: every tuple makes short-lived objects, and the
-#: default (700) runs the collector thousands of times a second (docs/DESIGN.md, "Garbage collection").
-GC_THRESHOLD0 = 100_000
-
 #: Exit codes of the worker process.
 EXIT_OK = 0
 EXIT_START_FAILED = 2
@@ -111,7 +107,9 @@ def run_worker(
             return code
         log.info("worker %s of %s running executors %s on port %d", worker_id, topology_id, worker.executors, port)
         gc.freeze()  # what exists now (code, topology, executors) lives as long as the process
-        gc.set_threshold(GC_THRESHOLD0, *gc.get_threshold()[1:])
+        # every tuple makes short-lived objects, and CPython's default threshold (700) runs the collector
+        # thousands of times a second (docs/DESIGN.md, "Garbage collection")
+        gc.set_threshold(int(conf.get("worker.gc.threshold0", 100_000)), *gc.get_threshold()[1:])
         freq = float(conf.get("worker.heartbeat.frequency.secs") or 1)
         beats = threading.Thread(
             target=_local_heartbeats, args=(worker, heartbeat_file, freq, stop), name="local-heartbeat", daemon=True
