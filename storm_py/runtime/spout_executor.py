@@ -138,8 +138,11 @@ class SpoutExecutor(Executor):
             try:
                 spout.open(self.rt.component_conf(self.component_id), self.context_for(t), self.collectors[t])
             except Exception as exc:
+                # As in Storm, a spout that cannot open takes its worker down (restarted with backoff) instead of
+                # calling next_tuple on a half-made spout forever; the error is reported as itself first.
                 log.exception("spout %s task %d failed in open", self.component_id, t)
                 self.report_error(t, exc)
+                raise
 
     def set_active(self, active: bool) -> None:
         """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""

@@ -7,8 +7,11 @@ on a thread); what differs is handed in: the state store, the code store, the tr
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+import traceback
 from collections.abc import Mapping
+from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
@@ -86,6 +89,8 @@ class Worker:
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
         self.stopped = False
+        self._seen_passes = -1
+        self._progress_at = clock.now()
 
     def start(self) -> None:
         """Load the topology, build the executors of this slot and start the loop."""
@@ -123,9 +128,12 @@ class Worker:
         self.metrics.install()
         self.transport.bind(self.key, runtime)
         runtime.set_active(ts.spouts_active(base.status))
-        self.loop = WorkerLoop(runtime, name=f"worker-{self.key}-{tid}")
+        self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
         self.heartbeat()
+
+    def _loop_name(self) -> str:
+        return f"worker-{self.key}-{self.topology_id}"
 
     @staticmethod
     def _task_to_worker(executor_node_port: Mapping[tuple[int, int], tuple[str, int]]) -> dict[int, str]:
@@ -201,8 +209,41 @@ class Worker:
         return dict(metrics()) if callable(metrics) else {}
 
     def silent_secs(self) -> float:
-        """How long the worker's loop has been unable to run (0 while its thread lives)."""
-        return 0.0
+        """How long the worker's loop has made no pass (an idle loop still passes every few milliseconds, so this
+        grows only while a component is stuck in a call); 0 before the loop starts."""
+        loop = self.loop
+        if loop is None:
+            return 0.0
+        now = self.clock.now()
+        with self._lock:
+            if loop.passes != self._seen_passes:
+                self._seen_passes, self._progress_at = loop.passes, now
+            return max(0.0, now - self._progress_at)
+
+    def report_stuck(self, silent: float) -> None:
+        """Report the component the loop is stuck in, with the loop thread's stack, to the topology's errors."""
+        loop = self.loop
+        name = self._loop_name()
+        thread = next((t for t in threading.enumerate() if loop is not None and t.name == name), None)
+        frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident else None
+        component = "__system"
+        stack = "(no stack: the loop thread is gone)"
+        if frame is not None:
+            stack = "".join(traceback.format_stack(frame))
+            f: FrameType | None = frame
+            while f is not None:  # the innermost executor on the stack is the one stuck
+                owner = f.f_locals.get("self")
+                if owner is not None and isinstance(getattr(owner, "component_id", None), str) and hasattr(
+                        owner, "task_ids"):  # fmt: skip
+                    component = owner.component_id
+                    break
+                f = f.f_back
+        text = f"worker {self.key} made no progress for {silent:.0f}s: stuck in {component}\n{stack}"
+        log.error("%s", text)
+        try:
+            self.state.report_error(self.topology_id, component, text, self.host, self.port, self.clock.wall())
+        except StormPyError as err:
+            log.warning("worker %s could not report being stuck: %s", self.key, err.message)
 
     @property
     def alive(self) -> bool:

@@ -131,14 +131,27 @@ def run_worker(
 
 
 def _local_heartbeats(worker: Worker, path: Path, freq: float, stop: threading.Event) -> None:
-    """Tell the supervisor the executors run, whatever the cluster state does (a ZooKeeper outage blocks
-    reads of the state for seconds; it must not get healthy workers restarted)."""
+    """Tell the supervisor when the executor loop last made a pass, whatever the cluster state does (a ZooKeeper
+    outage blocks reads of the state for seconds; it must not get healthy workers restarted).
+
+    The time written is the loop's last pass, not this thread's: a component stuck in a call freezes it, the
+    supervisor restarts the worker after ``supervisor.worker.timeout.secs``, and the stuck component with its
+    stack is reported to the topology's errors once it has been stuck for half that time.
+    """
+    stuck_after = float(worker.conf.get("supervisor.worker.timeout.secs") or 30) / 2
+    reported = False
     while not stop.is_set() and worker.alive:
+        silent = worker.silent_secs()
         try:
-            write_json(path, {"time": SYSTEM_CLOCK.wall(), "pid": os.getpid(), "topology_id": worker.topology_id,
-                              "port": worker.port})
+            write_json(path, {"time": SYSTEM_CLOCK.wall() - silent, "pid": os.getpid(),
+                              "topology_id": worker.topology_id, "port": worker.port})  # fmt: skip
         except StormPyError as err:
             log.warning("worker %s cannot write its local heartbeat: %s", worker.key, err.message)
+        if silent > stuck_after and not reported:
+            reported = True
+            worker.report_stuck(silent)
+        elif silent <= stuck_after:
+            reported = False
         stop.wait(freq)
 
 

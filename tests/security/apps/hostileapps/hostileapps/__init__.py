@@ -1,0 +1,1 @@
+"""Topologies that misbehave, for the cluster's robustness tests."""
