@@ -56,7 +56,8 @@ def test_a_stuck_bolt_gets_its_worker_restarted_and_no_tuple_is_lost(
     text = next(e for e in errors(cluster, "stuck", "hang") if "stuck in hang" in e)
     assert "while True" in text or "execute" in text  # its stack
     # ... and the restarted worker processes everything (the spout restarts with its worker and replays).
-    wait_until(lambda: spout_acked(cluster, "stuck") == 200, 180, interval=0.5, what="200 tuples acked after the restart")
+    wait_until(lambda: spout_acked(cluster, "stuck") == 200, 180, interval=0.5,
+               what="200 tuples acked after the restart")
 
 
 @pytest.mark.parametrize(("builder", "component", "message"), [
