@@ -158,7 +158,7 @@ def topology_families(
                     source, _, stream = key.rpartition(":")
                     fams["executed"].add(n, topology=topo, component=comp, source_component=source, stream=stream)
                 fams["execute"].add(recent.execute_latency_ms / 1000.0, topology=topo, component=comp)
-                fams["process"].add(recent.execute_latency_ms / 1000.0, topology=topo, component=comp)
+                fams["process"].add(recent.process_latency_ms / 1000.0, topology=topo, component=comp)
                 fams["capacity"].add(series.recent.capacity, topology=topo, component=comp)
             if "receive_queue.population" in series.gauges:
                 fams["queue"].add(series.gauges["receive_queue.population"], topology=topo, component=comp)

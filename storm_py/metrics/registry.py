@@ -120,7 +120,7 @@ def builtin_points(
         points += [
             ("__execute-count", {k: int(v) for k, v in f.executed.items()}),
             ("__execute-latency", {k: round(f.execute_ms.get(k, 0.0) / v, 3) for k, v in f.executed.items() if v}),
-            ("__process-latency", {k: round(f.execute_ms.get(k, 0.0) / v, 3) for k, v in f.executed.items() if v}),
+            ("__process-latency", round(f.process_latency_ms, 3)),
         ]
     points.append(("receive_queue", {"population": int(gauges.get(stats.QUEUE_POPULATION, 0))}))
     return points

@@ -32,7 +32,8 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_acks", "_ex", "_out", "_rand", "_routes", "_stats", "_task", "component_id",
+        "_acker_for", "_acking", "_acks", "_clock", "_ex", "_out", "_rand", "_routes", "_samples", "_stats", "_task",
+        "component_id",
     )
 
     def __init__(self, ex: BoltExecutor, task: int) -> None:
@@ -45,6 +46,8 @@ class _TaskEmitter:
         self._acks = ex.acks  # likewise
         self._stats = ex.stats
         self._acker_for = ex.rt.acker_for
+        self._samples = ex.process_samples  # likewise
+        self._clock = ex.rt.clock.now
         self.component_id = ex.component_id
 
     def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
@@ -136,6 +139,11 @@ class BoltCollector(_TaskEmitter):
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots (merged per root until the step ends)."""
         self._stats.acked += 1
+        if self._samples:  # a sampled input: its process latency runs from its batch's start to this ack
+            started = self._samples.pop(id(tup), None)
+            if started is not None:
+                self._stats.process_secs += self._clock() - started
+                self._stats.process_count += 1
         ids = tup._ids
         if ids and self._acking:
             acks = self._acks
@@ -149,6 +157,8 @@ class BoltCollector(_TaskEmitter):
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
+        if self._samples:
+            self._samples.pop(id(tup), None)
         ids = tup._ids
         self._stats.failed += 1
         if ids and self._acking:

@@ -34,6 +34,10 @@ class BoltExecutor(Executor):
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
+        #: id of a sampled input -> when its batch started (first input of each batch of a plain bolt's task;
+        #: the collector's ``ack`` takes it out); basic bolts ack inline, where process time is execute time
+        self.process_samples: dict[int, float] = {}
+        self.sampled_tasks: set[int] = set()
 
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
@@ -49,6 +53,7 @@ class BoltExecutor(Executor):
                 else:
                     bolt.prepare(conf, self.context_for(t), collector)
                     self.runners[t] = self._runner(bolt.execute, t)
+                    self.sampled_tasks.add(t)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with
                 # backoff); the error is reported as itself first, so the topology's errors show the cause.
@@ -119,9 +124,15 @@ class BoltExecutor(Executor):
             clock = self.rt.clock.now
             n = 0
             start = clock()
+            samples = self.process_samples
+            sampled = self.sampled_tasks
             while inbox:
                 task, batch = inbox.popleft()
                 n += len(batch)
+                if task in sampled and batch:
+                    if len(samples) >= 64:  # inputs never acked (failed, timed out): forget old samples
+                        samples.clear()
+                    samples[id(batch[0])] = start
                 runners[task](batch)
                 # execute time and count per input stream, measured per batch (no per-tuple cost); a batch
                 # usually holds one stream: its first and last tuples tell, otherwise it is split by tuple

@@ -73,7 +73,8 @@ class ExecutorStats:
 
     __slots__ = (
         "acked", "emitted", "executed", "failed", "inputs", "lat_count", "lat_samples", "lat_sum",
-        "skipped_backpressure", "skipped_inactive", "skipped_max_spout", "timed_out", "transferred",
+        "process_count", "process_secs", "skipped_backpressure", "skipped_inactive", "skipped_max_spout",
+        "timed_out", "transferred",
     )
 
     def __init__(self) -> None:
@@ -90,6 +91,9 @@ class ExecutorStats:
         self.skipped_max_spout = 0.0
         self.skipped_backpressure = 0.0
         self.skipped_inactive = 0.0
+        #: sampled process latency of bolts that ack through their collector (input to ack; Storm samples too)
+        self.process_secs = 0.0
+        self.process_count = 0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly snapshot."""

@@ -64,7 +64,8 @@ def executor_counters(rt: WorkerRuntime, ex: Executor) -> dict[str, float]:
         out[stats.executed_key(ALL_INPUTS, ALL_INPUTS)] = s.executed
     for key, value in (
         (stats.ACKED, s.acked), (stats.FAILED, s.failed), (stats.TIMED_OUT, s.timed_out),
-        (stats.COMPLETE_MS, s.lat_sum), (stats.SKIPPED_MAX_SPOUT_MS, s.skipped_max_spout * 1000.0),
+        (stats.COMPLETE_MS, s.lat_sum), (stats.PROCESS_MS, s.process_secs * 1000.0),
+        (stats.PROCESSED, s.process_count), (stats.SKIPPED_MAX_SPOUT_MS, s.skipped_max_spout * 1000.0),
         (stats.SKIPPED_BACKPRESSURE_MS, s.skipped_backpressure * 1000.0),
         (stats.SKIPPED_INACTIVE_MS, s.skipped_inactive * 1000.0),
     ):

@@ -69,6 +69,7 @@ def test_capacity_of_a_bolt_sleeping_a_known_time(metrics_cluster: MetricsCluste
     page = client.request("GET", f"/topology/{tid}/component/sleeper?window=600")
     window = next(w for w in page["boltStats"] if w["window"] == "600")
     assert abs(float(window["executeLatency"]) - SLEEP_MS) <= 0.1 * SLEEP_MS, window
+    assert float(window["processLatency"]) >= 0.9 * SLEEP_MS, window  # sampled: arrival to ack
     (row,) = page["inputStats"]
     assert (row["component"], row["stream"]) == ("paced", "default") and row["executed"] > 0
 

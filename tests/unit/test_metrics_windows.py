@@ -114,3 +114,12 @@ def test_a_young_executor_is_counted_from_its_start() -> None:
     old = book.values("t", "old", "600", 500.0)
     assert young is not None and young.counters == {"failed": 7} and young.span_secs == 2.0
     assert old is not None and old.counters == {} and old.span_secs == 0.0
+
+
+def test_process_latency_is_sampled_else_execute_latency() -> None:
+    sampled = stats.combine([stats.ExecutorFigures.of(
+        {"executed:a:s": 10, "execute_ms:a:s": 20.0, "process_ms": 90.0, "processed": 3}, 1.0)])
+    assert stats.bolt_fields(sampled)["processLatency"] == "30.000"
+    assert stats.input_stats(sampled)[0]["processLatency"] == "30.000"
+    basic = stats.combine([stats.ExecutorFigures.of({"executed:a:s": 10, "execute_ms:a:s": 20.0}, 1.0)])
+    assert stats.bolt_fields(basic)["processLatency"] == "2.000"
