@@ -312,7 +312,7 @@ class KafkaSpout(Spout):
         self.stats.fetched += len(records)
         waiting = self.waiting
         untracked_ends: dict[TopicPartition, int] = {}
-        resets = self.reset_partitions
+        resets = self.reset_partitions  # partitions the client reported reset (logged; see below)
         tp: TopicPartition | None = None
         m: PartitionOffsets | None = None
         for r in records:
@@ -322,12 +322,14 @@ class KafkaSpout(Spout):
             if m is None:
                 continue
             offset = r[2]
-            if resets and tp in resets:
-                self.reset_partitions.discard(tp)
-                if offset < m.committed:
-                    lost = m.rebase(offset)
-                    log.warning("kafka spout: %s/%d was reset to offset %d below the commit; %d pending "
-                                "records dropped", tp[0], tp[1], offset, lost)
+            if offset < m.committed:
+                # the spout never seeks below its commit: the broker reset the partition (out of range, log
+                # truncated or recreated); start over from there rather than skip everything below the commit
+                resets.discard(tp)
+                lost = m.rebase(offset)
+                self.stats.offset_resets += 1
+                log.warning("kafka spout: %s/%d was reset to offset %d below the commit; %d pending records "
+                            "dropped", tp[0], tp[1], offset, lost)
             if offset != m.fetched_to:
                 gap = m.on_fetched(offset)
                 if gap:
