@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -72,3 +73,26 @@ def test_consumer_gets_every_registered_metric_each_bucket_in_local_cluster(tmp_
         summary = cluster.get_topology_summary("local")
         counted = next(s for s in summary["spouts"] if s["spoutId"] == "counted")
         assert (counted["acked"], counted["failed"], counted["timedOut"]) == (80, 10, 10)
+
+
+def test_the_logging_consumer_logs_every_data_point(
+    metricsapp: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    conf = {
+        "topology.workers": 1, "metrics.trees": 10, "metrics.rate": 5, "metrics.sleep.ms": 1,
+        "metrics.bucket": BUCKET, "topology.builtin.metrics.bucket.size.secs": BUCKET,
+        "topology.metrics.consumer.register": [{"class": "storm_py.metrics:LoggingMetricsConsumer"}],
+    }
+    caplog.set_level(logging.INFO, logger="storm_py.metrics.consumer")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("logged", conf, metricsapp.build(conf))
+        for _ in range(3):
+            cluster.advance_cluster_time(BUCKET)
+
+        def logged() -> bool:
+            lines = [r.getMessage() for r in caplog.records if r.name == "storm_py.metrics.consumer"]
+            return any("spout-emits" in x for x in lines) and any("__emit-count" in x for x in lines)
+
+        wait_until(logged, 30, interval=0.05, what="the logging consumer's lines")
+    line = next(r.getMessage() for r in caplog.records if "spout-emits" in r.getMessage())
+    assert "counted" in line and "\t" in line  # Storm's tab-separated line: time, host:port, task:component, name
