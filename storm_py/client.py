@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import (
@@ -28,6 +28,7 @@ from storm_py.errors import (
     StormPyError,
     TopologyLoadError,
 )
+from storm_py.node.http_api import sign_request
 from storm_py.packaging.package import TopologyPackage
 
 log = logging.getLogger(__name__)
@@ -117,12 +118,15 @@ class NimbusClient:
     # ------------------------------------------------------------------------------------------- plumbing
 
     def _http(
-        self, method: str, url: str, body: bytes | None, timeout: float, content_type: str = "application/json"
+        self, method: str, url: str, body: bytes | None, timeout: float, content_type: str = "application/json",
+        signed: bool = False,
     ) -> bytes:
         req = urllib.request.Request(url, data=body, method=method)
         if body is not None:
             req.add_header("Content-Type", content_type)
-        if self.token:
+        if self.token and signed:  # proves the token without sending it
+            req.add_header(TOKEN_HEADER, sign_request(self.token, method, urlsplit(url).path, self.clock.wall()))
+        elif self.token:
             req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -212,9 +216,13 @@ class NimbusClient:
             self.clock.sleep(self.retry_interval)
 
     def fetch_blob(self, holder: str, key: str) -> bytes:
-        """Blob ``key`` from the nimbus ``holder`` (``host:port``), without retries."""
+        """Blob ``key`` from the nimbus ``holder`` (``host:port``, read from the cluster state), without retries.
+
+        The request is signed (:func:`~storm_py.node.http_api.sign_request`): the token itself never goes to an
+        address read from the cluster state.
+        """
         url = f"{self._base(holder)}{API}/blobs/{quote(key, safe='')}"
-        return self._http("GET", url, None, REQUEST_TIMEOUT_SECS)
+        return self._http("GET", url, None, REQUEST_TIMEOUT_SECS, signed=True)
 
     # ------------------------------------------------------------------------------------------- reads
 

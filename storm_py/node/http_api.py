@@ -17,7 +17,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
 import re
+import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,38 @@ STATUS_BY_CODE = {
     "state_error": 503,
     "nimbus_unreachable": 502,
 }
+
+
+#: The ``Authorization`` scheme proving the token without sending it: ``Storm-HMAC <time>:<nonce>:<hex mac>``
+#: with mac = HMAC-SHA256(token, "<METHOD>\n<path>\n<time>\n<nonce>").  Daemons use it towards addresses read
+#: from the cluster state (blob holders), so a planted address learns nothing it could replay elsewhere.
+SIGNATURE_SCHEME = "Storm-HMAC"
+#: How far a signed request's time may be from the server's.
+SIGNATURE_SKEW_SECS = 300.0
+
+
+def _signature(token: str, method: str, path: str, when: str, nonce: str) -> str:
+    message = f"{method}\n{path}\n{when}\n{nonce}".encode()
+    return hmac.new(token.encode("utf-8"), message, "sha256").hexdigest()
+
+
+def sign_request(token: str, method: str, path: str, now: float) -> str:
+    """The ``Authorization`` value of a request to ``path`` signed with ``token`` (the token is not in it)."""
+    when, nonce = f"{now:.3f}", secrets.token_hex(8)
+    return f"{SIGNATURE_SCHEME} {when}:{nonce}:{_signature(token, method, path, when, nonce)}"
+
+
+def signature_valid(token: str, method: str, path: str, value: str, now: float) -> bool:
+    """Whether ``value`` (after the scheme) signs ``method path`` with ``token`` within the allowed skew."""
+    when, _, rest = value.strip().partition(":")
+    nonce, _, mac = rest.partition(":")
+    try:
+        at = float(when)
+    except ValueError:
+        return False
+    if not math.isfinite(at) or abs(now - at) > SIGNATURE_SKEW_SECS or not nonce or len(mac) != 64:
+        return False
+    return hmac.compare_digest(mac.encode("ascii", "replace"), _signature(token, method, path, when, nonce).encode())
 
 
 class BadRequestError(StormPyError):
@@ -228,14 +263,15 @@ class JsonApiServer:
             self._thread = None
         self._server.server_close()
 
-    def _authorized(self, headers: Mapping[str, str]) -> bool:
+    def _authorized(self, headers: Mapping[str, str], method: str, path: str) -> bool:
         if not self.token:
             return True
-        given = ""
-        for k, v in headers.items():
-            if k.lower() == "authorization" and v.startswith("Bearer "):
-                given = v[len("Bearer ") :].strip()
-        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+        given = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        if given.startswith(SIGNATURE_SCHEME + " "):
+            return signature_valid(self.token, method, path, given[len(SIGNATURE_SCHEME) + 1 :], SYSTEM_CLOCK.wall())
+        if not given.startswith("Bearer "):
+            return False
+        return hmac.compare_digest(given[len("Bearer ") :].strip().encode("utf-8"), self.token.encode("utf-8"))
 
     def refusal(self, method: str, raw_path: str, headers: Mapping[str, str]) -> Reply | None:
         """The reply refusing a request from its headers alone (bad length, missing token), or None."""
@@ -248,7 +284,7 @@ class JsonApiServer:
             return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
         path = urlsplit(raw_path).path
         route = next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
-        if route is not None and route.protected and not self._authorized(headers):
+        if route is not None and route.protected and not self._authorized(headers, method, path):
             return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
         if length > self.max_body:
             reply = error_reply(BadRequestError(f"request body of {length} bytes is over {self.max_body}"))
@@ -266,7 +302,7 @@ class JsonApiServer:
                 match = route.regex.match(path)
                 if match is None or route.method != method:
                     continue
-                if route.protected and not self._authorized(headers):
+                if route.protected and not self._authorized(headers, method, path):
                     raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
                 result = route.handler(Request(method, path, params, query, headers, body))

@@ -9,10 +9,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from storm_py.clock import wait_until
-from storm_py.node.http_api import JsonApiServer, Request, Route
+from storm_py.client import NimbusClient
+from storm_py.clock import SYSTEM_CLOCK, wait_until
+from storm_py.node.http_api import JsonApiServer, Reply, Request, Route, sign_request
 
 TOKEN = "right-token"
+
+
+def time_now() -> float:
+    return SYSTEM_CLOCK.wall()
 
 
 @pytest.fixture
@@ -105,3 +110,41 @@ def test_stalled_and_piled_up_connections_do_not_hold_the_server(server: tuple[J
     finally:
         for sock in stalled:
             sock.close()
+
+
+def signed_get(port: int, path: str, value: str) -> int:
+    return status(exchange(port, f"POST {path} HTTP/1.1\r\nContent-Length: 0\r\nAuthorization: {value}\r\n"
+                                 "Connection: close\r\n"))  # fmt: skip
+
+
+def test_signed_requests_prove_the_token_without_carrying_it(server: tuple[JsonApiServer, list[bytes]]) -> None:
+    api, seen = server
+    now = time_now()
+    good = sign_request(TOKEN, "POST", "/submit", now)
+    assert TOKEN not in good
+    assert signed_get(api.port, "/submit", good) == 200
+    assert signed_get(api.port, "/submit", sign_request("wrong-token", "POST", "/submit", now)) == 401
+    assert signed_get(api.port, "/submit", sign_request(TOKEN, "POST", "/other", now)) == 401  # another path
+    assert signed_get(api.port, "/submit", sign_request(TOKEN, "GET", "/submit", now)) == 401  # another method
+    assert signed_get(api.port, "/submit", sign_request(TOKEN, "POST", "/submit", now - 3600)) == 401  # stale
+    for junk in ("Storm-HMAC", "Storm-HMAC nan:x:" + "0" * 64, "Storm-HMAC 1:2", "Storm-HMAC ::::"):
+        assert signed_get(api.port, "/submit", junk) == 401
+    assert len(seen) == 1
+
+
+def test_a_planted_blob_holder_learns_nothing_replayable(tmp_path: object) -> None:
+    """A daemon fetching a blob from an address read from ZooKeeper sends a signature, never the token."""
+    heard: list[str] = []
+
+    def blob(request: Request) -> Reply:
+        heard.append(next((v for k, v in request.headers.items() if k.lower() == "authorization"), ""))
+        return Reply(200, b"malicious wheel", "application/octet-stream")
+
+    evil = JsonApiServer("127.0.0.1", 0, [Route("GET", "/api/v1/blobs/{key}", blob)], name="evil")
+    evil.start()
+    try:
+        client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1"], "nimbus.auth.token": TOKEN})
+        client.fetch_blob(f"127.0.0.1:{evil.port}", "wc-1-1-stormcode")
+    finally:
+        evil.stop()
+    assert heard and heard[0].startswith("Storm-HMAC ") and TOKEN not in heard[0]
