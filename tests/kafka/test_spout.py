@@ -148,3 +148,45 @@ def test_max_retries_sends_to_dead_letter_and_commit_moves_on(broker: Broker) ->
     assert dead[:3] == [topic, 0, 1] and dead[4] == b"poison"
     assert "failed 3 times" in dead[5]
     assert set(SEEN[key]) == {b"ok-1", b"ok-2"}
+
+
+@pytest.mark.parametrize("guarantee", ["AT_MOST_ONCE", "NO_GUARANTEE"])
+def test_untracked_guarantees_read_everything_and_commit_the_fetched_offsets(broker: Broker, guarantee: str) -> None:
+    topic = broker.topic(2)
+    key = topic
+    reset(key)
+    vals = values(300)
+    ends = broker.produce(topic, ((i % 2, None, v) for i, v in enumerate(vals)))
+    tb = TopologyBuilder()
+    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}",
+                                                      processing_guarantee=guarantee, offset_commit_period_ms=200)))
+    tb.set_bolt("check", RecordingBolt(key), 1).shuffle_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("untracked", {}, tb.create_topology())
+        wait_seen(key, set(vals), 60)
+        wait_until(lambda: broker.committed(f"g-{topic}", topic, 2) == ends, 30, interval=0.2, what="commits")
+        cluster.kill_topology("untracked", wait_secs=0)
+    assert max(SEEN[key].values()) == 1
+
+
+def test_latest_strategy_starts_at_the_log_end(broker: Broker) -> None:
+    topic = broker.topic(1)
+    key = topic
+    reset(key)
+    broker.produce_singly(topic, [(0, None, b"old-%d" % i) for i in range(5)])  # one per batch: LATEST is right
+    tb = TopologyBuilder()
+    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}",
+                                                      first_poll_offset_strategy="LATEST")))
+    tb.set_bolt("check", RecordingBolt(key), 1).shuffle_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("latest", {}, tb.create_topology())
+        sent: list[int] = []
+
+        def new_record_seen() -> bool:  # the spout picks its start when it owns the partition: keep producing
+            sent.append(len(sent))
+            broker.produce_singly(topic, [(0, None, b"new-%d" % sent[-1])])
+            return any(v.startswith(b"new") for v in SEEN[key])
+
+        wait_until(new_record_seen, 60, interval=0.3, what="a record produced after the start")
+        cluster.kill_topology("latest", wait_secs=0)
+    assert not any(v.startswith(b"old") for v in SEEN[key]), "LATEST skipped what was there before the start"
