@@ -100,6 +100,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("zmq.max.message.bytes", INT, 16777216, "worker", "largest frame a worker accepts; a peer sending more is disconnected (-1: no limit)", min=-1),
         Key("logviewer.host", STR, None, "supervisor", "interface the log viewer binds (default: storm.local.hostname)"),
         Key("logviewer.port", INT, 8000, "supervisor", "log viewer port (0: a free port)", min=0, max=65535),
+        Key("logviewer.max.per.worker.logs.size.mb", NUMBER, 2048, "supervisor", "a worker's logs (worker.log, .out, .err and one backup each) stay under this", min=0.001),
+        Key("logviewer.cleanup.age.mins", NUMBER, 10080, "supervisor", "a gone worker's artifacts are removed after this long untouched", min=0),
     ),
     "topology": (
         Key("topology.name", STR, None, "nimbus", "set by nimbus to the submitted name"),

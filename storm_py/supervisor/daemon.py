@@ -25,6 +25,7 @@ from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
+from storm_py.supervisor import artifacts
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.launcher import ProcessLauncher
 from storm_py.supervisor.logviewer import LogViewer
@@ -105,6 +106,11 @@ class SupervisorDaemon:
             self.dist.cleanup(assigned | running)
         except StormPyError as err:
             log.warning("supervisor round failed: %s", err.message)
+        live = {(w.topology_id, port) for port, w in self.supervisor.workers.items()}
+        try:
+            artifacts.maintain(workers_artifacts_root(self.conf), self.conf, live, self.clock.wall())
+        except OSError as err:
+            log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
 
     def run(self, stop: threading.Event | None = None) -> None:
