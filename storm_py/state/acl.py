@@ -126,6 +126,8 @@ class AclPolicy:
         """The ACL a node created at ``path`` gets."""
         if not self.own:
             return OPEN_ACL
+        if path in znodes.ancestors(self.root) or path in znodes.ancestors(self.tx_root):
+            return OPEN_ACL  # a parent of the cluster's roots is shared with other users of the server
         entries = [AclEntry(ALL, DIGEST, digest_id(p)) for p in self.own]
         if self.super_id is not None:
             scheme, _, ident = self.super_id.partition(":")
