@@ -75,8 +75,7 @@ def txcount_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Run:
     """One test's topology: its database, conf, and what the cluster and ZooKeeper say about it."""
 
-    def __init__(self, cluster: DevClusterProcess, wheel: Path, db: Path, tx_id: str, seed: int,
-                 zk_conf: dict[str, Any], zookeeper: Any) -> None:
+    def __init__(self, cluster: DevClusterProcess, wheel: Path, db: Path, tx_id: str, seed: int) -> None:
         self.cluster = cluster
         self.wheel = wheel
         self.db = str(db)
@@ -88,8 +87,9 @@ class Run:
         app.create_db(self.db)
         self.counts = app.global_count.GlobalCountDB(self.db, create=False)
         self.words = app.words.WordsDB(self.db, create=False)
-        self.storage = KazooStorage(zookeeper.connect_string, zookeeper.port)
-        self.state = ClusterState(self.storage, zk_conf)
+        # the cluster's own identity: its nodes are readable by it alone
+        self.storage = KazooStorage.from_conf(cluster.client_conf())
+        self.state = ClusterState(self.storage, cluster.client_conf())
 
     def close(self) -> None:
         self.storage.close()
@@ -164,7 +164,7 @@ def txcount_run(dev_cluster, txcount_wheel, zookeeper, request, tmp_path) -> Ite
     zk_conf = zk_root_conf(request)
     cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_conf)
     seed = 1 + sum(map(ord, request.node.name)) % 1000
-    run = Run(cluster, txcount_wheel, tmp_path / "counts.db", f"txcount-{seed}", seed, zk_conf, zookeeper)
+    run = Run(cluster, txcount_wheel, tmp_path / "counts.db", f"txcount-{seed}", seed)
     yield run
     run.close()
 
