@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
@@ -171,7 +171,7 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
 @click.option("--workdir", type=click.Path(file_okay=False), default="dev-cluster", show_default=True,
               help="Where configuration, logs and local state go; DIR/storm.yaml is the client config.")
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="Use this ZooKeeper instead of starting one.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=90.0, show_default=True,
+@click.option("--timeout", type=FiniteFloatRange(min=1), default=90.0, show_default=True,
               help="Seconds to wait for the cluster to accept work.")
 @config_options
 def dev_cluster(

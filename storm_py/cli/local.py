@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import config_options, load_conf, parse_overrides
+from storm_py.cli.options import FiniteFloatRange, config_options, load_conf, parse_overrides
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
@@ -22,7 +22,7 @@ def _totals(summary: dict[str, Any]) -> tuple[int, int, int]:
 
 @click.command("local")
 @click.argument("entry", metavar="MODULE:FUNCTION")
-@click.option("--ttl", type=click.FloatRange(min=0), default=20.0, show_default=True,
+@click.option("--ttl", type=FiniteFloatRange(min=0), default=20.0, show_default=True,
               help="Seconds to run before killing the topology.")
 @click.option("--name", default=None, help="Topology name (default: the function's module).")
 @config_options

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, command_error, config_options, load_conf
 from storm_py.errors import StormPyError
 
 HEADER = "topology\tcomponent\tstream\texecutors\t{item}\ttime-diff ms\t{item}/s"
@@ -48,7 +48,7 @@ def throughput_row(name: str, component: str | None, stream: str, prev: Reading,
 @click.command("monitor")
 @click.argument("name")
 @click.option("-m", "--component", default=None, help="Component to watch (default: all spouts).")
-@click.option("-i", "--interval", default=4.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("-i", "--interval", default=4.0, show_default=True, type=FiniteFloatRange(min=0.1),
               help="Seconds between polls.")
 @click.option("-s", "--stream", default="default", show_default=True, help="Stream of the component to watch.")
 @click.option("-w", "--watch", "item", default="emitted", show_default=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Where commands look for ``storm.yaml`` when ``--config`` is not given (Storm's ``storm`` looks in ``conf/``).
 SEARCH_DIRS = ("conf",)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's ``FloatRange`` that also refuses ``nan`` and infinities (``-w nan`` must not reach nimbus)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        converted = super().convert(value, param, ctx)
+        if not math.isfinite(converted):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return converted
 
 
 def config_options(fn: F) -> F:

@@ -10,6 +10,7 @@ from types import FrameType
 
 import click
 
+from storm_py.cli.options import FiniteFloatRange
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
@@ -23,7 +24,7 @@ from storm_py.errors import StormPyError
 @click.option("--follow", is_flag=True, help="Keep processing txids as they commit, until stopped.")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master (default: a local Spark on this machine; spark://HOST:PORT for standalone).")
-@click.option("--poll", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+@click.option("--poll", type=FiniteFloatRange(min=0.01), default=1.0, show_default=True,
               help="With --follow: seconds between looks for new txids.")
 @click.option("--max-txids", type=click.IntRange(min=1), default=None,
               help="At most this many txids per step (default: all that are committed).")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf, parse_overrides
+from storm_py.cli.options import FiniteFloatRange, command_error, config_options, load_conf, parse_overrides
 from storm_py.errors import StormPyError
 
 
@@ -60,7 +60,7 @@ jar = click.Command(
 
 @click.command("kill")
 @click.argument("name")
-@click.option("-w", "--wait", "wait", type=click.FloatRange(min=0), default=None,
+@click.option("-w", "--wait", "wait", type=FiniteFloatRange(min=0), default=None,
               help="Seconds to wait after deactivating before removing (default: its message timeout).")
 @config_options
 def kill(name: str, wait: float | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
@@ -108,7 +108,7 @@ def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
 
 @click.command("rebalance")
 @click.argument("name")
-@click.option("-w", "--wait", "wait", type=click.FloatRange(min=0), default=None,
+@click.option("-w", "--wait", "wait", type=FiniteFloatRange(min=0), default=None,
               help="Seconds to stay deactivated before rescheduling (default: its message timeout).")
 @click.option("-n", "--num-workers", type=click.IntRange(min=1), default=None, help="New number of workers.")
 @click.option("-e", "--executors", multiple=True, metavar="COMPONENT=N", help="New executor count; repeatable.")
