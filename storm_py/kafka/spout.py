@@ -228,12 +228,12 @@ class KafkaSpout(Spout):
     def _translator_failed(self, raw: RawRecord, m: PartitionOffsets, err: Exception, now: float,
                            already_emitted: bool = False) -> None:
         record = KafkaRecord(*raw)
-        where = f"{record.topic}/{record.partition}@{record.offset}"
         error = KafkaSpoutError(f"the record translator failed on topic {record.topic!r} partition "
                                 f"{record.partition} offset {record.offset}: {type(err).__name__}: {err}")
         error.__cause__ = err
         log.warning("kafka spout: %s", error.message)
-        self._report(f"translate:{where}", error, now, always=True)
+        # every one is logged; the summary gets the first of each partition every REPORT_EVERY seconds
+        self._report(f"translate:{record.topic}/{record.partition}", error, now)
         self.stats.translator_errors += 1
         mid = (record.topic, record.partition, record.offset)
         if not already_emitted:
