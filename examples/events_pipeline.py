@@ -1,8 +1,9 @@
 """An events pipeline: partitioned events -> parse -> enrich -> Parquet (exactly once) -> a Spark daily report.
 
-The transactional topology reads JSON events from a partitioned source (``[partition, offset, payload]``,
-like a Kafka topic's records), parses and enriches them (day, epoch millis, USD amount, region), and commits
-each batch through three :class:`~storm_py.spark.ParquetBatchSink`\\ s:
+The transactional topology reads JSON events from a Kafka topic (or, for the cluster tests, a deterministic
+partitioned source emitting the same ``[topic, partition, offset, key, value]`` records), parses and enriches
+them (day, epoch millis, USD amount, region), and commits each batch through three
+:class:`~storm_py.spark.ParquetBatchSink`\\ s:
 
 * ``events`` — the enriched events (``EVENT_SCHEMA``; the source offsets go into each txid's manifest);
   events that do not fit the schema (broken JSON, a missing user, an amount that is not a number) go to the
@@ -13,9 +14,11 @@ each batch through three :class:`~storm_py.spark.ParquetBatchSink`\\ s:
 Then the Spark job :func:`examples.daily_report.report` computes the daily report from the committed events,
 and :func:`main` checks it against the same report computed in Python from the source.
 
-Run it all locally (LocalCluster, then a local Spark) and print the report::
+Run it all locally and print the report (a development Kafka broker from ``storm-py dev-kafka`` gets the events,
+a LocalCluster runs the topology on :class:`~storm_py.kafka.TransactionalKafkaSpout`, then a local Spark runs
+the report)::
 
-    python -m examples.events_pipeline
+    python -m examples.events_pipeline [ROOT] [--no-kafka]
 
 Conf (``build(conf)``, for ``storm-py submit``/``local``): ``events.root`` (required: the datasets go to
 ``<root>/events``, ``<root>/errors``, ``<root>/rollups``), ``events.seed``, ``events.partitions``,
@@ -25,11 +28,14 @@ transactions), ``events.fault.rate`` and ``events.fault.log`` (seeded failures i
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import hashlib
 import json
 import os
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -63,6 +69,8 @@ ROLLUP_SCHEMA = {"day": "string", "region": "string", "events": "int64", "revenu
 USD_RATES = {"USD": 1.0, "EUR": 1.1, "GBP": 1.25}
 REGIONS = {"US": "americas", "BR": "americas", "DE": "emea", "FR": "emea", "GB": "emea", "JP": "apac", "IN": "apac"}
 KINDS = ("view", "view", "click", "purchase")
+TOPIC = "events"
+RECORD_FIELDS = ["topic", "partition", "offset", "key", "value"]
 DEFAULTS: dict[str, Any] = {
     "events.seed": 7, "events.partitions": 2, "events.take": 25, "events.batches": 12, "events.interval": 0.0,
     "events.fault.rate": 0.0, "events.fault.log": None,
@@ -75,7 +83,7 @@ def setting(conf: dict[str, Any] | None, key: str) -> Any:
 
 
 class EventSource:
-    """``values(partition, offset)`` -> ``[partition, offset, payload]``: seeded JSON events, about 4 % bad."""
+    """``values(partition, offset)``: a Kafka-like record holding a seeded JSON event (about 4 % are bad)."""
 
     def __init__(self, seed: int = 7, days: int = 3) -> None:
         self.seed = seed
@@ -101,7 +109,8 @@ class EventSource:
         return json.dumps(event)
 
     def __call__(self, partition: int, offset: int) -> list[Any]:
-        return [partition, offset, self.payload(partition, offset)]
+        """A record as the Kafka spouts emit it: ``[topic, partition, offset, key, value]``."""
+        return [TOPIC, partition, offset, None, self.payload(partition, offset).encode()]
 
 
 def enrich(partition: int, offset: int, payload: str) -> list[Any]:
@@ -161,16 +170,17 @@ FaultHook = Callable[[str, TransactionAttempt], None]
 
 
 class Enrich(BasicBolt):
-    """``[tx, partition, offset, payload]`` -> ``[tx, *row]`` (parse and enrich in one step)."""
+    """``[tx, topic, partition, offset, key, value]`` -> ``[tx, *row]`` (parse and enrich in one step)."""
 
     def __init__(self, fault_hook: FaultHook | None = None) -> None:
         self.fault_hook = fault_hook
 
     def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
-        attempt = tup.get_value(0)
+        attempt, _topic, partition, offset, _key, value = tup.values[:6]
         if self.fault_hook is not None:
             self.fault_hook("enrich.execute", attempt)
-        collector.emit([attempt, *enrich(int(tup.get_value(1)), int(tup.get_value(2)), str(tup.get_value(3)))])
+        payload = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        collector.emit([attempt, *enrich(int(partition), int(offset), payload)])
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["tx", "row"])
@@ -222,7 +232,7 @@ class FormatError(BasicBolt):
 def spout_from_conf(conf: dict[str, Any] | None) -> SequencePartitionedSpout:
     take = int(setting(conf, "events.take"))
     return SequencePartitionedSpout(
-        EventSource(int(setting(conf, "events.seed"))), ["partition", "offset", "payload"], take,
+        EventSource(int(setting(conf, "events.seed"))), RECORD_FIELDS, take,
         partitions=int(setting(conf, "events.partitions")), length=take * int(setting(conf, "events.batches")),
         batch_interval_secs=float(setting(conf, "events.interval")))
 
@@ -255,19 +265,51 @@ def build(conf: dict[str, Any] | None = None) -> StormTopology:
     return build_topology(str(root), spout_from_conf(conf), faults)
 
 
+def source_payloads(conf: dict[str, Any] | None) -> list[tuple[int, int, str]]:
+    """``(partition, offset, payload)`` of every event the configured source holds."""
+    take = int(setting(conf, "events.take"))
+    source = EventSource(int(setting(conf, "events.seed")))
+    return [(p, o, source.payload(p, o)) for p in range(int(setting(conf, "events.partitions")))
+            for o in range(take * int(setting(conf, "events.batches")))]
+
+
 def source_rows(conf: dict[str, Any] | None) -> list[list[Any]]:
     """Every enriched row the source holds, good or bad, in (partition, offset) order."""
-    spout = spout_from_conf(conf)
-    return [enrich(*spout.values(p, o)) for p in range(spout.partitions) for o in range(spout.length or 0)]
+    return [enrich(p, o, payload) for p, o, payload in source_payloads(conf)]
+
+
+def split(rows: list[list[Any]]) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """``(good events as dicts, bad rows)`` by the sink's schema."""
+    schema = Schema.from_dict(EVENT_SCHEMA)
+    good, bad = [], []
+    for row in rows:
+        (bad.append(row) if schema.row_problem(row) else good.append(dict(zip(EVENT_SCHEMA, row, strict=True))))
+    return good, bad
 
 
 def truth(conf: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """``(good events as dicts, bad rows)`` of the source, by the sink's schema."""
-    schema = Schema.from_dict(EVENT_SCHEMA)
-    good, bad = [], []
-    for row in source_rows(conf):
-        (bad.append(row) if schema.row_problem(row) else good.append(dict(zip(EVENT_SCHEMA, row, strict=True))))
-    return good, bad
+    """``(good events as dicts, bad rows)`` of the configured source."""
+    return split(source_rows(conf))
+
+
+def kafka_spout(bootstrap: str, topic: str = TOPIC) -> Any:
+    """The transactional Kafka spout over ``topic`` (records ``[topic, partition, offset, key, value]``)."""
+    from storm_py.kafka import KafkaSpoutConfig, TransactionalKafkaSpout
+
+    return TransactionalKafkaSpout(KafkaSpoutConfig(bootstrap, [topic], max_poll_records=100, poll_timeout_ms=200))
+
+
+def produce(bootstrap: str, topic: str, payloads: list[str]) -> None:
+    """Write ``payloads`` to ``topic`` and wait until the broker has every one."""
+    from storm_py.kafka.client import KafkaProducerClient
+
+    failed: list[str] = []
+    producer = KafkaProducerClient(bootstrap)
+    for payload in payloads:
+        producer.produce(topic, None, payload.encode(),
+                         lambda err, *_: failed.append(err) if err is not None else None)
+    if producer.flush(30.0) or failed:
+        raise RuntimeError(f"could not produce every event to {topic}: {failed[:3]}")
 
 
 def landed(root: str) -> int:
@@ -287,27 +329,71 @@ def complete(root: str, total: int) -> bool:
             and len(rollups) >= len(events))
 
 
+class DevKafka:
+    """``storm-py dev-kafka`` in a child process: a development broker with the events topic."""
+
+    def __init__(self, topic: str = TOPIC, partitions: int = 2) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "storm_py", "dev-kafka", "--topic", f"{topic}:{partitions}"],
+            stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("kafka: "):
+            self.stop()
+            raise RuntimeError(f"storm-py dev-kafka did not start: {line!r}")
+        self.bootstrap = line.split(" ", 1)[1].strip()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+
+
+def run_pipeline(root: str, conf: dict[str, Any], kafka: bool = True) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """Land the configured events under ``root`` through the topology; the source's ``(good, bad)`` rows."""
+    broker = DevKafka(partitions=int(setting(conf, "events.partitions"))) if kafka else None
+    try:
+        if broker is not None:
+            payloads = [payload for _, _, payload in source_payloads(conf)]
+            produce(broker.bootstrap, TOPIC, payloads)
+            spout = kafka_spout(broker.bootstrap)
+            good, bad = split([enrich(0, i, payload) for i, payload in enumerate(payloads)])
+        else:
+            spout = spout_from_conf(conf)
+            good, bad = truth(conf)
+        total = len(good) + len(bad)
+        with LocalCluster() as cluster:
+            cluster.submit_topology("events", {"topology.max.spout.pending": 3}, build_topology(root, spout))
+            wait_until(lambda: complete(root, total), 180, interval=0.1, what="every event committed")
+    finally:
+        if broker is not None:
+            broker.stop()
+    return good, bad
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the topology in a LocalCluster until every event landed, then the Spark report; print and check it."""
+    """Kafka topic -> topology (LocalCluster) -> Parquet -> Spark daily report; print it and check it."""
     from examples.daily_report import expected_report, report, report_rows
     from storm_py.spark import run_step, spark_session
     from storm_py.spark.jobs import read_output
 
-    root = (argv or sys.argv[1:] or [tempfile.mkdtemp(prefix="events-pipeline-")])[0]
+    parser = argparse.ArgumentParser(description="Run the events pipeline locally and print the daily report.")
+    parser.add_argument("root", nargs="?", help="where the datasets go (default: a new temporary directory)")
+    parser.add_argument("--no-kafka", action="store_true", help="read the events from an in-memory source")
+    args = parser.parse_args(argv)
+    root = args.root or tempfile.mkdtemp(prefix="events-pipeline-")
     conf: dict[str, Any] = {"events.root": root}
-    total = len(source_rows(conf))
-    with LocalCluster() as cluster:
-        cluster.submit_topology("events", {"topology.max.spout.pending": 3}, build(conf))
-        wait_until(lambda: complete(root, total), 120, interval=0.1, what="every event committed")
-    print(f"{total} events committed under {root}/events ({landed(root)} accounted for)")
+    good, bad = run_pipeline(root, conf, kafka=not args.no_kafka)
+    print(f"{len(good) + len(bad)} events committed under {root}/events ({len(bad)} rejected, see {root}/errors)")
     spark = spark_session()
     run_step(spark, report, os.path.join(root, "events"), os.path.join(root, "report"))
     got = report_rows(read_output(spark, os.path.join(root, "report")))
     for row in got:
         print("  ".join(f"{k}={v}" for k, v in row.items()))
-    good, bad = truth(conf)
-    print(f"{len(bad)} events rejected (see {root}/errors); report equals the Python computation:",
-          got == expected_report(good))
+    same = got == expected_report(good)
+    print("the report equals the same report computed in Python over the input events:", same)
+    if not same:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

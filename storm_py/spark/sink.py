@@ -3,7 +3,8 @@
 :class:`DatasetWriter` does one task's part of a commit: check the rows against the schema, apply the commit
 rule of :mod:`storm_py.spark.layout` (replace N while ``N > _LATEST``, skip a replay of ``N <= _LATEST``),
 write the files into ``_staging/``, rename them into their ``txid=N`` directories, write the task's part
-manifest and, once every task of the sink wrote its part, N's manifest and then ``_LATEST``.  Its janitor
+manifest and, once every task of the sink wrote its part *for this attempt*, N's manifest and then
+``_LATEST``.  (Parts of an earlier attempt do not count: a replay may deal rows to the tasks differently.)  Its janitor
 runs once per process and task before the first commit.
 
 :class:`ParquetBatchSink` is the thin bolt around it: rows are collected while the batch is processed, written
@@ -127,7 +128,8 @@ class DatasetWriter:
         part = Manifest(txid, attempt, entries, self.schema.to_dict(), self.fingerprint, source or {},
                         len(bad), [self.task])
         self.layout.write_part(part, self.task)
-        parts = self.layout.read_parts(txid)
+        # only parts of this attempt: a grouping may deal the replayed batch's rows to tasks differently
+        parts = [p for p in self.layout.read_parts(txid) if p.attempt == attempt]
         committed = len({t for p in parts for t in p.tasks}) >= self.ntasks
         if committed:
             self.layout.write_manifest(merge_parts(parts))

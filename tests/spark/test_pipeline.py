@@ -12,6 +12,7 @@ from examples.daily_report import expected_report, purchases, report, report_row
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.spark import committed_txids, read_committed, read_committed_table, read_output, run_step
+from tests.kafka.conftest import kafka_broker  # noqa: F401 (the Kafka tests' broker fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -143,3 +143,15 @@ def test_an_interrupted_compaction_is_finished_by_the_next(tmp_path, spark):
     assert sorted((r.asDict() for r in read_committed(spark, tmp_path).collect()), key=sort_key) == before
     compact(tmp_path, min_rows=100)
     assert not original.exists()
+
+
+def test_parts_of_an_earlier_attempt_never_complete_a_txid(tmp_path):
+    """A replay may deal the rows to the tasks differently (shuffle grouping): only one attempt's parts count."""
+    a = DatasetWriter(tmp_path, SCHEMA, task=0, ntasks=2)
+    b = DatasetWriter(tmp_path, SCHEMA, task=1, ntasks=2)
+    rows = rows_for(1, 10)
+    assert not a.commit(1, 1, rows[:6]).committed  # attempt 1: task b fails before writing its part
+    assert not b.commit(1, 2, rows[3:]).committed, "a's part is of attempt 1"
+    assert committed_txids(tmp_path) == []
+    assert a.commit(1, 2, rows[:3]).committed
+    assert rows_of(tmp_path) == expected(1, n=10)
