@@ -64,3 +64,25 @@ def test_events_pipeline_with_failures_in_both_phases_lands_exactly_once(tmp_pat
 
     run_step(spark, purchases, events, f"{root}/purchases")
     assert read_output(spark, f"{root}/purchases").count() == sum(1 for g in good if g["kind"] == "purchase")
+
+
+def test_kafka_topic_to_spark_report(tmp_path, spark, request):
+    """The example's path: events produced to a Kafka topic, read by TransactionalKafkaSpout, reported by Spark."""
+    broker = request.getfixturevalue("kafka_broker")
+    root = str(tmp_path)
+    conf = {**CONF, "events.root": root, "events.batches": 4}
+    topic = broker.topic(2, prefix="events")
+    payloads = [payload for _, _, payload in pipeline.source_payloads(conf)]
+    pipeline.produce(broker.bootstrap, topic, payloads)
+    good, bad = pipeline.split([pipeline.enrich(0, i, p) for i, p in enumerate(payloads)])
+    with LocalCluster() as cluster:
+        cluster.submit_topology("events-kafka", {"topology.max.spout.pending": 3},
+                                pipeline.build_topology(root, pipeline.kafka_spout(broker.bootstrap, topic)))
+        wait_until(lambda: pipeline.complete(root, len(payloads)), 180, interval=0.1, what="every event committed")
+    run_step(spark, report, f"{root}/events", f"{root}/report")
+    assert report_rows(read_output(spark, f"{root}/report")) == expected_report(good)
+    assert read_committed_table(f"{root}/errors").num_rows == len(bad) > 0
+    manifests = [json.loads(Path(f"{root}/events/_commits/{t:020d}.json").read_text())
+                 for t in committed_txids(f"{root}/events")]
+    ranges = [r for m in manifests for r in m["source"].values()]
+    assert sum(hi - lo + 1 for lo, hi in ranges) == len(payloads), "the manifests' Kafka offsets cover every record"
