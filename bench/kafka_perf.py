@@ -16,6 +16,10 @@ Starts the dev broker (tansu, memory storage) on a free loopback port, fills a 4
 * KafkaBolt: LocalCluster, a spout emitting ``--records`` tracked tuples -> KafkaBolt (each ack means the
   broker confirmed the record).
 
+``--record-path build|emit|ack`` runs only the spout's own per-record work, without broker or runtime, for
+instruction counts: ``valgrind --tool=callgrind python bench/kafka_perf.py --records 20000 --record-path ack``
+minus the same with ``emit`` and ``build``, divided by the records.
+
 Topology rates are steady-state: acks counted between 5 % and 95 % of the records (start-up left out).
 
 Rates are records/s of wall time, on the shared machine of BENCHMARKS.md.
@@ -213,13 +217,46 @@ def through_bolt(bootstrap: str, topic: str, n: int) -> float:
     return rate
 
 
+def record_path(n: int, phase: str) -> None:
+    """The spout's per-record work without broker or runtime (for instruction counts): build ``n`` fetched
+    records, then (``phase`` emit/ack) emit them through a no-op collector, then ack them."""
+    from collections import deque
+
+    from storm_py.kafka.offsets import PartitionOffsets, RetryPolicy
+    from storm_py.kafka.spout_metrics import KafkaSpoutStats
+
+    spout = KafkaSpout(KafkaSpoutConfig("127.0.0.1:1", ["t"]))
+    ids: list[Any] = []
+
+    class Collector:
+        def emit(self, values: Any, msg_id: Any, stream: str) -> list[int]:
+            ids.append(msg_id)
+            return []
+
+    spout.collector = Collector()  # type: ignore[assignment]
+    spout.tracked, spout.inflight, spout.stats = True, {}, KafkaSpoutStats()
+    spout.managers = {("t", 0): PartitionOffsets(0, 10**9, RetryPolicy())}
+    records = [("t", 0, i, None, VALUE, 1) for i in range(n)]
+    if phase in ("emit", "ack"):
+        spout.waiting = deque(records)  # type: ignore[arg-type]
+        spout._emit_waiting(0.0, n)
+    if phase == "ack":
+        for mid in ids:
+            spout.ack(mid)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--record-path", choices=["build", "emit", "ack"], default=None,
+                        help="only run the spout's per-record work (for valgrind --tool=callgrind); no broker")
     args = parser.parse_args()
     n = args.records
+    if args.record_path:
+        record_path(n, args.record_path)
+        return
     small = max(1000, n // 5)
     broker = KafkaBrokerProcess(die_with_parent=True)
     broker.start()
