@@ -385,9 +385,6 @@ class Nimbus:
                                                                            if assignment else [])},
         }
 
-    def _spout_ids(self, base: StormBase) -> set[str]:
-        return set(base.spout_ids)
-
     def cluster_summary(self) -> list[dict[str, Any]]:
         """One row per live topology (the columns of ``storm list``)."""
         rows = []
