@@ -114,16 +114,20 @@ class EventSource:
 
 
 def enrich(partition: int, offset: int, payload: str) -> list[Any]:
-    """The event's row in ``EVENT_SCHEMA`` order, as far as it goes (a bad event gives a row the sink rejects)."""
+    """The event's row in ``EVENT_SCHEMA`` order; what an event lacks is ``None`` (and the sink rejects it).
+
+    Rows keep the schema's width so that they travel between workers as tuples of the declared fields.
+    """
+    missing = [partition, offset] + [None] * (len(EVENT_SCHEMA) - 2)
     try:
         event = json.loads(payload)
     except ValueError:
-        return [partition, offset]  # missing every other field
+        return missing
     ts = str(event.get("ts", ""))
     try:
         when = dt.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     except ValueError:
-        return [partition, offset]
+        return missing
     amount, currency = event.get("amount"), event.get("currency")
     rate = USD_RATES.get(str(currency))
     usd = round(amount * rate, 2) if isinstance(amount, int | float) and rate is not None else amount
@@ -183,7 +187,7 @@ class Enrich(BasicBolt):
         collector.emit([attempt, *enrich(int(partition), int(offset), payload)])
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["tx", "row"])
+        declarer.declare(["tx", *EVENT_SCHEMA])
 
 
 class Aggregate(BaseTransactionalBolt):

@@ -1,0 +1,1 @@
+"""The events pipeline packaged for a dev cluster."""
