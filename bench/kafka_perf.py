@@ -234,7 +234,7 @@ def record_path(n: int, phase: str) -> None:
             return []
 
     spout.collector = Collector()  # type: ignore[assignment]
-    spout.tracked, spout.inflight, spout.stats = True, {}, KafkaSpoutStats()
+    spout.tracked, spout.stats = True, KafkaSpoutStats()
     spout.managers = {("t", 0): PartitionOffsets(0, 10**9, RetryPolicy())}
     records = [("t", 0, i, None, VALUE, 1) for i in range(n)]
     if phase in ("emit", "ack"):

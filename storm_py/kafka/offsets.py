@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 FailDecision = Literal["retry", "dead", "ignored"]
 
@@ -70,8 +70,9 @@ class PartitionOffsets:
         self.committed = committed
         self.max_uncommitted = max_uncommitted
         self.retry = retry
-        #: emitted, neither acked nor given up (in flight or waiting for a retry)
-        self.pending: set[int] = set()
+        #: emitted, neither acked nor given up (in flight or waiting for a retry) -> the caller's payload
+        #: (the spout keeps the record there, to re-emit or dead-letter it)
+        self.pending: dict[int, Any] = {}
         #: acked at or above ``committed``
         self.acked: set[int] = set()
         #: failures so far of pending offsets
@@ -129,18 +130,18 @@ class PartitionOffsets:
         return len(self.pending) + len(self.acked)
 
     # ---------------------------------------------------------------------------------------- lifecycle
-    def on_emit(self, offset: int) -> None:
-        """``offset`` was emitted (first time, or a retry)."""
-        self.pending.add(offset)
-        if self.scheduled.pop(offset, None) is not None:
-            pass  # its heap entry is discarded lazily
+    def on_emit(self, offset: int, payload: Any = None) -> None:
+        """``offset`` was emitted (first time, with its ``payload``; or a retry, which keeps it)."""
+        if offset not in self.pending:
+            self.pending[offset] = payload
+        self.scheduled.pop(offset, None)  # a retry: its heap entry is discarded lazily
 
     def on_ack(self, offset: int) -> bool:
         """``offset`` was fully processed; False when it is not tracked (ignored and counted)."""
         if offset not in self.pending:
             self.ignored += 1
             return False
-        self.pending.discard(offset)
+        del self.pending[offset]
         if self.fails:
             self.fails.pop(offset, None)
             self.scheduled.pop(offset, None)
@@ -212,7 +213,7 @@ class PartitionOffsets:
         self.acked = {o for o in self.acked if o >= offset}
         below = [o for o in self.pending if o < offset]
         for o in below:  # only possible after a forced reset: they are no longer ours to process
-            self.pending.discard(o)
+            del self.pending[o]
             self.fails.pop(o, None)
             self.scheduled.pop(o, None)
         self.lost += len(below)

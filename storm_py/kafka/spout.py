@@ -102,8 +102,6 @@ class KafkaSpout(Spout):
         self.managers: dict[TopicPartition, PartitionOffsets] = {}
         self.paused: set[TopicPartition] = set()
         self.waiting: deque[RawRecord] = deque()
-        #: tracked records not done yet (a retry translates its record again)
-        self.inflight: dict[KafkaMessageId, RawRecord] = {}
         self.reset_partitions: set[TopicPartition] = set()
         self.missing_topics: set[str] = set()
         now = self.clock.now()
@@ -153,7 +151,7 @@ class KafkaSpout(Spout):
                 break
             for offset in m.due_retries(now, budget - n):
                 mid = (tp[0], tp[1], offset)
-                record = self.inflight.get(mid)
+                record = m.pending.get(offset)
                 if record is None:  # cannot happen: a scheduled offset keeps its record until done
                     m.on_emit(offset)
                     m.on_ack(offset)
@@ -174,7 +172,6 @@ class KafkaSpout(Spout):
         emit = self.collector.emit
         translate = None if isinstance(self.translator, DefaultTranslator) else self.translator.translate
         tracked = self.tracked
-        inflight = self.inflight
         n = 0
         tp: TopicPartition | None = None
         m: PartitionOffsets | None = None
@@ -205,8 +202,7 @@ class KafkaSpout(Spout):
                 stream, values = out
             if tracked:
                 mid = (tp[0], tp[1], offset)
-                m.pending.add(offset)  # m.on_emit for a first emit (never scheduled)
-                inflight[mid] = record
+                m.pending[offset] = record  # m.on_emit for a first emit (never scheduled), keeping the record
                 emit(values, mid, stream)
             else:
                 emit(values, None, stream)
@@ -222,7 +218,6 @@ class KafkaSpout(Spout):
             return None
         if out is None:
             m.on_ack(raw[2])
-            self.inflight.pop((raw[0], raw[1], raw[2]), None)
         return out
 
     def _translator_failed(self, raw: RawRecord, m: PartitionOffsets, err: Exception, now: float,
@@ -235,22 +230,16 @@ class KafkaSpout(Spout):
         # every one is logged; the summary gets the first of each partition every REPORT_EVERY seconds
         self._report(f"translate:{record.topic}/{record.partition}", error, now)
         self.stats.translator_errors += 1
-        mid = (record.topic, record.partition, record.offset)
         if not already_emitted:
-            m.on_emit(record.offset)
-        if self.config.dead_letter_on_translator_error or not self.tracked:
-            self._dead_letter(mid, raw, error.message, m)
-            return
-        decision = m.on_fail(record.offset, now)
-        if decision == "dead":
-            self._dead_letter(mid, raw, error.message, m)
-        else:
-            self.inflight[mid] = raw
+            m.on_emit(record.offset, raw)
+        if (self.config.dead_letter_on_translator_error or not self.tracked
+                or m.on_fail(record.offset, now) == "dead"):
+            self._dead_letter(raw, error.message, m)
+        # else: scheduled for a retry; the record waits in the manager
 
-    def _dead_letter(self, mid: KafkaMessageId, raw: RawRecord, error: str, m: PartitionOffsets) -> None:
+    def _dead_letter(self, raw: RawRecord, error: str, m: PartitionOffsets) -> None:
         self.collector.emit([raw[0], raw[1], raw[2], raw[3], raw[4], error], None, DEAD_LETTER_STREAM)
         m.on_ack(raw[2])
-        self.inflight.pop(mid, None)
         self.stats.dead_lettered += 1
 
     # --------------------------------------------------------------------------------------- ack / fail
@@ -262,12 +251,11 @@ class KafkaSpout(Spout):
         offset = msg_id[2]
         pending = m.pending
         if offset in pending:  # m.on_ack, inlined
-            pending.remove(offset)
+            del pending[offset]
             if m.fails:
                 m.fails.pop(offset, None)
                 m.scheduled.pop(offset, None)
             m.acked.add(offset)
-            del self.inflight[msg_id]
             self.stats.acked += 1
         else:
             m.ignored += 1
@@ -281,10 +269,10 @@ class KafkaSpout(Spout):
         decision = m.on_fail(msg_id[2], self.clock.now())
         self.stats.failed += 1
         if decision == "dead":
-            record = self.inflight.get(msg_id)
+            record = m.pending.get(msg_id[2])
             if record is not None:
                 fails = m.fails.get(msg_id[2], 0)
-                self._dead_letter(msg_id, record, f"failed {fails} times (max_retries="
+                self._dead_letter(record, f"failed {fails} times (max_retries="
                                   f"{self.config.max_retries})", m)
             else:
                 m.on_ack(msg_id[2])
@@ -300,7 +288,7 @@ class KafkaSpout(Spout):
         # Wait for records only when idle: with tuples in flight the worker has acks to deliver, so the poll
         # takes what the client has prefetched.  Every partition at its limit still polls (without waiting):
         # commit outcomes arrive through polls.
-        idle = not self.inflight and len(want_paused) < len(managers)
+        idle = len(want_paused) < len(managers) and not any(m.pending for m in managers.values())
         timeout = self.config.poll_timeout_ms / 1000.0 if idle else 0.0
         records, errors = self.client.poll_raw(self.config.max_poll_records, timeout)
         if self.client.commit_results:
@@ -412,7 +400,6 @@ class KafkaSpout(Spout):
             self.paused.discard(tp)
         if revoked:
             self.waiting = deque(r for r in self.waiting if (r[0], r[1]) in new)
-            self.inflight = {k: v for k, v in self.inflight.items() if (k[0], k[1]) in new}
         for tp in added:
             self.managers[tp] = PartitionOffsets(starts[tp], self.config.max_uncommitted_offsets, self.retry)
         positions = {tp: m.fetched_to for tp, m in self.managers.items()}

@@ -145,7 +145,7 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
     emitted: set[int] = set()
     acked: set[int] = set()
     for op, arg in ops:
-        in_flight = sorted(m.pending - set(m.scheduled))
+        in_flight = sorted(m.pending.keys() - set(m.scheduled))
         if op in ("fetch", "fetch_gap") and m.pollable():
             if op == "fetch_gap":
                 next_offset += 1 + arg % 3  # offsets the broker no longer has
@@ -182,7 +182,7 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
         now += 1.0
         for o in m.due_retries(now):
             m.on_emit(o)
-        for o in sorted(m.pending - set(m.scheduled)):
+        for o in sorted(m.pending.keys() - set(m.scheduled)):
             m.on_ack(o)
             acked.add(o)
         if not m.pending:
