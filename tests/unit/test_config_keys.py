@@ -20,6 +20,7 @@ from storm_py.config import (
 )
 from storm_py.config.keys import KEYS, PASS_THROUGH_COMPONENT_KEYS, render_defaults_yaml
 from storm_py.errors import ConfigError
+from tests.unit.sources import parsed_sources
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "storm_py"
@@ -47,17 +48,17 @@ def _key_literals(tree: ast.AST) -> list[ast.Constant]:
     return out
 
 
-def _modules() -> list[Path]:
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if "config" not in p.relative_to(PACKAGE).parts[:1]]
+def _trees() -> list[tuple[str, ast.Module]]:
+    """Every module outside storm_py/config/ (the table and its loader name keys without reading them)."""
+    return [(path, tree) for path, _, tree in parsed_sources() if not path.startswith("storm_py/config/")]
 
 
 def _keys_in_code() -> dict[str, list[str]]:
     """Every config-key literal outside storm_py/config/, with where it appears."""
     found: dict[str, list[str]] = {}
-    for path in _modules():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path, tree in _trees():
         for node in _key_literals(tree):
-            found.setdefault(node.value, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
+            found.setdefault(node.value, []).append(f"{path}:{node.lineno}")
     return found
 
 
@@ -92,8 +93,7 @@ def test_declared_defaults_pass_their_own_validation():
 def _fallbacks() -> list[tuple[str, object, str]]:
     """``conf.get("key", literal)`` fallbacks in the code: (key, literal, where)."""
     out = []
-    for path in _modules():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path, tree in _trees():
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
@@ -107,7 +107,7 @@ def _fallbacks() -> list[tuple[str, object, str]]:
                     literal = ast.literal_eval(node.args[1])
                 except ValueError:
                     continue
-                out.append((node.args[0].value, literal, f"{path.relative_to(REPO)}:{node.lineno}"))
+                out.append((node.args[0].value, literal, f"{path}:{node.lineno}"))
     return out
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.sources import parsed_sources
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "storm_py"
 
@@ -40,7 +42,7 @@ def _layers() -> list[list[str]]:
 
 
 def _sources() -> list[tuple[str, ast.Module]]:
-    return [(str(p.relative_to(REPO)), ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(PACKAGE.rglob("*.py"))]
+    return [(path, tree) for path, _, tree in parsed_sources()]
 
 
 def test_the_import_contract_holds():
@@ -110,8 +112,8 @@ MAX_LINES = 450
 def test_no_module_over_450_lines_without_a_stated_reason():
     """A longer module says why in its docstring, on a line starting ``Length:``."""
     unexplained = []
-    for path, tree in _sources():
-        lines = (REPO / path).read_text(encoding="utf-8").count("\n")
+    for path, text, tree in parsed_sources():
+        lines = text.count("\n")
         doc = ast.get_docstring(tree) or ""
         if lines > MAX_LINES and not re.search(r"^Length: ", doc, flags=re.MULTILINE):
             unexplained.append(f"{path} ({lines} lines)")
