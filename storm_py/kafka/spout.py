@@ -102,13 +102,13 @@ class KafkaSpout(Spout):
         self.managers: dict[TopicPartition, PartitionOffsets] = {}
         self.paused: set[TopicPartition] = set()
         self.waiting: deque[RawRecord] = deque()
-        self.reset_partitions: set[TopicPartition] = set()
         self.missing_topics: set[str] = set()
         now = self.clock.now()
         self.next_refresh = now
         self.refresh_backoff = REFRESH_BACKOFF_MIN
         self.next_commit = now + cfg.offset_commit_period_ms / 1000.0
         self.last_report: dict[str, float] = {}
+        self.stats = KafkaSpoutStats()  # this task's own (the spout object may be a copy)
         self.stats.started(now)
         context.register_metric("kafkaOffset", self.stats.offset_metric(self), cfg.metrics_time_bucket_secs)
 
@@ -300,7 +300,6 @@ class KafkaSpout(Spout):
         self.stats.fetched += len(records)
         waiting = self.waiting
         untracked_ends: dict[TopicPartition, int] = {}
-        resets = self.reset_partitions  # partitions the client reported reset (logged; see below)
         tp: TopicPartition | None = None
         m: PartitionOffsets | None = None
         for r in records:
@@ -313,7 +312,6 @@ class KafkaSpout(Spout):
             if offset < m.committed:
                 # the spout never seeks below its commit: the broker reset the partition (out of range, log
                 # truncated or recreated); start over from there rather than skip everything below the commit
-                resets.discard(tp)
                 lost = m.rebase(offset)
                 self.stats.offset_resets += 1
                 log.warning("kafka spout: %s/%d was reset to offset %d below the commit; %d pending records "
@@ -350,8 +348,6 @@ class KafkaSpout(Spout):
     def _poll_error(self, e: PollError, now: float) -> None:
         where = f" (topic {e.topic!r} partition {e.partition})" if e.topic else ""
         if e.kind == "offset_reset" and e.topic is not None and e.partition is not None:
-            self.reset_partitions.add((e.topic, e.partition))
-            self.stats.offset_resets += 1
             log.warning("kafka spout: offset out of range%s, reset: %s", where, e.message)
             self._report(f"reset:{e.topic}/{e.partition}", KafkaSpoutError(f"offset out of range{where}: "
                                                                           f"{e.message}"), now)
@@ -458,13 +454,3 @@ class KafkaSpout(Spout):
         self.last_report[kind] = now
         log.warning("kafka spout task %d: %s", self.task_id, err)
         self.collector.report_error(err)
-
-    # ------------------------------------------------------------------------------------------- status
-    def lag(self) -> dict[TopicPartition, int]:
-        """Per owned partition: log end (from the last fetch) minus committed offset."""
-        out: dict[TopicPartition, int] = {}
-        for tp, m in self.managers.items():
-            marks = self.client.watermarks(tp, 0.0, cached=True)
-            if marks is not None:
-                out[tp] = max(0, marks[1] - m.committed)
-        return out

@@ -58,7 +58,7 @@ class KafkaOffsetMetric:
         now = spout.clock.now()
         stats = spout.stats
         out: dict[str, Any] = {}
-        lags = spout.lag()
+        lags = partition_lag(spout)
         for (topic, partition), m in spout.managers.items():
             prefix = f"{topic}/partition_{partition}"
             if (topic, partition) in lags:
@@ -76,3 +76,13 @@ class KafkaOffsetMetric:
                      "commit_errors"):
             out[name] = getattr(stats, name)
         return out
+
+
+def partition_lag(spout: KafkaSpout) -> dict[tuple[str, int], int]:
+    """Per owned partition: log end (the high watermark of the last fetch, no broker call) minus the commit."""
+    out: dict[tuple[str, int], int] = {}
+    for tp, m in spout.managers.items():
+        marks = spout.client.watermarks(tp, 0.0, cached=True)
+        if marks is not None:
+            out[tp] = max(0, marks[1] - m.committed)
+    return out
