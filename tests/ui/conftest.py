@@ -65,9 +65,10 @@ class Browser:
                 if e["level"] == "SEVERE" and "the server responded with a status" not in e["message"]]
 
     def text(self, css: str) -> str:
-        """The element's text ("" while it is not on the page)."""
-        found = self.driver.find_elements("css selector", css)
-        return str(found[0].text) if found else ""
+        """The element's text ("" while it is not on the page), read in one script call (the page re-renders)."""
+        text = self.driver.execute_script(
+            "const e = document.querySelector(arguments[0]); return e ? (e.innerText ?? e.textContent) : '';", css)
+        return str(text or "")
 
 
 @pytest.fixture
