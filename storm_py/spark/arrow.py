@@ -63,9 +63,10 @@ def schema_from_arrow(schema: pa.Schema) -> Schema:
 
 
 def write_txid_files(
-    directory: Path,
+    staging: Path,
+    prefix: str,
     schema: Schema,
-    rows: Sequence[Sequence[Any]],
+    columns: Sequence[Sequence[Any]],
     partition_by: Sequence[str],
     txid: int,
     task: int,
@@ -74,35 +75,36 @@ def write_txid_files(
     row_group_rows: int,
     compression: str,
     fsync: bool = True,
-) -> list[FileEntry]:
-    """Write checked ``rows`` under ``directory`` in the published layout; the entries (paths relative to it)."""
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.fields]
+) -> list[tuple[FileEntry, Path]]:
+    """Write checked rows (as ``columns``) into ``staging``; each file's entry (its published path) and staged path."""
+    nrows = len(columns[0]) if columns else 0
+    if nrows == 0:
+        return []
     arrays = [pa.array(col, type=ARROW_TYPES[f.type]) for f, col in zip(schema.fields, columns, strict=True)]
     table = pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
     groups: list[tuple[tuple[Any, ...], pa.Table]]
-    if partition_by and rows:
-        index = [schema.names.index(c) for c in partition_by]
+    if partition_by:
+        keys = list(zip(*(columns[schema.names.index(c)] for c in partition_by), strict=True))
         keyed: dict[tuple[Any, ...], list[int]] = {}
-        for i, row in enumerate(rows):
-            keyed.setdefault(tuple(row[j] for j in index), []).append(i)
+        for i, key in enumerate(keys):
+            keyed.setdefault(key, []).append(i)
         groups = [(key, table.take(pa.array(ix, type=pa.int64())).drop_columns(list(partition_by)))
                   for key, ix in sorted(keyed.items())]
-    elif rows:
-        groups = [((), table.drop_columns(list(partition_by)))]
     else:
-        groups = []
-    entries: list[FileEntry] = []
+        groups = [((), table)]
+    out: list[tuple[FileEntry, Path]] = []
     seq = 0
     for key, part in groups:
         rel_dir = partition_dir(partition_by, key, txid)
-        (directory / rel_dir).mkdir(parents=True, exist_ok=True)
-        for start in range(0, max(part.num_rows, 1), max_rows_per_file):
+        for start in range(0, part.num_rows, max_rows_per_file):
             chunk = part.slice(start, max_rows_per_file)
-            rel = f"{rel_dir}/{part_name(txid, task, seq)}"
-            write_table(chunk, directory / rel, row_group_rows, compression, fsync)
-            entries.append(FileEntry(rel, chunk.num_rows, dict(zip(partition_by, key, strict=True))))
+            staged = staging / f"{prefix}-{seq:04d}.parquet"
+            write_table(chunk, staged, row_group_rows, compression, fsync)
+            entry = FileEntry(f"{rel_dir}/{part_name(txid, task, seq)}", chunk.num_rows,
+                              dict(zip(partition_by, key, strict=True)))
+            out.append((entry, staged))
             seq += 1
-    return entries
+    return out
 
 
 def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool) -> None:

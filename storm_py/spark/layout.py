@@ -3,7 +3,7 @@
 Standard library only (no pyarrow): the decisions here are pure functions of what is on disk, unit-tested.
 Everything relative to the dataset ``root``::
 
-    _staging/<N>/<task>-<attempt>/...            files being written (Spark and pyarrow skip names with "_")
+    _staging/<N>-<task>-<attempt>-<seq>.parquet  files being written (Spark and pyarrow skip names with "_")
     <col>=<value>/.../txid=<N>/part-<N>-<task>-<seq>.parquet    published rows of txid N
     _commits/<N>/task-<task>.json                one sink task's part of N (files, rows, source offsets)
     _commits/<N>.json                            N's manifest, written once every task's part is there
@@ -178,13 +178,14 @@ def source_ranges(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[int]]:
     return out
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``path`` through a fsynced temporary file renamed over it (readers see old or new, never half)."""
+def write_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
+    """Write ``path`` through a temporary file renamed over it (readers see old or new, never half)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -221,8 +222,8 @@ class DatasetLayout:
             raise DatasetError(f"{self.commits / LATEST} is unreadable: {exc}", root=str(self.root)) from exc
         return int(data["txid"])
 
-    def set_latest(self, txid: int) -> None:
-        write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode())
+    def set_latest(self, txid: int, fsync: bool = True) -> None:
+        write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode(), fsync)
 
     def manifest_path(self, txid: int) -> Path:
         return self.commits / f"{txid:020d}.json"
@@ -238,17 +239,18 @@ class DatasetLayout:
             raise DatasetError(f"txid {txid} is below _LATEST but its manifest {path} is missing",
                                root=str(self.root), txid=txid) from exc
 
-    def write_manifest(self, manifest: Manifest) -> None:
-        write_atomic(self.manifest_path(manifest.txid), json.dumps(manifest.to_json(), indent=1).encode())
+    def write_manifest(self, manifest: Manifest, fsync: bool = True) -> None:
+        write_atomic(self.manifest_path(manifest.txid), json.dumps(manifest.to_json(), indent=1).encode(), fsync)
 
     def committed_manifests(self, latest: int | None = None) -> list[Manifest]:
         """Manifests of txids ``1..latest`` (``latest`` read now when not given)."""
         upto = self.latest() if latest is None else latest
         return [self.read_manifest(t) for t in range(1, upto + 1)]
 
-    def write_part(self, part: Manifest, task: int) -> None:
+    def write_part(self, part: Manifest, task: int, fsync: bool = True) -> None:
         self.parts_dir(part.txid).mkdir(parents=True, exist_ok=True)
-        write_atomic(self.parts_dir(part.txid) / f"task-{task:05d}.json", json.dumps(part.to_json()).encode())
+        path = self.parts_dir(part.txid) / f"task-{task:05d}.json"
+        write_atomic(path, json.dumps(part.to_json()).encode(), fsync)
 
     def read_parts(self, txid: int) -> list[Manifest]:
         d = self.parts_dir(txid)
@@ -272,15 +274,6 @@ class DatasetLayout:
                 if m and TXID_DIR_RE.match(os.path.basename(dirpath)):
                     yield Path(dirpath) / name, int(m.group(1)), int(m.group(2))
 
-    def remove_task_files(self, txid: int, task: int) -> None:
-        """Delete what ``task`` published for an uncommitted ``txid`` (before it publishes N again)."""
-        prefix = f"part-{txid:020d}-{task:05d}-"
-        for path, t, _ in list(self.published_files()):
-            if t == txid and path.name.startswith(prefix):
-                path.unlink()
-        with contextlib.suppress(FileNotFoundError):
-            (self.parts_dir(txid) / f"task-{task:05d}.json").unlink()
-
     def janitor(self, task: int, ntasks: int) -> list[str]:
         """Start-up clean-up of one task's leftovers (and, for task 0, of tasks beyond ``ntasks``).
 
@@ -294,6 +287,11 @@ class DatasetLayout:
         removed: list[str] = []
         if self.staging.is_dir():
             for txdir in self.staging.iterdir():
+                fields = txdir.name.split("-")
+                if txdir.is_file() and len(fields) > 2 and fields[1].isdigit() and mine(int(fields[1])):
+                    txdir.unlink()  # a staged file: <txid>-<task>-<attempt>-<seq>.parquet
+                    removed.append(str(txdir.relative_to(self.root)))
+                    continue
                 for attempt in list(txdir.iterdir()) if txdir.is_dir() else []:
                     head = attempt.name.split("-", 1)[0]
                     if head.isdigit() and mine(int(head)):

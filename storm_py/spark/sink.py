@@ -15,9 +15,11 @@ A Spark job can be attached (``job=``): it runs in the background every ``job_ev
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +89,7 @@ class DatasetWriter:
         self.fingerprint = self.schema.fingerprint()
         self._started = False
         self._lock = threading.Lock()
+        self._published: dict[int, list[Path]] = {}  # files this process published for uncommitted txids
 
     def start(self) -> list[str]:
         """Create the layout and run the janitor (once); what it removed."""
@@ -104,52 +107,59 @@ class DatasetWriter:
                source: dict[str, Any] | None = None, hook: Callable[[str], None] | None = None) -> CommitResult:
         """Publish this task's ``rows`` of ``txid`` (replacing an earlier attempt's); skip a published txid."""
         self.start()
-        good, bad = self.schema.check_rows(rows)
+        good, bad, columns = self.schema.check_batch(rows)
         action = plan_commit(self.layout.latest(), txid)
         if action is CommitAction.SKIP:
             return CommitResult(action, 0, bad)
-        self.layout.remove_task_files(txid, self.task)
+        self._remove_earlier_attempt(txid)
         if hook is not None:
             hook("before-publish")
-        staged = self.layout.staging_dir(txid, self.task)
         from storm_py.spark.arrow import write_txid_files
 
         o = self.options
-        entries = write_txid_files(staged, self.schema, good, self.partition_by, txid, self.task,
-                                   max_rows_per_file=o.max_rows_per_file, row_group_rows=o.row_group_rows,
-                                   compression=o.compression, fsync=o.fsync)
-        for e in entries:
-            target = self.layout.root / e.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staged / e.path, target)
-        for d in {(self.layout.root / e.path).parent for e in entries}:
-            fsync_dir(d)
-        _remove_tree(staged)
-        part = Manifest(txid, attempt, entries, self.schema.to_dict(), self.fingerprint, source or {},
-                        len(bad), [self.task])
-        self.layout.write_part(part, self.task)
-        # only parts of this attempt: a grouping may deal the replayed batch's rows to tasks differently
-        parts = [p for p in self.layout.read_parts(txid) if p.attempt == attempt]
+        prefix = f"{txid:020d}-{self.task:05d}-{uuid.uuid4().hex}"
+        written = write_txid_files(self.layout.staging, prefix, self.schema, columns, self.partition_by, txid,
+                                   self.task, max_rows_per_file=o.max_rows_per_file,
+                                   row_group_rows=o.row_group_rows, compression=o.compression, fsync=o.fsync)
+        targets: set[Path] = set()
+        published = self._published.setdefault(txid, [])
+        for entry, staged in written:
+            target = self.layout.root / entry.path
+            if target.parent not in targets:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                targets.add(target.parent)
+            os.rename(staged, target)
+            published.append(target)
+        if o.fsync:
+            for d in targets:
+                fsync_dir(d)
+        part = Manifest(txid, attempt, [entry for entry, _ in written], self.schema.to_dict(), self.fingerprint,
+                        source or {}, len(bad), [self.task])
+        if self.ntasks == 1:
+            parts = [part]
+        else:  # only parts of this attempt: a grouping may deal the replayed batch's rows to tasks differently
+            self.layout.write_part(part, self.task, o.fsync)
+            parts = [p for p in self.layout.read_parts(txid) if p.attempt == attempt]
         committed = len({t for p in parts for t in p.tasks}) >= self.ntasks
         if committed:
-            self.layout.write_manifest(merge_parts(parts))
+            self.layout.write_manifest(merge_parts(parts), o.fsync)
             if hook is not None:
                 hook("before-latest")
-            self.layout.set_latest(txid)
+            self.layout.set_latest(txid, o.fsync)
+            self._published.pop(txid, None)
         return CommitResult(action, len(good), bad, committed)
 
-
-def _remove_tree(path: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
-        for name in filenames:
-            os.unlink(os.path.join(dirpath, name))
-        for name in dirnames:
-            os.rmdir(os.path.join(dirpath, name))
-    os.rmdir(path)
-    try:
-        path.parent.rmdir()
-    except OSError:
-        pass
+    def _remove_earlier_attempt(self, txid: int) -> None:
+        """Delete what this task published for ``txid`` before (in this process, or as its part manifest says)."""
+        paths = set(self._published.pop(txid, []))
+        for part in self.layout.read_parts(txid):
+            if self.task in part.tasks:
+                paths.update(self.layout.root / f.path for f in part.files)
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (self.layout.parts_dir(txid) / f"task-{self.task:05d}.json").unlink()
 
 
 class _Writers:
