@@ -40,6 +40,12 @@ ErrorSink = Callable[[str, int, str], None]
 TRANSACTIONAL_STATE_RESOURCE = "storm_py.transactional_state"
 
 
+#: Bits of the random root and edge ids this worker makes.  Storm draws 64; 62 keep every id and every XOR of
+#: ids below 2**62, which compiled code holds as a machine integer instead of a Python int object (the acker
+#: takes any 64-bit id from elsewhere).  A false completion needs a 2**-62 coincidence instead of 2**-64.
+ID_BITS = 62
+
+
 class WorkerRuntime:
     """Executors of one worker plus the transfer between them and to other workers."""
 
@@ -74,7 +80,8 @@ class WorkerRuntime:
         self.send_remote = send_remote
         self._error_sink = error_sink
         self.rng = random.Random(seed)
-        self.rand64: Callable[[], int] = functools.partial(self.rng.getrandbits, 64)
+        #: new edge ids: ID_BITS random bits (see ID_BITS)
+        self.rand64: Callable[[], int] = functools.partial(self.rng.getrandbits, ID_BITS)
         self.task_to_component = layout.task_to_component()
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
@@ -358,22 +365,22 @@ def _root_maker(rng: random.Random, ackers: list[int], worker_tasks: set[int]) -
 
     The acker of a root is ``ackers[root mod n]`` everywhere, so choosing the residue keeps a spout's init and
     the acker's answer inside its worker (Heron keeps the XOR ledger next to the spout for the same reason);
-    only acks from bolts in other workers cross the wire.  63 random bits remain.
+    only acks from bolts in other workers cross the wire.  Ids stay below ``2**ID_BITS``.
     """
     ordered = sorted(ackers)
     n = len(ordered)
     local = [i for i, t in enumerate(ordered) if t in worker_tasks]
     bits = rng.getrandbits
     if n <= 1 or not local:
-        return functools.partial(bits, 64)
+        return functools.partial(bits, ID_BITS)
     if len(local) == 1:
         idx = local[0]
-        return lambda: (bits(63) // n) * n + idx
+        return lambda: (bits(ID_BITS) // n) * n + idx
     turn = [0]
 
     def new_root() -> int:
         turn[0] = (turn[0] + 1) % len(local)
-        return (bits(63) // n) * n + local[turn[0]]
+        return (bits(ID_BITS) // n) * n + local[turn[0]]
 
     return new_root
 
