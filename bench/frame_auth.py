@@ -1,9 +1,11 @@
-"""The cost of authenticated frames (keyed BLAKE2b tags) between two workers, in instructions per spout tuple.
+"""The cost of a worker's receive-side defences between two workers, in instructions per spout tuple.
 
     python bench/frame_auth.py [--case word_count] [--ackers 1]      # needs valgrind
 
-Runs ``bench/two_workers.py``'s two runtimes with every frame sealed by the sender and opened by the receiver
-exactly as :class:`~storm_py.runtime.transfer.socket_transfer.SocketTransfer` does, and without, each under
+Runs ``bench/two_workers.py``'s two runtimes three ways: ``plain`` (frames decoded as before), ``checked`` (every
+entry checked against its target task, :class:`~storm_py.runtime.transfer.frames.FrameTargets`, as a worker
+process does) and ``sealed`` (checked, and every frame sealed by the sender and opened by the receiver exactly
+as :class:`~storm_py.runtime.transfer.socket_transfer.SocketTransfer` does), each under
 ``valgrind --tool=cachegrind`` for two pass counts; the difference gives instructions per acked spout tuple
 with the per-run start-up cost removed.
 """
@@ -24,13 +26,27 @@ sys.path.insert(0, str(HERE.parent))
 from two_workers import TwoWorkers  # noqa: E402
 
 from storm_py.clock import SimulatedClock  # noqa: E402
+from storm_py.runtime.system_topology import ACKER_COMPONENT  # noqa: E402
 from storm_py.runtime.transfer import Entries  # noqa: E402
 from storm_py.runtime.transfer.auth import FrameAuth  # noqa: E402
-from storm_py.runtime.transfer.frames import encode_entries  # noqa: E402
+from storm_py.runtime.transfer.frames import FrameDecoder, FrameTargets, encode_entries  # noqa: E402
 
 
-class SealedTwoWorkers(TwoWorkers):
-    """Every frame sealed on send and opened (tag checked) on receipt."""
+class CheckedTwoWorkers(TwoWorkers):
+    """Every entry checked against its target task on receipt."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.decoders = {
+            w: FrameDecoder(rt.task_to_component, rt.component_streams,
+                            FrameTargets.of(rt.topology.components(), rt.task_to_component, rt.worker_tasks,
+                                            ACKER_COMPONENT))
+            for w, rt in self.runtimes.items()
+        }  # fmt: skip
+
+
+class SealedTwoWorkers(CheckedTwoWorkers):
+    """Checked, and every frame sealed on send and opened (tag checked) on receipt."""
 
     auth = FrameAuth(b"bench-frame-key-0123456789abcdef")
 
@@ -58,11 +74,13 @@ class SealedTwoWorkers(TwoWorkers):
                 rt.run_once(now())
 
 
-def _cachegrind(case: str, ackers: int, passes: int, sealed: bool) -> tuple[int, int]:
+MODES = {"plain": TwoWorkers, "checked": CheckedTwoWorkers, "sealed": SealedTwoWorkers}
+
+
+def _cachegrind(case: str, ackers: int, passes: int, mode: str) -> tuple[int, int]:
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
-           str(Path(__file__).resolve()), "--case", case, "--ackers", str(ackers), "--passes", str(passes)]
-    if sealed:
-        cmd.append("--sealed")
+           str(Path(__file__).resolve()), "--case", case, "--ackers", str(ackers), "--passes", str(passes),
+           "--mode", mode]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
     refs = int(re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr).group(1).replace(",", ""))  # type: ignore[union-attr]
@@ -74,20 +92,20 @@ def main() -> None:
     ap.add_argument("--case", default="word_count")
     ap.add_argument("--ackers", type=int, default=1)
     ap.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--sealed", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="plain", choices=sorted(MODES), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passes:
-        cls = SealedTwoWorkers if args.sealed else TwoWorkers
-        tw = cls(args.case, args.ackers, 2000, SimulatedClock())
+        tw = MODES[args.mode](args.case, args.ackers, 2000, SimulatedClock())
         tw.run_passes(args.passes)
         print(f"acked {tw.acked()}")
         return
-    out = {}
-    for sealed in (False, True):
-        a1, i1 = _cachegrind(args.case, args.ackers, 60, sealed)
-        a2, i2 = _cachegrind(args.case, args.ackers, 160, sealed)
-        out["sealed" if sealed else "plain"] = round((i2 - i1) / (a2 - a1))
-    out["cost_percent"] = round(100 * (out["sealed"] - out["plain"]) / out["plain"], 2)
+    out: dict[str, Any] = {}
+    for mode in MODES:
+        a1, i1 = _cachegrind(args.case, args.ackers, 60, mode)
+        a2, i2 = _cachegrind(args.case, args.ackers, 160, mode)
+        out[mode] = round((i2 - i1) / (a2 - a1))
+    for mode in ("checked", "sealed"):
+        out[f"{mode}_cost_percent"] = round(100 * (out[mode] - out["plain"]) / out["plain"], 2)
     print({"case": args.case, "ackers_per_worker": args.ackers, "instructions_per_spout_tuple": out})
 
 
