@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,8 @@ from storm_py.runtime.transfer.frames import encode_entries
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.runtime.worker_runtime import WorkerRuntime
 from storm_py.transport import open_transport
+
+pytestmark = pytest.mark.slow
 
 WORKERS = ("w0:1", "w1:2")
 
