@@ -242,13 +242,21 @@ def spout_from_conf(conf: dict[str, Any] | None) -> SequencePartitionedSpout:
 
 
 def build_topology(root: str, spout: Any, fault_hook: FaultHook | None = None, tx_id: str = "events",
-                   sink_parallelism: int = 1) -> StormTopology:
-    """spout -> enrich -> {events sink -> format -> errors sink, aggregate -> rollups sink}."""
+                   sink_parallelism: int = 1, attached_job: str | None = None) -> StormTopology:
+    """spout -> enrich -> {events sink -> format -> errors sink, aggregate -> rollups sink}.
+
+    ``attached_job`` (``MODULE:FUNCTION``) runs on the events dataset every 3 committed txids or 2 seconds,
+    into ``<root>/attached``.
+    """
     builder = TransactionalTopologyBuilder(tx_id, "spout", spout)
     builder.set_bolt("enrich", Enrich(fault_hook), 2).shuffle_grouping("spout")
+    job: dict[str, Any] = {}
+    if attached_job is not None:
+        job = {"job": attached_job, "job_output": os.path.join(root, "attached"), "job_every_txids": 3,
+               "job_every_secs": 2.0}
     builder.set_committer_bolt(
         "events", ParquetBatchSink(os.path.join(root, "events"), EVENT_SCHEMA, ["day"],
-                                   source_fields=("partition", "offset"), fault_hook=fault_hook),
+                                   source_fields=("partition", "offset"), fault_hook=fault_hook, **job),
         sink_parallelism).shuffle_grouping("enrich")
     builder.set_bolt("format", FormatError()).shuffle_grouping("events", "errors")
     builder.set_committer_bolt("errors", ParquetBatchSink(os.path.join(root, "errors"), ERROR_SCHEMA)) \

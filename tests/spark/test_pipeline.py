@@ -12,6 +12,7 @@ from examples.daily_report import expected_report, purchases, report, report_row
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.spark import committed_txids, read_committed, read_committed_table, read_output, run_step
+from storm_py.spark.jobs import JobOutput
 from tests.kafka.conftest import kafka_broker  # noqa: F401 (the Kafka tests' broker fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -23,7 +24,8 @@ def test_events_pipeline_with_failures_in_both_phases_lands_exactly_once(tmp_pat
     root = str(tmp_path)
     conf = {**CONF, "events.root": root}
     faults = pipeline.SeededFaults(seed=3, rate=0.15)
-    topology = pipeline.build_topology(root, pipeline.spout_from_conf(conf), faults, sink_parallelism=2)
+    topology = pipeline.build_topology(root, pipeline.spout_from_conf(conf), faults, sink_parallelism=2,
+                                       attached_job="examples.daily_report:purchases")
     total = len(pipeline.source_rows(conf))
     with LocalCluster() as cluster:
         cluster.submit_topology("events", {"topology.max.spout.pending": 3, "topology.workers": 2,
@@ -64,6 +66,13 @@ def test_events_pipeline_with_failures_in_both_phases_lands_exactly_once(tmp_pat
 
     run_step(spark, purchases, events, f"{root}/purchases")
     assert read_output(spark, f"{root}/purchases").count() == sum(1 for g in good if g["kind"] == "purchase")
+
+    # the job attached to the sink ran in the background as txids committed, and caught up with all of them
+    attached = JobOutput(f"{root}/attached")
+    wait_until(lambda: attached.done_through() == committed_txids(events)[-1], 120, interval=0.2,
+               what="the attached job to catch up")
+    assert sorted(map(tuple, read_output(spark, f"{root}/attached").collect())) == \
+        sorted(map(tuple, read_output(spark, f"{root}/purchases").collect()))
 
 
 def test_kafka_topic_to_spark_report(tmp_path, spark, request):
