@@ -104,9 +104,14 @@ class MessageId:
         return f"MessageId({self.anchors_to_ids!r})"
 
 
+#: A root or edge id: an int.  Annotated ``Any`` on purpose: ids are dict keys and list items far more often
+#: than operands, and compiled code (mypyc) would unbox an ``int`` and allocate a new int object at each of
+#: those uses; as ``Any`` the int object itself is passed along, as in pure Python.
+Id = Any
+
 #: A tuple's anchors: ``None`` (not anchored), ``[root, edge]`` (one spout tuple, the common case, kept as a
 #: two-item list because it costs less to build and read than a map) or ``{root: edge, ...}`` (several).
-Anchors = list[int] | dict[int, int] | None
+Anchors = list[Id] | dict[Id, Id] | None
 
 
 def anchor_map(ids: Anchors) -> dict[int, int]:
@@ -115,7 +120,7 @@ def anchor_map(ids: Anchors) -> dict[int, int]:
         return {}
     if type(ids) is list:
         return {ids[0]: ids[1]}
-    return dict(ids)  # type: ignore[arg-type]
+    return dict(ids)
 
 
 def anchor_roots(ids: Anchors) -> Sequence[int] | dict[int, int]:
@@ -150,7 +155,7 @@ class Tuple:
         self.source_stream = source_stream
         self.source_task = source_task
         self._ids = ids
-        self._ack_val = 0
+        self._ack_val: Id = 0
 
     @property
     def message_id(self) -> MessageId:

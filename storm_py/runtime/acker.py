@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from storm_py.api.components import Bolt
-from storm_py.api.tuple import Tuple
+from storm_py.api.tuple import Id, Tuple
 from storm_py.runtime.executor import Executor, ExecutorHost
 
 INIT = 1
@@ -70,7 +70,7 @@ class AckLedger:
         b2 = self._b2
         for row in rows:
             code = row[0]
-            root = row[1]
+            root: Id = row[1]
             e = b0.get(root)
             if e is None:
                 e = b1.get(root)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storm_py.api.components import BasicBolt
-from storm_py.api.tuple import Tuple, make_tick_tuple
+from storm_py.api.tuple import Id, Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector
@@ -30,7 +30,7 @@ class BoltExecutor(Executor):
         #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
         #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
         #: may travel after a fail of the same step)
-        self.acks: dict[int, int] = {}
+        self.acks: dict[Id, Id] = {}
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}

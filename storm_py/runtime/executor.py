@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
 from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import Id
 from storm_py.clock import Clock
 from storm_py.runtime.routing import StreamRoute
 
@@ -36,9 +37,9 @@ class ExecutorHost(Protocol):
     #: tuples queued in this worker's executors, and how many may be queued before spouts pause
     backlog: int
     backlog_limit: int
-    rand64: Callable[[], int]
-    new_root: Callable[[], int]
-    acker_for: Callable[[int], int]
+    rand64: Callable[[], Id]
+    new_root: Callable[[], Id]
+    acker_for: Callable[[Id], int]
 
     def component_conf(self, component_id: str) -> dict[str, Any]:
         """Topology conf merged with the component's own keys."""

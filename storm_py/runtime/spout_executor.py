@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.pending import PendingMap
@@ -75,7 +75,7 @@ class SpoutCollector:
             return
         rand = ex.rand64
         root = ex.new_root()
-        ack_val = 0
+        ack_val: Id = 0
         for t in targets:
             edge = rand()
             ack_val ^= edge

@@ -19,7 +19,7 @@ from typing import Any
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
-from storm_py.api.tuple import Fields, Tuple, anchor_roots
+from storm_py.api.tuple import Fields, Id, Tuple, anchor_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
@@ -81,7 +81,7 @@ class WorkerRuntime:
         self._error_sink = error_sink
         self.rng = random.Random(seed)
         #: new edge ids: ID_BITS random bits (see ID_BITS)
-        self.rand64: Callable[[], int] = functools.partial(self.rng.getrandbits, ID_BITS)
+        self.rand64: Callable[[], Id] = functools.partial(self.rng.getrandbits, ID_BITS)
         self.task_to_component = layout.task_to_component()
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
