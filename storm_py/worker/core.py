@@ -230,12 +230,18 @@ class Worker:
         stack = "(no stack: the loop thread is gone)"
         if frame is not None:
             stack = "".join(traceback.format_stack(frame))
+            # the innermost executor or component object on the stack is the one stuck (a compiled build's
+            # executors have no Python frames, the user's components always do)
+            owners: dict[int, str] = {}
+            for ex in self.runtime.executors if self.runtime is not None else []:
+                owners[id(ex)] = ex.component_id
+                for obj in [*getattr(ex, "bolts", {}).values(), *getattr(ex, "spouts", {}).values()]:
+                    owners[id(obj)] = ex.component_id
             f: FrameType | None = frame
-            while f is not None:  # the innermost executor on the stack is the one stuck
+            while f is not None:
                 owner = f.f_locals.get("self")
-                if owner is not None and isinstance(getattr(owner, "component_id", None), str) and hasattr(
-                        owner, "task_ids"):  # fmt: skip
-                    component = owner.component_id
+                if owner is not None and id(owner) in owners:
+                    component = owners[id(owner)]
                     break
                 f = f.f_back
         text = f"worker {self.key} made no progress for {silent:.0f}s: stuck in {component}\n{stack}"
