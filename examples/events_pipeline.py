@@ -38,7 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from storm_py import BasicBolt, LocalCluster
@@ -136,24 +136,30 @@ def enrich(partition: int, offset: int, payload: str) -> list[Any]:
 
 
 class SeededFaults:
-    """Fails a seeded ``rate`` of the attempts at each point (drawn per point, txid and attempt id).
+    """Fails a seeded ``rate`` of the attempts at each point (drawn per point, txid and attempt id), and the first
+    attempt at each ``(point, txid)`` of ``force``.
 
     Usable in any worker process: the draw depends only on its inputs.  Fired failures are appended to
     ``log_path`` (one line each: point, txid, pid) when given, and kept in ``fired`` in-process.
     """
 
-    def __init__(self, seed: int, rate: float, log_path: str | None = None) -> None:
+    def __init__(self, seed: int, rate: float, log_path: str | None = None,
+                 force: Iterable[tuple[str, int]] = ()) -> None:
         self.seed = seed
         self.rate = rate
         self.log_path = log_path
+        self.force = set(force)  # (point, txid): fail the first attempt this process sees there
         self.fired: list[tuple[str, int]] = []
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SeededFaults:
         return self
 
     def __call__(self, point: str, attempt: TransactionAttempt) -> None:
+        key = (point, attempt.transaction_id)
+        forced = key in self.force
+        self.force.discard(key)
         draw = random.Random(f"{self.seed}/{point}/{attempt.transaction_id}/{attempt.attempt_id}").random()
-        if draw >= self.rate:
+        if not forced and draw >= self.rate:
             return
         self.fired.append((point, attempt.transaction_id))
         if self.log_path:
