@@ -239,8 +239,18 @@ class DatasetLayout:
             raise DatasetError(f"txid {txid} is below _LATEST but its manifest {path} is missing",
                                root=str(self.root), txid=txid) from exc
 
-    def write_manifest(self, manifest: Manifest, fsync: bool = True) -> None:
-        write_atomic(self.manifest_path(manifest.txid), json.dumps(manifest.to_json(), indent=1).encode(), fsync)
+    def write_manifest(self, manifest: Manifest, fsync: bool = True, atomic: bool = True) -> None:
+        """Write N's manifest; ``atomic=False`` (one writer, N above ``_LATEST``: nobody reads it yet) skips the
+        temporary file, and the janitor removes a half-written one."""
+        data = json.dumps(manifest.to_json(), indent=1).encode()
+        if atomic:
+            write_atomic(self.manifest_path(manifest.txid), data, fsync)
+            return
+        with open(self.manifest_path(manifest.txid), "wb") as fh:
+            fh.write(data)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def committed_manifests(self, latest: int | None = None) -> list[Manifest]:
         """Manifests of txids ``1..latest`` (``latest`` read now when not given)."""
@@ -304,17 +314,18 @@ class DatasetLayout:
                 path.unlink()
                 removed.append(str(path.relative_to(self.root)))
                 prune_empty(path.parent, self.root)
-        if self.commits.is_dir():
-            for d in self.commits.iterdir():
-                if d.is_dir() and d.name.isdigit() and int(d.name) > latest:
-                    for part in d.glob("task-*.json"):
-                        if mine(int(part.stem.split("-")[1])):
-                            part.unlink()
-                            removed.append(str(part.relative_to(self.root)))
-                for stale in ([self.manifest_path(int(d.name))] if d.is_dir() and d.name.isdigit()
-                              and int(d.name) > latest and task == 0 else []):
-                    with contextlib.suppress(FileNotFoundError):
-                        stale.unlink()
+        for entry in list(self.commits.iterdir()) if self.commits.is_dir() else []:
+            txid_of = entry.name.removesuffix(".json")
+            if not txid_of.isdigit() or int(txid_of) <= latest:
+                continue
+            if entry.is_dir():
+                for part in entry.glob("task-*.json"):
+                    if mine(int(part.stem.split("-")[1])):
+                        part.unlink()
+                        removed.append(str(part.relative_to(self.root)))
+            elif task == 0:  # a manifest above _LATEST: written by a commit that did not finish
+                entry.unlink()
+                removed.append(str(entry.relative_to(self.root)))
         return removed
 
 

@@ -142,7 +142,7 @@ class DatasetWriter:
             parts = [p for p in self.layout.read_parts(txid) if p.attempt == attempt]
         committed = len({t for p in parts for t in p.tasks}) >= self.ntasks
         if committed:
-            self.layout.write_manifest(merge_parts(parts), o.fsync)
+            self.layout.write_manifest(merge_parts(parts), o.fsync, atomic=self.ntasks > 1)
             if hook is not None:
                 hook("before-latest")
             self.layout.set_latest(txid, o.fsync)

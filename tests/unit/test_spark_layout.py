@@ -86,6 +86,8 @@ def test_janitor_removes_only_its_own_unpublished_leftovers(tmp_path):
     _touch(tmp_path / "_staging" / f"{3:020d}" / "00001-def" / "f.parquet")
     _touch(layout.parts_dir(3) / "task-00000.json")
     _touch(layout.parts_dir(3) / "task-00001.json")
+    _touch(layout.manifest_path(3), b'{"txid": 3, "half')
+    _touch(layout.manifest_path(2), b"{}")
 
     removed = DatasetLayout(tmp_path).janitor(task=0, ntasks=2)
 
@@ -96,4 +98,5 @@ def test_janitor_removes_only_its_own_unpublished_leftovers(tmp_path):
     assert (tmp_path / "_staging" / f"{3:020d}" / "00001-def").exists()
     assert not (layout.parts_dir(3) / "task-00000.json").exists()
     assert (layout.parts_dir(3) / "task-00001.json").exists()
-    assert len(removed) == 4
+    assert not layout.manifest_path(3).exists() and layout.manifest_path(2).exists()
+    assert len(removed) == 5
