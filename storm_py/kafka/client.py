@@ -20,6 +20,7 @@ from typing import Any
 import confluent_kafka as ck
 import confluent_kafka.admin as ck_admin
 
+from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ RawRecord = tuple[str, int, int, bytes | None, bytes | None, int | None]
 BEGINNING = ck.OFFSET_BEGINNING
 END = ck.OFFSET_END
 
+#: how long a synchronous commit waits for the broker's answer
+COMMIT_TIMEOUT = 5.0
 _PARTITION_EOF = ck.KafkaError._PARTITION_EOF
 _AUTO_OFFSET_RESET = ck.KafkaError._AUTO_OFFSET_RESET
 _UNKNOWN_TOPIC = {ck.KafkaError._UNKNOWN_TOPIC, ck.KafkaError.UNKNOWN_TOPIC_OR_PART, ck.KafkaError._UNKNOWN_PARTITION}
@@ -125,6 +128,8 @@ class KafkaConsumerClient:
         except ck.KafkaException as err:
             raise _client_error("creating a Kafka consumer", err) from err
         self.bootstrap_servers = bootstrap_servers
+        self._stash_records: list[RawRecord] = []
+        self._stash_errors: list[PollError] = []
         self._assigned: set[TopicPartition] = set()
         self._leaders: dict[TopicPartition, tuple[str, int]] = {}
 
@@ -205,12 +210,16 @@ class KafkaConsumerClient:
 
     def poll_raw(self, max_records: int, timeout: float) -> tuple[list[RawRecord], list[PollError]]:
         """:meth:`poll` with each record as a plain :data:`RawRecord` tuple (three times cheaper to build)."""
+        if self._stash_records or self._stash_errors:  # fetched while a commit waited for its outcome
+            records, self._stash_records = self._stash_records, []
+            errors, self._stash_errors = self._stash_errors, []
+            return records, errors
         try:
             messages = self._consumer.consume(max_records, timeout)
         except ck.KafkaException as err:
             return [], [PollError("other", f"poll failed: {err}")]
-        records: list[RawRecord] = []
-        errors: list[PollError] = []
+        records = []
+        errors = []
         append = records.append
         for m in messages:
             failure = m.error()
@@ -238,20 +247,36 @@ class KafkaConsumerClient:
     def commit(self, offsets: Mapping[TopicPartition, int], metadata: str, sync: bool) -> None:
         """Commit ``offsets`` (the next offset to consume per partition) with ``metadata``.
 
-        A synchronous commit raises :class:`KafkaClientError` on failure; an asynchronous one reports its
-        outcome in :attr:`commit_results` during a later :meth:`poll`.
+        A synchronous commit waits at most :data:`COMMIT_TIMEOUT` for the outcome and raises
+        :class:`KafkaClientError` on failure or timeout; an asynchronous one reports its outcome in
+        :attr:`commit_results` during a later :meth:`poll`.
         """
         if not offsets:
             return
+        what = "committing offsets " + ", ".join(f"{t}/{p}@{o}" for (t, p), o in sorted(offsets.items()))
         items = [ck.TopicPartition(t, p, int(o), metadata=metadata) for (t, p), o in sorted(offsets.items())]
+        seen = len(self.commit_results)
         try:
-            if sync:
-                self._consumer.commit(offsets=items, asynchronous=False)
-            else:
-                self._consumer.commit(offsets=items, asynchronous=True)
+            # always asynchronous: librdkafka's synchronous commit waits without bound for an absent broker
+            self._consumer.commit(offsets=items, asynchronous=True)
         except ck.KafkaException as err:
-            raise _client_error("committing offsets " + ", ".join(f"{t}/{p}@{o}" for (t, p), o in offsets.items()),
-                                err) from err
+            raise _client_error(what, err) from err
+        if not sync:
+            return
+        want = dict(offsets)
+        deadline = SYSTEM_CLOCK.now() + COMMIT_TIMEOUT
+        while want and SYSTEM_CLOCK.now() < deadline:
+            raw, errors = self.poll_raw(500, 0.05)  # serves the commit callback; records are kept for later
+            self._stash_records.extend(raw)
+            self._stash_errors.extend(errors)
+            for tp, offset, error in self.commit_results[seen:]:
+                if want.get(tp) == offset:
+                    if error is not None:
+                        raise KafkaClientError(f"{what} failed: {error}")
+                    del want[tp]
+            seen = len(self.commit_results)
+        if want:
+            raise KafkaClientError(f"{what}: not confirmed within {COMMIT_TIMEOUT:g}s")
 
     def _on_commit(self, err: Any, partitions: list[Any]) -> None:
         for tp in partitions:

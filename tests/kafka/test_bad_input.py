@@ -114,8 +114,7 @@ def test_broker_gone_for_20_seconds_reported_then_resumes_losing_nothing(broker:
     first = [b"a%04d" % i for i in range(2000)]
     second = [b"b%04d" % i for i in range(2000)]
     ends = broker.produce(topic, ((i % 2, None, v) for i, v in enumerate(first)))
-    conf = KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}", offset_commit_period_ms=300,
-                            consumer_options={"socket.timeout.ms": 3000, "session.timeout.ms": 6000})
+    conf = KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}", offset_commit_period_ms=300)
     with LocalCluster() as cluster:
         cluster.submit_topology("outage", {"topology.message.timeout.secs": 60}, build(conf, topic))
         wait_seen(topic, set(first), 60)
@@ -131,6 +130,6 @@ def test_broker_gone_for_20_seconds_reported_then_resumes_losing_nothing(broker:
         more = broker.produce(topic, ((i % 2, None, v) for i, v in enumerate(second)))
         wait_seen(topic, set(first) | set(second), 120)
         total = {p: ends[p] + more[p] for p in ends}
-        wait_until(lambda: broker.committed(f"g-{topic}", topic, 2) == total, 60, interval=0.3,
+        wait_until(lambda: broker.committed(f"g-{topic}", topic, 2) == total, 120, interval=0.3,
                    what=f"commits at the log end {total}")
         cluster.kill_topology("outage", wait_secs=0)
