@@ -12,6 +12,11 @@ Storm's model, with its keys:
   topology may read its storm base and assignment and owns its heartbeats, errors and transactional state.
 * ``storm.zookeeper.superACL: "digest:user:hash"`` — the cluster identity as seen by a worker, which knows only
   its topology's payload: nodes a worker creates grant everything to it as well.
+* ``storm.zookeeper.workers.auth.payload`` — one more identity every worker holds (derived from the cluster
+  payload, :func:`workers_payload`): nodes outside ``storm.zookeeper.root`` (transactional state, a Kafka spout's
+  offsets) grant it everything, because that state outlives a topology: a resubmitted topology (a new topology
+  id, so a new topology identity) continues where the killed one stopped.  Inside the cluster's tree a topology
+  reaches only its own nodes.
 
 ZooKeeper's permission rules, which :func:`allowed` and the twin follow: reading data or children needs READ on
 the node, writing data WRITE on it, creating a child CREATE on the parent, deleting a child DELETE on the
@@ -70,6 +75,30 @@ def topology_payload(cluster_payload: str, topology_id: str) -> str:
     return f"topology-{topology_id}:{mac.hexdigest()}"
 
 
+def workers_payload(cluster_payload: str) -> str:
+    """The digest payload every worker holds (see the module docstring)."""
+    mac = hmac.new(cluster_payload.encode("utf-8"), b"zk-workers", "sha256")
+    return f"workers:{mac.hexdigest()}"
+
+
+#: The environment variable through which a supervisor hands a worker its ZooKeeper identities (a JSON map of
+#: config keys); the worker's config file holds none of the cluster's secrets.
+WORKER_AUTH_ENV = "STORM_PY_WORKER_AUTH"
+
+
+def worker_auth(conf: Mapping[str, Any], topology_id: str) -> dict[str, str]:
+    """The config a worker of ``topology_id`` gets in place of the cluster payload (empty without one)."""
+    cluster = conf.get("storm.zookeeper.auth.payload")
+    if not cluster:
+        return {}
+    return {
+        "storm.zookeeper.topology.auth.scheme": DIGEST,
+        "storm.zookeeper.topology.auth.payload": topology_payload(str(cluster), topology_id),
+        "storm.zookeeper.workers.auth.payload": workers_payload(str(cluster)),
+        "storm.zookeeper.superACL": f"{DIGEST}:{digest_id(str(cluster))}",
+    }
+
+
 def allowed(acl: Acl, identities: Iterable[str], perm: int) -> bool:
     """Whether a session holding ``identities`` (``"digest:<id>"`` strings) has ``perm`` under ``acl``."""
     held = set(identities)
@@ -99,6 +128,8 @@ class AclPolicy:
 
     own: tuple[str, ...] = ()
     super_id: str | None = None
+    #: the shared workers identity (daemons derive it, workers hold it): authenticates, grants nothing by itself
+    workers: str | None = None
     cluster_payload: str | None = None
     root: str = "/storm"
     tx_root: str = "/transactional"
@@ -109,9 +140,15 @@ class AclPolicy:
         return bool(self.own)
 
     @property
+    def payloads(self) -> tuple[str, ...]:
+        """Every payload the session authenticates with (its own, and the workers' when it holds it)."""
+        held = self.own if self.workers is None or self.cluster_payload is not None else (*self.own, self.workers)
+        return tuple(held)
+
+    @property
     def identities(self) -> tuple[str, ...]:
-        """The ``digest:<id>`` identities of a session authenticated with :attr:`own`."""
-        return tuple(f"{DIGEST}:{digest_id(p)}" for p in self.own)
+        """The ``digest:<id>`` identities of a session authenticated with :attr:`payloads`."""
+        return tuple(f"{DIGEST}:{digest_id(p)}" for p in self.payloads)
 
     def topology_id_of(self, topology_id: str) -> str | None:
         """The digest id of a topology (None without the cluster payload)."""
@@ -138,6 +175,8 @@ class AclPolicy:
             tid = self.topology_id_of(topology_id)
             if tid is not None:
                 entries.append(AclEntry(ALL if writable else READ, DIGEST, tid))
+        elif self.workers is not None and not znodes.is_within(path, self.root):
+            entries.append(AclEntry(ALL, DIGEST, digest_id(self.workers)))
         return tuple(dict.fromkeys(entries))
 
 
@@ -151,13 +190,16 @@ def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
     tx_root = str(conf.get("transactional.zookeeper.root") or "/transactional")
     cluster = _payload(conf, "storm.zookeeper.auth.scheme", conf.get("storm.zookeeper.auth.payload"))
     if cluster is not None:
-        return AclPolicy(own=(cluster,), cluster_payload=cluster, root=root, tx_root=tx_root)
+        return AclPolicy(own=(cluster,), cluster_payload=cluster, workers=workers_payload(cluster), root=root,
+                         tx_root=tx_root)  # fmt: skip
     topology = _payload(
         conf, "storm.zookeeper.topology.auth.scheme", conf.get("storm.zookeeper.topology.auth.payload")
     )
     if topology is not None:
         super_acl = conf.get("storm.zookeeper.superACL")
-        return AclPolicy(own=(topology,), super_id=str(super_acl) if super_acl else None, root=root, tx_root=tx_root)
+        workers = conf.get("storm.zookeeper.workers.auth.payload")
+        return AclPolicy(own=(topology,), super_id=str(super_acl) if super_acl else None,
+                         workers=str(workers) if workers else None, root=root, tx_root=tx_root)  # fmt: skip
     return AclPolicy(root=root, tx_root=tx_root)
 
 

@@ -108,8 +108,16 @@ class ClusterState:
 
     # ---------------------------------------------------------------------------------------- assignments
     def set_assignment(self, topology_id: str, assignment: Assignment) -> None:
-        """Write a topology's assignment."""
+        """Write a topology's assignment, and make sure the directories its workers write into exist (made here,
+        by a daemon, they carry the ACL that lets the topology's own identity write there and no other)."""
         self._put(znodes.assignment(self.root, topology_id), assignment)
+        for directory in (znodes.workerbeats_of(self.root, topology_id), znodes.errors_of(self.root, topology_id)):
+            if not self.storage.exists(directory):
+                try:
+                    self.storage.create(directory)
+                except StateError as err:
+                    if err.fields.get("reason") != "node_exists":
+                        raise
 
     def assignment(self, topology_id: str) -> Assignment | None:
         """A topology's assignment, or None."""

@@ -438,7 +438,7 @@ class KazooStorage:
             hosts=self._hosts,
             timeout=self._session_timeout,
             client_id=client_id,
-            auth_data=[(acls.DIGEST, payload) for payload in self._policy.own] or None,
+            auth_data=[(acls.DIGEST, payload) for payload in self._policy.payloads] or None,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
             command_retry=KazooRetry(max_tries=1),
         )

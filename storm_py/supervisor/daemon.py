@@ -65,7 +65,10 @@ class SupervisorDaemon:
                               self._leader)
         self.worker_conf = supervisor_dir(conf) / "worker-conf.yaml"
         self.worker_conf.parent.mkdir(parents=True, exist_ok=True)
-        self.worker_conf.write_text(yaml.safe_dump(self.conf, sort_keys=True), encoding="utf-8")
+        # Workers get the topology's own ZooKeeper identity at launch (storm_py.state.acl.worker_auth), never
+        # the cluster's payload.
+        worker_conf = {k: v for k, v in self.conf.items() if k != "storm.zookeeper.auth.payload"}
+        self.worker_conf.write_text(yaml.safe_dump(worker_conf, sort_keys=True), encoding="utf-8")
         self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]

@@ -11,6 +11,7 @@ exit is appended to ``exit-codes``.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CodeStore
+from storm_py.state.acl import WORKER_AUTH_ENV, worker_auth
 from storm_py.state.cluster_state import ClusterState
 from storm_py.supervisor.stormdist import StormDist
 
@@ -245,7 +247,9 @@ class ProcessLauncher:
             with (artifacts / "worker.log.out").open("ab") as out, (artifacts / "worker.log.err").open("ab") as err:
                 proc = subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=artifacts, close_fds=True,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},  # user prints reach worker.log.out at once
+                    env={**os.environ, "PYTHONUNBUFFERED": "1",  # user prints reach worker.log.out at once
+                         # the topology's ZooKeeper identity; the worker's config holds none of the cluster's
+                         WORKER_AUTH_ENV: json.dumps(worker_auth(self.conf, topology_id))},
                 )
         except OSError as err:
             raise WorkerLaunchError(

@@ -10,6 +10,7 @@ when its slot is no longer assigned to it, and when its supervisor process is go
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import signal
@@ -26,6 +27,7 @@ from storm_py.node.session import local_hostname, open_storage
 from storm_py.packaging.code_store import DistCodeStore
 from storm_py.runtime.transfer.auth import FrameAuth, topology_frame_key
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
+from storm_py.state.acl import WORKER_AUTH_ENV
 from storm_py.state.cluster_state import ClusterState
 from storm_py.transport import open_transport
 from storm_py.worker.core import Worker
@@ -69,6 +71,7 @@ def run_worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    conf = with_worker_auth(conf)
     host = local_hostname(conf)
     heartbeat_file = worker_heartbeat_path(conf, worker_id)
     try:
@@ -128,6 +131,19 @@ def run_worker(
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
+
+
+def with_worker_auth(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` plus the ZooKeeper identities the supervisor handed this worker (``WORKER_AUTH_ENV``)."""
+    raw = os.environ.get(WORKER_AUTH_ENV)
+    if not raw:
+        return dict(conf)
+    try:
+        given = json.loads(raw)
+    except ValueError:
+        log.error("ignoring a malformed %s", WORKER_AUTH_ENV)
+        return dict(conf)
+    return {**conf, **{str(k): str(v) for k, v in dict(given).items()}}
 
 
 def _local_heartbeats(worker: Worker, path: Path, freq: float, stop: threading.Event) -> None:

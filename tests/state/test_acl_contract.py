@@ -159,3 +159,32 @@ def test_policy_acls() -> None:
     assert acls.digest_id("super:secret") == f"super:{expected}"  # ZooKeeper's DigestAuthenticationProvider
     with pytest.raises(Exception, match="digest"):
         acls.policy_from_conf({"storm.zookeeper.auth.scheme": "sasl", "storm.zookeeper.auth.payload": "a:b"})
+
+
+def test_state_outside_the_cluster_tree_is_shared_by_workers_and_nobody_else(open_session: Opener) -> None:
+    """Transactional state and Kafka offsets outlive a topology: a resubmitted topology (a new id, a new identity)
+    continues with them.  Workers of any topology and the daemons reach them; a client without the secret does
+    not."""
+    one = open_session(acls.policy_from_conf(acls.worker_auth({"storm.zookeeper.auth.payload": SECRET}, "t-1")))
+    two = open_session(acls.policy_from_conf(acls.worker_auth({"storm.zookeeper.auth.payload": SECRET}, "t-2")))
+    daemon = open_session(cluster_policy())
+    one.set("/transactional/tx-a/coordinator/currtx", b"1")
+    assert two.get("/transactional/tx-a/coordinator/currtx") == b"1"  # the resubmitted topology continues
+    two.set("/transactional/tx-a/coordinator/currtx", b"2")
+    two.set("/kafka-offsets/spout/partition_0", b"{}")
+    assert daemon.get("/transactional/tx-a/coordinator/currtx") == b"2"
+    for stranger in (open_session(acls.AclPolicy()), open_session(cluster_policy(WRONG))):
+        refused(lambda s=stranger: s.children("/transactional"))  # type: ignore[misc]
+        refused(lambda s=stranger: s.get("/transactional/tx-a/coordinator/currtx"))  # type: ignore[misc]
+        refused(lambda s=stranger: s.create("/transactional/planted", b""))  # type: ignore[misc]
+        refused(lambda s=stranger: s.get("/kafka-offsets/spout/partition_0"))  # type: ignore[misc]
+    # inside the cluster's tree the topologies stay apart
+    daemon.set("/storm/assignments/t-1", b"a")
+    refused(lambda: two.get("/storm/assignments/t-1"))
+
+
+def test_a_worker_identity_holds_no_cluster_secret() -> None:
+    given = acls.worker_auth({"storm.zookeeper.auth.payload": SECRET}, "t-1")
+    assert SECRET not in "".join(given.values())
+    assert given["storm.zookeeper.superACL"] == f"digest:{acls.digest_id(SECRET)}"
+    assert acls.worker_auth({}, "t-1") == {}

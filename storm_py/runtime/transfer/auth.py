@@ -4,10 +4,12 @@ Every frame a worker sends ends with a 16-byte keyed BLAKE2b tag over all the by
 the tag (in constant time) before anything of the frame is decoded, so a frame not made by a worker of the same
 topology — forged, altered, or from another topology — never reaches the decoder, and is counted and logged.
 
-The key is the topology's own: derived from the cluster secret (``storm.zookeeper.auth.payload``, else
-``nimbus.auth.token``) and the topology id, the way Storm hands each topology its credentials without storing
-them anywhere else.  Only holders of the cluster secret (daemons, and workers through their supervisor's config)
-can compute it.  Without a cluster secret frames are not authenticated (a loopback-only development setup).
+The key is the topology's own: derived from the topology's ZooKeeper payload (``storm.zookeeper.topology.auth
+.payload``, which the supervisor hands each worker in place of the cluster's, itself derived from the cluster
+secret and the topology id: :func:`storm_py.state.acl.worker_auth`), else from ``nimbus.auth.token`` and the
+topology id — the way Storm hands each topology its credentials without storing them anywhere else.  Workers of
+another topology cannot compute it.  Without any secret frames are not authenticated (a loopback-only
+development setup).
 
 Chosen over ZeroMQ CURVE by measurement (BENCHMARKS.md, "Authenticated frames"): one keyed hash per frame of
 hundreds of tuples, no handshake, no per-peer key distribution.
@@ -20,13 +22,19 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.state.acl import topology_payload
+
 #: Bytes of the tag appended to each frame.
 TAG_BYTES = 16
 
 
 def topology_frame_key(conf: Mapping[str, Any], topology_id: str) -> bytes | None:
     """The frame key of ``topology_id`` from the cluster secret in ``conf``, or None when there is none."""
-    secret = conf.get("storm.zookeeper.auth.payload") or conf.get("nimbus.auth.token")
+    secret = conf.get("storm.zookeeper.topology.auth.payload")
+    cluster = conf.get("storm.zookeeper.auth.payload")
+    if not secret and cluster:
+        secret = topology_payload(str(cluster), topology_id)
+    secret = secret or conf.get("nimbus.auth.token")
     if not secret:
         return None
     return hmac.new(str(secret).encode("utf-8"), b"frames\x00" + topology_id.encode("utf-8"), "sha256").digest()
