@@ -214,12 +214,15 @@ class KafkaConsumerClient:
             records, self._stash_records = self._stash_records, []
             errors, self._stash_errors = self._stash_errors, []
             return records, errors
+        return self._consume(max_records, timeout)
+
+    def _consume(self, max_records: int, timeout: float) -> tuple[list[RawRecord], list[PollError]]:
         try:
             messages = self._consumer.consume(max_records, timeout)
         except ck.KafkaException as err:
             return [], [PollError("other", f"poll failed: {err}")]
-        records = []
-        errors = []
+        records: list[RawRecord] = []
+        errors: list[PollError] = []
         append = records.append
         for m in messages:
             failure = m.error()
@@ -266,7 +269,7 @@ class KafkaConsumerClient:
         want = dict(offsets)
         deadline = SYSTEM_CLOCK.now() + COMMIT_TIMEOUT
         while want and SYSTEM_CLOCK.now() < deadline:
-            raw, errors = self.poll_raw(500, 0.05)  # serves the commit callback; records are kept for later
+            raw, errors = self._consume(500, 0.05)  # serves the commit callback; records are kept for later
             self._stash_records.extend(raw)
             self._stash_errors.extend(errors)
             for tp, offset, error in self.commit_results[seen:]:
