@@ -140,6 +140,8 @@ def main() -> None:
     print("\n| round | system | case | sentences/s | CPU us/sentence | load avg (1 min) |")
     print("|---|---|---|---|---|---|")
     for r in rows:
+        if not ("topology" in r or "peer" in r or "error" in r):
+            continue  # a command's settings line
         case = r.get("peer") or (f"{r.get('topology', '')} ackers={r.get('ackers_per_worker', r.get('ackers'))}"
                                  if "topology" in r else r.get("error", ""))
         rate = r.get("sentences_per_s") or r.get("acked_per_s") or "-"
