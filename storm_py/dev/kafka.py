@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.zookeeper import _die_with_parent, free_port
+from storm_py.dev.zookeeper import _die_with_parent, free_port, stop_child
 from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
@@ -150,9 +150,4 @@ class KafkaBrokerProcess:
         if self.paused:
             proc.send_signal(signal.SIGCONT)
             self.paused = False
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
+        stop_child(proc, timeout)

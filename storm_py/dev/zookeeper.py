@@ -176,14 +176,8 @@ class ZooKeeperProcess:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL); its data stays."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
+        if proc is not None:
+            stop_child(proc, timeout)
 
     def restart(self) -> None:
         """Stop, then start on the same port and data (sessions and znodes survive)."""
@@ -196,6 +190,18 @@ class ZooKeeperProcess:
             return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def stop_child(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Stop a child server: SIGTERM, then SIGKILL when it has not exited within ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
 
 
 def _die_with_parent() -> None:
