@@ -61,7 +61,7 @@ def test_a_source_unpacked_after_its_extension_is_fine_while_it_has_the_recorded
 
 def test_importing_storm_py_refuses_a_stale_compiled_module(tmp_path):
     site = tmp_path / "site"
-    shutil.copytree(Path(build.__file__).parent, site / "storm_py", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "storm_py", site / "storm_py", ignore=shutil.ignore_patterns("__pycache__"))
     ext = site / "storm_py" / "runtime" / f"acker{SUFFIX}"
     ext.write_bytes(b"not really compiled")
     (site / "storm_py" / "runtime" / "acker.py").touch()  # edited after it was compiled
