@@ -29,26 +29,10 @@
     const windowCell = { label: "Window", render: r => Storm.link(here(r.window), r.windowPretty) };
     if (spout) {
       $("stats-title").textContent = "Spout stats";
-      table($("component-stats"), [windowCell,
-        { label: "Emitted", key: "emitted", num: true },
-        { label: "Transferred", key: "transferred", num: true },
-        { label: "Complete latency (ms)", key: "completeLatency", num: true },
-        { label: "Acked", key: "acked", num: true },
-        { label: "Failed", key: "failed", num: true },
-        { label: "Timed out", key: "timedOut", num: true },
-      ], page.spoutSummary || [], r => r.window);
+      table($("component-stats"), [windowCell, ...Storm.counterColumns("spout")], page.spoutSummary || [], r => r.window);
     } else {
       $("stats-title").textContent = "Bolt stats";
-      table($("component-stats"), [windowCell,
-        { label: "Emitted", key: "emitted", num: true },
-        { label: "Transferred", key: "transferred", num: true },
-        { label: "Capacity", key: "capacity", num: true },
-        { label: "Execute latency (ms)", key: "executeLatency", num: true },
-        { label: "Executed", key: "executed", num: true },
-        { label: "Process latency (ms)", key: "processLatency", num: true },
-        { label: "Acked", key: "acked", num: true },
-        { label: "Failed", key: "failed", num: true },
-      ], page.boltStats || [], r => r.window);
+      table($("component-stats"), [windowCell, ...Storm.counterColumns("bolt")], page.boltStats || [], r => r.window);
     }
     Storm.windowLinks($("windows"), page.window, here);
     table($("input-stats"), [
@@ -71,23 +55,10 @@
       { label: "Id", key: "id" },
       { label: "Uptime", key: "uptime" },
       { label: "Host:Port", render: r => r.host + ":" + r.port },
-      { label: "Emitted", key: "emitted", num: true },
-      { label: "Transferred", key: "transferred", num: true },
-    ].concat(spout ? [
-      { label: "Complete latency (ms)", key: "completeLatency", num: true },
-      { label: "Acked", key: "acked", num: true },
-      { label: "Failed", key: "failed", num: true },
-      { label: "Timed out", key: "timedOut", num: true },
-    ] : [
-      { label: "Capacity", key: "capacity", num: true },
-      { label: "Execute latency (ms)", key: "executeLatency", num: true },
-      { label: "Executed", key: "executed", num: true },
-      { label: "Acked", key: "acked", num: true },
-      { label: "Failed", key: "failed", num: true },
-    ]).concat([
-      { label: "Queue", key: "receiveQueuePopulation", num: true },
+      ...(spout ? Storm.counterColumns("spout") : Storm.counterColumns("bolt", "processLatency")),
+      Storm.numColumn("Queue", "receiveQueuePopulation"),
       { label: "Log", render: r => Storm.logLink(r.workerLogLink, "worker.log") },
-    ]), page.executorStats || [], r => r.id + "@" + r.host + ":" + r.port, "No executors are running.");
+    ], page.executorStats || [], r => r.id + "@" + r.host + ":" + r.port, "No executors are running.");
     table($("errors"), [
       { label: "Time", render: r => new Date(r.errorTime * 1000).toISOString() },
       { label: "Host:Port", render: r => r.errorHost + ":" + r.errorPort },

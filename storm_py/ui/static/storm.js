@@ -122,6 +122,20 @@ const Storm = (() => {
     });
   }
 
+  /** A column of `table` showing the number under `key`. */
+  function numColumn(label, key) { return { label, key, num: true }; }
+
+  const COUNTERS = {
+    spout: [["Emitted", "emitted"], ["Transferred", "transferred"], ["Complete latency (ms)", "completeLatency"],
+            ["Acked", "acked"], ["Failed", "failed"], ["Timed out", "timedOut"]].map(([l, k]) => numColumn(l, k)),
+    bolt: [["Emitted", "emitted"], ["Transferred", "transferred"], ["Capacity", "capacity"],
+           ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
+           ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"]].map(([l, k]) => numColumn(l, k)),
+  };
+
+  /** The counter columns of a `kind` ("spout" or "bolt") in Storm's order, leaving out the keys in `without`. */
+  function counterColumns(kind, ...without) { return COUNTERS[kind].filter(c => !without.includes(c.key)); }
+
   function message(node, text, kind) {
     node.textContent = text || "";
     node.className = "message " + (kind || "error") + (text ? "" : " hidden");
@@ -162,5 +176,5 @@ const Storm = (() => {
   }
 
   return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, link, logLink, topologyHref,
-           componentHref, table, message, every, windowLinks, keyValueTable };
+           componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable };
 })();

@@ -11,6 +11,7 @@
 
   const errorCell = r => r.lastError ? el("pre", { class: "error" }, r.lastError.split("\n").slice(-3).join("\n")) : "";
   const componentLink = key => r => Storm.link(Storm.componentHref(topologyId, r[key], window_), r[key]);
+  const parallelism = [Storm.numColumn("Executors", "executors"), Storm.numColumn("Tasks", "tasks")];
 
   async function refresh() {
     const page = await Storm.getJson("/topology/" + encodeURIComponent(id) + "?window=" + encodeURIComponent(window_));
@@ -30,38 +31,19 @@
     ], [page]);
     table($("topology-stats"), [
       { label: "Window", render: r => Storm.link(Storm.topologyHref(topologyId, r.window), r.windowPretty) },
-      { label: "Emitted", key: "emitted", num: true },
-      { label: "Transferred", key: "transferred", num: true },
-      { label: "Complete latency (ms)", key: "completeLatency", num: true },
-      { label: "Acked", key: "acked", num: true },
-      { label: "Failed", key: "failed", num: true },
-      { label: "Timed out", key: "timedOut", num: true },
+      ...Storm.counterColumns("spout"),
     ], page.topologyStats || [], r => r.window);
     Storm.windowLinks($("windows"), page.window, w => Storm.topologyHref(topologyId, w));
     table($("spouts"), [
       { label: "Id", render: componentLink("spoutId") },
-      { label: "Executors", key: "executors", num: true },
-      { label: "Tasks", key: "tasks", num: true },
-      { label: "Emitted", key: "emitted", num: true },
-      { label: "Transferred", key: "transferred", num: true },
-      { label: "Complete latency (ms)", key: "completeLatency", num: true },
-      { label: "Acked", key: "acked", num: true },
-      { label: "Failed", key: "failed", num: true },
-      { label: "Timed out", key: "timedOut", num: true },
+      ...parallelism,
+      ...Storm.counterColumns("spout"),
       { label: "Last error", render: errorCell },
     ], page.spouts || [], r => r.spoutId);
     table($("bolts"), [
       { label: "Id", render: componentLink("boltId") },
-      { label: "Executors", key: "executors", num: true },
-      { label: "Tasks", key: "tasks", num: true },
-      { label: "Emitted", key: "emitted", num: true },
-      { label: "Transferred", key: "transferred", num: true },
-      { label: "Capacity", key: "capacity", num: true },
-      { label: "Execute latency (ms)", key: "executeLatency", num: true },
-      { label: "Executed", key: "executed", num: true },
-      { label: "Process latency (ms)", key: "processLatency", num: true },
-      { label: "Acked", key: "acked", num: true },
-      { label: "Failed", key: "failed", num: true },
+      ...parallelism,
+      ...Storm.counterColumns("bolt"),
       { label: "Last error", render: errorCell },
     ], page.bolts || [], r => r.boltId);
     table($("workers"), [
