@@ -24,15 +24,9 @@ from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
 
-from storm_py import BasicBolt, Bolt, LocalCluster, Spout, TopologyBuilder
+from peers.common import SENTENCES  # the same sentences as the word-count peers
 
-SENTENCES = [
-    "the cow jumped over the moon and away",
-    "an apple a day keeps the doctor away",
-    "four score and seven years ago our fathers",
-    "snow white and the seven dwarfs went home",
-    "i am at two with nature said he",
-]
+from storm_py import BasicBolt, Bolt, LocalCluster, Spout, TopologyBuilder
 
 
 class ConstSpout(Spout):

@@ -1,4 +1,4 @@
-"""What every word-count peer shares: the sentences (those of ``bench/storm_perf.py``), the fields hash, a
+"""What every word-count peer shares: the sentences (``bench/storm_perf.py`` uses them too), the fields hash, a
 result line, and the machine's load and CPU use around a run."""
 
 from __future__ import annotations
