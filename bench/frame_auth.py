@@ -13,8 +13,6 @@ with the per-run start-up cost removed.
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from two_workers import TwoWorkers  # noqa: E402
+from two_workers import TwoWorkers, cachegrind  # noqa: E402
 
 from storm_py.clock import SimulatedClock  # noqa: E402
 from storm_py.runtime.system_topology import ACKER_COMPONENT  # noqa: E402
@@ -78,13 +76,7 @@ MODES = {"plain": TwoWorkers, "checked": CheckedTwoWorkers, "sealed": SealedTwoW
 
 
 def _cachegrind(case: str, ackers: int, passes: int, mode: str) -> tuple[int, int]:
-    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
-           str(Path(__file__).resolve()), "--case", case, "--ackers", str(ackers), "--passes", str(passes),
-           "--mode", mode]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
-    refs = int(re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr).group(1).replace(",", ""))  # type: ignore[union-attr]
-    return acked, refs
+    return cachegrind(__file__, "--case", case, "--ackers", str(ackers), "--passes", str(passes), "--mode", mode)
 
 
 def main() -> None:

@@ -127,16 +127,19 @@ def measure(case: str, ackers: int, pending: int, secs: float) -> dict[str, Any]
     }
 
 
-def _cachegrind(args: argparse.Namespace, passes: int) -> tuple[int, int]:
-    cmd = [
-        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-        sys.executable, str(Path(__file__).resolve()), "--case", args.case, "--ackers", str(args.ackers),
-        "--pending", str(args.pending), "--passes", str(passes), "--gc", args.gc,
-    ]
+def cachegrind(script: str, *script_args: str) -> tuple[int, int]:
+    """Run ``script`` under valgrind: the ``acked N`` it prints and the instructions it took."""
+    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+           sys.executable, str(Path(script).resolve()), *script_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
     refs = int(re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr).group(1).replace(",", ""))  # type: ignore[union-attr]
     return acked, refs
+
+
+def _cachegrind(args: argparse.Namespace, passes: int) -> tuple[int, int]:
+    return cachegrind(__file__, "--case", args.case, "--ackers", str(args.ackers), "--pending", str(args.pending),
+                      "--passes", str(passes), "--gc", args.gc)
 
 
 def main() -> None:
