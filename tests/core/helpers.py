@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storm_py import BasicBolt, Bolt, Fields, Spout
+from storm_py import BasicBolt, Bolt, Fields, Spout, TopologyBuilder
 from storm_py.testing import AckTracker, FeederSpout
 
 
@@ -104,6 +104,15 @@ class AckTrackingFeeder:
     def assert_num_acks(self, n: int) -> None:
         assert self.tracker.get_num_acks() == n
         self.tracker.reset_num_acks()
+
+
+def feeder_topology(fields: list[str], delegate: Any, spout_id: str = "1") -> tuple[FeederSpout, TopologyBuilder]:
+    """A FeederSpout on ``fields`` whose acks and fails go to ``delegate``, as spout ``spout_id`` of a new builder."""
+    feeder = FeederSpout(fields)
+    feeder.set_ack_fail_delegate(delegate)
+    builder = TopologyBuilder()
+    builder.set_spout(spout_id, feeder)
+    return feeder, builder
 
 
 class ConfBolt(BasicBolt):

@@ -12,6 +12,7 @@ from tests.core.helpers import (
     AggBolt,
     BranchingBolt,
     IdentityBolt,
+    feeder_topology,
 )
 
 
@@ -116,11 +117,8 @@ def test_acking_self_anchor():
 def test_timeout():
     """Ports TopologyIntegrationTest.testTimeout: an un-acked tuple fails between T and 2T."""
     with LocalCluster(simulated_time=True, daemon_conf={"topology.enable.message.timeouts": True}) as cluster:
-        feeder = FeederSpout(["field1"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["field1"], tracker)
         builder.set_bolt("2", AckEveryOtherBolt()).global_grouping("1")
         cluster.submit_topology("timeout-tester", {"topology.message.timeout.secs": 10}, builder.create_topology())
         cluster.advance_cluster_time(11)
@@ -157,11 +155,8 @@ class ResetTimeoutBolt(AckBolt):
 def test_reset_timeout():
     """Ports TopologyIntegrationTest.testResetTimeout: reset_timeout keeps a tuple alive past 2T."""
     with LocalCluster(simulated_time=True, daemon_conf={"topology.enable.message.timeouts": True}) as cluster:
-        feeder = FeederSpout(["field1"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["field1"], tracker)
         builder.set_bolt("2", ResetTimeoutBolt()).global_grouping("1")
         cluster.submit_topology("reset-timeout-tester", {"topology.message.timeout.secs": 10},
                                 builder.create_topology())
@@ -184,11 +179,8 @@ def test_reset_timeout():
 def test_message_timeouts_disabled_never_fail():
     """topology.enable.message.timeouts=false: an un-acked tuple never times out."""
     with LocalCluster(simulated_time=True) as cluster:
-        feeder = FeederSpout(["field1"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["field1"], tracker)
         builder.set_bolt("2", AckEveryOtherBolt()).global_grouping("1")
         cluster.submit_topology(
             "no-timeouts", {"topology.message.timeout.secs": 10, "topology.enable.message.timeouts": False},
@@ -220,11 +212,8 @@ class LateAckBolt(AckBolt):
 def test_late_ack_after_timeout_is_ignored():
     """A tuple that timed out is failed once; its late ack does not reach the spout."""
     with LocalCluster(simulated_time=True) as cluster:
-        feeder = FeederSpout(["field1"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["field1"], tracker)
         builder.set_bolt("2", LateAckBolt()).global_grouping("1")
         cluster.submit_topology("late-ack", {"topology.message.timeout.secs": 10}, builder.create_topology())
         feeder.feed(["a"], 1)
@@ -264,11 +253,8 @@ class FailBolt(AckBolt):
 def test_multi_root_anchoring_fails_every_root():
     """A child anchored to two spout tuples: failing it fails both roots; acking it acks both."""
     with LocalCluster(simulated_time=True, tracked=True) as cluster:
-        feeder = FeederSpout(["num"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["num"], tracker)
         builder.set_bolt("join", MultiRootBolt()).global_grouping("1")
         builder.set_bolt("ack", AckBolt()).shuffle_grouping("join")
         tracked = TrackedTopology(builder.create_topology(), cluster)
@@ -279,11 +265,8 @@ def test_multi_root_anchoring_fails_every_root():
         assert tracker.is_acked("a") and tracker.is_acked("b")
 
     with LocalCluster(simulated_time=True, tracked=True) as cluster:
-        feeder = FeederSpout(["num"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["num"], tracker)
         builder.set_bolt("join", MultiRootBolt()).global_grouping("1")
         builder.set_bolt("fail", FailBolt()).shuffle_grouping("join")
         tracked = TrackedTopology(builder.create_topology(), cluster)
@@ -298,11 +281,8 @@ def test_multi_root_anchoring_fails_every_root():
 def test_zero_ackers_ack_inside_emit():
     """topology.acker.executors=0: emit with a message id acks it at once; no __acker runs."""
     with LocalCluster(simulated_time=True, tracked=True) as cluster:
-        feeder = FeederSpout(["num"])
         tracker = AckFailMapTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
+        feeder, builder = feeder_topology(["num"], tracker)
         builder.set_bolt("2", FailBolt()).shuffle_grouping("1")
         tracked = TrackedTopology(builder.create_topology(), cluster)
         tid = cluster.submit_topology("no-ackers", {"topology.acker.executors": 0}, tracked)

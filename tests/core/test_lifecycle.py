@@ -21,7 +21,7 @@ from storm_py import (
 from storm_py.clock import wait_until
 from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
 from storm_py.testing.registry import Shared
-from tests.core.helpers import AckBolt
+from tests.core.helpers import AckBolt, feeder_topology
 
 
 class Log(Shared):
@@ -116,12 +116,9 @@ def test_submit_inactive_then_activate_deactivate():
     """Ports TopologyIntegrationTest.testSubmitInactiveTopology and activate/deactivate: an inactive topology
     does not open its spouts; no next_tuple while inactive."""
     log = Log()
-    feeder = FeederSpout(["field1"])
     tracker = AckFailMapTracker()
-    feeder.set_ack_fail_delegate(tracker)
+    feeder, builder = feeder_topology(["field1"], tracker)
     with LocalCluster(simulated_time=True) as cluster:
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
         builder.set_spout("2", LifecycleSpout(log))
         builder.set_bolt("3", AckBolt()).global_grouping("1")
         cluster.submit_topology("test", {"topology.message.timeout.secs": 10}, builder.create_topology(), inactive=True)
@@ -256,12 +253,9 @@ class RaisingBolt(Bolt):
 
 
 def test_bolt_that_raises_fails_tree_records_error_and_goes_on():
-    feeder = FeederSpout(["n"])
     tracker = AckFailMapTracker()
-    feeder.set_ack_fail_delegate(tracker)
+    feeder, builder = feeder_topology(["n"], tracker)
     with LocalCluster(simulated_time=True, tracked=True) as cluster:
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
         builder.set_bolt("boom", RaisingBolt()).shuffle_grouping("1")
         tracked = TrackedTopology(builder.create_topology(), cluster)
         cluster.submit_topology("raises", {}, tracked)
@@ -292,12 +286,9 @@ class BasicFailing(BasicBolt):
 
 def test_basic_bolt_failed_and_reported_exceptions():
     """BaseBasicBolt: FailedException fails the input; ReportedFailedException fails it and reports."""
-    feeder = FeederSpout(["n"])
     tracker = AckFailMapTracker()
-    feeder.set_ack_fail_delegate(tracker)
+    feeder, builder = feeder_topology(["n"], tracker)
     with LocalCluster(simulated_time=True, tracked=True) as cluster:
-        builder = TopologyBuilder()
-        builder.set_spout("1", feeder)
         builder.set_bolt("basic", BasicFailing()).shuffle_grouping("1")
         builder.set_bolt("ack", AckBolt()).shuffle_grouping("basic")
         tracked = TrackedTopology(builder.create_topology(), cluster)

@@ -20,7 +20,7 @@ from storm_py.testing import (
     tracked_wait,
 )
 from storm_py.testing.registry import Shared
-from tests.core.helpers import ConfBolt
+from tests.core.helpers import ConfBolt, feeder_topology
 
 
 class RecordingDelegate(Shared):
@@ -52,11 +52,8 @@ class FailBolt(Bolt):
 
 
 def _feeder_topology(bolt: Bolt) -> tuple[FeederSpout, RecordingDelegate, TopologyBuilder]:
-    feeder = FeederSpout(["n"])
     delegate = RecordingDelegate()
-    feeder.set_ack_fail_delegate(delegate)
-    builder = TopologyBuilder()
-    builder.set_spout("feeder", feeder)
+    feeder, builder = feeder_topology(["n"], delegate, "feeder")
     builder.set_bolt("bolt", bolt).shuffle_grouping("feeder")
     return feeder, delegate, builder
 
@@ -93,11 +90,8 @@ def test_feed_no_ack_is_untracked():
 
 def test_ack_tracker_counts_acks_of_fed_tuples():
     with LocalCluster(simulated_time=True) as cluster:
-        feeder = FeederSpout(["n"])
         tracker = AckTracker()
-        feeder.set_ack_fail_delegate(tracker)
-        builder = TopologyBuilder()
-        builder.set_spout("feeder", feeder)
+        feeder, builder = feeder_topology(["n"], tracker, "feeder")
         builder.set_bolt("count", TestGlobalCount()).shuffle_grouping("feeder")
         tracked = TrackedTopology(builder.create_topology(), cluster)
         cluster.submit_topology("ack-tracker", {}, tracked)
