@@ -21,6 +21,7 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.dev.cluster import RECORD
 
 APPS = Path(__file__).parent / "apps"
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ class DevClusterProcess:
         return line.split(" ", 1)[1].strip()
 
     def info(self) -> dict[str, Any]:
-        return json.loads((self.workdir / "dev-cluster.json").read_text(encoding="utf-8"))
+        return json.loads((self.workdir / RECORD).read_text(encoding="utf-8"))
 
     def daemon(self, name: str) -> dict[str, Any]:
         return next(d for d in self.info()["daemons"] if d["name"] == name)
