@@ -160,16 +160,21 @@ def steady_rate(n: int) -> float:
     return rate
 
 
-def through_spout(bootstrap: str, topic: str, n: int, tasks: int) -> float:
+def steady_rate_of(name: str, tb: TopologyBuilder, n: int) -> float:
+    """Run ``tb`` as ``name`` in a LocalCluster (10,000 pending per spout task) until ``n`` acks: its steady rate."""
     ACKED["n"] = 0
+    with LocalCluster() as cluster:
+        cluster.submit_topology(name, {"topology.max.spout.pending": 10000}, tb.create_topology())
+        rate = steady_rate(n)
+        cluster.kill_topology(name, wait_secs=0)
+    return rate
+
+
+def through_spout(bootstrap: str, topic: str, n: int, tasks: int) -> float:
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(bootstrap, [topic], group_id=f"b-{uuid.uuid4().hex}")), tasks)
     tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("kafka")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("kafka-spout", {"topology.max.spout.pending": 10000}, tb.create_topology())
-        rate = steady_rate(n)
-        cluster.kill_topology("kafka-spout", wait_secs=0)
-    return rate
+    return steady_rate_of("kafka-spout", tb, n)
 
 
 class ConstSpout(Spout):
@@ -194,27 +199,17 @@ class ConstSpout(Spout):
 
 
 def const_spout(n: int) -> float:
-    ACKED["n"] = 0
     tb = TopologyBuilder()
     tb.set_spout("const", ConstSpout(n))
     tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("const")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("const", {"topology.max.spout.pending": 10000}, tb.create_topology())
-        rate = steady_rate(n)
-        cluster.kill_topology("const", wait_secs=0)
-    return rate
+    return steady_rate_of("const", tb, n)
 
 
 def through_bolt(bootstrap: str, topic: str, n: int) -> float:
-    ACKED["n"] = 0
     tb = TopologyBuilder()
     tb.set_spout("gen", CountingSpout(n))
     tb.set_bolt("kafka", KafkaBolt(bootstrap, topic, key_field=None, batch_num_messages=10000)).shuffle_grouping("gen")
-    with LocalCluster() as cluster:
-        cluster.submit_topology("kafka-bolt", {"topology.max.spout.pending": 10000}, tb.create_topology())
-        rate = steady_rate(n)
-        cluster.kill_topology("kafka-bolt", wait_secs=0)
-    return rate
+    return steady_rate_of("kafka-bolt", tb, n)
 
 
 def record_path(n: int, phase: str) -> None:
