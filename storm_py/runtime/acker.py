@@ -71,12 +71,16 @@ class AckLedger:
         for row in rows:
             code = row[0]
             root: Id = row[1]
+            bucket = b0  # where the entry is, so that a decided root leaves it without a search
             e = b0.get(root)
             if e is None:
+                bucket = b1
                 e = b1.get(root)
                 if e is None:
+                    bucket = b2
                     e = b2.get(root)
                     if e is None:
+                        bucket = b0
                         e = [0, now, -1, False]
                         b0[root] = e
             reset = False
@@ -88,18 +92,20 @@ class AckLedger:
             elif code == FAIL:
                 e[3] = True
                 self._reput(root, e)
+                bucket = b0
             elif code == RESET:
                 reset = True
                 self._reput(root, e)
+                bucket = b0
             else:
                 continue
             task = e[2]
             if task >= 0:
                 if e[0] == 0:
-                    self._remove(root)
+                    del bucket[root]
                     emit(task, (ACKED, root, int((now - e[1]) * 1000)))
                 elif e[3]:
-                    self._remove(root)
+                    del bucket[root]
                     emit(task, (FAILED, root, int((now - e[1]) * 1000)))
                 elif reset:
                     emit(task, (RESET_TIMEOUT, root, int((now - e[1]) * 1000)))
@@ -108,10 +114,6 @@ class AckLedger:
         self._b1.pop(root, None)
         self._b2.pop(root, None)
         self._b0[root] = e
-
-    def _remove(self, root: int) -> None:
-        if self._b0.pop(root, None) is None and self._b1.pop(root, None) is None:
-            self._b2.pop(root, None)
 
 
 class AckerBolt(Bolt):
