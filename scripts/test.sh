@@ -28,7 +28,8 @@ case "${STORM_PY_BUILD:-pure}" in
         ;;
     *) echo "STORM_PY_BUILD must be pure or compiled, not ${STORM_PY_BUILD}" >&2; exit 2 ;;
 esac
-.venv/bin/python -c 'import storm_py.build as b; print("storm_py build under test:", b.describe())'
+# -P: not the tree's own storm_py from the current directory, the one the suite imports
+.venv/bin/python -P -c 'import storm_py.build as b; print("storm_py build under test:", b.describe())'
 set +e
 "${pytest[@]}" "${verbosity[@]}" "$@"
 rc=$?
