@@ -70,6 +70,7 @@ def write_txid_files(
     partition_by: Sequence[str],
     txid: int,
     task: int,
+    token: str,
     *,
     max_rows_per_file: int,
     row_group_rows: int,
@@ -100,7 +101,7 @@ def write_txid_files(
             chunk = part.slice(start, max_rows_per_file)
             staged = staging / f"{prefix}-{seq:04d}.parquet"
             write_table(chunk, staged, row_group_rows, compression, fsync)
-            entry = FileEntry(f"{rel_dir}/{part_name(txid, task, seq)}", chunk.num_rows,
+            entry = FileEntry(f"{rel_dir}/{part_name(txid, task, seq, token)}", chunk.num_rows,
                               dict(zip(partition_by, key, strict=True)))
             out.append((entry, staged))
             seq += 1
@@ -178,15 +179,21 @@ def compact(root: str | os.PathLike[str], min_rows: int = 100_000, row_group_row
     """Merge runs of consecutive small committed txids into compacted segments; the ``(first, last)`` merged.
 
     A txid is small when it holds fewer than ``min_rows`` rows; a run closes once it reaches ``min_rows``.  Each
-    run is written as one file under ``_compacted/<first>-<last>/``, then the run's manifests are rewritten to
-    point at it, then the txids' own files are deleted.  Run it while no reader is reading ``root`` (the sink
-    may keep committing: compaction only touches committed txids).  An interrupted compaction is finished by
-    the next one.
+    run is written as one file under ``_compacted/<first>-<last>/``, then the run's manifests are switched
+    (atomically, one by one) to point at it.  Safe while readers read and the sink commits:
+
+    * the last committed txid is never compacted (a replay may still replace it), the sink writes nothing
+      below it, so compaction and sink never touch the same manifest;
+    * a reader reads each txid either from its own files or from the segment, by the manifest it took;
+    * the txids' own files are deleted by the *next* call, not this one, so a reader that took a manifest
+      before the switch reads on; run compactions further apart than the longest read (one at a time).
+
+    An interrupted compaction is finished by the next one.
     """
     layout = DatasetLayout(root)
     latest = layout.latest()
-    manifests = layout.committed_manifests(latest)
-    for m in manifests:  # an earlier compaction stopped after rewriting manifests: remove what they replaced
+    manifests = layout.committed_manifests(latest)[:-1]  # not the last: a replay may replace it
+    for m in manifests:  # compacted by an earlier call: the original files are no longer read
         if m.compacted:
             _remove_originals(layout, m)
     runs: list[list[Manifest]] = []
@@ -221,8 +228,6 @@ def compact(root: str | os.PathLike[str], min_rows: int = 100_000, row_group_row
         for m in run:
             old = Manifest(m.txid, m.attempt, m.files, m.schema, m.fingerprint, m.source, m.errors, m.tasks, seg)
             layout.write_manifest(old)
-        for m in run:
-            _remove_originals(layout, m)
         done.append((run[0].txid, run[-1].txid))
     return done
 

@@ -218,8 +218,21 @@ class AttachedJob:
         self.last_run = clock.now()
         self.runs = 0
         self._lock = threading.Lock()
+        self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=f"spark-job {options['job']}", daemon=True)
         self._thread.start()
+
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopping
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop the loop (a running step finishes first; an unpublished one is redone by the next runner)."""
+        self._stopping = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("attached Spark job %s over %s still running after %.0f s", self.options["job"],
+                        self.root, timeout)
 
     def committed(self, txid: int) -> None:
         """The sink committed ``txid``."""
@@ -228,8 +241,10 @@ class AttachedJob:
 
     def _loop(self) -> None:
         job: Job | None = None
-        while True:
+        while not self._stopping:
             self.clock.sleep(self.POLL_SECS)
+            if self.stopping():
+                return
             try:
                 out = JobOutput(self.options["output"])
                 with self._lock:
@@ -258,3 +273,11 @@ def attached_trigger(root: str, options: dict[str, Any], clock: Clock | None) ->
         if runner is None:
             runner = _ATTACHED[key] = AttachedJob(root, options, clock or SYSTEM_CLOCK)
         return runner
+
+
+def stop_attached(root: str, output: str) -> None:
+    """Stop the process's runner of the job writing ``output`` over ``root``, if one runs."""
+    with _ATTACHED_LOCK:
+        runner = _ATTACHED.pop((os.path.abspath(root), os.path.abspath(output)), None)
+    if runner is not None:
+        runner.stop()

@@ -4,15 +4,26 @@ Standard library only (no pyarrow): the decisions here are pure functions of wha
 Everything relative to the dataset ``root``::
 
     _staging/<N>-<task>-<attempt>-<seq>.parquet  files being written (Spark and pyarrow skip names with "_")
-    <col>=<value>/.../txid=<N>/part-<N>-<task>-<seq>.parquet    published rows of txid N
+    <col>=<value>/.../txid=<N>/part-<N>-<task>-<seq>-<token>.parquet  published rows of txid N (token: the
+                                                 commit call's, so an attempt never overwrites another's file)
     _commits/<N>/task-<task>.json                one sink task's part of N (files, rows, source offsets)
     _commits/<N>.json                            N's manifest, written once every task's part is there
     _commits/_LATEST                             {"txid": N}: every txid <= N is committed (tmp file + rename)
+    _commits/_replaced/<N>-<token>.json          files of N's previous content, deleted by a later janitor
 
 A txid is committed exactly when ``_LATEST`` reaches it: a reader takes ``_LATEST`` first and reads only the
-txids up to it, so a partly published N (``N > _LATEST``) is never seen.  Commits come strictly in txid order
-and the commit of N is retried until it succeeds, so N can be replaced (its files deleted and written again)
-as long as ``N > _LATEST``, and a commit of ``N <= _LATEST`` is a replay of a published txid: skipped.
+txids up to it, and reads only the files its manifests list, so a partly published N (``N > _LATEST``) and the
+files of a replaced or failed attempt are never seen.  Commits come strictly in txid order and the commit of N is
+retried until it succeeds, so:
+
+* ``N = _LATEST + 1``: publish (whatever an earlier attempt of N left is deleted first, nobody reads it);
+* ``N = _LATEST``: a replay of the last committed txid (its commit was not recorded by the coordinator before a
+  failure).  With an opaque spout the replayed batch may hold other records, so N is *replaced*: the new files
+  are written beside the old ones under new names and N's manifest is switched atomically; a reader holding the
+  old manifest still reads the old, consistent N.  The old files are listed in ``_replaced/`` and deleted by
+  the janitor at a later start-up.  (For a transactional spout the content is the same: replacing is harmless.)
+* ``N < _LATEST``: the coordinator recorded N before it committed a later txid; such a commit cannot reach the
+  sink again, and if it does it is skipped.
 """
 
 from __future__ import annotations
@@ -23,8 +34,10 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +50,8 @@ COMMITS = "_commits"
 LATEST = "_LATEST"
 COMPACTED = "_compacted"
 TXID_COLUMN = "txid"
-PART_RE = re.compile(r"^part-(\d{20})-(\d{5})-(\d{4})\.parquet$")
+PART_RE = re.compile(r"^part-(\d{20})-(\d{5})-(\d{4})(?:-[0-9a-f]+)?\.parquet$")
+REPLACED = "_replaced"
 TXID_DIR_RE = re.compile(r"^txid=(\d+)$")
 
 
@@ -51,13 +65,16 @@ class CommitAction(enum.Enum):
     """What the commit of one txid does, given ``_LATEST``."""
 
     PUBLISH = "publish"  # N = _LATEST + 1: replace whatever an earlier attempt left, then publish
-    SKIP = "skip"  # N <= _LATEST: a replay of a published txid (identical for a transactional spout)
+    REPLACE = "replace"  # N = _LATEST: a replay of the last committed txid, its content replaced atomically
+    SKIP = "skip"  # N < _LATEST: an older txid (its commit was recorded): nothing to do
 
 
 def plan_commit(latest: int, txid: int) -> CommitAction:
     """The commit rule; a txid beyond ``_LATEST + 1`` means an earlier one was never published: an error."""
-    if txid <= latest:
+    if txid < latest:
         return CommitAction.SKIP
+    if txid == latest:
+        return CommitAction.REPLACE
     if txid == latest + 1:
         return CommitAction.PUBLISH
     raise DatasetError(
@@ -65,9 +82,9 @@ def plan_commit(latest: int, txid: int) -> CommitAction:
         "were never published (was the dataset root reused by another topology?)", txid=txid, latest=latest)
 
 
-def part_name(txid: int, task: int, seq: int) -> str:
-    """The deterministic file name of a task's ``seq``-th file of ``txid``."""
-    return f"part-{txid:020d}-{task:05d}-{seq:04d}.parquet"
+def part_name(txid: int, task: int, seq: int, token: str = "") -> str:
+    """The file name of a task's ``seq``-th file of ``txid`` (``token``: the commit call's, hex)."""
+    return f"part-{txid:020d}-{task:05d}-{seq:04d}{'-' + token if token else ''}.parquet"
 
 
 def escape_value(value: Any) -> str:
@@ -189,6 +206,35 @@ def write_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
     os.replace(tmp, path)
 
 
+_FSYNC_POOL: ThreadPoolExecutor | None = None
+_FSYNC_POOL_LOCK = threading.Lock()
+
+
+def fsync_all(paths: Sequence[Path]) -> None:
+    """fsync files and directories together (one thread each, up to 4): a journaling file system commits
+    concurrent fsyncs in one journal commit, so n of them cost about one.  Returns once all are durable."""
+    global _FSYNC_POOL
+    if len(paths) <= 1:
+        for p in paths:
+            fsync_path(p)
+        return
+    with _FSYNC_POOL_LOCK:
+        if _FSYNC_POOL is None:
+            _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-fsync")
+        pool = _FSYNC_POOL
+    for future in [pool.submit(fsync_path, p) for p in paths]:
+        future.result()
+
+
+def fsync_path(path: Path) -> None:
+    """Make a file's content, or a directory's entries, durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: Path) -> None:
     """Make renames inside ``path`` durable."""
     fd = os.open(path, os.O_RDONLY)
@@ -224,6 +270,23 @@ class DatasetLayout:
 
     def set_latest(self, txid: int, fsync: bool = True) -> None:
         write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode(), fsync)
+        if fsync:
+            fsync_dir(self.commits)  # the rename itself
+
+    def publish_latest(self, manifest: Manifest, synced: Sequence[Path], fsync: bool = True) -> None:
+        """The single task's commit of N: N's manifest and the new ``_LATEST`` are written, then fsynced together
+        with ``synced`` (N's files and directories), then ``_LATEST`` is renamed into place and made durable.
+        Two rounds of fsyncs instead of one per file; ``_LATEST`` moves only once everything N needs is durable."""
+        path = self.manifest_path(manifest.txid)
+        with open(path, "wb") as fh:  # N > _LATEST: nobody reads it yet, and the janitor removes a half one
+            fh.write(json.dumps(manifest.to_json(), indent=1).encode())
+        tmp = self.commits / f".{LATEST}.{uuid.uuid4().hex}.tmp"
+        tmp.write_bytes(json.dumps({"txid": manifest.txid}).encode())
+        if fsync:
+            fsync_all([*synced, path, tmp, self.commits])
+        os.replace(tmp, self.commits / LATEST)
+        if fsync:
+            fsync_dir(self.commits)
 
     def manifest_path(self, txid: int) -> Path:
         return self.commits / f"{txid:020d}.json"
@@ -262,6 +325,17 @@ class DatasetLayout:
         path = self.parts_dir(part.txid) / f"task-{task:05d}.json"
         write_atomic(path, json.dumps(part.to_json()).encode(), fsync)
 
+    def replace_manifest(self, old: Manifest, new: Manifest, fsync: bool = True) -> None:
+        """Switch committed N's manifest from ``old`` to ``new`` (atomically); ``old``'s files are left for the
+        janitor, listed under ``_replaced/`` (readers holding ``old`` keep reading a consistent N)."""
+        self.write_manifest(new, fsync, atomic=True)
+        kept = {f.path for f in new.files}
+        gone = [f.path for f in old.files if f.path not in kept]
+        if gone:
+            (self.commits / REPLACED).mkdir(exist_ok=True)
+            path = self.commits / REPLACED / f"{new.txid:020d}-{uuid.uuid4().hex}.json"
+            write_atomic(path, json.dumps({"txid": new.txid, "files": gone}).encode(), fsync)
+
     def read_parts(self, txid: int) -> list[Manifest]:
         d = self.parts_dir(txid)
         if not d.is_dir():
@@ -287,7 +361,11 @@ class DatasetLayout:
     def janitor(self, task: int, ntasks: int) -> list[str]:
         """Start-up clean-up of one task's leftovers (and, for task 0, of tasks beyond ``ntasks``).
 
-        Removes its staged attempts and what it published for txids above ``_LATEST``; returns what it removed.
+        Removes its staged attempts, what it published for txids above ``_LATEST`` and files of ``_LATEST``
+        that its manifest does not list (a replacement that failed, or replaced content), and (task 0) the
+        files of replaced content listed under ``_replaced/``; returns what it removed.  Readers that took a
+        manifest before a replacement may still be reading the replaced files: the janitor runs only at a
+        sink's start-up, long after.
         """
         latest = self.latest()
 
@@ -295,6 +373,18 @@ class DatasetLayout:
             return t == task or (task == 0 and t >= ntasks)
 
         removed: list[str] = []
+        listed = {f.path for f in self.read_manifest(latest).files} if latest else set()
+        if task == 0 and (self.commits / REPLACED).is_dir():
+            for tomb in sorted((self.commits / REPLACED).glob("*.json")):
+                data = json.loads(tomb.read_bytes())
+                current = listed if data["txid"] == latest else {
+                    f.path for f in self.read_manifest(int(data["txid"])).files}
+                for rel in data["files"]:
+                    if rel not in current and (self.root / rel).exists():
+                        (self.root / rel).unlink()
+                        removed.append(rel)
+                        prune_empty((self.root / rel).parent, self.root)
+                tomb.unlink()
         if self.staging.is_dir():
             for txdir in self.staging.iterdir():
                 fields = txdir.name.split("-")
@@ -310,7 +400,8 @@ class DatasetLayout:
                 with contextlib.suppress(OSError):
                     txdir.rmdir()
         for path, txid, t in list(self.published_files()):
-            if txid > latest and mine(t):
+            rel = path.relative_to(self.root).as_posix()
+            if mine(t) and (txid > latest or (txid == latest and rel not in listed)):
                 path.unlink()
                 removed.append(str(path.relative_to(self.root)))
                 prune_empty(path.parent, self.root)

@@ -93,20 +93,17 @@ def read_committed(spark: SparkSession, root: str | os.PathLike[str], schema: An
     if schema is None and not manifests:
         if latest == 0:
             raise SchemaError(f"nothing is committed under {root} yet: pass the schema to read an empty dataset")
-        manifests = [layout.read_manifest(latest)]
-        first, upto = latest + 1, latest  # nothing in range, but the schema is known
+        schema = Schema.from_dict(layout.read_manifest(latest).schema)  # nothing in range, the schema is known
     resolved = coerce_schema(schema) if schema is not None else Schema.from_dict(manifests[-1].schema)
     struct = spark_schema(resolved)
     compacted: dict[str, list[int]] = {}
     for m in manifests:
         if m.compacted:
             compacted.setdefault(m.compacted, []).append(m.txid)
-    in_range = (F.col(TXID_COLUMN) >= first) & (F.col(TXID_COLUMN) <= upto)
-    if compacted:  # an interrupted compaction may have left a compacted txid's own files behind
-        in_range = in_range & ~F.col(TXID_COLUMN).isin([t for ts in compacted.values() for t in ts])
-    has_files = any(not m.compacted and m.files for m in manifests)
-    if has_files:
-        df = spark.read.schema(struct).option("basePath", str(layout.root)).parquet(str(layout.root)).where(in_range)
+    # exactly the files the manifests list: never a replaced attempt's or an uncommitted txid's files
+    files = [str(layout.root / f.path) for m in manifests if not m.compacted for f in m.files]
+    if files:
+        df = spark.read.schema(struct).option("basePath", str(layout.root)).parquet(*files)
     else:
         df = spark.createDataFrame([], struct)
     for seg, txids in sorted(compacted.items()):

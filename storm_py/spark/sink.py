@@ -1,7 +1,8 @@
 """ParquetBatchSink: the committer bolt that lands each committed txid exactly once as Parquet, and its writer core.
 
 :class:`DatasetWriter` does one task's part of a commit: check the rows against the schema, apply the commit
-rule of :mod:`storm_py.spark.layout` (replace N while ``N > _LATEST``, skip a replay of ``N <= _LATEST``),
+rule of :mod:`storm_py.spark.layout` (publish ``N = _LATEST + 1``, replace a replayed ``N = _LATEST`` beside its
+old files and switch its manifest, skip an older N),
 write the files into ``_staging/``, rename them into their ``txid=N`` directories, write the task's part
 manifest and, once every task of the sink wrote its part *for this attempt*, N's manifest and then
 ``_LATEST``.  (Parts of an earlier attempt do not count: a replay may deal rows to the tasks differently.)  Its janitor
@@ -31,7 +32,7 @@ from storm_py.spark.layout import (
     CommitAction,
     DatasetLayout,
     Manifest,
-    fsync_dir,
+    fsync_all,
     merge_parts,
     plan_commit,
     source_ranges,
@@ -111,16 +112,18 @@ class DatasetWriter:
         action = plan_commit(self.layout.latest(), txid)
         if action is CommitAction.SKIP:
             return CommitResult(action, 0, bad)
-        self._remove_earlier_attempt(txid)
+        current = self.layout.read_manifest(txid) if action is CommitAction.REPLACE else None
+        self._remove_earlier_attempt(txid, {f.path for f in current.files} if current else set())
         if hook is not None:
             hook("before-publish")
         from storm_py.spark.arrow import write_txid_files
 
         o = self.options
-        prefix = f"{txid:020d}-{self.task:05d}-{uuid.uuid4().hex}"
+        token = uuid.uuid4().hex[:12]
+        prefix = f"{txid:020d}-{self.task:05d}-{token}"
         written = write_txid_files(self.layout.staging, prefix, self.schema, columns, self.partition_by, txid,
-                                   self.task, max_rows_per_file=o.max_rows_per_file,
-                                   row_group_rows=o.row_group_rows, compression=o.compression, fsync=o.fsync)
+                                   self.task, token, max_rows_per_file=o.max_rows_per_file,
+                                   row_group_rows=o.row_group_rows, compression=o.compression, fsync=False)
         targets: set[Path] = set()
         published = self._published.setdefault(txid, [])
         for entry, staged in written:
@@ -130,18 +133,29 @@ class DatasetWriter:
                 targets.add(target.parent)
             os.rename(staged, target)
             published.append(target)
-        if o.fsync:
-            for d in targets:
-                fsync_dir(d)
+        # fsynced after the renames, all at once (with the manifest and the pointer when this task commits N)
+        synced = [*published[len(published) - len(written):], *targets] if o.fsync else []
         part = Manifest(txid, attempt, [entry for entry, _ in written], self.schema.to_dict(), self.fingerprint,
                         source or {}, len(bad), [self.task])
+        if self.ntasks == 1 and current is None:  # the common case: one task publishes N
+            if hook is not None:
+                hook("before-latest")
+            self.layout.publish_latest(part, synced, o.fsync)
+            self._published.pop(txid, None)
+            return CommitResult(action, len(good), bad, True)
+        fsync_all(synced)
         if self.ntasks == 1:
             parts = [part]
         else:  # only parts of this attempt: a grouping may deal the replayed batch's rows to tasks differently
             self.layout.write_part(part, self.task, o.fsync)
             parts = [p for p in self.layout.read_parts(txid) if p.attempt == attempt]
         committed = len({t for p in parts for t in p.tasks}) >= self.ntasks
-        if committed:
+        if committed and current is not None:  # N stays committed: its manifest switches to the new content
+            if hook is not None:
+                hook("before-latest")
+            self.layout.replace_manifest(current, merge_parts(parts), o.fsync)
+            self._published.pop(txid, None)
+        elif committed:
             self.layout.write_manifest(merge_parts(parts), o.fsync, atomic=self.ntasks > 1)
             if hook is not None:
                 hook("before-latest")
@@ -149,17 +163,20 @@ class DatasetWriter:
             self._published.pop(txid, None)
         return CommitResult(action, len(good), bad, committed)
 
-    def _remove_earlier_attempt(self, txid: int) -> None:
-        """Delete what this task published for ``txid`` before (in this process, or as its part manifest says)."""
+    def _remove_earlier_attempt(self, txid: int, keep: set[str]) -> None:
+        """Delete what this task published for ``txid`` before (in this process, or as its part manifest says),
+        except the committed files in ``keep`` (relative paths: a replaced N's current content)."""
         paths = set(self._published.pop(txid, []))
-        for part in self.layout.read_parts(txid):
-            if self.task in part.tasks:
-                paths.update(self.layout.root / f.path for f in part.files)
-        for path in paths:
+        if self.ntasks > 1:  # a single task writes no part manifests
+            for part in self.layout.read_parts(txid):
+                if self.task in part.tasks:
+                    paths.update(self.layout.root / f.path for f in part.files)
             with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        with contextlib.suppress(FileNotFoundError):
-            (self.layout.parts_dir(txid) / f"task-{self.task:05d}.json").unlink()
+                (self.layout.parts_dir(txid) / f"task-{self.task:05d}.json").unlink()
+        for path in paths:
+            if path.relative_to(self.layout.root).as_posix() not in keep:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
 
 
 class _Writers:
@@ -251,6 +268,13 @@ class ParquetBatchSink(BaseTransactionalBolt, Committer):
 
             clock = self.context.clock if self.context is not None else None
             attached_trigger(self.root, self.job, clock).committed(attempt.transaction_id)
+
+    def cleanup(self) -> None:
+        """Stop the attached job's background runner (the bolt shuts down: topology killed, worker stopped)."""
+        if self.job is not None:
+            from storm_py.spark.jobs import stop_attached
+
+            stop_attached(self.root, self.job["output"])
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare_stream(ERROR_STREAM, ERROR_FIELDS)

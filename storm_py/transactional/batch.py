@@ -154,7 +154,11 @@ class BatchBoltExecutor:
         return list(self._open)
 
     def cleanup(self) -> None:
-        """Nothing to release: instances are per batch."""
+        """The batch instances hold nothing; the bolt as declared may (e.g. a background job): clean it up."""
+        self._open = {}
+        cleanup = getattr(self.bolt, "cleanup", None)
+        if cleanup is not None:
+            cleanup()
 
     def declare_output_fields(self, declarer: Any) -> None:
         """The batch bolt's streams."""

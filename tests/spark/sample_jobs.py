@@ -33,3 +33,8 @@ def gated(spark, df):
 def per_key(spark, df):
     """Aggregation keyed by txid and key (groups never span steps)."""
     return df.groupBy("txid", "key").agg(F.sum("value").alias("total"), F.count(F.lit(1)).alias("rows"))
+
+
+def offsets(spark, df):
+    """The records' keys (for datasets of partition/offset records)."""
+    return df.select("partition", "offset", "txid")

@@ -155,6 +155,8 @@ def test_attached_job_runs_every_k_commits(tmp_path, spark):
     runner.committed(3)
     wait_until(lambda: JobOutput(out).done_through() == 3, 120, interval=0.1, what="the attached job's run")
     assert JobOutput(out).steps() == [(1, 3)], "it waited for three commits"
+    runner.stop()
+    assert not runner._thread.is_alive(), "stopped"
     with pytest.raises(JobError, match="job_output"):
         check_job_options("m:f", None, None, None, None)
 

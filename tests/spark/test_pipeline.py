@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,11 @@ def test_events_pipeline_with_failures_in_both_phases_lands_exactly_once(tmp_pat
         cluster.submit_topology("events", {"topology.max.spout.pending": 3, "topology.workers": 2,
                                            "topology.message.timeout.secs": 5}, topology)
         wait_until(lambda: pipeline.complete(root, total), 180, interval=0.1, what="every event committed")
+        # the job attached to the sink runs in the background as txids commit, and catches up with all of them
+        attached = JobOutput(f"{root}/attached")
+        wait_until(lambda: attached.done_through() == committed_txids(f"{root}/events")[-1], 120, interval=0.2,
+                   what="the attached job to catch up")
+    assert not [t for t in threading.enumerate() if t.name.startswith("spark-job")], "stopped with the cluster"
 
     assert {p for p, _ in faults.fired} >= {p for p, _ in forced}, "failures in both phases, at every point"
 
@@ -66,10 +72,6 @@ def test_events_pipeline_with_failures_in_both_phases_lands_exactly_once(tmp_pat
     run_step(spark, purchases, events, f"{root}/purchases")
     assert read_output(spark, f"{root}/purchases").count() == sum(1 for g in good if g["kind"] == "purchase")
 
-    # the job attached to the sink ran in the background as txids committed, and caught up with all of them
-    attached = JobOutput(f"{root}/attached")
-    wait_until(lambda: attached.done_through() == committed_txids(events)[-1], 120, interval=0.2,
-               what="the attached job to catch up")
     assert sorted(map(tuple, read_output(spark, f"{root}/attached").collect())) == \
         sorted(map(tuple, read_output(spark, f"{root}/purchases").collect()))
 

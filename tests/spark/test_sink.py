@@ -31,7 +31,7 @@ def crash_at(point: str):
     return hook
 
 
-def test_a_replay_before_latest_replaces_the_txid_and_after_it_is_skipped(tmp_path):
+def test_a_replay_before_latest_replaces_the_txid_and_an_older_txid_is_skipped(tmp_path):
     w = DatasetWriter(tmp_path, SCHEMA, ["day"])
     assert w.commit(1, 10, rows_for(1)).committed
     with pytest.raises(FailedException):  # files of txid 2 published, _LATEST not moved: 2 is not committed
@@ -41,9 +41,65 @@ def test_a_replay_before_latest_replaces_the_txid_and_after_it_is_skipped(tmp_pa
     assert result.action is CommitAction.PUBLISH and result.committed
     assert rows_of(tmp_path) == expected(1, 2)
     assert DatasetLayout(tmp_path).read_manifest(2).attempt == 21
-    again = w.commit(2, 22, rows_for(2, 50))  # committed already: a replay of a published txid changes nothing
+    w.commit(3, 30, rows_for(3))
+    again = w.commit(2, 22, rows_for(2, 50))  # below _LATEST: its commit was recorded, nothing changes
     assert again.action is CommitAction.SKIP
-    assert rows_of(tmp_path) == expected(1, 2)
+    assert rows_of(tmp_path) == expected(1, 2, 3)
+
+
+def test_a_replay_of_the_last_txid_replaces_it_atomically_for_an_opaque_spout(tmp_path, spark):
+    """An opaque spout's replay of N = _LATEST may hold other records: N then holds exactly the replay's rows,
+    and a reader that took N's manifest before the switch still reads the old N whole."""
+    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    w.commit(1, 1, rows_for(1))
+    w.commit(2, 2, rows_for(2, 7))
+    layout = DatasetLayout(tmp_path)
+    old = layout.read_manifest(2)
+    replay = [[k, v + 500, d] for k, v, d in rows_for(2, 4)]
+
+    result = w.commit(2, 3, replay)
+
+    assert result.action is CommitAction.REPLACE and result.committed
+    assert committed_txids(tmp_path) == [1, 2]
+    want = sorted(expected(1) + [{"key": k, "value": v, "day": d, "txid": 2} for k, v, d in replay], key=sort_key)
+    assert rows_of(tmp_path) == want
+    assert sorted((r.asDict() for r in read_committed(spark, tmp_path).collect()), key=sort_key) == want
+    assert layout.read_manifest(2).attempt == 3
+    assert all((tmp_path / f.path).exists() for f in old.files), "readers holding the old manifest still read"
+    assert sum(f.rows for f in old.files) == 7
+    assert w.commit(2, 4, replay).committed, "a transactional replay (same rows) replaces with the same content"
+    assert rows_of(tmp_path) == want
+
+    removed = DatasetWriter(tmp_path, SCHEMA, ["day"]).start()  # a later start-up: the janitor
+    assert all(not (tmp_path / f.path).exists() for f in old.files)
+    assert set(removed) >= {f.path for f in old.files}
+    assert rows_of(tmp_path) == want
+    assert not list((tmp_path / "_commits" / "_replaced").glob("*.json"))
+
+
+def test_a_replacement_that_fails_leaves_the_committed_txid_as_it_was(tmp_path):
+    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    w.commit(1, 1, rows_for(1))
+    with pytest.raises(FailedException):
+        w.commit(1, 2, rows_for(1, 9), hook=crash_at("before-latest"))
+    assert rows_of(tmp_path) == expected(1)
+    DatasetWriter(tmp_path, SCHEMA, ["day"]).start()
+    assert rows_of(tmp_path) == expected(1)
+    layout = DatasetLayout(tmp_path)
+    assert sum(1 for _ in layout.published_files()) == len(layout.read_manifest(1).files), "the attempt's files go"
+
+
+def test_two_tasks_replace_the_last_txid_only_once_both_wrote_the_replay(tmp_path):
+    a = DatasetWriter(tmp_path, SCHEMA, task=0, ntasks=2)
+    b = DatasetWriter(tmp_path, SCHEMA, task=1, ntasks=2)
+    rows = rows_for(1, 10)
+    a.commit(1, 1, rows[:5])
+    assert b.commit(1, 1, rows[5:]).committed
+    replay = rows_for(1, 6)
+    assert not a.commit(1, 2, replay[:2]).committed
+    assert rows_of(tmp_path) == expected(1, n=10), "half a replacement is never seen"
+    assert b.commit(1, 2, replay[2:]).committed
+    assert rows_of(tmp_path) == expected(1, n=6)
 
 
 def test_janitor_at_start_up_removes_a_crashed_attempt(tmp_path):
@@ -113,17 +169,21 @@ def test_compaction_merges_small_txids_and_reads_stay_exact(tmp_path, spark):
     before = rows_of(tmp_path)
     files_before = sum(1 for _ in DatasetLayout(tmp_path).published_files())
 
+    layout = DatasetLayout(tmp_path)
+    held = layout.committed_manifests()  # a reader that took the manifests before the compaction
     merged = compact(tmp_path, min_rows=20)
 
-    assert merged == [(1, 7), (8, 9), (11, 17), (18, 20)], "txid 10 is big enough: runs stop at it"
-    files_after = sum(1 for _ in DatasetLayout(tmp_path).published_files())
-    assert files_after < files_before / 4
+    assert merged == [(1, 7), (8, 9), (11, 17), (18, 19)], "txid 10 is big enough: runs stop at it; 20 is the last"
+    assert all((tmp_path / f.path).exists() for m in held for f in m.files), "the held manifests still read"
     assert rows_of(tmp_path) == before
     via_spark = sorted((r.asDict() for r in read_committed(spark, tmp_path).collect()), key=sort_key)
     assert via_spark == before
     w.commit(21, 21, rows_for(21))  # the sink keeps committing after a compaction
     assert rows_of(tmp_path) == sorted(before + expected(21, n=5), key=sort_key)
-    assert compact(tmp_path, min_rows=20) == [], "compacted txids are left alone"
+    assert compact(tmp_path, min_rows=20) == [], "compacted txids are left alone, 20 alone is no run, 21 the last"
+    files_after = sum(1 for _ in DatasetLayout(tmp_path).published_files())
+    assert files_after < files_before / 3, "the next compaction deleted the originals"
+    assert rows_of(tmp_path) == sorted(before + expected(21, n=5), key=sort_key)
     manifest = json.loads(DatasetLayout(tmp_path).manifest_path(3).read_text())
     assert manifest["compacted"] == f"{1:020d}-{7:020d}"
 

@@ -26,7 +26,7 @@ from storm_py.spark.layout import (
 def test_commit_rule_publishes_the_next_txid_and_skips_published_ones():
     assert plan_commit(0, 1) is CommitAction.PUBLISH
     assert plan_commit(4, 5) is CommitAction.PUBLISH
-    assert plan_commit(5, 5) is CommitAction.SKIP
+    assert plan_commit(5, 5) is CommitAction.REPLACE, "a replay of the last committed txid replaces it"
     assert plan_commit(5, 2) is CommitAction.SKIP
     with pytest.raises(DatasetError, match=r"txids 6\.\.7 were never published"):
         plan_commit(5, 8)
@@ -87,11 +87,14 @@ def test_janitor_removes_only_its_own_unpublished_leftovers(tmp_path):
     _touch(layout.parts_dir(3) / "task-00000.json")
     _touch(layout.parts_dir(3) / "task-00001.json")
     _touch(layout.manifest_path(3), b'{"txid": 3, "half')
-    _touch(layout.manifest_path(2), b"{}")
+    replaced = tmp_path / "day=a" / "txid=2" / part_name(2, 0, 1, "0a1b")  # not in 2's manifest: replaced
+    _touch(replaced)
+    layout.write_manifest(Manifest(2, 1, [FileEntry(committed.relative_to(tmp_path).as_posix(), 1)], {}, "f"))
 
     removed = DatasetLayout(tmp_path).janitor(task=0, ntasks=2)
 
     assert committed.exists() and other_late.exists()
+    assert not replaced.exists(), "files of the last committed txid that its manifest does not list go"
     assert not mine_late.exists() and not gone_task.exists()
     assert not (tmp_path / "day=a" / "txid=3").exists(), "emptied txid directories go too"
     assert not (tmp_path / "_staging" / f"{3:020d}" / "00000-abc").exists()
@@ -99,4 +102,4 @@ def test_janitor_removes_only_its_own_unpublished_leftovers(tmp_path):
     assert not (layout.parts_dir(3) / "task-00000.json").exists()
     assert (layout.parts_dir(3) / "task-00001.json").exists()
     assert not layout.manifest_path(3).exists() and layout.manifest_path(2).exists()
-    assert len(removed) == 5
+    assert len(removed) == 6
