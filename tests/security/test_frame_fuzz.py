@@ -8,6 +8,7 @@ are handed to the same ``_on_frame`` the socket thread calls.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -206,6 +207,16 @@ def idle_cluster() -> Cluster:
     if _CLUSTER is None:
         _CLUSTER = Cluster(limit=0)
     return _CLUSTER
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_idle_cluster() -> Iterator[None]:
+    """The idle cluster the property test shares across examples is closed with the module (its receivers too)."""
+    global _CLUSTER
+    yield
+    if _CLUSTER is not None:
+        _CLUSTER.close()
+        _CLUSTER = None
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
