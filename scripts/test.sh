@@ -20,10 +20,9 @@ pytest=(.venv/bin/python -m pytest)
 case "${STORM_PY_BUILD:-pure}" in
     pure) ;;
     compiled)
-        rm -rf build/compiled-wheel build/compiled-site
-        STORM_PY_COMPILE=1 .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/compiled-wheel .
-        .venv/bin/python -m pip install -q --no-deps --target build/compiled-site build/compiled-wheel/storm_py-*.whl
-        export PYTHONPATH="$PWD/build/compiled-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+        site=$(./scripts/compiled-build.sh)
+        if [ -z "$site" ]; then echo "STORM_PY_BUILD=compiled needs a C compiler" >&2; exit 2; fi
+        export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
         pytest=(.venv/bin/pytest --import-mode=append)
         ;;
     *) echo "STORM_PY_BUILD must be pure or compiled, not ${STORM_PY_BUILD}" >&2; exit 2 ;;
