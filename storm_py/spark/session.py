@@ -51,6 +51,9 @@ def session_conf(master: str | None) -> dict[str, str]:
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.sql.session.timeZone": "UTC",
+        # read_committed hands Spark the manifests' file list: list it on the driver, not in a Spark job per read
+        # (600 files: 0.5 s instead of 2.6 s)
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "10000",
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"storm-py-spark-warehouse-{os.getuid()}"),
     }
     if master and master.startswith("spark://"):
