@@ -92,7 +92,8 @@ def escape_value(value: Any) -> str:
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
     if text == "":
         return "__HIVE_DEFAULT_PARTITION__"
-    return quote(text, safe="-_.:@+ ")
+    # ASCII specials only: Spark unescapes each %XX to one character, so non-ASCII stays as it is (UTF-8 names)
+    return "".join(c if ord(c) > 127 else quote(c, safe="-_.:@+ ") for c in text)
 
 
 def partition_dir(cols: Sequence[str], values: Sequence[Any], txid: int) -> str:
@@ -329,6 +330,8 @@ class DatasetLayout:
         """Switch committed N's manifest from ``old`` to ``new`` (atomically); ``old``'s files are left for the
         janitor, listed under ``_replaced/`` (readers holding ``old`` keep reading a consistent N)."""
         self.write_manifest(new, fsync, atomic=True)
+        if fsync:
+            fsync_dir(self.commits)  # the switch is durable before the coordinator records the replay
         kept = {f.path for f in new.files}
         gone = [f.path for f in old.files if f.path not in kept]
         if gone:
