@@ -188,9 +188,15 @@ def compact(root: str | os.PathLike[str], min_rows: int = 100_000, row_group_row
     * the txids' own files are deleted by the *next* call, not this one, so a reader that took a manifest
       before the switch reads on; run compactions further apart than the longest read (one at a time).
 
-    An interrupted compaction is finished by the next one.
+    An interrupted compaction is finished by the next one; a second compaction while one runs raises
+    :class:`~storm_py.spark.layout.DatasetError`.
     """
     layout = DatasetLayout(root)
+    with layout.compacting():
+        return _compact(layout, min_rows, row_group_rows, compression)
+
+
+def _compact(layout: DatasetLayout, min_rows: int, row_group_rows: int, compression: str) -> list[tuple[int, int]]:
     latest = layout.latest()
     manifests = layout.committed_manifests(latest)[:-1]  # not the last: a replay may replace it
     for m in manifests:  # compacted by an earlier call: the original files are no longer read

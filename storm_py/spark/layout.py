@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import fcntl
 import json
 import os
 import re
@@ -52,6 +53,7 @@ COMPACTED = "_compacted"
 TXID_COLUMN = "txid"
 PART_RE = re.compile(r"^part-(\d{20})-(\d{5})-(\d{4})(?:-[0-9a-f]+)?\.parquet$")
 REPLACED = "_replaced"
+COMPACT_LOCK = "_compact.lock"
 TXID_DIR_RE = re.compile(r"^txid=(\d+)$")
 
 
@@ -338,6 +340,21 @@ class DatasetLayout:
             (self.commits / REPLACED).mkdir(exist_ok=True)
             path = self.commits / REPLACED / f"{new.txid:020d}-{uuid.uuid4().hex}.json"
             write_atomic(path, json.dumps({"txid": new.txid, "files": gone}).encode(), fsync)
+
+    @contextlib.contextmanager
+    def compacting(self) -> Iterator[None]:
+        """Hold the root's compaction lock (one compaction at a time; the kernel releases it if the process dies)."""
+        self.commits.mkdir(parents=True, exist_ok=True)
+        with open(self.commits / COMPACT_LOCK, "a+b") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise DatasetError(f"another compaction of {self.root} is running: run one at a time",
+                                   root=str(self.root)) from exc
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def read_parts(self, txid: int) -> list[Manifest]:
         d = self.parts_dir(txid)

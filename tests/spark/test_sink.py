@@ -9,7 +9,7 @@ import pytest
 
 from storm_py.errors import FailedException
 from storm_py.spark import DatasetWriter, committed_txids, compact, read_committed, read_committed_table
-from storm_py.spark.layout import CommitAction, DatasetLayout
+from storm_py.spark.layout import CommitAction, DatasetError, DatasetLayout
 from storm_py.spark.sink import WriterOptions
 from tests.spark.helpers import SCHEMA, as_dicts, rows_for, sort_key
 
@@ -215,3 +215,12 @@ def test_parts_of_an_earlier_attempt_never_complete_a_txid(tmp_path):
     assert committed_txids(tmp_path) == []
     assert a.commit(1, 2, rows[:3]).committed
     assert rows_of(tmp_path) == expected(1, n=10)
+
+
+def test_one_compaction_at_a_time(tmp_path):
+    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    for t in range(1, 5):
+        w.commit(t, t, rows_for(t, 2))
+    with DatasetLayout(tmp_path).compacting(), pytest.raises(DatasetError, match="another compaction"):
+        compact(tmp_path, min_rows=100)
+    assert compact(tmp_path, min_rows=100) == [(1, 3)], "the lock is released"
