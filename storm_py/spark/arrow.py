@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storm_py.spark.durable import fsync_path
 from storm_py.spark.layout import (
     COMPACTED,
     TXID_COLUMN,
     DatasetLayout,
     FileEntry,
     Manifest,
-    fsync_dir,
     part_name,
     partition_dir,
     prune_empty,
@@ -230,7 +230,7 @@ def _compact(layout: DatasetLayout, min_rows: int, row_group_rows: int, compress
         if target.exists():
             shutil.rmtree(target)
         os.rename(tmp, target)
-        fsync_dir(target.parent)
+        fsync_path(target.parent)
         for m in run:
             old = Manifest(m.txid, m.attempt, m.files, m.schema, m.fingerprint, m.source, m.errors, m.tasks, seg)
             layout.write_manifest(old)

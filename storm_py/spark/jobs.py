@@ -36,7 +36,8 @@ from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError
-from storm_py.spark.layout import STAGING, DatasetLayout, fsync_dir
+from storm_py.spark.durable import fsync_path
+from storm_py.spark.layout import STAGING, DatasetLayout
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def run_step(spark: Any, job: Job, root: str | os.PathLike[str], output: str | o
         out.staging.mkdir(parents=True, exist_ok=True)
         session.write_parquet(result, str(tmp))
         os.rename(tmp, out.root / step_name(first, last))
-        fsync_dir(out.root)
+        fsync_path(out.root)
         out.clean_staging()
         log.info("job output %s: txids %d..%d processed", out.root, first, last)
         return span

@@ -35,16 +35,15 @@ import json
 import os
 import re
 import shutil
-import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
 from storm_py.errors import StormPyError
+from storm_py.spark.durable import fsync_all, fsync_path, write_atomic
 
 STAGING = "_staging"
 COMMITS = "_commits"
@@ -198,55 +197,6 @@ def source_ranges(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[int]]:
     return out
 
 
-def write_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
-    """Write ``path`` through a temporary file renamed over it (readers see old or new, never half)."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if fsync:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-_FSYNC_POOL: ThreadPoolExecutor | None = None
-_FSYNC_POOL_LOCK = threading.Lock()
-
-
-def fsync_all(paths: Sequence[Path]) -> None:
-    """fsync files and directories together (one thread each, up to 4): a journaling file system commits
-    concurrent fsyncs in one journal commit, so n of them cost about one.  Returns once all are durable."""
-    global _FSYNC_POOL
-    if len(paths) <= 1:
-        for p in paths:
-            fsync_path(p)
-        return
-    with _FSYNC_POOL_LOCK:
-        if _FSYNC_POOL is None:
-            _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-fsync")
-        pool = _FSYNC_POOL
-    for future in [pool.submit(fsync_path, p) for p in paths]:
-        future.result()
-
-
-def fsync_path(path: Path) -> None:
-    """Make a file's content, or a directory's entries, durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make renames inside ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class DatasetLayout:
     """Paths of one dataset root and the reads and writes of its pointers and manifests."""
 
@@ -274,7 +224,7 @@ class DatasetLayout:
     def set_latest(self, txid: int, fsync: bool = True) -> None:
         write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode(), fsync)
         if fsync:
-            fsync_dir(self.commits)  # the rename itself
+            fsync_path(self.commits)  # the rename itself
 
     def publish_latest(self, manifest: Manifest, synced: Sequence[Path], fsync: bool = True) -> None:
         """The single task's commit of N: N's manifest and the new ``_LATEST`` are written, then fsynced together
@@ -289,7 +239,7 @@ class DatasetLayout:
             fsync_all([*synced, path, tmp, self.commits])
         os.replace(tmp, self.commits / LATEST)
         if fsync:
-            fsync_dir(self.commits)
+            fsync_path(self.commits)
 
     def manifest_path(self, txid: int) -> Path:
         return self.commits / f"{txid:020d}.json"
@@ -333,7 +283,7 @@ class DatasetLayout:
         janitor, listed under ``_replaced/`` (readers holding ``old`` keep reading a consistent N)."""
         self.write_manifest(new, fsync, atomic=True)
         if fsync:
-            fsync_dir(self.commits)  # the switch is durable before the coordinator records the replay
+            fsync_path(self.commits)  # the switch is durable before the coordinator records the replay
         kept = {f.path for f in new.files}
         gone = [f.path for f in old.files if f.path not in kept]
         if gone:

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from storm_py.api.components import OutputFieldsDeclarer
 from storm_py.api.tuple import Tuple
+from storm_py.spark.durable import fsync_all
 from storm_py.spark.layout import (
     CommitAction,
     DatasetLayout,
     Manifest,
-    fsync_all,
     merge_parts,
     plan_commit,
     source_ranges,

@@ -1,0 +1,54 @@
+"""Durable writes of the committed dataset: atomic replacement of a small file and rounds of fsyncs.
+
+Standard library only.  A commit makes its files and directories durable in one round (:func:`fsync_all`) before
+the pointer that publishes them moves.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
+    """Write ``path`` through a temporary file renamed over it (readers see old or new, never half)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+_FSYNC_POOL: ThreadPoolExecutor | None = None
+_FSYNC_POOL_LOCK = threading.Lock()
+
+
+def fsync_all(paths: Sequence[Path]) -> None:
+    """fsync files and directories together (one thread each, up to 4): a journaling file system commits
+    concurrent fsyncs in one journal commit, so n of them cost about one.  Returns once all are durable."""
+    global _FSYNC_POOL
+    if len(paths) <= 1:
+        for p in paths:
+            fsync_path(p)
+        return
+    with _FSYNC_POOL_LOCK:
+        if _FSYNC_POOL is None:
+            _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-fsync")
+        pool = _FSYNC_POOL
+    for future in [pool.submit(fsync_path, p) for p in paths]:
+        future.result()
+
+
+def fsync_path(path: Path) -> None:
+    """Make a file's content, or a directory's entries (renames inside it), durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
