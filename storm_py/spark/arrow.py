@@ -100,21 +100,22 @@ def write_txid_files(
         for start in range(0, part.num_rows, max_rows_per_file):
             chunk = part.slice(start, max_rows_per_file)
             staged = staging / f"{prefix}-{seq:04d}.parquet"
-            write_table(chunk, staged, row_group_rows, compression, fsync)
+            size = write_table(chunk, staged, row_group_rows, compression, fsync)
             entry = FileEntry(f"{rel_dir}/{part_name(txid, task, seq, token)}", chunk.num_rows,
-                              dict(zip(partition_by, key, strict=True)))
+                              dict(zip(partition_by, key, strict=True)), size)
             out.append((entry, staged))
             seq += 1
     return out
 
 
-def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool) -> None:
-    """One Parquet file, fsynced when asked."""
+def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool) -> int:
+    """One Parquet file, fsynced when asked; its size in bytes."""
     with open(path, "wb") as fh:
         pq.write_table(table, fh, row_group_size=row_group_rows, compression=compression)
+        fh.flush()
         if fsync:
-            fh.flush()
             os.fsync(fh.fileno())
+        return fh.tell()
 
 
 def _typed_constant(schema: Schema, name: str, value: Any, n: int) -> pa.Array:

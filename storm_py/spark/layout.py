@@ -7,13 +7,19 @@ Everything relative to the dataset ``root``::
     <col>=<value>/.../txid=<N>/part-<N>-<task>-<seq>-<token>.parquet  published rows of txid N (token: the
                                                  commit call's, so an attempt never overwrites another's file)
     _commits/<N>/task-<task>.json                one sink task's part of N (files, rows, source offsets)
-    _commits/<N>.json                            N's manifest, written once every task's part is there
-    _commits/_LATEST                             {"txid": N}: every txid <= N is committed (tmp file + rename)
+    _commits/<N>.pending                         N's manifest being committed (single task), made durable
+                                                 with N's files, then renamed to <N>.json
+    _commits/<N>.json                            N's manifest, written once every task's part is there:
+                                                 its existence is N's commit
+    _commits/_LATEST                             {"txid": N}: a hint, every txid <= N is committed
     _commits/_replaced/<N>-<token>.json          files of N's previous content, deleted by a later janitor
 
-A txid is committed exactly when ``_LATEST`` reaches it: a reader takes ``_LATEST`` first and reads only the
-txids up to it, and reads only the files its manifests list, so a partly published N (``N > _LATEST``) and the
-files of a replaced or failed attempt are never seen.  Commits come strictly in txid order and the commit of N is
+A txid is committed exactly when its manifest ``_commits/<N>.json`` exists (renamed into place once everything
+N needs is durable; ``<N>.pending`` before that).  ``_LATEST`` is a hint, written without an fsync after the
+rename: the last committed txid is the hint or, when a crash left it behind, the highest N above it whose
+manifests exist without a gap (:meth:`DatasetLayout.latest`).  A reader takes that txid first and reads only
+the files its manifests list, so a partly published N and the files of a replaced or failed attempt are never
+seen.  Commits come strictly in txid order and the commit of N is
 retried until it succeeds, so:
 
 * ``N = _LATEST + 1``: publish (whatever an earlier attempt of N left is deleted first, nobody reads it);
@@ -36,7 +42,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,13 +126,19 @@ class FileEntry:
     path: str
     rows: int
     partition: dict[str, Any] = field(default_factory=dict)
+    size: int | None = None  # bytes, checked when a pending manifest is recovered after a crash
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "rows": self.rows, "partition": self.partition}
+        out = {"path": self.path, "rows": self.rows, "partition": self.partition}
+        if self.size is not None:
+            out["size"] = self.size
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FileEntry:
-        return cls(str(data["path"]), int(data["rows"]), dict(data.get("partition") or {}))
+        size = data.get("size")
+        return cls(str(data["path"]), int(data["rows"]), dict(data.get("partition") or {}),
+                   None if size is None else int(size))
 
 
 @dataclass
@@ -211,35 +223,90 @@ class DatasetLayout:
         self.staging.mkdir(parents=True, exist_ok=True)
 
     # --- the pointer and the manifests -------------------------------------------------------------------------
-    def latest(self) -> int:
-        """The last committed txid (0 when none is)."""
+    def hint(self) -> int:
+        """``_LATEST``'s txid: a lower bound of the last committed txid (0 when missing or torn)."""
         try:
             data = json.loads((self.commits / LATEST).read_bytes())
+            return int(data["txid"])
         except FileNotFoundError:
             return 0
-        except (ValueError, OSError) as exc:
+        except (ValueError, KeyError, TypeError):
+            return 0  # a torn hint (written without fsync, lost in a crash): the manifests say the rest
+        except OSError as exc:
             raise DatasetError(f"{self.commits / LATEST} is unreadable: {exc}", root=str(self.root)) from exc
-        return int(data["txid"])
+
+    def latest(self) -> int:
+        """The last committed txid (0 when none is): from the ``_LATEST`` hint up while N's manifest exists."""
+        txid = self.hint()
+        while self.manifest_path(txid + 1).exists():
+            txid += 1
+        return txid
 
     def set_latest(self, txid: int, fsync: bool = True) -> None:
         write_atomic(self.commits / LATEST, json.dumps({"txid": txid}).encode(), fsync)
         if fsync:
             fsync_path(self.commits)  # the rename itself
 
-    def publish_latest(self, manifest: Manifest, synced: Sequence[Path], fsync: bool = True) -> None:
-        """The single task's commit of N: N's manifest and the new ``_LATEST`` are written, then fsynced together
-        with ``synced`` (N's files and directories), then ``_LATEST`` is renamed into place and made durable.
-        Two rounds of fsyncs instead of one per file; ``_LATEST`` moves only once everything N needs is durable."""
-        path = self.manifest_path(manifest.txid)
-        with open(path, "wb") as fh:  # N > _LATEST: nobody reads it yet, and the janitor removes a half one
+    def publish_latest(self, manifest: Manifest, synced: Sequence[Path], fsync: bool = True,
+                       hook: Callable[[str], None] | None = None) -> None:
+        """The single task's commit of N in one round of fsyncs: N's manifest is written under its pending name
+        and fsynced together with ``synced`` (N's files and directories) and ``_commits/``; renaming it to
+        ``<N>.json`` is the commit.  That rename and the ``_LATEST`` hint after it get no fsync of their own: a
+        crash that loses them leaves a durable, complete pending manifest that :meth:`recover` renames at the
+        next start-up, so a commit that returned stays committed.  ``hook`` is called between the steps (fault
+        injection)."""
+        step = hook or (lambda _point: None)
+        pending = self.pending_path(manifest.txid)
+        with open(pending, "wb") as fh:  # N > latest: nobody reads it, recover() checks or removes it
             fh.write(json.dumps(manifest.to_json(), indent=1).encode())
-        tmp = self.commits / f".{LATEST}.{uuid.uuid4().hex}.tmp"
-        tmp.write_bytes(json.dumps({"txid": manifest.txid}).encode())
+        step("before-fsync")
         if fsync:
-            fsync_all([*synced, path, tmp, self.commits])
-        os.replace(tmp, self.commits / LATEST)
-        if fsync:
-            fsync_path(self.commits)
+            fsync_all([*synced, pending, self.commits])
+        step("before-rename")
+        os.replace(pending, self.manifest_path(manifest.txid))  # the commit point
+        step("before-hint")
+        write_atomic(self.commits / LATEST, json.dumps({"txid": manifest.txid}).encode(), fsync=False)
+
+    def pending_path(self, txid: int) -> Path:
+        return self.commits / f"{txid:020d}.pending"
+
+    def recover(self) -> int:
+        """Start-up: N+1's pending manifest (after a crash between the fsyncs and the rename) is renamed into
+        place when it is complete and every file it lists is there whole, else removed; other pending
+        manifests are removed; ``_LATEST`` is brought up to the last committed txid.  Returns that txid."""
+        latest = self.latest()
+        pending = self.pending_path(latest + 1)
+        if pending.exists() and self._whole(pending, latest + 1):
+            os.replace(pending, self.manifest_path(latest + 1))
+            latest += 1
+        for stale in self.commits.glob("*.pending") if self.commits.is_dir() else []:
+            stale.unlink(missing_ok=True)
+        if self.hint() != latest:
+            self.set_latest(latest)
+        return latest
+
+    def _whole(self, pending: Path, txid: int) -> bool:
+        """A pending manifest of ``txid`` that parses and whose files all have their recorded size and end in
+        Parquet's footer magic (what a crash in the middle of the fsync round can lose)."""
+        try:
+            manifest = Manifest.from_json(json.loads(pending.read_bytes()))
+        except (ValueError, KeyError, TypeError):
+            return False
+        if manifest.txid != txid:
+            return False
+        for entry in manifest.files:
+            path = self.root / entry.path
+            try:
+                with open(path, "rb") as fh:
+                    size = fh.seek(0, os.SEEK_END)
+                    if size < 4 or (entry.size is not None and size != entry.size):
+                        return False
+                    fh.seek(-4, os.SEEK_END)
+                    if fh.read(4) != b"PAR1":
+                        return False
+            except OSError:
+                return False
+        return True
 
     def manifest_path(self, txid: int) -> Path:
         return self.commits / f"{txid:020d}.json"
@@ -337,7 +404,7 @@ class DatasetLayout:
         manifest before a replacement may still be reading the replaced files: the janitor runs only at a
         sink's start-up, long after.
         """
-        latest = self.latest()
+        latest = self.recover()
 
         def mine(t: int) -> bool:
             return t == task or (task == 0 and t >= ntasks)

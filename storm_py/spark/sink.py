@@ -140,7 +140,7 @@ class DatasetWriter:
         if self.ntasks == 1 and current is None:  # the common case: one task publishes N
             if hook is not None:
                 hook("before-latest")
-            self.layout.publish_latest(part, synced, o.fsync)
+            self.layout.publish_latest(part, synced, o.fsync, hook)
             self._published.pop(txid, None)
             return CommitResult(action, len(good), bad, True)
         fsync_all(synced)
@@ -156,10 +156,10 @@ class DatasetWriter:
             self.layout.replace_manifest(current, merge_parts(parts), o.fsync)
             self._published.pop(txid, None)
         elif committed:
-            self.layout.write_manifest(merge_parts(parts), o.fsync, atomic=self.ntasks > 1)
             if hook is not None:
                 hook("before-latest")
-            self.layout.set_latest(txid, o.fsync)
+            self.layout.write_manifest(merge_parts(parts), o.fsync)  # N's manifest in place: N is committed
+            self.layout.set_latest(txid, o.fsync)  # the hint, and the fsync that makes the manifest's rename durable
             self._published.pop(txid, None)
         return CommitResult(action, len(good), bad, committed)
 
@@ -207,7 +207,8 @@ class ParquetBatchSink(BaseTransactionalBolt, Committer):
     offset)`` names two fields whose per-partition ``[first, last]`` go into the manifest (e.g. Kafka offsets);
     ``job``/``job_output``/``job_every_txids``/``job_every_secs``/``job_master`` attach a Spark job;
     ``fault_hook(point, attempt)`` is called at ``sink.execute``, ``sink.before-publish``,
-    ``sink.before-latest`` and ``sink.after-commit`` (for fault-injection tests).
+    ``sink.before-latest`` (before N's manifest), ``sink.before-fsync``, ``sink.before-rename`` and
+    ``sink.before-hint`` (inside a single task's commit) and ``sink.after-commit`` (for fault-injection tests).
     """
 
     def __init__(self, root: str | os.PathLike[str], schema: Any, partition_by: Sequence[str] | None = None,
