@@ -76,8 +76,10 @@ def write_txid_files(
     row_group_rows: int,
     compression: str,
     fsync: bool = True,
+    keep: list[int] | None = None,
 ) -> list[tuple[FileEntry, Path]]:
-    """Write checked rows (as ``columns``) into ``staging``; each file's entry (its published path) and staged path."""
+    """Write checked rows (as ``columns``) into ``staging``; each file's entry (its published path) and staged path.
+    ``keep`` receives a descriptor of each file, left open for the caller to fsync (and close)."""
     nrows = len(columns[0]) if columns else 0
     if nrows == 0:
         return []
@@ -100,7 +102,7 @@ def write_txid_files(
         for start in range(0, part.num_rows, max_rows_per_file):
             chunk = part.slice(start, max_rows_per_file)
             staged = staging / f"{prefix}-{seq:04d}.parquet"
-            size = write_table(chunk, staged, row_group_rows, compression, fsync)
+            size = write_table(chunk, staged, row_group_rows, compression, fsync, keep)
             entry = FileEntry(f"{rel_dir}/{part_name(txid, task, seq, token)}", chunk.num_rows,
                               dict(zip(partition_by, key, strict=True)), size)
             out.append((entry, staged))
@@ -108,13 +110,16 @@ def write_txid_files(
     return out
 
 
-def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool) -> int:
-    """One Parquet file, fsynced when asked; its size in bytes."""
+def write_table(table: pa.Table, path: Path, row_group_rows: int, compression: str, fsync: bool,
+                keep: list[int] | None = None) -> int:
+    """One Parquet file, fsynced when asked; its size in bytes (``keep``: see :func:`write_txid_files`)."""
     with open(path, "wb") as fh:
         pq.write_table(table, fh, row_group_size=row_group_rows, compression=compression)
         fh.flush()
         if fsync:
             os.fsync(fh.fileno())
+        if keep is not None:
+            keep.append(os.dup(fh.fileno()))
         return fh.tell()
 
 

@@ -29,9 +29,10 @@ _FSYNC_POOL: ThreadPoolExecutor | None = None
 _FSYNC_POOL_LOCK = threading.Lock()
 
 
-def fsync_all(paths: Sequence[Path]) -> None:
-    """fsync files and directories together (one thread each, up to 4): a journaling file system commits
-    concurrent fsyncs in one journal commit, so n of them cost about one.  Returns once all are durable."""
+def fsync_all(paths: Sequence[Path | int]) -> None:
+    """fsync files and directories (paths, or descriptors already open: no second lookup) together, one thread
+    each (up to 4): a journaling file system commits concurrent fsyncs in one journal commit, so n of them cost
+    about one.  Returns once all are durable."""
     global _FSYNC_POOL
     if len(paths) <= 1:
         for p in paths:
@@ -45,8 +46,11 @@ def fsync_all(paths: Sequence[Path]) -> None:
         future.result()
 
 
-def fsync_path(path: Path) -> None:
+def fsync_path(path: Path | int) -> None:
     """Make a file's content, or a directory's entries (renames inside it), durable."""
+    if isinstance(path, int):
+        os.fsync(path)
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

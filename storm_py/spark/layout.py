@@ -16,11 +16,11 @@ Everything relative to the dataset ``root``::
 
 A txid is committed exactly when its manifest ``_commits/<N>.json`` exists (renamed into place once everything
 N needs is durable; ``<N>.pending`` before that).  ``_LATEST`` is a hint, written without an fsync after the
-rename: the last committed txid is the hint or, when a crash left it behind, the highest N above it whose
-manifests exist without a gap (:meth:`DatasetLayout.latest`).  A reader takes that txid first and reads only
-the files its manifests list, so a partly published N and the files of a replaced or failed attempt are never
-seen.  Commits come strictly in txid order and the commit of N is
-retried until it succeeds, so:
+rename (by a single task every ``HINT_EVERY`` txids, and at start-up): the last committed txid is the highest
+N from the hint up whose manifests exist without a gap (:meth:`DatasetLayout.latest`).  A reader takes that
+txid first and reads only the files its manifests list, so a partly published N and the files of a replaced or
+failed attempt are never seen.  Commits come strictly in txid order and the commit of N is retried until it
+succeeds, so:
 
 * ``N = _LATEST + 1``: publish (whatever an earlier attempt of N left is deleted first, nobody reads it);
 * ``N = _LATEST``: a replay of the last committed txid (its commit was not recorded by the coordinator before a
@@ -60,6 +60,7 @@ PART_RE = re.compile(r"^part-(\d{20})-(\d{5})-(\d{4})(?:-[0-9a-f]+)?\.parquet$")
 REPLACED = "_replaced"
 COMPACT_LOCK = "_compact.lock"
 TXID_DIR_RE = re.compile(r"^txid=(\d+)$")
+HINT_EVERY = 16  # a single task rewrites the _LATEST hint every HINT_EVERY txids (a file create costs)
 
 
 class DatasetError(StormPyError):
@@ -216,6 +217,11 @@ class DatasetLayout:
         self.root = Path(root)
         self.commits = self.root / COMMITS
         self.staging = self.root / STAGING
+        self._commits_fd: int | None = None  # ``_commits/`` kept open by a writer for its fsyncs
+
+    def __del__(self) -> None:
+        if self._commits_fd is not None:
+            os.close(self._commits_fd)
 
     def ensure(self) -> None:
         """Create the root's control directories."""
@@ -247,25 +253,33 @@ class DatasetLayout:
         if fsync:
             fsync_path(self.commits)  # the rename itself
 
-    def publish_latest(self, manifest: Manifest, synced: Sequence[Path], fsync: bool = True,
+    def publish_latest(self, manifest: Manifest, synced: Sequence[Path | int], fsync: bool = True,
                        hook: Callable[[str], None] | None = None) -> None:
         """The single task's commit of N in one round of fsyncs: N's manifest is written under its pending name
         and fsynced together with ``synced`` (N's files and directories) and ``_commits/``; renaming it to
-        ``<N>.json`` is the commit.  That rename and the ``_LATEST`` hint after it get no fsync of their own: a
+        ``<N>.json`` is the commit.  That rename and the ``_LATEST`` hint after it (every ``HINT_EVERY`` txids)
+        get no fsync of their own: a
         crash that loses them leaves a durable, complete pending manifest that :meth:`recover` renames at the
         next start-up, so a commit that returned stays committed.  ``hook`` is called between the steps (fault
         injection)."""
         step = hook or (lambda _point: None)
         pending = self.pending_path(manifest.txid)
-        with open(pending, "wb") as fh:  # N > latest: nobody reads it, recover() checks or removes it
-            fh.write(json.dumps(manifest.to_json(), indent=1).encode())
-        step("before-fsync")
-        if fsync:
-            fsync_all([*synced, pending, self.commits])
+        # N > latest: nobody reads it, recover() checks or removes it
+        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, json.dumps(manifest.to_json(), indent=1).encode())
+            step("before-fsync")
+            if fsync:
+                if self._commits_fd is None:
+                    self._commits_fd = os.open(self.commits, os.O_RDONLY)
+                fsync_all([*synced, fd, self._commits_fd])
+        finally:
+            os.close(fd)
         step("before-rename")
         os.replace(pending, self.manifest_path(manifest.txid))  # the commit point
         step("before-hint")
-        write_atomic(self.commits / LATEST, json.dumps({"txid": manifest.txid}).encode(), fsync=False)
+        if manifest.txid % HINT_EVERY == 0:  # readers probe at most HINT_EVERY - 1 manifests past it
+            write_atomic(self.commits / LATEST, json.dumps({"txid": manifest.txid}).encode(), fsync=False)
 
     def pending_path(self, txid: int) -> Path:
         return self.commits / f"{txid:020d}.pending"

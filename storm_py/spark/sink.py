@@ -91,6 +91,9 @@ class DatasetWriter:
         self._started = False
         self._lock = threading.Lock()
         self._published: dict[int, list[Path]] = {}  # files this process published for uncommitted txids
+        # a single task's last committed txid, known after its start-up and each commit it made; dropped when a
+        # commit fails (it may have gone through): then read from the dataset again
+        self._latest: int | None = None
 
     def start(self) -> list[str]:
         """Create the layout and run the janitor (once); what it removed."""
@@ -99,6 +102,7 @@ class DatasetWriter:
                 return []
             self.layout.ensure()
             removed = self.layout.janitor(self.task, self.ntasks)
+            self._latest = self.layout.latest() if self.ntasks == 1 else None
             if removed:
                 log.info("dataset %s: removed leftovers of task %d: %s", self.layout.root, self.task, removed)
             self._started = True
@@ -109,9 +113,25 @@ class DatasetWriter:
         """Publish this task's ``rows`` of ``txid`` (replacing an earlier attempt's); skip a published txid."""
         self.start()
         good, bad, columns = self.schema.check_batch(rows)
-        action = plan_commit(self.layout.latest(), txid)
+        latest = self.layout.latest() if self._latest is None else self._latest
+        self._latest = None
+        action = plan_commit(latest, txid)
         if action is CommitAction.SKIP:
+            self._latest = latest if self.ntasks == 1 else None
             return CommitResult(action, 0, bad)
+        fds: list[int] = []
+        try:
+            result = self._commit(txid, attempt, good, bad, columns, action, source, hook, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if self.ntasks == 1 and result.committed:
+            self._latest = txid
+        return result
+
+    def _commit(self, txid: int, attempt: int, good: list[Sequence[Any]], bad: list[tuple[Sequence[Any], str]],
+                columns: list[list[Any]], action: CommitAction, source: dict[str, Any] | None,
+                hook: Callable[[str], None] | None, fds: list[int]) -> CommitResult:
         current = self.layout.read_manifest(txid) if action is CommitAction.REPLACE else None
         self._remove_earlier_attempt(txid, {f.path for f in current.files} if current else set())
         if hook is not None:
@@ -123,7 +143,8 @@ class DatasetWriter:
         prefix = f"{txid:020d}-{self.task:05d}-{token}"
         written = write_txid_files(self.layout.staging, prefix, self.schema, columns, self.partition_by, txid,
                                    self.task, token, max_rows_per_file=o.max_rows_per_file,
-                                   row_group_rows=o.row_group_rows, compression=o.compression, fsync=False)
+                                   row_group_rows=o.row_group_rows, compression=o.compression, fsync=False,
+                                   keep=fds if o.fsync and self.ntasks == 1 and current is None else None)
         targets: set[Path] = set()
         published = self._published.setdefault(txid, [])
         for entry, staged in written:
@@ -134,7 +155,7 @@ class DatasetWriter:
             os.rename(staged, target)
             published.append(target)
         # fsynced after the renames, all at once (with the manifest and the pointer when this task commits N)
-        synced = [*published[len(published) - len(written):], *targets] if o.fsync else []
+        synced: list[Path | int] = [*(fds or published[len(published) - len(written):]), *targets] if o.fsync else []
         part = Manifest(txid, attempt, [entry for entry, _ in written], self.schema.to_dict(), self.fingerprint,
                         source or {}, len(bad), [self.task])
         if self.ntasks == 1 and current is None:  # the common case: one task publishes N

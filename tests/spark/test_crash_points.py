@@ -16,7 +16,7 @@ import pytest
 
 from storm_py.errors import FailedException
 from storm_py.spark import DatasetWriter, committed_txids, read_committed, read_committed_table
-from storm_py.spark.layout import LATEST, CommitAction, DatasetLayout
+from storm_py.spark.layout import HINT_EVERY, LATEST, CommitAction, DatasetLayout
 from tests.spark.helpers import SCHEMA, as_dicts, rows_for, sort_key
 
 pytestmark = pytest.mark.spark
@@ -59,7 +59,7 @@ def assert_clean(root) -> None:
     assert published == listed
     assert not list(layout.commits.glob("*.pending"))
     assert not [p for p in layout.staging.rglob("*") if p.is_file()]
-    assert layout.hint() == layout.latest()
+    assert layout.hint() <= layout.latest() < layout.hint() + HINT_EVERY
 
 
 def crashed_commit(root, point: str) -> None:
@@ -79,6 +79,7 @@ def test_a_crash_at_each_step_leaves_n_committed_or_not_and_a_replay_replaces_it
     assert (seen == both) == (point == "before-hint"), "only the manifest's rename commits N"
 
     DatasetWriter(tmp_path, SCHEMA, ["day"]).start()  # the restarted process: recovery and the janitor
+    assert DatasetLayout(tmp_path).hint() == (2 if POINTS[point] else 1), "start-up brings the hint up"
     recovered = both if POINTS[point] else one
     assert pyarrow_rows(tmp_path) == recovered and spark_rows(spark, tmp_path) == recovered
     assert_clean(tmp_path)
@@ -136,11 +137,12 @@ def test_lost_writes_of_an_unfinished_fsync_round_leave_n_uncommitted(tmp_path, 
     assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY))
 
 
-def test_a_torn_or_missing_hint_is_only_a_hint(tmp_path):
+def test_a_torn_missing_or_behind_hint_is_only_a_hint(tmp_path):
     w = DatasetWriter(tmp_path, SCHEMA, ["day"])
     for t in (1, 2, 3):
         w.commit(t, t, rows_for(t))
     layout = DatasetLayout(tmp_path)
+    assert layout.hint() == 0 and committed_txids(tmp_path) == [1, 2, 3], "rewritten every HINT_EVERY txids"
     (layout.commits / LATEST).write_bytes(b"")  # written without fsync: a crash may leave it empty
     assert committed_txids(tmp_path) == [1, 2, 3]
     (layout.commits / LATEST).unlink()
@@ -148,3 +150,19 @@ def test_a_torn_or_missing_hint_is_only_a_hint(tmp_path):
     assert w.commit(3, 4, rows_for(3)).action is CommitAction.REPLACE
     DatasetWriter(tmp_path, SCHEMA, ["day"]).start()
     assert layout.hint() == 3
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_the_same_writer_retrying_after_a_failed_commit_sees_what_the_failure_left(tmp_path, point):
+    """The commit phase is retried in the same process: a failure after the commit point leaves N committed,
+    so the retry replaces it (the writer's remembered last txid is dropped when a commit fails)."""
+    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    w.commit(1, 1, rows_for(1))
+    with pytest.raises(FailedException):
+        w.commit(2, 2, rows_for(2, 9), hook=crash_at(point))
+    result = w.commit(2, 3, REPLAY)
+    assert result.action is (CommitAction.REPLACE if point == "before-hint" else CommitAction.PUBLISH)
+    assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY))
+    DatasetWriter(tmp_path, SCHEMA, ["day"]).start()
+    assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY))
+    assert_clean(tmp_path)
