@@ -42,7 +42,9 @@ def fsync_all(paths: Sequence[Path | int]) -> None:
         if _FSYNC_POOL is None:
             _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-fsync")
         pool = _FSYNC_POOL
-    for future in [pool.submit(fsync_path, p) for p in paths]:
+    futures = [pool.submit(fsync_path, p) for p in paths[1:]]
+    fsync_path(paths[0])  # this thread does one of them
+    for future in futures:
         future.result()
 
 
