@@ -40,7 +40,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -410,65 +409,10 @@ class DatasetLayout:
                     yield Path(dirpath) / name, int(m.group(1)), int(m.group(2))
 
     def janitor(self, task: int, ntasks: int) -> list[str]:
-        """Start-up clean-up of one task's leftovers (and, for task 0, of tasks beyond ``ntasks``).
+        """Start-up: :meth:`recover`, then one task's leftovers removed (:func:`storm_py.spark.janitor.clean_up`)."""
+        from storm_py.spark.janitor import clean_up
 
-        Removes its staged attempts, what it published for txids above ``_LATEST`` and files of ``_LATEST``
-        that its manifest does not list (a replacement that failed, or replaced content), and (task 0) the
-        files of replaced content listed under ``_replaced/``; returns what it removed.  Readers that took a
-        manifest before a replacement may still be reading the replaced files: the janitor runs only at a
-        sink's start-up, long after.
-        """
-        latest = self.recover()
-
-        def mine(t: int) -> bool:
-            return t == task or (task == 0 and t >= ntasks)
-
-        removed: list[str] = []
-        listed = {f.path for f in self.read_manifest(latest).files} if latest else set()
-        if task == 0 and (self.commits / REPLACED).is_dir():
-            for tomb in sorted((self.commits / REPLACED).glob("*.json")):
-                data = json.loads(tomb.read_bytes())
-                current = listed if data["txid"] == latest else {
-                    f.path for f in self.read_manifest(int(data["txid"])).files}
-                for rel in data["files"]:
-                    if rel not in current and (self.root / rel).exists():
-                        (self.root / rel).unlink()
-                        removed.append(rel)
-                        prune_empty((self.root / rel).parent, self.root)
-                tomb.unlink()
-        if self.staging.is_dir():
-            for txdir in self.staging.iterdir():
-                fields = txdir.name.split("-")
-                if txdir.is_file() and len(fields) > 2 and fields[1].isdigit() and mine(int(fields[1])):
-                    txdir.unlink()  # a staged file: <txid>-<task>-<attempt>-<seq>.parquet
-                    removed.append(str(txdir.relative_to(self.root)))
-                    continue
-                for attempt in list(txdir.iterdir()) if txdir.is_dir() else []:
-                    head = attempt.name.split("-", 1)[0]
-                    if head.isdigit() and mine(int(head)):
-                        shutil.rmtree(attempt, ignore_errors=True)
-                        removed.append(str(attempt.relative_to(self.root)))
-                with contextlib.suppress(OSError):
-                    txdir.rmdir()
-        for path, txid, t in list(self.published_files()):
-            rel = path.relative_to(self.root).as_posix()
-            if mine(t) and (txid > latest or (txid == latest and rel not in listed)):
-                path.unlink()
-                removed.append(str(path.relative_to(self.root)))
-                prune_empty(path.parent, self.root)
-        for entry in list(self.commits.iterdir()) if self.commits.is_dir() else []:
-            txid_of = entry.name.removesuffix(".json")
-            if not txid_of.isdigit() or int(txid_of) <= latest:
-                continue
-            if entry.is_dir():
-                for part in entry.glob("task-*.json"):
-                    if mine(int(part.stem.split("-")[1])):
-                        part.unlink()
-                        removed.append(str(part.relative_to(self.root)))
-            elif task == 0:  # a manifest above _LATEST: written by a commit that did not finish
-                entry.unlink()
-                removed.append(str(entry.relative_to(self.root)))
-        return removed
+        return clean_up(self, task, ntasks)
 
 
 def prune_empty(directory: Path, root: Path) -> None:
