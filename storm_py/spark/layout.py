@@ -334,6 +334,9 @@ class DatasetLayout:
         except FileNotFoundError as exc:
             raise DatasetError(f"txid {txid} is below _LATEST but its manifest {path} is missing",
                                root=str(self.root), txid=txid) from exc
+        except (ValueError, KeyError, TypeError) as exc:  # manifests appear only by rename: this is damage
+            raise DatasetError(f"manifest {path} of txid {txid} is unreadable: {exc}",
+                               root=str(self.root), txid=txid) from exc
 
     def write_manifest(self, manifest: Manifest, fsync: bool = True, atomic: bool = True) -> None:
         """Write N's manifest; ``atomic=False`` (one writer, N above ``_LATEST``: nobody reads it yet) skips the
