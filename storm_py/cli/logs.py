@@ -8,6 +8,7 @@ workers, and each supervisor's log viewer serves their files.
 from __future__ import annotations
 
 import re
+import signal
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -129,6 +130,8 @@ def open_logs(conf: Mapping[str, Any], name: str) -> LogSource:
 def logs(name: str, follow: bool, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Print the worker logs of topology NAME (this machine's, or its supervisors' log viewers')."""
     conf = load_conf(config_file, overrides)
+    if follow:  # Ctrl-C stops even when this process was started with SIGINT ignored (a parent's disposition)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         source = open_logs(conf, name)
         while True:

@@ -91,10 +91,18 @@ def test_rebalance_changes_workers_and_executors(cluster) -> None:
     progressing(ledger)
 
 
-def test_logs_follow_prints_the_workers_logs_until_interrupted(cluster) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_logs_follow_prints_the_workers_logs_until_interrupted(cluster, inherited: str) -> None:
+    """Ctrl-C stops ``logs -f``, also when its parent started it with SIGINT ignored (as shells do for
+    background jobs)."""
     dc, _ = cluster
     proc = subprocess.Popen([*storm_py_command(), "logs", "steady", "-f", "--config", str(dc.config)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignore_sigint if inherited == "ignored" else None)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("==> ") and "/worker.log" in line
