@@ -108,7 +108,12 @@ def test_logs_follow_prints_the_workers_logs_until_interrupted(cluster, inherite
         assert line.startswith("==> ") and "/worker.log" in line
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
     assert proc.returncode == 0
 
 
