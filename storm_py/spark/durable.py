@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def write_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
@@ -29,19 +32,29 @@ _FSYNC_POOL: ThreadPoolExecutor | None = None
 _FSYNC_POOL_LOCK = threading.Lock()
 
 
+def _pool() -> ThreadPoolExecutor:
+    global _FSYNC_POOL
+    with _FSYNC_POOL_LOCK:
+        if _FSYNC_POOL is None:
+            _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-io")
+        return _FSYNC_POOL
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run ``fn(*args)`` on the I/O threads: file creates there overlap the caller's Arrow and Parquet encoding
+    (both release the GIL while the kernel or the encoder works)."""
+    return _pool().submit(fn, *args)
+
+
 def fsync_all(paths: Sequence[Path | int]) -> None:
     """fsync files and directories (paths, or descriptors already open: no second lookup) together, one thread
     each (up to 4): a journaling file system commits concurrent fsyncs in one journal commit, so n of them cost
     about one.  Returns once all are durable."""
-    global _FSYNC_POOL
     if len(paths) <= 1:
         for p in paths:
             fsync_path(p)
         return
-    with _FSYNC_POOL_LOCK:
-        if _FSYNC_POOL is None:
-            _FSYNC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="parquet-fsync")
-        pool = _FSYNC_POOL
+    pool = _pool()
     futures = [pool.submit(fsync_path, p) for p in paths[1:]]
     fsync_path(paths[0])  # this thread does one of them
     for future in futures:

@@ -59,6 +59,12 @@ def clean_up(layout: DatasetLayout, task: int, ntasks: int) -> list[str]:
             path.unlink()
             removed.append(str(path.relative_to(layout.root)))
             prune_empty(path.parent, layout.root)
+    if ntasks == 1:  # N's directory without files (created ahead of them, or its files lost in a crash)
+        for empty in list(layout.root.rglob("txid=*")):
+            number = empty.name.removeprefix("txid=")
+            if number.isdigit() and int(number) > latest and empty.is_dir() and not any(empty.iterdir()):
+                empty.rmdir()
+                prune_empty(empty.parent, layout.root)
     for entry in list(layout.commits.iterdir()) if layout.commits.is_dir() else []:
         txid_of = entry.name.removesuffix(".json")
         if not txid_of.isdigit() or int(txid_of) <= latest:

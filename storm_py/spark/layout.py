@@ -252,19 +252,28 @@ class DatasetLayout:
         if fsync:
             fsync_path(self.commits)  # the rename itself
 
+    def open_pending(self, txid: int, data_dir: Path | None = None) -> int:
+        """Create N's pending manifest, empty (a descriptor for :meth:`publish_latest`), and N's data directory
+        when given: done ahead, while N's rows are encoded.  An empty or partial pending manifest is never
+        taken for a commit: :meth:`recover` removes it."""
+        if data_dir is not None:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        return os.open(self.pending_path(txid), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
     def publish_latest(self, manifest: Manifest, synced: Sequence[Path | int], fsync: bool = True,
-                       hook: Callable[[str], None] | None = None) -> None:
+                       hook: Callable[[str], None] | None = None, fd: int | None = None) -> None:
         """The single task's commit of N in one round of fsyncs: N's manifest is written under its pending name
         and fsynced together with ``synced`` (N's files and directories) and ``_commits/``; renaming it to
         ``<N>.json`` is the commit.  That rename and the ``_LATEST`` hint after it (every ``HINT_EVERY`` txids)
         get no fsync of their own: a
         crash that loses them leaves a durable, complete pending manifest that :meth:`recover` renames at the
         next start-up, so a commit that returned stays committed.  ``hook`` is called between the steps (fault
-        injection)."""
+        injection).  ``fd``: N's pending manifest from :meth:`open_pending`, closed here."""
         step = hook or (lambda _point: None)
         pending = self.pending_path(manifest.txid)
         # N > latest: nobody reads it, recover() checks or removes it
-        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if fd is None:
+            fd = self.open_pending(manifest.txid)
         try:
             os.write(fd, json.dumps(manifest.to_json(), separators=(",", ":")).encode())  # C encoder: no indent
             step("before-fsync")

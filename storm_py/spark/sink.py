@@ -22,18 +22,20 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from storm_py.api.components import OutputFieldsDeclarer
 from storm_py.api.tuple import Tuple
-from storm_py.spark.durable import fsync_all
+from storm_py.spark.durable import fsync_all, in_background
 from storm_py.spark.layout import (
     CommitAction,
     DatasetLayout,
     Manifest,
     merge_parts,
+    partition_dir,
     plan_commit,
     source_ranges,
 )
@@ -112,26 +114,35 @@ class DatasetWriter:
                source: dict[str, Any] | None = None, hook: Callable[[str], None] | None = None) -> CommitResult:
         """Publish this task's ``rows`` of ``txid`` (replacing an earlier attempt's); skip a published txid."""
         self.start()
-        good, bad, columns = self.schema.check_batch(rows)
         latest = self.layout.latest() if self._latest is None else self._latest
         self._latest = None
         action = plan_commit(latest, txid)
-        if action is CommitAction.SKIP:
-            self._latest = latest if self.ntasks == 1 else None
-            return CommitResult(action, 0, bad)
+        # a single task publishing N creates N's pending manifest and directory on an I/O thread while the rows
+        # are checked and encoded here: file creates cost as much as the encoding of a small batch
+        pending: list[Future[int]] = []
+        if action is CommitAction.PUBLISH and self.ntasks == 1:
+            data_dir = None if self.partition_by else self.layout.root / partition_dir((), (), txid)
+            pending.append(in_background(self.layout.open_pending, txid, data_dir))
         fds: list[int] = []
         try:
-            result = self._commit(txid, attempt, good, bad, columns, action, source, hook, fds)
+            good, bad, columns = self.schema.check_batch(rows)
+            if action is CommitAction.SKIP:
+                self._latest = latest if self.ntasks == 1 else None
+                return CommitResult(action, 0, bad)
+            result = self._commit(txid, attempt, good, bad, columns, action, source, hook, fds, pending)
         finally:
             for fd in fds:
                 os.close(fd)
+            for unused in pending:  # the commit failed before publishing: recover() removes the empty file
+                with contextlib.suppress(Exception):
+                    os.close(unused.result())
         if self.ntasks == 1 and result.committed:
             self._latest = txid
         return result
 
     def _commit(self, txid: int, attempt: int, good: list[Sequence[Any]], bad: list[tuple[Sequence[Any], str]],
                 columns: list[list[Any]], action: CommitAction, source: dict[str, Any] | None,
-                hook: Callable[[str], None] | None, fds: list[int]) -> CommitResult:
+                hook: Callable[[str], None] | None, fds: list[int], pending: list[Future[int]]) -> CommitResult:
         current = self.layout.read_manifest(txid) if action is CommitAction.REPLACE else None
         self._remove_earlier_attempt(txid, {f.path for f in current.files} if current else set())
         if hook is not None:
@@ -145,6 +156,10 @@ class DatasetWriter:
                                    self.task, token, max_rows_per_file=o.max_rows_per_file,
                                    row_group_rows=o.row_group_rows, compression=o.compression, fsync=False,
                                    keep=fds if o.fsync and self.ntasks == 1 and current is None else None)
+        pending_fd = pending.pop().result() if pending else None
+        if pending_fd is not None and not written and not self.partition_by:  # every row was bad: no directory
+            with contextlib.suppress(OSError):
+                (self.layout.root / partition_dir((), (), txid)).rmdir()
         targets: set[Path] = set()
         published = self._published.setdefault(txid, [])
         for entry, staged in written:
@@ -161,7 +176,7 @@ class DatasetWriter:
         if self.ntasks == 1 and current is None:  # the common case: one task publishes N
             if hook is not None:
                 hook("before-latest")
-            self.layout.publish_latest(part, synced, o.fsync, hook)
+            self.layout.publish_latest(part, synced, o.fsync, hook, pending_fd)
             self._published.pop(txid, None)
             return CommitResult(action, len(good), bad, True)
         fsync_all(synced)

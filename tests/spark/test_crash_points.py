@@ -60,38 +60,43 @@ def assert_clean(root) -> None:
     assert not list(layout.commits.glob("*.pending"))
     assert not [p for p in layout.staging.rglob("*") if p.is_file()]
     assert layout.hint() <= layout.latest() < layout.hint() + HINT_EVERY
+    control = {layout.commits, layout.staging}
+    empty = [p for p in root.rglob("*") if p.is_dir() and not any(p.iterdir()) and p not in control
+             and layout.commits not in p.parents]
+    assert not empty, f"empty directories left: {empty}"
 
 
-def crashed_commit(root, point: str) -> None:
-    w = DatasetWriter(root, SCHEMA, ["day"])
+def crashed_commit(root, point: str, by: list[str] | None = None) -> None:
+    w = DatasetWriter(root, SCHEMA, ["day"] if by is None else by)
     assert w.commit(1, 1, rows_for(1)).committed
     with pytest.raises(FailedException):
         w.commit(2, 2, rows_for(2, 9), hook=crash_at(point))
 
 
+@pytest.mark.parametrize("by", [["day"], []], ids=["partitioned", "unpartitioned"])
 @pytest.mark.parametrize("point", list(POINTS))
-def test_a_crash_at_each_step_leaves_n_committed_or_not_and_a_replay_replaces_it(tmp_path, spark, point):
-    crashed_commit(tmp_path, point)
+def test_a_crash_at_each_step_leaves_n_committed_or_not_and_a_replay_replaces_it(tmp_path, spark, point, by):
+    crashed_commit(tmp_path, point, by)
     one, both = want((1, rows_for(1))), want((1, rows_for(1)), (2, rows_for(2, 9)))
     seen = pyarrow_rows(tmp_path)
     assert seen in (one, both), "readers see txid 2 whole or not at all"
     assert spark_rows(spark, tmp_path) == seen
     assert (seen == both) == (point == "before-hint"), "only the manifest's rename commits N"
 
-    DatasetWriter(tmp_path, SCHEMA, ["day"]).start()  # the restarted process: recovery and the janitor
+    DatasetWriter(tmp_path, SCHEMA, by).start()  # the restarted process: recovery and the janitor
     assert DatasetLayout(tmp_path).hint() == (2 if POINTS[point] else 1), "start-up brings the hint up"
     recovered = both if POINTS[point] else one
     assert pyarrow_rows(tmp_path) == recovered and spark_rows(spark, tmp_path) == recovered
     assert_clean(tmp_path)
 
-    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    w = DatasetWriter(tmp_path, SCHEMA, by)
     result = w.commit(2, 3, REPLAY)  # the coordinator never recorded 2: it is replayed
     assert result.committed
     assert result.action is (CommitAction.REPLACE if POINTS[point] else CommitAction.PUBLISH)
     replaced = want((1, rows_for(1)), (2, REPLAY))
     assert pyarrow_rows(tmp_path) == replaced and spark_rows(spark, tmp_path) == replaced
     assert w.commit(3, 4, rows_for(3)).action is CommitAction.PUBLISH
-    DatasetWriter(tmp_path, SCHEMA, ["day"]).start()
+    DatasetWriter(tmp_path, SCHEMA, by).start()
     assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY), (3, rows_for(3)))
     assert_clean(tmp_path)
 
@@ -152,17 +157,29 @@ def test_a_torn_missing_or_behind_hint_is_only_a_hint(tmp_path):
     assert layout.hint() == 3
 
 
+@pytest.mark.parametrize("by", [["day"], []], ids=["partitioned", "unpartitioned"])
 @pytest.mark.parametrize("point", list(POINTS))
-def test_the_same_writer_retrying_after_a_failed_commit_sees_what_the_failure_left(tmp_path, point):
+def test_the_same_writer_retrying_after_a_failed_commit_sees_what_the_failure_left(tmp_path, point, by):
     """The commit phase is retried in the same process: a failure after the commit point leaves N committed,
     so the retry replaces it (the writer's remembered last txid is dropped when a commit fails)."""
-    w = DatasetWriter(tmp_path, SCHEMA, ["day"])
+    w = DatasetWriter(tmp_path, SCHEMA, by)
     w.commit(1, 1, rows_for(1))
     with pytest.raises(FailedException):
         w.commit(2, 2, rows_for(2, 9), hook=crash_at(point))
     result = w.commit(2, 3, REPLAY)
     assert result.action is (CommitAction.REPLACE if point == "before-hint" else CommitAction.PUBLISH)
     assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY))
-    DatasetWriter(tmp_path, SCHEMA, ["day"]).start()
+    DatasetWriter(tmp_path, SCHEMA, by).start()
     assert pyarrow_rows(tmp_path) == want((1, rows_for(1)), (2, REPLAY))
+    assert_clean(tmp_path)
+
+
+def test_a_batch_of_only_bad_rows_leaves_no_directory_behind(tmp_path):
+    """N's directory is created ahead of its files; a txid whose every row is rejected has no files."""
+    w = DatasetWriter(tmp_path, SCHEMA)
+    w.commit(1, 1, rows_for(1))
+    result = w.commit(2, 2, [["k", "not an int", "d0"]])
+    assert result.committed and result.rows == 0 and len(result.bad) == 1
+    assert not (tmp_path / "txid=2").exists()
+    assert pyarrow_rows(tmp_path) == want((1, rows_for(1)))
     assert_clean(tmp_path)
