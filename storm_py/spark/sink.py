@@ -170,7 +170,11 @@ class DatasetWriter:
             os.rename(staged, target)
             published.append(target)
         # fsynced after the renames, all at once (with the manifest and the pointer when this task commits N)
-        synced: list[Path | int] = [*(fds or published[len(published) - len(written):]), *targets] if o.fsync else []
+        # N's directories, and those holding their names (up to the root): a new directory's entry is durable
+        # only once its parent is fsynced
+        holders = {p for d in targets for p in d.parents if p == self.layout.root or self.layout.root in p.parents}
+        synced: list[Path | int] = ([*(fds or published[len(published) - len(written):]), *targets, *holders]
+                                    if o.fsync else [])
         part = Manifest(txid, attempt, [entry for entry, _ in written], self.schema.to_dict(), self.fingerprint,
                         source or {}, len(bad), [self.task])
         if self.ntasks == 1 and current is None:  # the common case: one task publishes N

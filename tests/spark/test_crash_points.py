@@ -183,3 +183,17 @@ def test_a_batch_of_only_bad_rows_leaves_no_directory_behind(tmp_path):
     assert not (tmp_path / "txid=2").exists()
     assert pyarrow_rows(tmp_path) == want((1, rows_for(1)))
     assert_clean(tmp_path)
+
+
+def test_the_fsync_round_covers_n_s_directories_and_the_directories_holding_their_names(tmp_path, monkeypatch):
+    """A new directory's entry is durable only once its parent is fsynced: N's ``day=*/txid=N`` directories,
+    the ``day=*`` directories and the root are all in the round that precedes the commit point."""
+    import storm_py.spark.layout as layout_module
+
+    synced: list = []
+    real = layout_module.fsync_all
+    monkeypatch.setattr(layout_module, "fsync_all", lambda paths: (synced.extend(paths), real(paths))[1])
+    DatasetWriter(tmp_path, SCHEMA, ["day"]).commit(1, 1, rows_for(1))
+    dirs = {p for p in synced if not isinstance(p, int)}
+    assert dirs == {tmp_path, tmp_path / "day=d0", tmp_path / "day=d1",
+                    tmp_path / "day=d0" / "txid=1", tmp_path / "day=d1" / "txid=1"}
