@@ -6,7 +6,8 @@ uses the process-wide ``zmq.Context.instance()``, so ``inproc://`` endpoints of 
 each other.
 
 Queues: a PUSH socket holds up to ``hwm`` frames for its peer (SNDHWM) and the PULL socket up to ``hwm`` more
-(RCVHWM); over TCP the kernel's socket buffers hold some more.  When all are full, ``send`` waits or returns
+(RCVHWM); over TCP the kernel's socket buffers hold some more (``buffer_bytes`` sets them, SNDBUF/RCVBUF; 0
+leaves the kernel's own sizing).  When all are full, ``send`` waits or returns
 ``False``.  Sockets close with linger 0: frames still queued in a closed sender are dropped.
 
 Bounds: a receiver drops the connection of a peer sending a frame over ``max_message_size`` bytes
@@ -59,7 +60,7 @@ def _context() -> zmq.Context[zmq.Socket[bytes]]:
 class ZmqSender:
     """A PUSH socket connected to one peer."""
 
-    def __init__(self, transport: ZmqTransport, address: str, hwm: int) -> None:
+    def __init__(self, transport: ZmqTransport, address: str, hwm: int, buffer_bytes: int = 0) -> None:
         self._transport = transport
         self._address = address
         self._stats = TransportStats()
@@ -69,6 +70,8 @@ class ZmqSender:
         try:
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.SNDHWM, hwm)
+            if buffer_bytes:
+                sock.setsockopt(zmq.SNDBUF, buffer_bytes)
             sock.connect(address)
         except zmq.ZMQError as exc:
             sock.close(linger=0)
@@ -139,7 +142,9 @@ class ZmqSender:
 class ZmqReceiver(ThreadedReceiver):
     """A PULL socket bound to this worker slot's address."""
 
-    def __init__(self, transport: ZmqTransport, endpoint: str, hwm: int, max_message_size: int) -> None:
+    def __init__(
+        self, transport: ZmqTransport, endpoint: str, hwm: int, max_message_size: int, buffer_bytes: int = 0
+    ) -> None:
         super().__init__(log)
         self._transport = transport
         self._wake_w: int | None = None
@@ -149,6 +154,8 @@ class ZmqReceiver(ThreadedReceiver):
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.RCVHWM, hwm)
             sock.setsockopt(zmq.MAXMSGSIZE, max_message_size)
+            if buffer_bytes:
+                sock.setsockopt(zmq.RCVBUF, buffer_bytes)
             sock.bind(endpoint)
             address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         except zmq.ZMQError as exc:
@@ -254,9 +261,12 @@ class ZmqReceiver(ThreadedReceiver):
 
 class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue and
-    ``max_message_size`` (bytes, -1 for none) each frame a receiver accepts."""
+    ``max_message_size`` (bytes, -1 for none) each frame a receiver accepts; ``buffer_bytes`` (0: the kernel's
+    sizing) sets each TCP socket's kernel buffer."""
 
-    def __init__(self, hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    def __init__(
+        self, hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, buffer_bytes: int = 0
+    ) -> None:
         super().__init__("zmq", hwm, ZmqSender)
         if max_message_size == 0 or max_message_size < -1:
             raise TransportError(
@@ -264,6 +274,11 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
                 max_message_size=max_message_size,
             )
         self.max_message_size = max_message_size
+        if buffer_bytes < 0:
+            raise TransportError(
+                f"socket buffer size must be 0 or positive, got {buffer_bytes}", buffer_bytes=buffer_bytes
+            )
+        self.buffer_bytes = buffer_bytes
 
     def bind(self, host: str, port: int) -> ZmqReceiver:
         check_port(port)
@@ -272,7 +287,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     def bind_address(self, address: str) -> ZmqReceiver:
         with self._lock:
             self._check_open()
-            receiver = ZmqReceiver(self, address, self.hwm, self.max_message_size)
+            receiver = ZmqReceiver(self, address, self.hwm, self.max_message_size, self.buffer_bytes)
             self._receivers.add(receiver)
         log.debug("bound %s", receiver.address)
         return receiver
@@ -280,7 +295,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     def connect(self, address: str) -> ZmqSender:
         with self._lock:
             self._check_open()
-            sender = ZmqSender(self, address, self.hwm)
+            sender = ZmqSender(self, address, self.hwm, self.buffer_bytes)
             self._senders.add(sender)
         return sender
 

@@ -82,7 +82,10 @@ def run_worker(
     holder: list[Worker] = []
     transfer = SocketTransfer(
         open_transport(
-            "zmq", hwm=int(conf.get("zmq.hwm") or 100), max_message_size=int(conf.get("zmq.max.message.bytes") or -1)
+            "zmq",
+            hwm=int(conf.get("zmq.hwm") or 100),
+            max_message_size=int(conf.get("zmq.max.message.bytes") or -1),
+            buffer_bytes=int(conf.get("zmq.socket.buffer.bytes") or 0),
         ),
         host,
         resolve=lambda node: holder[0].node_host.get(node) if holder else None,

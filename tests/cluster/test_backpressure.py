@@ -14,13 +14,15 @@ IDS = 6_000
 
 
 def test_a_slow_bolt_makes_its_senders_wait_without_failures(dev_cluster, wheels, zookeeper, request, tmp_path):
-    # one frame per peer queued in ZeroMQ: the kernel's socket buffers are then the only slack
-    cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf={**zk_root_conf(request), "zmq.hwm": 1})
+    # one frame per peer queued in ZeroMQ and small kernel socket buffers: a few frames of slack per peer, so the
+    # senders must find full queues however the machine paces the spout against the sinks
+    cluster = dev_cluster(zookeeper=zookeeper.connect_string,
+                          conf={**zk_root_conf(request), "zmq.hwm": 1, "zmq.socket.buffer.bytes": 16384})
     ledger = Ledger(tmp_path / "ledger.db", IDS)
     cluster.cli(
         "submit", str(wheels["ackcheck"]), "ackcheck.topology:build", "--name", "slow",
         "-c", "topology.workers=4", "-c", f"ackcheck.db={ledger.path}", "-c", "ackcheck.parallelism=2",
-        "-c", "ackcheck.sink.sleep.ms=1",  # the sinks take ~1 ms a tuple: far slower than the spout
+        "-c", "ackcheck.sink.sleep.ms=2",  # the sinks take ~2 ms a tuple: far slower than the spout
         "-c", "ackcheck.payload.bytes=20000",  # 120 MB in all: more than socket buffers can hide
         "-c", "topology.executor.receive.buffer.size=100",  # small receive budgets: backpressure sets in early
         "-c", "topology.max.spout.pending=null",  # nothing but backpressure holds the spout back

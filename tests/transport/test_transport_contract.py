@@ -481,6 +481,25 @@ def test_zmq_bind_errors_are_transport_errors() -> None:
         transport.close()
 
 
+def test_zmq_socket_buffers_bound_what_a_stalled_peer_holds() -> None:
+    def accepted(buffer_bytes: int) -> int:
+        """64 KiB frames a receiver that never reads takes in, until a send waits half a second in vain."""
+        transport = ZmqTransport(hwm=1, buffer_bytes=buffer_bytes)
+        try:
+            tx = transport.connect(transport.bind("127.0.0.1", 0).address)
+            n = 0
+            while n < 1000 and tx.send(b"z" * 65536, timeout=0.5):
+                n += 1
+            return n
+        finally:
+            transport.close()
+
+    small, kernel_sized = accepted(4096), accepted(0)
+    assert small <= 8 < kernel_sized, (small, kernel_sized)  # one frame per queue, then a few in 2 x 8 KiB
+    with pytest.raises(TransportError, match="socket buffer size"):
+        ZmqTransport(buffer_bytes=-1)
+
+
 def test_memory_names_are_private_to_a_transport() -> None:
     one, two = MemoryTransport(hwm=HWM), MemoryTransport(hwm=HWM)
     try:
