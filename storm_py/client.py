@@ -253,6 +253,11 @@ class NimbusClient:
         """The topology page of live topology ``name``."""
         return dict(self.request("GET", f"/topology/{quote(self.topology_id(name), safe='')}"))
 
+    def topology_lag(self, name: str) -> dict[str, Any]:
+        """Per spout of live topology ``name`` reading a log (Kafka): committed offset, log end and lag per
+        partition (``/topology/:id/lag``)."""
+        return dict(self.request("GET", f"/topology/{quote(self.topology_id(name), safe='')}/lag"))
+
     def component(self, name: str, component: str) -> dict[str, Any]:
         """The component page of ``component`` of live topology ``name``."""
         tid = quote(self.topology_id(name), safe="")

@@ -38,7 +38,7 @@ from storm_py.kafka.client import (
 )
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
 from storm_py.kafka.offsets import PartitionOffsets
-from storm_py.kafka.spout_metrics import KafkaSpoutStats
+from storm_py.kafka.spout_metrics import KafkaSpoutStats, lag_report
 from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,10 @@ class KafkaSpout(Spout):
             self._commit(self.clock.now(), sync=True)
         finally:
             self.client.close()
+
+    def lag_report(self) -> dict[str, Any]:
+        """Committed offset and log end per owned partition, for the worker's heartbeat (nimbus's lag view)."""
+        return lag_report(self)
 
     # --------------------------------------------------------------------------------------- next_tuple
     def next_tuple(self) -> None:

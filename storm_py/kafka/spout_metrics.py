@@ -86,3 +86,14 @@ def partition_lag(spout: KafkaSpout) -> dict[tuple[str, int], int]:
         if marks is not None:
             out[tp] = max(0, marks[1] - m.committed)
     return out
+
+
+def lag_report(spout: KafkaSpout) -> dict[str, Any]:
+    """What the worker puts in its heartbeat for nimbus's lag view: per owned partition whose log end is known
+    ``[topic, partition, committed, log end]``, and the records emitted since the spout opened."""
+    rows: list[list[Any]] = []
+    for tp, m in spout.managers.items():
+        marks = spout.client.watermarks(tp, 0.0, cached=True)
+        if marks is not None:
+            rows.append([tp[0], tp[1], m.committed, marks[1]])
+    return {"type": "KAFKA", "partitions": rows, "emitted": spout.stats.emitted}

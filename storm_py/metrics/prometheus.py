@@ -95,6 +95,8 @@ class ComponentSeries:
     all_time: ComponentFigures
     recent: ComponentFigures  # the 10-minute window: latencies and capacity
     gauges: Mapping[str, float] = field(default_factory=dict)
+    lag: Mapping[tuple[str, int], int] = field(default_factory=dict)  # (topic, partition) -> log end - committed
+    records_per_sec: float | None = None  # a spout reading a log: records emitted per second, last heartbeat
 
 
 def topology_families(
@@ -131,6 +133,10 @@ def topology_families(
             "storm_spout_skipped_backpressure_seconds_total", "counter", "Time a spout waited on back pressure."),
         "queue": MetricFamily(
             "storm_component_receive_queue_population", "gauge", "Tuples waiting in the executors' receive queues."),
+        "lag": MetricFamily(
+            "storm_kafka_spout_lag", "gauge", "Log end minus the spout's committed offset, per partition."),
+        "records": MetricFamily(
+            "storm_kafka_spout_records_per_second", "gauge", "Records a Kafka spout emitted per second."),
     }
     for row, components in topologies:
         topo = str(row.get("name", ""))
@@ -162,4 +168,8 @@ def topology_families(
                 fams["capacity"].add(series.recent.capacity, topology=topo, component=comp)
             if "receive_queue.population" in series.gauges:
                 fams["queue"].add(series.gauges["receive_queue.population"], topology=topo, component=comp)
+            for (topic, partition), lag in sorted(series.lag.items()):
+                fams["lag"].add(lag, topology=topo, component=comp, topic=topic, partition=str(partition))
+            if series.records_per_sec is not None:
+                fams["records"].add(series.records_per_sec, topology=topo, component=comp)
     return list(fams.values())

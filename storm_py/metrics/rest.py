@@ -26,6 +26,9 @@ Beats = Mapping[NodePort, WorkerHeartbeat]
 #: counters read of one executor report at most (streams x inputs of one executor; a bound on what a hostile
 #: heartbeat can make nimbus keep)
 MAX_COUNTERS = 4096
+#: partitions read of one executor's lag report at most
+MAX_LAG_PARTITIONS = 4096
+MAX_OFFSET = 2**63 - 1
 
 
 def _numbers(raw: Any) -> dict[str, float] | None:
@@ -37,6 +40,69 @@ def _numbers(raw: Any) -> dict[str, float] | None:
             out[k] = float(v)
             if len(out) >= MAX_COUNTERS:
                 break
+    return out
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """One partition a spout reads: its committed offset and its log end (the next offset to be written)."""
+
+    topic: str
+    partition: int
+    committed: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.head - self.committed)
+
+
+@dataclass
+class SpoutLag:
+    """An executor's lag report as read from a heartbeat (validated)."""
+
+    spout_type: str
+    partitions: list[PartitionLag]
+    records_per_sec: float
+
+
+def _int(x: Any, low: int, high: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and low <= x <= high
+
+
+def _lag(raw: Any) -> SpoutLag | None:
+    """A lag report (``{"type", "partitions": [[topic, partition, committed, head]], "recordsPerSec"}``) with
+    malformed rows left out and at most :data:`MAX_LAG_PARTITIONS` read; ``None`` when it is not one."""
+    if not isinstance(raw, Mapping):
+        return None
+    kind, rows, rate = raw.get("type"), raw.get("partitions"), raw.get("recordsPerSec", 0.0)
+    if not isinstance(kind, str) or not 0 < len(kind) <= 32 or not isinstance(rows, list):
+        return None
+    parts = [
+        PartitionLag(row[0], row[1], row[2], row[3]) for row in rows[:MAX_LAG_PARTITIONS]
+        if isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and 0 < len(row[0]) <= 255
+        and _int(row[1], 0, 2**31 - 1) and _int(row[2], -1, MAX_OFFSET) and _int(row[3], 0, MAX_OFFSET)
+    ]
+    ok = isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 <= rate < float("inf")
+    return SpoutLag(kind, parts, float(rate) if ok else 0.0)
+
+
+def topology_lag(found: Iterable[Report]) -> dict[str, Any]:
+    """``/topology/:id/lag``: per spout reporting lag, Storm's shape (``spoutId``, ``spoutType``,
+    ``spoutLagResult``: topic -> partition -> ``consumerCommittedOffset``, ``logHeadOffset``, ``lag``) plus
+    ``totalLag`` and ``recordsPerSec`` (summed over its executors)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in found:
+        if r.lag is None:
+            continue
+        entry = out.setdefault(r.component, {"spoutId": r.component, "spoutType": r.lag.spout_type,
+                                             "spoutLagResult": {}, "totalLag": 0, "recordsPerSec": 0.0})
+        entry["recordsPerSec"] = round(entry["recordsPerSec"] + r.lag.records_per_sec, 3)
+        for p in r.lag.partitions:
+            entry["spoutLagResult"].setdefault(p.topic, {})[str(p.partition)] = {
+                "consumerCommittedOffset": p.committed, "logHeadOffset": p.head, "lag": p.lag}
+    for entry in out.values():
+        entry["totalLag"] = sum(p["lag"] for parts in entry["spoutLagResult"].values() for p in parts.values())
     return out
 
 
@@ -55,6 +121,7 @@ class Report:
     gauges: dict[str, float]
     time_secs: float
     latency_samples: list[float]
+    lag: SpoutLag | None = None
 
     @property
     def book_key(self) -> str:
@@ -89,7 +156,7 @@ def reports(beats: Beats) -> list[Report]:
             out.append(Report(
                 node, port, str(key), raw["component"], task_list, raw.get("type") == stats.SPOUT,
                 float(uptime) if isinstance(uptime, (int, float)) else 0.0, counters,
-                _numbers(raw.get("gauges")) or {}, hb.time_secs, sample_list,
+                _numbers(raw.get("gauges")) or {}, hb.time_secs, sample_list, _lag(raw.get("lag")),
             ))
     return out
 
@@ -264,8 +331,10 @@ def prometheus_series(
         for r, _ in rows:
             for k, v in r.gauges.items():
                 gauges[k] = gauges.get(k, 0.0) + v
+        lag = {(p.topic, p.partition): p.lag for r, _ in rows if r.lag is not None for p in r.lag.partitions}
+        rate = sum(r.lag.records_per_sec for r, _ in rows if r.lag is not None)
         out[cid] = ComponentSeries(
             cid in spout_ids or any(r.is_spout for r, _ in rows), combined(rows), combined(recent.get(cid, [])),
-            gauges,
+            gauges, lag, rate if any(r.lag is not None for r, _ in rows) else None,
         )
     return out

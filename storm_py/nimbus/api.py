@@ -94,6 +94,7 @@ class NimbusApi:
             get("/topology/{id}", self.topology_page),
             get("/topology/{id}/component/{component}", self.component_page),
             get("/topology/{id}/visualization", self.visualization),
+            get("/topology/{id}/lag", self.lag),
             get("/topology/{id}/logconfig", self.log_config),
             post("/topology/{id}/logconfig", self.set_log_config),
             post("/topology/{id}/activate", self.activate),
@@ -224,6 +225,12 @@ class NimbusApi:
         book = self.node.nimbus.stats_book
         found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
         return rest.visualization(base, rest.by_component(book, tid, found, window, self.node.clock.wall()))
+
+    def lag(self, req: Request) -> dict[str, Any]:
+        """``/topology/:id/lag``: per spout reading a log (the Kafka spouts), committed offset, log end and lag
+        per partition, as its executors last reported them in their workers' heartbeats."""
+        tid, _ = self._base(req.params["id"])
+        return rest.topology_lag(rest.reports(self.node.state.worker_heartbeats(tid)))
 
     def prometheus(self, req: Request) -> Reply:
         """``GET /metrics``: the cluster's, topologies' and components' figures in Prometheus text format."""

@@ -211,6 +211,7 @@ def topology_page(
         comp.setdefault("encodedId", comp.get("spoutId") or comp.get("boltId"))
     page["spouts"], page["bolts"] = spouts, bolts
     page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base), log_viewers or {})
+    page["spoutLag"] = rest.topology_lag(rest.reports(beats))  # spouts reading a log (Kafka): lag per partition
     links = {(w["host"], w["port"]): w["workerLogLink"] for w in page["workers"]}
     for comp in spouts + bolts:  # the last error's log link: the worker on the error's host and port
         comp["errorWorkerLogLink"] = links.get((comp.get("errorHost"), comp.get("errorPort")), "")

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: how often the timer looks for metrics registered since (spouts register theirs when they open)
 SCAN_SECS = 1.0
+#: partitions of one executor's lag report sent at most (nimbus reads no more either)
+MAX_LAG_PARTITIONS = 4096
 ALL_INPUTS = "(all)"
 
 
@@ -99,6 +101,7 @@ class WorkerMetrics:
         self._builtin_prev: dict[str, dict[str, float]] = {}
         self._builtin_at = self.started + self.builtin_secs
         self._scan_at = self.started
+        self._emitted_at: dict[str, tuple[float, int]] = {}  # per spout executor: (when, emitted) last reported
 
     # ------------------------------------------------------------------------------------------------ heartbeats
 
@@ -118,7 +121,39 @@ class WorkerMetrics:
             if ex.is_spout:  # a bounded sample of complete latencies, for percentiles
                 samples = list(ex.stats.lat_samples)
                 report["latency_samples"] = [round(x, 3) for x in samples[:: max(1, len(samples) // 500)]]
+                if isinstance(ex, SpoutExecutor):
+                    lag = self._lag(ex)
+                    if lag is not None:
+                        report["lag"] = lag
         return out
+
+    def _lag(self, ex: SpoutExecutor) -> dict[str, Any] | None:
+        """The executor's spouts' ``lag_report()`` (a spout reading a log, such as the Kafka spout, defines it):
+        ``{"type", "partitions": [[topic, partition, committed, log head], ...], "recordsPerSec"}``, bounded;
+        records/s over the time since the last heartbeat."""
+        kind = ""
+        rows: list[list[Any]] = []
+        emitted = 0
+        for task, spout in list(ex.spouts.items()):
+            report = getattr(spout, "lag_report", None)
+            if not callable(report):
+                continue
+            try:
+                got = report()
+                kind = str(got["type"])[:32]
+                rows.extend([str(t), int(p), int(c), int(h)] for t, p, c, h in got["partitions"])
+                emitted += int(got["emitted"])
+            except Exception as err:  # a spout's report must not stop the heartbeat
+                log.warning("task %d's lag report is left out: %r", task, err)
+                return None
+        if not kind:
+            return None
+        key = executor_key(ex)
+        now = self.rt.clock.now()
+        then, before = self._emitted_at.get(key, (self.started, 0))
+        self._emitted_at[key] = (now, emitted)
+        rate = max(0.0, (emitted - before) / (now - then)) if now > then else 0.0
+        return {"type": kind, "partitions": rows[:MAX_LAG_PARTITIONS], "recordsPerSec": round(rate, 3)}
 
     # ------------------------------------------------------------------------------------------------- buckets
 

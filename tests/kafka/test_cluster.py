@@ -69,6 +69,9 @@ def test_kafka_at_least_once_through_kill_9_of_the_spout_worker(
     submit(cluster, kafkatx_wheel, "kafkatx.atleastonce:build", "kafka-alo", conf)
     wait_until(lambda: sum(broker.committed(group, topic, 4).values()) >= n // 5, 300, interval=0.5,
                what="a fifth of the records committed")
+    client = cluster.client()
+    wait_until(lambda: client.topology_lag("kafka-alo").get("kafka", {}).get("totalLag", 0) > 0, 60, interval=0.5,
+               what="lag reported while records wait")
     tid, victims = kill_workers_of(cluster, "kafka-alo", "kafka")
     assert sum(broker.committed(group, topic, 4).values()) < n, "the data ended before the kill: produce more"
     for port, pid in victims.items():
@@ -77,6 +80,15 @@ def test_kafka_at_least_once_through_kill_9_of_the_spout_worker(
         assert alive(cluster.worker_pid(tid, port))
     wait_until(lambda: broker.committed(group, topic, 4) == ends, 600, interval=1.0,
                what=f"commits at the log end {ends}")
+    want = {str(p): {"consumerCommittedOffset": e, "logHeadOffset": e, "lag": 0} for p, e in ends.items()}
+
+    def lag_is_zero() -> bool:
+        lag = client.topology_lag("kafka-alo").get("kafka", {})
+        return lag.get("spoutLagResult") == {topic: want} and lag.get("totalLag") == 0
+
+    wait_until(lag_is_zero, 60, interval=0.5, what=f"lag 0 at the log end {ends} in /topology/:id/lag")
+    page = client.topology("kafka-alo")
+    assert page["spoutLag"]["kafka"]["spoutType"] == "KAFKA" and page["spoutLag"]["kafka"]["totalLag"] == 0
     got = broker.read_values(out, 4, set(values), timeout=180)
     missing = set(values) - got
     assert not missing, f"{len(missing)} records lost, e.g. {sorted(missing)[:3]}"

@@ -53,6 +53,10 @@ def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, brows
     assert float(cell(browser, "#bolts", "sleeper", "Capacity")) > 0
     windows = [e.text for e in browser.driver.find_elements("css selector", "#topology-stats tbody tr td:first-child")]
     assert windows == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    wait_until(lambda: cell(browser, "#lag", "paced/paced-log/0", "Lag") == "3", 30, interval=0.3,
+               what="the paced spout's lag row")
+    assert cell(browser, "#lag", "paced/paced-log/0", "Topic") == "paced-log"
+    assert int(cell(browser, "#lag", "paced/paced-log/0", "Log head offset").replace(",", "")) > 3
     links = browser.driver.find_elements("css selector", "#workers a")
     assert links and all(a.get_attribute("href").startswith("http://") for a in links)
     assert browser.script_errors() == []

@@ -54,6 +54,23 @@
       { label: "Components", render: r => Object.entries(r.componentNumTasks || {}).map(([c, n]) => c + " (" + n + ")").join(", ") },
       { label: "Log", render: r => Storm.logLink(r.workerLogLink, "worker.log") },
     ], page.workers || [], r => r.supervisorId + ":" + r.port, "No workers are running.");
+    const lag = [];
+    for (const s of Object.values(page.spoutLag || {})) {
+      for (const [topic, parts] of Object.entries(s.spoutLagResult || {})) {
+        for (const [partition, p] of Object.entries(parts)) {
+          lag.push(Object.assign({ spoutId: s.spoutId, topic: topic, partition: Number(partition) }, p));
+        }
+      }
+    }
+    lag.sort((a, b) => a.spoutId.localeCompare(b.spoutId) || a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    table($("lag"), [
+      { label: "Id", render: componentLink("spoutId") },
+      { label: "Topic", key: "topic" },
+      { label: "Partition", key: "partition", num: true },
+      { label: "Log head offset", key: "logHeadOffset", num: true },
+      { label: "Committed offset", key: "consumerCommittedOffset", num: true },
+      { label: "Lag", key: "lag", num: true },
+    ], lag, r => r.spoutId + "/" + r.topic + "/" + r.partition, "No spout reports lag.");
     const errors = [];
     for (const c of (page.spouts || []).concat(page.bolts || [])) {
       for (const e of c.errors || []) errors.push(Object.assign({ component: c.spoutId || c.boltId }, e));

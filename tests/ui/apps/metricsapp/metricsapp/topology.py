@@ -3,7 +3,8 @@
 ``counted`` emits ``metrics.trees`` tuples (ids 0..N-1), each judged by ``judge``: id % 10 == 0 fails,
 id % 10 == 1 is never acked (times out), the rest are acked; id 5 is also reported as an error.  ``paced``
 emits ``metrics.rate`` tuples per second forever into ``sleeper``, which sleeps ``metrics.sleep.ms`` per tuple:
-its capacity is rate x sleep.
+its capacity is rate x sleep.  ``paced`` also reports lag as a log-reading spout would: a log ``paced-log`` with
+one partition whose head is the count emitted and whose committed offset trails it by 3.
 Both register metrics; :class:`FileConsumer` appends every data point it receives to a JSON-lines file.
 """
 
@@ -47,6 +48,9 @@ class PacedSpout(Spout):
             self.next_at = max(self.next_at + self.period, now - 1.0)
             self.collector.emit([self.n])
             self.n += 1
+
+    def lag_report(self) -> dict[str, Any]:
+        return {"type": "KAFKA", "partitions": [["paced-log", 0, max(0, self.n - 3), self.n]], "emitted": self.n}
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["n"])
