@@ -98,7 +98,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("worker.log.level.reset.poll.secs", NUMBER, 30, "worker", "how often a worker reads set_log_level's levels", min=0),
         Key("worker.gc.threshold0", INT, 100000, "worker, LocalCluster", "CPython's generation-0 collection threshold in a worker process (CPython's default: 700; 0: no automatic collection); a LocalCluster sets it in its own process, until it shuts down, only when its daemon_conf names the key", min=0),
         Key("zmq.hwm", INT, 100, "worker", "frames queued per peer socket before the sender holds back", min=1),
-        Key("zmq.socket.buffer.bytes", INT, 0, "worker", "kernel send/receive buffer of each worker TCP socket (0: the kernel's own sizing)", min=0),
+        Key("zmq.socket.buffer.bytes", INT, None, "worker", "kernel send/receive buffer of each worker TCP socket (null: the kernel's own sizing; at least 64 KiB, since a buffer below one loopback segment stalls TCP)", min=65536),
         Key("zmq.max.message.bytes", INT, 16777216, "worker", "largest frame a worker accepts; a peer sending more is disconnected (-1: no limit)", min=-1),
         Key("logviewer.host", STR, None, "supervisor", "interface the log viewer binds (default: storm.local.hostname)"),
         Key("logviewer.port", INT, 8000, "supervisor", "log viewer port (0: a free port)", min=0, max=65535),

@@ -17,7 +17,7 @@ def test_a_slow_bolt_makes_its_senders_wait_without_failures(dev_cluster, wheels
     # one frame per peer queued in ZeroMQ and small kernel socket buffers: a few frames of slack per peer, so the
     # senders must find full queues however the machine paces the spout against the sinks
     cluster = dev_cluster(zookeeper=zookeeper.connect_string,
-                          conf={**zk_root_conf(request), "zmq.hwm": 1, "zmq.socket.buffer.bytes": 16384})
+                          conf={**zk_root_conf(request), "zmq.hwm": 1, "zmq.socket.buffer.bytes": 131072})
     ledger = Ledger(tmp_path / "ledger.db", IDS)
     cluster.cli(
         "submit", str(wheels["ackcheck"]), "ackcheck.topology:build", "--name", "slow",
