@@ -252,6 +252,11 @@ def main() -> None:
     if args.record_path:
         record_path(n, args.record_path)
         return
+    try:
+        import kafka  # noqa: F401  (the second client the comparison needs)
+    except ImportError:
+        raise SystemExit("bench/kafka_perf.py compares with kafka-python, which is not installed: "
+                         ".venv/bin/python -m pip install -e '.[bench]'") from None
     small = max(1000, n // 5)
     broker = KafkaBrokerProcess(die_with_parent=True)
     broker.start()
