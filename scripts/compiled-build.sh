@@ -12,7 +12,9 @@ if ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
 fi
 if [ ! -f "$stamp" ] || [ -n "$(find storm_py setup.py setup.cfg -newer "$stamp" -print -quit)" ]; then
     echo "compiled build: compiling storm_py's hot modules with mypyc into $site (about a minute)" >&2
-    rm -rf build/compiled-wheel "$site"
+    # setuptools' own outputs too: a shared library of an earlier module list would otherwise ride along in the
+    # wheel and clash with the new one at import
+    rm -rf build/compiled-wheel "$site" build/lib.* build/temp.* build/bdist.* build/__native_* build/storm_py
     STORM_PY_COMPILE=1 .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation -w build/compiled-wheel . >&2
     .venv/bin/python -m pip install -q --no-deps --target "$site" build/compiled-wheel/storm_py-*.whl >&2
     touch "$stamp"
