@@ -34,11 +34,15 @@ def test_a_slow_bolt_makes_its_senders_wait_without_failures(dev_cluster, wheels
     wait_until(lambda: client.topology("slow")["spouts"][0]["acked"] == IDS, 30, interval=0.2,
                what="the spout's counters")
     page = client.topology("slow")
-    assert page["spouts"][0]["failed"] == 0
+    spout = page["spouts"][0]
+    assert spout["failed"] == 0
     transfer = [w["transfer"] for w in page["workers"]]
-    # receivers held back (bounded queues), senders found full queues and waited
+    # receivers held back (bounded queues) and the spout waited: its worker's queued work (with the frames its
+    # peers refused) stayed over the budget.  How many frames a peer refused (send_blocked) depends on where the
+    # scheduler puts the slow sinks: one beside the spout throttles it before a socket fills, so it is printed
+    # below, not required
     assert sum(t.get("receive_waits", 0) for t in transfer) > 0, transfer
-    assert sum(t.get("send_blocked", 0) for t in transfer) > 0, transfer
+    assert spout["skippedBackpressureMs"] > 0, spout
     assert sum(t.get("dropped_no_peer", 0) + t.get("dropped_pruned", 0) for t in transfer) == 0
     assert ledger.replays() == 0
     totals = {k: sum(t.get(k, 0) for t in transfer) for k in ("receive_waits", "send_blocked", "overflow_max")}
