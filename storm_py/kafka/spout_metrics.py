@@ -9,6 +9,7 @@ ignored offsets, so nothing is dropped without a number saying so.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -78,22 +79,22 @@ class KafkaOffsetMetric:
         return out
 
 
-def partition_lag(spout: KafkaSpout) -> dict[tuple[str, int], int]:
-    """Per owned partition: log end (the high watermark of the last fetch, no broker call) minus the commit."""
-    out: dict[tuple[str, int], int] = {}
+def partition_offsets(spout: KafkaSpout) -> Iterator[tuple[tuple[str, int], int, int]]:
+    """Per owned partition whose log end is known: ``(topic, partition)``, the commit and the log end (the high
+    watermark of the last fetch, no broker call)."""
     for tp, m in spout.managers.items():
         marks = spout.client.watermarks(tp, 0.0, cached=True)
         if marks is not None:
-            out[tp] = max(0, marks[1] - m.committed)
-    return out
+            yield tp, m.committed, marks[1]
+
+
+def partition_lag(spout: KafkaSpout) -> dict[tuple[str, int], int]:
+    """Per owned partition: log end minus the commit."""
+    return {tp: max(0, head - committed) for tp, committed, head in partition_offsets(spout)}
 
 
 def lag_report(spout: KafkaSpout) -> dict[str, Any]:
     """What the worker puts in its heartbeat for nimbus's lag view: per owned partition whose log end is known
     ``[topic, partition, committed, log end]``, and the records emitted since the spout opened."""
-    rows: list[list[Any]] = []
-    for tp, m in spout.managers.items():
-        marks = spout.client.watermarks(tp, 0.0, cached=True)
-        if marks is not None:
-            rows.append([tp[0], tp[1], m.committed, marks[1]])
+    rows = [[tp[0], tp[1], committed, head] for tp, committed, head in partition_offsets(spout)]
     return {"type": "KAFKA", "partitions": rows, "emitted": spout.stats.emitted}

@@ -26,8 +26,6 @@ Beats = Mapping[NodePort, WorkerHeartbeat]
 #: counters read of one executor report at most (streams x inputs of one executor; a bound on what a hostile
 #: heartbeat can make nimbus keep)
 MAX_COUNTERS = 4096
-#: partitions read of one executor's lag report at most
-MAX_LAG_PARTITIONS = 4096
 MAX_OFFSET = 2**63 - 1
 
 
@@ -66,22 +64,23 @@ class SpoutLag:
     records_per_sec: float
 
 
-def _int(x: Any, low: int, high: int) -> bool:
+def _int_in(x: Any, low: int, high: int) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and low <= x <= high
 
 
 def _lag(raw: Any) -> SpoutLag | None:
     """A lag report (``{"type", "partitions": [[topic, partition, committed, head]], "recordsPerSec"}``) with
-    malformed rows left out and at most :data:`MAX_LAG_PARTITIONS` read; ``None`` when it is not one."""
+    malformed rows left out and at most :data:`~storm_py.metrics.stats.MAX_LAG_PARTITIONS` read; ``None`` when
+    it is not one."""
     if not isinstance(raw, Mapping):
         return None
     kind, rows, rate = raw.get("type"), raw.get("partitions"), raw.get("recordsPerSec", 0.0)
     if not isinstance(kind, str) or not 0 < len(kind) <= 32 or not isinstance(rows, list):
         return None
     parts = [
-        PartitionLag(row[0], row[1], row[2], row[3]) for row in rows[:MAX_LAG_PARTITIONS]
+        PartitionLag(row[0], row[1], row[2], row[3]) for row in rows[:stats.MAX_LAG_PARTITIONS]
         if isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and 0 < len(row[0]) <= 255
-        and _int(row[1], 0, 2**31 - 1) and _int(row[2], -1, MAX_OFFSET) and _int(row[3], 0, MAX_OFFSET)
+        and _int_in(row[1], 0, 2**31 - 1) and _int_in(row[2], -1, MAX_OFFSET) and _int_in(row[3], 0, MAX_OFFSET)
     ]
     ok = isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 <= rate < float("inf")
     return SpoutLag(kind, parts, float(rate) if ok else 0.0)

@@ -31,6 +31,8 @@ SKIPPED_MAX_SPOUT_MS = "skipped_max_spout_ms"
 SKIPPED_BACKPRESSURE_MS = "skipped_backpressure_ms"
 SKIPPED_INACTIVE_MS = "skipped_inactive_ms"
 REPORTED_ERRORS = "reported_errors"
+#: partitions of one spout executor's lag report a worker sends, and nimbus reads, at most
+MAX_LAG_PARTITIONS = 4096
 QUEUE_POPULATION = "receive_queue.population"
 PENDING = "pending"
 

@@ -26,8 +26,6 @@ log = logging.getLogger(__name__)
 
 #: how often the timer looks for metrics registered since (spouts register theirs when they open)
 SCAN_SECS = 1.0
-#: partitions of one executor's lag report sent at most (nimbus reads no more either)
-MAX_LAG_PARTITIONS = 4096
 ALL_INPUTS = "(all)"
 
 
@@ -153,7 +151,7 @@ class WorkerMetrics:
         then, before = self._emitted_at.get(key, (self.started, 0))
         self._emitted_at[key] = (now, emitted)
         rate = max(0.0, (emitted - before) / (now - then)) if now > then else 0.0
-        return {"type": kind, "partitions": rows[:MAX_LAG_PARTITIONS], "recordsPerSec": round(rate, 3)}
+        return {"type": kind, "partitions": rows[:stats.MAX_LAG_PARTITIONS], "recordsPerSec": round(rate, 3)}
 
     # ------------------------------------------------------------------------------------------------- buckets
 

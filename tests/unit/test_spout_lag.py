@@ -42,8 +42,8 @@ def test_hostile_rows_are_left_out_and_the_rest_is_bounded() -> None:
     got = lag_of({"type": "KAFKA", "partitions": [*bad_rows, ["in", 2, 1, 3]], "recordsPerSec": float("nan")})
     assert got is not None and [(p.partition, p.lag) for p in got.partitions] == [(2, 2)]
     assert got.records_per_sec == 0.0, "NaN, infinite or negative rates read as 0"
-    many = lag_of({"type": "KAFKA", "partitions": [["in", i, 0, 1] for i in range(rest.MAX_LAG_PARTITIONS + 50)]})
-    assert many is not None and len(many.partitions) == rest.MAX_LAG_PARTITIONS
+    many = lag_of({"type": "KAFKA", "partitions": [["in", i, 0, 1] for i in range(stats.MAX_LAG_PARTITIONS + 50)]})
+    assert many is not None and len(many.partitions) == stats.MAX_LAG_PARTITIONS
     not_a_report: Any
     for not_a_report in (None, [], {"type": 3, "partitions": []}, {"type": "K" * 33, "partitions": []},
                          {"type": "KAFKA", "partitions": "all"}):
