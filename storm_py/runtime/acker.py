@@ -17,7 +17,6 @@ buckets and drops the oldest silently (the spout times the tuple out on its own)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from storm_py.api.components import Bolt
 from storm_py.api.tuple import Id, Tuple
@@ -38,16 +37,31 @@ NUM_BUCKETS = 3
 Emit = Callable[[int, tuple[int, int, int]], None]
 
 
+class _Entry:
+    """One root's state: XOR value, first-seen time, spout task (-1 until the init), failed.
+
+    Typed fields rather than a list: compiled, the XOR, the comparisons and the time stay machine values (ids
+    are below 2**62, mypyc's unboxed int range) instead of a new int object per row.
+    """
+
+    __slots__ = ("born", "failed", "task", "val")
+
+    def __init__(self, born: float) -> None:
+        self.val: int = 0
+        self.born = born
+        self.task: int = -1
+        self.failed = False
+
+
 class AckLedger:
     """The pure XOR ledger: feed rows with ``now`` (seconds), get ``(spout_task, result_row)`` decisions back."""
 
     __slots__ = ("_b0", "_b1", "_b2")
 
     def __init__(self) -> None:
-        # an entry is [xor value, first-seen time, spout task (-1 until init), failed]
-        self._b0: dict[int, list[Any]] = {}
-        self._b1: dict[int, list[Any]] = {}
-        self._b2: dict[int, list[Any]] = {}
+        self._b0: dict[Id, _Entry] = {}
+        self._b1: dict[Id, _Entry] = {}
+        self._b2: dict[Id, _Entry] = {}
 
     def __len__(self) -> int:
         return len(self._b0) + len(self._b1) + len(self._b2)
@@ -81,16 +95,16 @@ class AckLedger:
                     e = b2.get(root)
                     if e is None:
                         bucket = b0
-                        e = [0, now, -1, False]
+                        e = _Entry(now)
                         b0[root] = e
             reset = False
             if code == ACK:
-                e[0] ^= row[2]
+                e.val ^= row[2]
             elif code == INIT:
-                e[0] ^= row[2]
-                e[2] = row[3]
+                e.val ^= row[2]
+                e.task = row[3]
             elif code == FAIL:
-                e[3] = True
+                e.failed = True
                 self._reput(root, e)
                 bucket = b0
             elif code == RESET:
@@ -99,18 +113,18 @@ class AckLedger:
                 bucket = b0
             else:
                 continue
-            task = e[2]
+            task = e.task
             if task >= 0:
-                if e[0] == 0:
+                if e.val == 0:
                     del bucket[root]
-                    emit(task, (ACKED, root, int((now - e[1]) * 1000)))
-                elif e[3]:
+                    emit(task, (ACKED, root, int((now - e.born) * 1000)))
+                elif e.failed:
                     del bucket[root]
-                    emit(task, (FAILED, root, int((now - e[1]) * 1000)))
+                    emit(task, (FAILED, root, int((now - e.born) * 1000)))
                 elif reset:
-                    emit(task, (RESET_TIMEOUT, root, int((now - e[1]) * 1000)))
+                    emit(task, (RESET_TIMEOUT, root, int((now - e.born) * 1000)))
 
-    def _reput(self, root: int, e: list[Any]) -> None:
+    def _reput(self, root: Id, e: _Entry) -> None:
         self._b1.pop(root, None)
         self._b2.pop(root, None)
         self._b0[root] = e

@@ -26,7 +26,7 @@ class BoltExecutor(Executor):
 
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
-        self.acker_for = rt.acker_for
+        self.acker_tasks = rt.acker_tasks
         #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
         #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
         #: may travel after a fail of the same step)
@@ -179,11 +179,16 @@ class BoltExecutor(Executor):
             entry[1] += secs * count / len(batch)
 
     def _flush_acks(self) -> None:
+        acks = self.acks
+        if not acks:
+            return
         out = self.outbuf
-        acker_for = self.acker_for
-        for root, val in self.acks.items():
-            out[acker_for(root)].append((ACK, root, val))
-        self.acks.clear()
+        ackers = self.acker_tasks
+        n = len(ackers)
+        for root, val in acks.items():
+            i: int = root % n  # acker_for(root), inlined
+            out[ackers[i]].append((ACK, root, val))
+        acks.clear()
 
     def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:
         log.error("bolt %s task %d raised on %r: %s", self.component_id, task, tup, exc)

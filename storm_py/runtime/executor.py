@@ -40,6 +40,9 @@ class ExecutorHost(Protocol):
     rand64: Callable[[], Id]
     new_root: Callable[[], Id]
     acker_for: Callable[[Id], int]
+    #: the acker tasks in order: a root's acker is ``acker_tasks[root % len(acker_tasks)]`` (what ``acker_for``
+    #: computes; the per-tuple paths index this tuple themselves rather than call it)
+    acker_tasks: tuple[int, ...]
 
     def component_conf(self, component_id: str) -> dict[str, Any]:
         """Topology conf merged with the component's own keys."""

@@ -81,7 +81,8 @@ class SpoutCollector:
             ack_val ^= edge
             out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
         ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
-        out[ex.acker_for(root)].append((INIT, root, ack_val, task))
+        ackers = ex.acker_tasks
+        out[ackers[root % len(ackers)]].append((INIT, root, ack_val, task))  # acker_for(root), inlined
 
     def get_pending_count(self) -> int:
         """Tuples of this executor waiting to be acked or failed."""
@@ -105,7 +106,7 @@ class SpoutExecutor(Executor):
         self.acking = rt.num_ackers > 0
         self.rand64 = rt.rand64
         self.new_root = rt.new_root
-        self.acker_for = rt.acker_for
+        self.acker_tasks = rt.acker_tasks
         msp = self.conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
         timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))

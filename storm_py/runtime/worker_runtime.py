@@ -90,9 +90,9 @@ class WorkerRuntime:
         if transactional_state is not None:
             self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
-        ackers = layout.component_tasks.get(ACKER_COMPONENT, [])
-        self.acker_for = _acker_chooser(ackers)
-        self.new_root = _root_maker(self.rng, ackers, set(t for _, (s, e) in executors for t in range(s, e + 1)))
+        self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
+        self.acker_for = _acker_chooser(list(ackers))
+        self.new_root = _root_maker(self.rng, list(ackers), set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.dropped = 0
