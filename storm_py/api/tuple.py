@@ -155,7 +155,7 @@ class Tuple:
         self.source_stream = source_stream
         self.source_task = source_task
         self._ids = ids
-        self._ack_val: Id = 0
+        self._ack_val: int = 0  # XOR of the edges emitted anchored to this tuple (below 2**62: a machine int)
 
     @property
     def message_id(self) -> MessageId:

@@ -110,7 +110,7 @@ class BoltCollector(_TaskEmitter):
             values = list(values)
         single = route.single
         task = self._task
-        targets = single(task, values) if single is not None else route.choose(task, values)
+        targets = single.choose(task, values) if single is not None else route.choose(task, values)
         if not targets:
             return targets
         route.transferred += len(targets)
@@ -124,7 +124,8 @@ class BoltCollector(_TaskEmitter):
                 comp = self.component_id
                 for t in targets:
                     edge = rand()
-                    anchors._ack_val ^= edge
+                    bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
+                    anchors._ack_val ^= bits
                     out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
                 return targets
         self._send(route, targets, values, anchors)
@@ -202,7 +203,7 @@ class BasicCollector(_TaskEmitter):
             values = list(values)
         single = route.single
         task = self._task
-        targets = single(task, values) if single is not None else route.choose(task, values)
+        targets = single.choose(task, values) if single is not None else route.choose(task, values)
         if not targets:
             return targets
         route.transferred += len(targets)
@@ -217,7 +218,8 @@ class BasicCollector(_TaskEmitter):
                 comp = self.component_id
                 for t in targets:
                     edge = rand()
-                    anchor._ack_val ^= edge
+                    bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
+                    anchor._ack_val ^= bits
                     out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
                 return targets
         self._send(route, targets, values, anchor)

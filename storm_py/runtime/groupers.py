@@ -65,10 +65,49 @@ def values_hash(values: Sequence[Any]) -> int:
     return h
 
 
-Chooser = Callable[[int, list[Any]], list[int]]
+class Chooser:
+    """Picks the target tasks of one tuple for one (stream, subscriber) pair: ``choose(task, values)``.
+
+    A class rather than a plain callable so that compiled callers call ``choose`` directly (no generic call
+    and argument parsing per tuple); an instance is also callable, with the same arguments.
+    """
+
+    __slots__ = ()
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        """The target tasks of a tuple of ``values`` emitted by ``task``."""
+        raise NotImplementedError
+
+    def __call__(self, task: int, values: list[Any]) -> list[int]:
+        return self.choose(task, values)
 
 
-class Shuffle:
+class Fixed(Chooser):
+    """The same targets for every tuple (global, a fields grouping on no field, all, no targets)."""
+
+    __slots__ = ("_targets",)
+
+    def __init__(self, targets: list[int]) -> None:
+        self._targets = targets
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        return list(self._targets)
+
+
+class AnyOne(Chooser):
+    """The none grouping: one target at random."""
+
+    __slots__ = ("_rng", "_targets")
+
+    def __init__(self, targets: list[int], rng: random.Random) -> None:
+        self._targets = targets
+        self._rng = rng
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        return [self._rng.choice(self._targets)]
+
+
+class Shuffle(Chooser):
     """Round robin over a once-shuffled list of targets."""
 
     __slots__ = ("_i", "_n", "_targets")
@@ -80,13 +119,13 @@ class Shuffle:
         self._n = len(t)
         self._i = 0
 
-    def __call__(self, task: int, values: list[Any]) -> list[int]:
+    def choose(self, task: int, values: list[Any]) -> list[int]:
         i = self._i
         self._i = i + 1 if i + 1 < self._n else 0
         return [self._targets[i]]
 
 
-class FieldsHash:
+class FieldsHash(Chooser):
     """Equal selected values, same task: ``targets[hash(selected) mod n]``."""
 
     __slots__ = ("_idx", "_n", "_targets")
@@ -96,7 +135,7 @@ class FieldsHash:
         self._n = len(targets)
         self._idx = [out_fields.index(f) for f in group_fields]
 
-    def __call__(self, task: int, values: list[Any]) -> list[int]:
+    def choose(self, task: int, values: list[Any]) -> list[int]:
         return [self._targets[values_hash([values[i] for i in self._idx]) % self._n]]
 
 
@@ -104,30 +143,35 @@ class FieldsHash:
 KEY_CACHE_SIZE = 65536
 
 
-def one_field_hash(targets: list[int], index: int) -> Chooser:
-    """The fields grouping on one field, as a closure: string keys remember their target.
+class OneFieldHash(Chooser):
+    """The fields grouping on one field: string keys remember their target.
 
     Only ``str`` keys are cached: a dict would treat ``1``, ``1.0`` and ``True`` as one key while their
     hashes (Storm's) differ.
     """
-    cache: dict[str, int] = {}
-    n = len(targets)
 
-    def choose(task: int, values: list[Any]) -> list[int]:
-        key = values[index]
+    __slots__ = ("_cache", "_index", "_n", "_targets")
+
+    def __init__(self, targets: list[int], index: int) -> None:
+        self._targets = targets
+        self._index = index
+        self._n = len(targets)
+        self._cache: dict[str, int] = {}
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        key = values[self._index]
         if type(key) is str:
+            cache = self._cache
             hit = cache.get(key)
             if hit is None:
                 if len(cache) >= KEY_CACHE_SIZE:
                     cache.clear()
-                hit = cache[key] = targets[values_hash([key]) % n]
+                hit = cache[key] = self._targets[values_hash([key]) % self._n]
             return [hit]
-        return [targets[values_hash([key]) % n]]
-
-    return choose
+        return [self._targets[values_hash([key]) % self._n]]
 
 
-class PartialKey:
+class PartialKey(Chooser):
     """Two candidate tasks per key (two hash seeds); the one that got fewer tuples so far wins."""
 
     __slots__ = ("_counts", "_idx", "_n", "_targets")
@@ -138,7 +182,7 @@ class PartialKey:
         self._idx = [out_fields.index(f) for f in group_fields]
         self._counts = [0] * len(targets)
 
-    def __call__(self, task: int, values: list[Any]) -> list[int]:
+    def choose(self, task: int, values: list[Any]) -> list[int]:
         key = [values[i] for i in self._idx]
         h1 = values_hash(key) % self._n
         h2 = values_hash([*key, "\x01second"]) % self._n
@@ -147,7 +191,7 @@ class PartialKey:
         return [self._targets[pick]]
 
 
-class Custom:
+class Custom(Chooser):
     """Delegates to a user's :class:`CustomStreamGrouping`."""
 
     __slots__ = ("_grouping",)
@@ -155,7 +199,7 @@ class Custom:
     def __init__(self, grouping: CustomStreamGrouping) -> None:
         self._grouping = grouping
 
-    def __call__(self, task: int, values: list[Any]) -> list[int]:
+    def choose(self, task: int, values: list[Any]) -> list[int]:
         return list(self._grouping.choose_tasks(task, values))
 
 
@@ -173,7 +217,7 @@ def make_grouper(
     if kind == DIRECT:
         return None
     if not targets:
-        return lambda task, values: []
+        return Fixed([])
     if kind == SHUFFLE:
         return Shuffle(targets, rng)
     if kind == LOCAL_OR_SHUFFLE:
@@ -182,18 +226,16 @@ def make_grouper(
     if kind == FIELDS:
         assert grouping.fields is not None
         if len(grouping.fields) == 0:
-            first = targets[0]
-            return lambda task, values: [first]
+            return Fixed(targets[:1])
         if len(grouping.fields) == 1:
-            return one_field_hash(targets, out_fields.index(grouping.fields[0]))
+            return OneFieldHash(targets, out_fields.index(grouping.fields[0]))
         return FieldsHash(targets, out_fields, grouping.fields)
     if kind == GLOBAL:
-        first = targets[0]
-        return lambda task, values: [first]
+        return Fixed(targets[:1])
     if kind == ALL:
-        return lambda task, values: list(targets)
+        return Fixed(targets)
     if kind == NONE:
-        return lambda task, values: [rng.choice(targets)]
+        return AnyOne(targets, rng)
     if kind == PARTIAL_KEY:
         assert grouping.fields is not None
         return PartialKey(targets, out_fields, grouping.fields)

@@ -30,8 +30,8 @@ class StreamRoute:
         """Target tasks for one tuple (all non-direct subscribers)."""
         single = self.single
         if single is not None:
-            return single(task, values)
+            return single.choose(task, values)
         out: list[int] = []
         for c in self.choosers:
-            out.extend(c(task, values))
+            out.extend(c.choose(task, values))
         return out

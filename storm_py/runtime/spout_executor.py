@@ -44,7 +44,7 @@ class SpoutCollector:
         if type(values) is not list:
             values = list(values)
         single = route.single
-        targets = single(self._task, values) if single is not None else route.choose(self._task, values)
+        targets = single.choose(self._task, values) if single is not None else route.choose(self._task, values)
         self._send(route, targets, values, msg_id)
         return targets
 
