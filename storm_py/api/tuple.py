@@ -109,8 +109,9 @@ class MessageId:
 #: those uses; as ``Any`` the int object itself is passed along, as in pure Python.
 Id = Any
 
-#: A tuple's anchors: ``None`` (not anchored), ``[root, edge]`` (one spout tuple, the common case, kept as a
-#: two-item list because it costs less to build and read than a map) or ``{root: edge, ...}`` (several).
+#: Anchors in their general form: ``None`` (not anchored), ``[root, edge]`` (one spout tuple) or ``{root: edge,
+#: ...}`` (several).  A :class:`Tuple` keeps the one-anchor case, the common one, in two slots of its own
+#: (no list per tuple); :func:`tuple_anchors` gives any tuple's anchors in this form.
 Anchors = list[Id] | dict[Id, Id] | None
 
 
@@ -132,13 +133,23 @@ def anchor_roots(ids: Anchors) -> Sequence[int] | dict[int, int]:
     return ids
 
 
+def tuple_anchors(t: Tuple) -> Anchors:
+    """The anchors of ``t`` in their general form (see :data:`Anchors`)."""
+    return [t._root, t._edge] if t._root is not None else t._ids
+
+
 class Tuple:
     """One tuple as a bolt sees it: values plus where it came from.
 
     ``t[0]``, ``t["word"]``, ``len(t)``, ``get_value(i)``, ``get_value_by_field(name)``, ``is_tick()``.
+
+    Anchors come as ``ids`` (see :data:`Anchors`) or, for one spout tuple, as ``root`` and ``edge`` (what the
+    runtime passes: no list is built).  Kept as ``_root``/``_edge`` for one anchor, ``_ids`` for several.
     """
 
-    __slots__ = ("_ack_val", "_ids", "fields", "source_component", "source_stream", "source_task", "values")
+    __slots__ = (
+        "_ack_val", "_edge", "_ids", "_root", "fields", "source_component", "source_stream", "source_task", "values",
+    )
 
     def __init__(
         self,
@@ -148,19 +159,34 @@ class Tuple:
         source_stream: str,
         source_task: int,
         ids: Anchors,
+        root: Id = None,
+        edge: Id = None,
     ) -> None:
         self.values = values
         self.fields = fields
         self.source_component = source_component
         self.source_stream = source_stream
         self.source_task = source_task
-        self._ids = ids
+        several: dict[Id, Id] | None = None
+        if ids is None:  # what the runtime passes (a single anchor comes as root and edge)
+            pass
+        elif type(ids) is list:  # one anchor as a pair
+            root, edge = ids
+        elif len(ids) == 1:
+            ((root, edge),) = ids.items()  # type: ignore[union-attr]
+        elif ids:
+            several = ids  # type: ignore[assignment]
+        #: the one spout tuple this tuple is anchored to and its edge id (``None`` otherwise)
+        self._root = root
+        self._edge = edge
+        #: ``{root: edge}`` when anchored to several spout tuples (``None`` otherwise)
+        self._ids = several
         self._ack_val: int = 0  # XOR of the edges emitted anchored to this tuple (below 2**62: a machine int)
 
     @property
     def message_id(self) -> MessageId:
         """The tuple's :class:`MessageId` (empty when the tuple is not anchored to any spout tuple)."""
-        return MessageId(anchor_map(self._ids))
+        return MessageId(anchor_map(tuple_anchors(self)))
 
     def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):

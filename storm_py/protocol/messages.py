@@ -15,9 +15,11 @@ Every frame is one codec message (see :mod:`storm_py.protocol.codec`) holding a 
     * ``[task, KIND_ACKER, row]`` -- an acker/spout control row, a short list of ints (code, root, value,
       extra); the runtime defines the codes.
     * ``[task, KIND_TUPLES, stream, source_task, values_list, ids_list]`` -- a run of data tuples from one
-      source task and stream: ``values_list[i]`` is a tuple's values, ``ids_list[i]`` its anchors: ``None``,
-      ``[root, edge]`` (one spout tuple) or a map ``{root: edge}`` (several).  What a worker sends; one
-      msgpack array per run instead of per tuple.
+      source task and stream: ``values_list[i]`` is a tuple's values, ``ids_list[2 * i]`` and
+      ``ids_list[2 * i + 1]`` its anchors: ``root, edge`` (one spout tuple, unsigned ints), ``None, None``
+      (none) or ``None, {root: edge, ...}`` (several); ``ids_list`` is empty when no tuple of the run is
+      anchored.  What a worker sends; one msgpack array per run instead of per tuple, and no array per
+      tuple's anchors.
     * ``[task, KIND_ACKER_ROWS, rows]`` -- a run of control rows for one task.
 
 ``FRAME_TUPLES`` is the only frame type; the type code stays in the envelope so that another kind can be added
@@ -83,8 +85,9 @@ def tuple_entry(
 def tuples_entry(
     task: int, stream: str, source_task: int, values_list: list[Any], ids_list: list[Any]
 ) -> list[Any]:
-    """A ``KIND_TUPLES`` entry: a run of tuples for ``task`` from one source task and stream (``ids_list[i]``
-    is None, a ``[root, edge]`` pair or a ``{root: edge}`` map)."""
+    """A ``KIND_TUPLES`` entry: a run of tuples for ``task`` from one source task and stream (``ids_list``
+    holds two items per tuple: ``root, edge``, ``None, None`` or ``None, {root: edge}``; or none at all
+    when no tuple of the run is anchored)."""
     return [task, KIND_TUPLES, stream, source_task, values_list, ids_list]
 
 
@@ -200,25 +203,23 @@ def _tuples_ok(entry: list[Any]) -> bool:
         and type(source_task) is int
         and type(values_list) is list
         and type(ids_list) is list
-        and len(values_list) == len(ids_list)
+        and (not ids_list or 2 * len(values_list) == len(ids_list))
     ):
         return False
     for values in values_list:
         if type(values) is not list:
             return False
-    for ids in ids_list:
-        if ids is not None:
-            if type(ids) is list:
-                if len(ids) != 2:
-                    return False
-                root, edge = ids
-                if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
-                    return False
-                continue
-            if type(ids) is not dict:
+    for i in range(0, len(ids_list), 2):
+        root = ids_list[i]
+        edge = ids_list[i + 1]
+        if root is not None:  # one anchor
+            if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
                 return False
-            for root, edge in ids.items():
-                if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
+        elif edge is not None:  # several
+            if type(edge) is not dict:
+                return False
+            for r, e in edge.items():
+                if type(r) is not int or type(e) is not int or r < 0 or e < 0:
                     return False
     return True
 
@@ -254,8 +255,8 @@ def _explain_entry(i: int, entry: Any) -> None:
     elif _is_int(kind) and kind == KIND_TUPLES:
         raise CodecError(
             f"bad frame: entries[{i}] is a malformed TUPLES entry (expected [task, kind, stream, source_task, "
-            f"values_list, ids_list]: stream a str, source_task an int, values_list a list of lists, ids_list as "
-            f"long, each None, a [root, edge] pair or a {{root: edge}} map of unsigned ints)",
+            f"values_list, ids_list]: stream a str, source_task an int, values_list a list of lists, ids_list "
+            f"empty or twice as long, per tuple root, edge (unsigned ints), None, None or None, {{root: edge}})",
             entry=i,
         )
     elif _is_int(kind) and kind == KIND_ACKER_ROWS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple, anchor_roots
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple, anchor_roots, tuple_anchors
 from storm_py.runtime.acker import FAIL, RESET
 from storm_py.runtime.executor import bad_stream, direct_route
 from storm_py.runtime.routing import StreamRoute
@@ -62,7 +62,8 @@ class _TaskEmitter:
         stream = route.stream
         comp = self.component_id
         task = self._task
-        alist = [a for a in _anchor_list(anchors) if a._ids] if (anchors is not None and self._acking) else []
+        alist = ([a for a in _anchor_list(anchors) if a._root is not None or a._ids]
+                 if (anchors is not None and self._acking) else [])
         if not alist:
             for t in targets:
                 out[t].append(Tuple(values, fields, comp, stream, task, None))
@@ -73,11 +74,11 @@ class _TaskEmitter:
             for a in alist:
                 edge = rand()
                 a._ack_val ^= edge
-                for root in anchor_roots(a._ids):
+                for root in anchor_roots(tuple_anchors(a)):
                     ids[root] = ids.get(root, 0) ^ edge
             if len(ids) == 1:
                 ((root, edge),) = ids.items()
-                out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+                out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
             else:
                 out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
 
@@ -115,9 +116,8 @@ class BoltCollector(_TaskEmitter):
             return targets
         route.transferred += len(targets)
         if type(anchors) is Tuple and self._acking:
-            aids = anchors._ids
-            if type(aids) is list:  # the common case, inlined: one anchor that belongs to one spout tuple
-                root = aids[0]
+            root = anchors._root
+            if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
                 out = self._out
                 rand = self._rand
                 fields = route.fields
@@ -126,7 +126,7 @@ class BoltCollector(_TaskEmitter):
                     edge = rand()
                     bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
                     anchors._ack_val ^= bits
-                    out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+                    out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
                 return targets
         self._send(route, targets, values, anchors)
         return targets
@@ -145,22 +145,25 @@ class BoltCollector(_TaskEmitter):
             if started is not None:
                 self._stats.process_secs += self._clock() - started
                 self._stats.process_count += 1
-        ids = tup._ids
-        if ids and self._acking:
+        if not self._acking:
+            return
+        root = tup._root
+        if root is not None:
             acks = self._acks
-            if type(ids) is list:
-                root = ids[0]
-                acks[root] = acks.get(root, 0) ^ ids[1] ^ tup._ack_val
-                return
+            acks[root] = acks.get(root, 0) ^ tup._edge ^ tup._ack_val
+            return
+        ids = tup._ids
+        if ids:
+            acks = self._acks
             av = tup._ack_val
-            for root, v in ids.items():  # type: ignore[union-attr]
+            for root, v in ids.items():
                 acks[root] = acks.get(root, 0) ^ v ^ av
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
         if self._samples:
             self._samples.pop(id(tup), None)
-        ids = tup._ids
+        ids = tuple_anchors(tup)
         self._stats.failed += 1
         if ids and self._acking:
             out = self._out
@@ -170,7 +173,7 @@ class BoltCollector(_TaskEmitter):
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of the input's tuple trees."""
-        ids = tup._ids
+        ids = tuple_anchors(tup)
         if ids and self._acking:
             out = self._out
             acker_for = self._acker_for
@@ -209,9 +212,8 @@ class BasicCollector(_TaskEmitter):
         route.transferred += len(targets)
         anchor = self.input
         if anchor is not None and self._acking:
-            aids = anchor._ids
-            if type(aids) is list:  # the common case, inlined: one anchor that belongs to one spout tuple
-                root = aids[0]
+            root = anchor._root
+            if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
                 out = self._out
                 rand = self._rand
                 fields = route.fields
@@ -220,7 +222,7 @@ class BasicCollector(_TaskEmitter):
                     edge = rand()
                     bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
                     anchor._ack_val ^= bits
-                    out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+                    out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
                 return targets
         self._send(route, targets, values, anchor)
         return targets

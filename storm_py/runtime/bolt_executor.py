@@ -103,10 +103,9 @@ class BoltExecutor(Executor):
                 except Exception as exc:
                     on_error(task, tup, exc)
                     continue
-                ids = tup._ids
-                if type(ids) is list and acking:  # BoltCollector.ack's common case, inlined
-                    root = ids[0]
-                    acks[root] = acks.get(root, 0) ^ ids[1] ^ tup._ack_val
+                root = tup._root
+                if root is not None and acking:  # BoltCollector.ack's common case, inlined
+                    acks[root] = acks.get(root, 0) ^ tup._edge ^ tup._ack_val
                     acked += 1
                 else:
                     ack(tup)

@@ -79,7 +79,7 @@ class SpoutCollector:
         for t in targets:
             edge = rand()
             ack_val ^= edge
-            out[t].append(Tuple(values, fields, comp, stream, task, [root, edge]))
+            out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
         ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
         ackers = ex.acker_tasks
         out[ackers[root % len(ackers)]].append((INIT, root, ack_val, task))  # acker_for(root), inlined

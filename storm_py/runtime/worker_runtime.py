@@ -19,7 +19,7 @@ from typing import Any
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
-from storm_py.api.tuple import Fields, Id, Tuple, anchor_roots
+from storm_py.api.tuple import Fields, Id, Tuple, anchor_roots, tuple_anchors
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
@@ -263,8 +263,8 @@ class WorkerRuntime:
         the next pass, so the spout hears of it at once instead of at the message timeout.
         """
         for item in items:
-            if type(item) is Tuple and item._ids and self.num_ackers:
-                self._unsent_roots.extend(anchor_roots(item._ids))
+            if type(item) is Tuple and self.num_ackers:
+                self._unsent_roots.extend(anchor_roots(tuple_anchors(item)))
 
     def _fail_roots(self) -> None:
         acker_for = self.acker_for

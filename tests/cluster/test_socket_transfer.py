@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from storm_py.api.topology import ComponentSpec, Grouping, StormTopology
-from storm_py.api.tuple import Fields, Tuple
+from storm_py.api.tuple import Fields, Tuple, tuple_anchors
 from storm_py.clock import wait_until
 from storm_py.runtime.acker import ACK, ACKED, INIT
 from storm_py.runtime.transfer.frames import FrameDecoder, encode_entries
@@ -252,20 +252,23 @@ def test_runs_of_tuples_travel_as_one_entry_each() -> None:
     root = (1 << 64) - 5
     items = [
         word("a", ids=[root, 1]), word("b"), word("c", task=3), word("d", task=3, ids={root: 2, 7: 9}),
-        word("e", task=3, ids={5: 6}),
+        word("f", task=3), word("e", task=3, ids={5: 6}),
     ]
-    encoded = encode_entries("w1", [(5, items), (4, [(ACK, root, 7), (ACK, 3, 1)])])
-    assert encoded.frame is not None and encoded.count == 7
+    encoded = encode_entries("w1", [(5, items), (6, [word("g"), word("h")]), (4, [(ACK, root, 7), (ACK, 3, 1)])])
+    assert encoded.frame is not None and encoded.count == 10
     kinds = [e[1] for e in decode_frame(encoded.frame).payload]
-    assert kinds == [KIND_TUPLES, KIND_TUPLES, KIND_ACKER_ROWS]
+    assert kinds == [KIND_TUPLES, KIND_TUPLES, KIND_TUPLES, KIND_ACKER_ROWS]
+    assert decode_frame(encoded.frame).payload[2][5] == []  # no tuple of the run is anchored
     _, out, n = FrameDecoder(COMPONENTS, STREAMS).decode(encoded.frame)
-    assert n == 7
+    assert n == 10
     got = out[0][1]
-    assert [t.values[0] for t in got] == ["a", "b", "c", "d", "e"]
-    assert [t.source_task for t in got] == [2, 2, 3, 3, 3]
-    assert [t._ids for t in got] == [[root, 1], None, None, {root: 2, 7: 9}, {5: 6}]
-    assert [t.message_id.anchors_to_ids for t in got] == [{root: 1}, {}, {}, {root: 2, 7: 9}, {5: 6}]
-    assert out[1] == (4, [(ACK, root, 7), (ACK, 3, 1)])
+    assert [t.values[0] for t in got] == ["a", "b", "c", "d", "f", "e"]
+    assert [t.source_task for t in got] == [2, 2, 3, 3, 3, 3]
+    assert [tuple_anchors(t) for t in got] == [[root, 1], None, None, {root: 2, 7: 9}, None, [5, 6]]
+    assert [t._ids for t in got] == [None, None, None, {root: 2, 7: 9}, None, None]  # one anchor: two slots
+    assert [t.message_id.anchors_to_ids for t in got] == [{root: 1}, {}, {}, {root: 2, 7: 9}, {}, {5: 6}]
+    assert [(t.values, tuple_anchors(t)) for t in out[1][1]] == [(["g"], None), (["h"], None)]
+    assert out[2] == (4, [(ACK, root, 7), (ACK, 3, 1)])
 
 
 def test_malformed_runs_are_rejected_with_the_entry_named() -> None:
@@ -274,11 +277,14 @@ def test_malformed_runs_are_rejected_with_the_entry_named() -> None:
     from storm_py.protocol.messages import FRAME_TUPLES, KIND_TUPLES, decode_frame
 
     bad = [
-        [1, KIND_TUPLES, "default", 2, [["a"]], []],  # lists of different lengths
-        [1, KIND_TUPLES, "default", 2, [["a"]], [{-1: 3}]],  # negative root
-        [1, KIND_TUPLES, "default", 2, ["a"], [None]],  # values not a list
-        [1, KIND_TUPLES, "default", 2, [["a"]], [[5]]],  # a one-root pair without its edge
-        [1, KIND_TUPLES, "default", 2, [["a"]], [[5, "x"]]],  # an edge that is not an int
+        [1, KIND_TUPLES, "default", 2, [["a"]], [None]],  # anchors neither none (unanchored) nor two per tuple
+        [1, KIND_TUPLES, "default", 2, [["a"], ["b"]], [5, 6]],
+        [1, KIND_TUPLES, "default", 2, [["a"]], [None, {-1: 3}]],  # negative root
+        [1, KIND_TUPLES, "default", 2, [["a"]], [-1, 3]],
+        [1, KIND_TUPLES, "default", 2, ["a"], [None, None]],  # values not a list
+        [1, KIND_TUPLES, "default", 2, [["a"]], [5, None]],  # a root without its edge
+        [1, KIND_TUPLES, "default", 2, [["a"]], [5, "x"]],  # an edge that is not an int
+        [1, KIND_TUPLES, "default", 2, [["a"]], [None, [5, 6]]],  # several anchors not as a map
     ]
     for entry in bad:
         with pytest.raises(CodecError, match=r"entries\[0\]"):

@@ -35,7 +35,7 @@ def test_targets_of_a_worker() -> None:
 
 def test_fitting_entries_pass() -> None:
     out = decode([2, KIND_TUPLE, "default", 1, [1, 2], None], [2, KIND_TUPLES, "default", 1, [[1, 2], [3, 4]],
-                 [None, [5, 6]]], [3, KIND_ACKER_ROWS, [[INIT, 9, 7, 1], [ACK, 9, 7], [FAIL, 9]]],
+                 [None, None, 5, 6]], [3, KIND_ACKER_ROWS, [[INIT, 9, 7, 1], [ACK, 9, 7], [FAIL, 9]]],
                  [1, KIND_ACKER, [ACKED, 9, 12]])  # fmt: skip
     assert [t for t, _ in out] == [2, 3, 1] and sum(len(items) for _, items in out) == 7
 
@@ -44,11 +44,12 @@ def test_fitting_entries_pass() -> None:
     [2, KIND_ACKER_ROWS, [[ACK, 1, 2]]],                      # ack rows for a bolt
     [2, KIND_ACKER, [ACK, 1, 2]],
     [3, KIND_TUPLE, "default", 1, [1, 2], None],              # a tuple for the acker
-    [1, KIND_TUPLES, "default", 1, [[1, 2]], [None]],         # a tuple for a spout
+    [1, KIND_TUPLES, "default", 1, [[1, 2]], [None, None]],   # a tuple for a spout
     [2, KIND_TUPLE, "other", 1, [1], None],                   # a stream the bolt does not subscribe to
     [2, KIND_TUPLE, "default", 1, [1], None],                 # one value for two fields
-    [2, KIND_TUPLES, "default", 1, [[1, 2], [1, 2, 3]], [None, None]],
-    [2, KIND_TUPLES, "default", 1, [[1, 2]], [None, None]],   # anchors not one per tuple
+    [2, KIND_TUPLES, "default", 1, [[1, 2], [1, 2, 3]], [None, None, None, None]],
+    [2, KIND_TUPLES, "default", 1, [[1, 2]], [None, None, None, None]],  # anchors not two items per tuple
+    [2, KIND_TUPLES, "default", 1, [[1, 2]], [None]],
     [1, KIND_ACKER_ROWS, [[ACKED, 1]]],                       # a spout row of the wrong length
     [1, KIND_ACKER_ROWS, [[INIT, 1, 2]]],                     # a code spouts do not read
     [3, KIND_ACKER_ROWS, [[INIT, 1, 2, 2]]],                  # INIT naming a bolt task as the spout

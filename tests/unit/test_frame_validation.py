@@ -59,11 +59,11 @@ def _raw(obj: Any) -> bytes:
         ([0, "w", [[5, 1, [1, 2.5]]]], r"entries\[0\]\.row\[1\]"),
         ([1, "w", {5: True}], "frame_type' has unknown value 1"),  # the control frames of old are gone
         ([4, "w", 7], "frame_type' has unknown value 4"),
-        ([0, "w", [[5, 2, "s", 1, [["a"]], [None, None]]]], r"entries\[0\] is a malformed TUPLES entry"),
-        ([0, "w", [[5, 2, "s", 1, [["a"], ["b"]], [None]]]], r"entries\[0\] is a malformed TUPLES entry"),
-        ([0, "w", [[5, 2, "s", 1, ["a"], [None]]]], r"entries\[0\] is a malformed TUPLES entry"),
-        ([0, "w", [[5, 2, "s", 1, [["a"]], [[1, -1]]]]], r"entries\[0\] is a malformed TUPLES entry"),
-        ([0, "w", [[5, 2, "s", 1, [["a"]], [{1: "x"}]]]], r"entries\[0\] is a malformed TUPLES entry"),
+        ([0, "w", [[5, 2, "s", 1, [["a"]], [None, None, None, None]]]], r"entries\[0\] is a malformed TUPLES entry"),
+        ([0, "w", [[5, 2, "s", 1, [["a"], ["b"]], [None, None]]]], r"entries\[0\] is a malformed TUPLES entry"),
+        ([0, "w", [[5, 2, "s", 1, ["a"], [None, None]]]], r"entries\[0\] is a malformed TUPLES entry"),
+        ([0, "w", [[5, 2, "s", 1, [["a"]], [1, -1]]]], r"entries\[0\] is a malformed TUPLES entry"),
+        ([0, "w", [[5, 2, "s", 1, [["a"]], [None, {1: "x"}]]]], r"entries\[0\] is a malformed TUPLES entry"),
         ([0, "w", [[5, 3, [[1, 2], [3, "x"]]]]], r"entries\[0\] is a malformed ACKER_ROWS entry"),
         ([0, "w", [[5, 3, [1, 2]]]], r"entries\[0\] is a malformed ACKER_ROWS entry"),
         ([0, "w", [[5, 3, [[1]]], [6, 3, "rows"]]], r"entries\[1\] is a malformed ACKER_ROWS entry"),
@@ -85,8 +85,8 @@ def test_entry_checks_can_be_skipped() -> None:
 
 def test_well_formed_runs_pass_and_round_trip() -> None:
     entries = [
-        tuples_entry(5, "s", 1, [["a"], ["b", 2]], [None, [1, 2]]),
-        tuples_entry(5, "s", 1, [["c"]], [{1: 2, 3: 4}]),
+        tuples_entry(5, "s", 1, [["a"], ["b", 2]], [None, None, 1, 2]),
+        tuples_entry(5, "s", 1, [["c"]], [None, {1: 2, 3: 4}]),
         acker_rows_entry(6, [[1, 2, 3, 4], [2, 9, 9]]),
         tuple_entry(7, "s", 1, ["x"], [1, 2, 3, 4]),
         acker_entry(8, [5, 1, 0]),

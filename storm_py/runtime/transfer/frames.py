@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py.api.topology import ComponentSpec
-from storm_py.api.tuple import Fields, Tuple, anchor_map
+from storm_py.api.tuple import Fields, Tuple, anchor_map, tuple_anchors
 from storm_py.errors import CodecError
 from storm_py.protocol.messages import (
     ACKER_ROW,
@@ -61,8 +61,9 @@ def _entry(task: int, item: Any) -> list[Any]:
     """One item as an entry of its own (used to single out what cannot be encoded)."""
     if type(item) is Tuple:
         flat: list[int] | None = None
-        if item._ids:
-            flat = [x for pair in anchor_map(item._ids).items() for x in pair]
+        ids = tuple_anchors(item)
+        if ids:
+            flat = [x for pair in anchor_map(ids).items() for x in pair]
         return tuple_entry(task, item.source_stream, item.source_task, item.values, flat)
     # an acker/spout control row: a short tuple of ints (see storm_py.runtime.acker)
     return acker_entry(task, item)
@@ -85,8 +86,25 @@ def _runs(task: int, items: list[Any]) -> list[list[Any]]:
             values_list = []
             ids_list = []
             out.append(tuples_entry(task, stream, source, values_list, ids_list))
+        # two anchor items per tuple: root and edge, or None and its {root: edge} map; none at all while the
+        # run has no anchored tuple (filled in with None pairs once one comes, and at the end)
+        root = t._root
+        if root is not None or t._ids is not None:
+            missing = 2 * len(values_list) - len(ids_list)
+            if missing:
+                ids_list.extend([None] * missing)
+            if root is not None:
+                ids_list.append(root)
+                ids_list.append(t._edge)
+            else:
+                ids_list.append(None)
+                ids_list.append(t._ids)
         values_list.append(t.values)
-        ids_list.append(t._ids)
+    for entry in out:
+        values_list = entry[TUPLE_VALUES]
+        ids_list = entry[TUPLE_IDS]
+        if ids_list and len(ids_list) < 2 * len(values_list):
+            ids_list.extend([None] * (2 * len(values_list) - len(ids_list)))
     return out
 
 
@@ -253,14 +271,23 @@ class FrameDecoder:
             if kind == KIND_TUPLES:
                 _, _, stream, src, values_list, ids_list = entry
                 comp, fields = self._origin(src, stream, frame.src_worker)
-                if len(ids_list) != len(values_list):
+                if ids_list and len(ids_list) != 2 * len(values_list):
                     raise CodecError(f"frame from {frame.src_worker!r}: {len(values_list)} tuples, "
-                                     f"{len(ids_list)} anchor entries", task=task)  # fmt: skip
+                                     f"{len(ids_list)} anchor items", task=task)  # fmt: skip
                 self._tuples_fit(task, comp, stream, fields, values_list, frame.src_worker)
-                items = [
-                    Tuple(v, fields, comp, stream, src, ids or None)
-                    for v, ids in zip(values_list, ids_list, strict=False)
-                ]
+                if not ids_list:  # a run of unanchored tuples
+                    items = [Tuple(v, fields, comp, stream, src, None) for v in values_list]
+                else:
+                    items = []
+                    i = 0
+                    for v in values_list:
+                        root = ids_list[i]
+                        edge = ids_list[i + 1]
+                        i += 2
+                        if root is not None:
+                            items.append(Tuple(v, fields, comp, stream, src, None, root, edge))
+                        else:
+                            items.append(Tuple(v, fields, comp, stream, src, edge or None))
             elif kind == KIND_ACKER_ROWS:
                 items = list(map(tuple, entry[2]))
                 if self._targets is not None:
