@@ -7,9 +7,9 @@ constructor takes positional arguments only; user-facing accessors are methods a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
-DEFAULT_STREAM = "default"
+DEFAULT_STREAM: Final = "default"
 SYSTEM_COMPONENT = "__system"
 SYSTEM_TASK_ID = -1
 TICK_STREAM = "__tick"

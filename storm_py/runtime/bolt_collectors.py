@@ -32,14 +32,15 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_acks", "_clock", "_ex", "_out", "_rand", "_routes", "_samples", "_stats", "_task",
-        "component_id",
+        "_acker_for", "_acking", "_acks", "_clock", "_default_route", "_ex", "_out", "_rand", "_routes", "_samples",
+        "_stats", "_task", "component_id",
     )
 
     def __init__(self, ex: BoltExecutor, task: int) -> None:
         self._ex = ex
         self._task = task
         self._routes = ex.rt.routes_for(task)
+        self._default_route = self._routes.get(DEFAULT_STREAM)  # most emits: no lookup
         self._acking = ex.rt.num_ackers > 0
         self._rand = ex.rt.rand64
         self._out = ex.outbuf  # cleared in place after every flush, never replaced
@@ -101,7 +102,7 @@ class BoltCollector(_TaskEmitter):
 
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
-        route = self._routes.get(stream)
+        route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
         route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)
@@ -150,7 +151,9 @@ class BoltCollector(_TaskEmitter):
         root = tup._root
         if root is not None:
             acks = self._acks
-            acks[root] = acks.get(root, 0) ^ tup._edge ^ tup._ack_val
+            val: int = acks.get(root, 0)  # compiled: XORed as machine ints, one int object stored
+            edge: int = tup._edge
+            acks[root] = val ^ edge ^ tup._ack_val
             return
         ids = tup._ids
         if ids:
@@ -196,7 +199,7 @@ class BasicCollector(_TaskEmitter):
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit anchored to the input being executed; return the target tasks."""
-        route = self._routes.get(stream)
+        route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
         route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)

@@ -105,7 +105,9 @@ class BoltExecutor(Executor):
                     continue
                 root = tup._root
                 if root is not None and acking:  # BoltCollector.ack's common case, inlined
-                    acks[root] = acks.get(root, 0) ^ tup._edge ^ tup._ack_val
+                    val: int = acks.get(root, 0)  # compiled: XORed as machine ints, one int object stored
+                    edge: int = tup._edge
+                    acks[root] = val ^ edge ^ tup._ack_val
                     acked += 1
                 else:
                     ack(tup)

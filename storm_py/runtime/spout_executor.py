@@ -27,18 +27,19 @@ SPOUT_CALLS_PER_PASS = 128
 class SpoutCollector:
     """The spout output collector of one spout task."""
 
-    __slots__ = ("_ex", "_routes", "_spout", "_task", "component_id")
+    __slots__ = ("_default_route", "_ex", "_routes", "_spout", "_task", "component_id")
 
     def __init__(self, ex: SpoutExecutor, task: int, spout: Any) -> None:
         self._ex = ex
         self._task = task
         self._spout = spout
         self._routes = ex.rt.routes_for(task)
+        self._default_route = self._routes.get(DEFAULT_STREAM)  # most emits: no lookup
         self.component_id = ex.component_id
 
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple (tracked when ``msg_id`` is given and ackers run); return the target task ids."""
-        route = self._routes.get(stream)
+        route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
         if type(values) is not list:

@@ -80,7 +80,8 @@ def _runs(task: int, items: list[Any]) -> list[list[Any]]:
     source = -1
     values_list: list[Any] = []
     ids_list: list[Any] = []
-    for t in items:
+    tuples: list[Tuple] = items  # one task's items are all tuples or all rows (compiled: native attribute reads)
+    for t in tuples:
         if t.source_task != source or t.source_stream != stream:
             stream, source = t.source_stream, t.source_task
             values_list = []
