@@ -83,7 +83,8 @@ class SpoutCollector:
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
         ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
         ackers = ex.acker_tasks
-        out[ackers[root % len(ackers)]].append((INIT, root, ack_val, task))  # acker_for(root), inlined
+        i: int = root % len(ackers)  # acker_for(root), inlined
+        out[ackers[i]].append((INIT, root, ack_val, task))
 
     def get_pending_count(self) -> int:
         """Tuples of this executor waiting to be acked or failed."""

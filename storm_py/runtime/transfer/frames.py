@@ -270,7 +270,11 @@ class FrameDecoder:
             task = entry[ENTRY_TASK]
             kind = entry[ENTRY_KIND]
             if kind == KIND_TUPLES:
-                _, _, stream, src, values_list, ids_list = entry
+                stream = entry[TUPLE_STREAM]
+                src = entry[TUPLE_SOURCE_TASK]
+                # both lists, as the protocol checked (typed: compiled code indexes them natively)
+                values_list: list[Any] = entry[TUPLE_VALUES]
+                ids_list: list[Any] = entry[TUPLE_IDS]
                 comp, fields = self._origin(src, stream, frame.src_worker)
                 if ids_list and len(ids_list) != 2 * len(values_list):
                     raise CodecError(f"frame from {frame.src_worker!r}: {len(values_list)} tuples, "
