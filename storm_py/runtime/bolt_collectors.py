@@ -116,13 +116,17 @@ class BoltCollector(_TaskEmitter):
         if not targets:
             return targets
         route.transferred += len(targets)
-        if type(anchors) is Tuple and self._acking:
+        out = self._out
+        fields = route.fields
+        comp = self.component_id
+        if anchors is None or not self._acking:  # not anchored: no edge ids
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            return targets
+        if type(anchors) is Tuple:
             root = anchors._root
             if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
-                out = self._out
                 rand = self._rand
-                fields = route.fields
-                comp = self.component_id
                 for t in targets:
                     edge = rand()
                     bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
@@ -213,20 +217,23 @@ class BasicCollector(_TaskEmitter):
         if not targets:
             return targets
         route.transferred += len(targets)
+        out = self._out
+        fields = route.fields
+        comp = self.component_id
         anchor = self.input
-        if anchor is not None and self._acking:
-            root = anchor._root
-            if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
-                out = self._out
-                rand = self._rand
-                fields = route.fields
-                comp = self.component_id
-                for t in targets:
-                    edge = rand()
-                    bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
-                    anchor._ack_val ^= bits
-                    out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-                return targets
+        if anchor is None or not self._acking:  # not anchored: no edge ids
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            return targets
+        root = anchor._root
+        if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
+            rand = self._rand
+            for t in targets:
+                edge = rand()
+                bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
+                anchor._ack_val ^= bits
+                out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
+            return targets
         self._send(route, targets, values, anchor)
         return targets
 
