@@ -10,9 +10,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 DEFAULT_STREAM: Final = "default"
-SYSTEM_COMPONENT = "__system"
-SYSTEM_TASK_ID = -1
-TICK_STREAM = "__tick"
+SYSTEM_COMPONENT: Final = "__system"
+SYSTEM_TASK_ID: Final = -1
+TICK_STREAM: Final = "__tick"
 
 
 class Fields:

@@ -26,7 +26,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgpack
 
@@ -35,11 +35,11 @@ from storm_py.errors import CodecError, caused_by
 log = logging.getLogger(__name__)
 
 #: The format version carried as the first byte of every frame.
-CODEC_VERSION = 1
+CODEC_VERSION: Final = 1
 
 #: The lowest and highest extension code an application may register (msgpack reserves the negative codes).
-EXT_CODE_MIN = 0
-EXT_CODE_MAX = 127
+EXT_CODE_MIN: Final = 0
+EXT_CODE_MAX: Final = 127
 
 _HEADER = bytes([CODEC_VERSION])
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from storm_py.errors import CodecError
 from storm_py.protocol.codec import decode, encode
@@ -38,29 +38,29 @@ from storm_py.protocol.codec import decode, encode
 log = logging.getLogger(__name__)
 
 # Frame types.
-FRAME_TUPLES = 0
+FRAME_TUPLES: Final = 0
 
 # Entry kinds inside a FRAME_TUPLES batch.
-KIND_TUPLE = 0
-KIND_ACKER = 1
-KIND_TUPLES = 2
-KIND_ACKER_ROWS = 3
+KIND_TUPLE: Final = 0
+KIND_ACKER: Final = 1
+KIND_TUPLES: Final = 2
+KIND_ACKER_ROWS: Final = 3
 
 KIND_NAMES: dict[int, str] = {
     KIND_TUPLE: "TUPLE", KIND_ACKER: "ACKER", KIND_TUPLES: "TUPLES", KIND_ACKER_ROWS: "ACKER_ROWS"
 }
 
 # Field positions inside an entry.
-ENTRY_TASK = 0
-ENTRY_KIND = 1
-TUPLE_STREAM = 2
-TUPLE_SOURCE_TASK = 3
-TUPLE_VALUES = 4
-TUPLE_IDS = 5
-ACKER_ROW = 2
+ENTRY_TASK: Final = 0
+ENTRY_KIND: Final = 1
+TUPLE_STREAM: Final = 2
+TUPLE_SOURCE_TASK: Final = 3
+TUPLE_VALUES: Final = 4
+TUPLE_IDS: Final = 5
+ACKER_ROW: Final = 2
 
-TUPLE_ENTRY_LEN = 6
-ACKER_ENTRY_LEN = 3
+TUPLE_ENTRY_LEN: Final = 6
+ACKER_ENTRY_LEN: Final = 3
 
 _U64_MAX = (1 << 64) - 1
 

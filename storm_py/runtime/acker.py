@@ -16,25 +16,29 @@ buckets and drops the oldest silently (the spout times the tuple out on its own)
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from storm_py.api.components import Bolt
 from storm_py.api.tuple import Id, Tuple
 from storm_py.runtime.executor import Executor, ExecutorHost
 
-INIT = 1
-ACK = 2
-FAIL = 3
-RESET = 4
-ACKED = 5
-FAILED = 6
-RESET_TIMEOUT = 7
+INIT: Final = 1
+ACK: Final = 2
+FAIL: Final = 3
+RESET: Final = 4
+ACKED: Final = 5
+FAILED: Final = 6
+RESET_TIMEOUT: Final = 7
 
 STREAM_CODES = {"__ack_init": INIT, "__ack_ack": ACK, "__ack_fail": FAIL, "__ack_reset_timeout": RESET}
 
-NUM_BUCKETS = 3
+NUM_BUCKETS: Final = 3
 
 Emit = Callable[[int, tuple[int, int, int]], None]
+#: decided rows per spout task (the executor's out-buffer, a ``defaultdict(list)``)
+Decisions = dict[int, list[tuple[int, int, int]]]
 
 
 class _Entry:
@@ -54,7 +58,7 @@ class _Entry:
 
 
 class AckLedger:
-    """The pure XOR ledger: feed rows with ``now`` (seconds), get ``(spout_task, result_row)`` decisions back."""
+    """The pure XOR ledger: feed rows with ``now`` (seconds), get each spout task's result rows back."""
 
     __slots__ = ("_b0", "_b1", "_b2")
 
@@ -77,8 +81,9 @@ class AckLedger:
         self._b0 = {}
         return expired
 
-    def process(self, rows: Iterable[tuple[int, ...]], now: float, emit: Emit) -> None:
-        """Apply rows; call ``emit(spout_task, (code, root, delta_ms))`` for every decided root."""
+    def process(self, rows: Iterable[tuple[int, ...]], now: float, out: Decisions) -> None:
+        """Apply rows; append ``(code, root, delta_ms)`` to ``out[spout_task]`` for every decided root (``out`` a
+        ``defaultdict(list)``: the executor's out-buffer)."""
         b0 = self._b0
         b1 = self._b1
         b2 = self._b2
@@ -117,12 +122,12 @@ class AckLedger:
             if task >= 0:
                 if e.val == 0:
                     del bucket[root]
-                    emit(task, (ACKED, root, int((now - e.born) * 1000)))
+                    out[task].append((ACKED, root, int((now - e.born) * 1000)))
                 elif e.failed:
                     del bucket[root]
-                    emit(task, (FAILED, root, int((now - e.born) * 1000)))
+                    out[task].append((FAILED, root, int((now - e.born) * 1000)))
                 elif reset:
-                    emit(task, (RESET_TIMEOUT, root, int((now - e.born) * 1000)))
+                    out[task].append((RESET_TIMEOUT, root, int((now - e.born) * 1000)))
 
     def _reput(self, root: Id, e: _Entry) -> None:
         self._b1.pop(root, None)
@@ -150,7 +155,11 @@ class AckerBolt(Bolt):
     def process_rows(self, rows: Iterable[tuple[int, ...]], now: float) -> None:
         """Apply a batch of ack rows."""
         assert self._emit_direct is not None, "acker used before bind()"
-        self.ledger.process(rows, now, self._emit_direct)
+        out: Decisions = defaultdict(list)
+        self.ledger.process(rows, now, out)
+        for task, decided in out.items():
+            for row in decided:
+                self._emit_direct(task, row)
 
     def execute(self, tup: Tuple) -> None:
         """Apply one tuple on an ack stream, or rotate on a tick tuple."""
@@ -184,11 +193,12 @@ class AckerExecutor(Executor):
         if inbox:
             did = True
             ackers = self.ackers
+            outbuf = self.outbuf
             n = 0
             while inbox:
                 task, rows = inbox.popleft()
                 n += len(rows)
-                ackers[task].ledger.process(rows, now, self._emit)
+                ackers[task].ledger.process(rows, now, outbuf)
             self.stats.executed += n
             self.rt.backlog -= n
         if now >= self.next_tick:

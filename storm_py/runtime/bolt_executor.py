@@ -187,8 +187,8 @@ class BoltExecutor(Executor):
         ackers = self.acker_tasks
         n = len(ackers)
         for root, val in acks.items():
-            i: int = root % n  # acker_for(root), inlined
-            out[ackers[i]].append((ACK, root, val))
+            r: int = root  # acker_for(root), inlined (compiled: on a machine int)
+            out[ackers[r % n]].append((ACK, root, val))
         acks.clear()
 
     def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:

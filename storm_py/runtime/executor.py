@@ -16,7 +16,7 @@ from __future__ import annotations
 import traceback
 from collections import defaultdict, deque
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Id
@@ -24,7 +24,7 @@ from storm_py.clock import Clock
 from storm_py.runtime.routing import StreamRoute
 
 #: complete-latency samples kept per spout executor (for percentiles)
-LATENCY_SAMPLES = 20000
+LATENCY_SAMPLES: Final = 20000
 
 
 class ExecutorHost(Protocol):

@@ -10,7 +10,7 @@ import random
 import struct
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.topology import (
@@ -27,7 +27,7 @@ from storm_py.api.topology import (
 )
 from storm_py.api.tuple import Fields
 
-_MASK = 0xFFFFFFFF
+_MASK: Final = 0xFFFFFFFF
 
 
 def value_hash(v: Any) -> int:
@@ -140,7 +140,7 @@ class FieldsHash(Chooser):
 
 
 #: distinct string keys a one-field fields grouping remembers the target of (then it starts over)
-KEY_CACHE_SIZE = 65536
+KEY_CACHE_SIZE: Final = 65536
 
 
 class OneFieldHash(Chooser):

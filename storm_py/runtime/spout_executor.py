@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
-from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.pending import PendingMap
@@ -21,7 +21,7 @@ from storm_py.runtime.routing import StreamRoute
 log = logging.getLogger(__name__)
 
 #: how many next_tuple calls a spout task gets per pass of the worker loop
-SPOUT_CALLS_PER_PASS = 128
+SPOUT_CALLS_PER_PASS: Final = 128
 
 
 class SpoutCollector:
@@ -76,15 +76,16 @@ class SpoutCollector:
             return
         rand = ex.rand64
         root = ex.new_root()
-        ack_val: Id = 0
+        ack_val = 0
         for t in targets:
             edge = rand()
-            ack_val ^= edge
+            bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
+            ack_val ^= bits
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
         ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
         ackers = ex.acker_tasks
-        i: int = root % len(ackers)  # acker_for(root), inlined
-        out[ackers[i]].append((INIT, root, ack_val, task))
+        r: int = root  # acker_for(root), inlined (compiled: on a machine int)
+        out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
 
     def get_pending_count(self) -> int:
         """Tuples of this executor waiting to be acked or failed."""
@@ -215,6 +216,7 @@ class SpoutExecutor(Executor):
         return did
 
     def _handle_acker_rows(self, inbox: deque[tuple[int, list[Any]]], now: float) -> None:
+        rows: list[tuple[int, Any, int]]  # (code, root, delta), as the frame decoder checked
         pending = self.pending
         newer, older = pending.buckets()
         spouts = self.spouts
@@ -224,7 +226,7 @@ class SpoutExecutor(Executor):
         while inbox:
             _, rows = inbox.popleft()
             n += len(rows)
-            for code, root, delta in rows:
+            for code, root, _delta in rows:
                 if code == RESET_TIMEOUT:
                     pending.reset(root)
                     continue
@@ -238,13 +240,13 @@ class SpoutExecutor(Executor):
                 try:
                     if code == ACKED:
                         stats.acked += 1
-                        delta = (now - emitted_at) * 1000.0
-                        stats.lat_sum += delta
+                        latency = (now - emitted_at) * 1000.0
+                        stats.lat_sum += latency
                         stats.lat_count += 1
                         if len(samples) < LATENCY_SAMPLES:
-                            samples.append(delta)
+                            samples.append(latency)
                         else:  # keep the latest samples: a ring over the sample buffer
-                            samples[stats.lat_count % LATENCY_SAMPLES] = delta
+                            samples[stats.lat_count % LATENCY_SAMPLES] = latency
                         spout.ack(msg_id)
                     elif code == FAILED:
                         stats.failed += 1

@@ -14,7 +14,7 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
@@ -37,13 +37,13 @@ ErrorSink = Callable[[str, int, str], None]
 
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
 #: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
-TRANSACTIONAL_STATE_RESOURCE = "storm_py.transactional_state"
+TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
 
 
 #: Bits of the random root and edge ids this worker makes.  Storm draws 64; 62 keep every id and every XOR of
 #: ids below 2**62, which compiled code holds as a machine integer instead of a Python int object (the acker
 #: takes any 64-bit id from elsewhere).  A false completion needs a 2**-62 coincidence instead of 2**-64.
-ID_BITS = 62
+ID_BITS: Final = 62
 
 
 class WorkerRuntime:

@@ -4,6 +4,7 @@ random tuple trees."""
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,9 +14,9 @@ from storm_py.testing import test_tuple
 
 
 def run(ledger: AckLedger, rows, now=0.0):
-    out = []
-    ledger.process(rows, now, lambda task, row: out.append((task, row[0], row[1])))
-    return out
+    out = defaultdict(list)
+    ledger.process(rows, now, out)
+    return [(task, row[0], row[1]) for task, decided in out.items() for row in decided]
 
 
 def test_init_then_acks_complete():
@@ -190,7 +191,9 @@ def test_random_trees_complete_exactly_when_all_descendants_acked(case):
     now = 0.0
     for m in messages:
         now += rng.random()
-        led.process([m], now, lambda task, row: out.append(row[:2]))
+        decided = defaultdict(list)
+        led.process([m], now, decided)
+        out.extend(row[:2] for rows in decided.values() for row in rows)
     memo: dict[int, set[int]] = {}
     touched_by = lambda n: roots_of(nodes, n, memo) if n is not None else set()  # noqa: E731
     for r_index, root in enumerate(root_ids):
