@@ -191,12 +191,14 @@ class SpoutExecutor(Executor):
             deadline = now + flush_secs
             clock_now = self.clock_now
             since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
+            # the worker's backlog changes only between steps (emits wait in the out-buffer until the step ends)
+            throttled = rt.backlog >= rt.backlog_limit
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
                         stats.skipped_max_spout += since  # the time since the last pass went waiting
                         break
-                    if rt.backlog >= rt.backlog_limit:
+                    if throttled:
                         stats.skipped_backpressure += since
                         break
                     before = stats.emitted

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storm_py import Fields, LocalCluster, TopologyBuilder
+from storm_py import Fields, LocalCluster, Spout, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
 from tests.core.helpers import (
@@ -11,6 +11,7 @@ from tests.core.helpers import (
     AckTrackingFeeder,
     AggBolt,
     BranchingBolt,
+    CountingSpout,
     IdentityBolt,
     feeder_topology,
 )
@@ -325,3 +326,30 @@ def test_acks_of_one_batch_merge_per_tree_and_a_fail_among_them_wins():
         all_acked.assert_num_acks(1)
         assert_failed(tracker, 1)
         assert not tracker.is_acked(1)
+
+
+class _AckOfItsOwnSpout(CountingSpout):
+    """Leaves ``Spout.ack`` (a no-op) to the class and sets an ``ack`` of its own on the instance in ``open``."""
+
+    def __deepcopy__(self, memo):
+        return _AckOfItsOwnSpout(self.n, self.results)
+
+    def open(self, conf, context, collector):
+        super().open(conf, context, collector)
+        self.ack = lambda msg_id: self.results.setdefault("acked", []).append(msg_id)
+
+    ack = Spout.ack
+
+
+def test_an_ack_the_spout_sets_in_open_is_called_with_and_without_ackers():
+    """Acks go to the spout instance's ``ack``, also one it set itself after the executor was built."""
+    for ackers in (1, 0):
+        results: dict[str, list[int]] = {}
+        builder = TopologyBuilder()
+        builder.set_spout("numbers", _AckOfItsOwnSpout(20, results))
+        builder.set_bolt("ack", AckBolt()).shuffle_grouping("numbers")
+        with LocalCluster() as cluster:
+            cluster.submit_topology(f"own-ack-{ackers}", {"topology.acker.executors": ackers},
+                                    builder.create_topology())
+            wait_until(lambda: len(results.get("acked", [])) == 20, 30, what=f"20 acks with {ackers} ackers")
+        assert sorted(results["acked"]) == list(range(1, 21))
