@@ -36,6 +36,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.runtime.worker_runtime",
     "storm_py.runtime.transfer.frames",
     "storm_py.kafka.offsets",
+    "storm_py.clock",
 )
 
 #: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from

@@ -103,8 +103,11 @@ class BoltExecutor(Executor):
                 except Exception as exc:
                     on_error(task, tup, exc)
                     continue
+                if not acking:  # BoltCollector.ack without ackers: a count (basic bolts are not sampled)
+                    acked += 1
+                    continue
                 root = tup._root
-                if root is not None and acking:  # BoltCollector.ack's common case, inlined
+                if root is not None:  # BoltCollector.ack's common case, inlined
                     val: int = acks.get(root, 0)  # compiled: XORed as machine ints, one int object stored
                     edge: int = tup._edge
                     acks[root] = val ^ edge ^ tup._ack_val
@@ -122,9 +125,9 @@ class BoltExecutor(Executor):
             did = True
             runners = self.runners
             inputs = self.stats.inputs
-            clock = self.rt.clock.now
+            clock = self.clock
             n = 0
-            start = clock()
+            start = clock.now()
             samples = self.process_samples
             sampled = self.sampled_tasks
             while inbox:
@@ -137,7 +140,7 @@ class BoltExecutor(Executor):
                 runners[task](batch)
                 # execute time and count per input stream, measured per batch (no per-tuple cost); a batch
                 # usually holds one stream: its first and last tuples tell, otherwise it is split by tuple
-                end = clock()
+                end = clock.now()
                 secs = end - start
                 start = end
                 if not batch:

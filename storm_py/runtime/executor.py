@@ -122,6 +122,7 @@ class Executor:
 
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         self.rt = rt
+        self.clock: Clock = rt.clock  # typed: compiled code calls its now() directly
         self.component_id = component_id
         self.task_ids = task_ids
         self.inbox: deque[tuple[int, list[Any]]] = deque()

@@ -82,7 +82,7 @@ class SpoutCollector:
             bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
             ack_val ^= bits
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-        ex.newer[root] = (task, msg_id, ex.clock_now())  # PendingMap.add, inlined; latency counts from the emit
+        ex.newer[root] = (task, msg_id, ex.clock.now())  # PendingMap.add, inlined; latency counts from the emit
         ackers = ex.acker_tasks
         r: int = root  # acker_for(root), inlined (compiled: on a machine int)
         out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -115,7 +115,6 @@ class SpoutExecutor(Executor):
         timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
         timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
         self.now = rt.clock.now()
-        self.clock_now = rt.clock.now
         flush_ms = float(self.conf.get("topology.batch.flush.interval.millis") or 0)
         #: a step stops calling next_tuple once this long has passed, so that its emits leave the worker at the
         #: end of the pass (Storm's batch flush interval; 0: only after SPOUT_CALLS_PER_PASS calls)
@@ -189,7 +188,7 @@ class SpoutExecutor(Executor):
             stats = self.stats
             flush_secs = self.flush_secs
             deadline = now + flush_secs
-            clock_now = self.clock_now
+            clock = self.clock
             since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
             # the worker's backlog changes only between steps (emits wait in the out-buffer until the step ends)
             throttled = rt.backlog >= rt.backlog_limit
@@ -211,7 +210,7 @@ class SpoutExecutor(Executor):
                     if stats.emitted == before:
                         break  # nothing to emit: the pass goes on and what was emitted leaves the worker
                     did = True
-                    if flush_secs and clock_now() >= deadline:
+                    if flush_secs and clock.now() >= deadline:
                         break  # every task still gets a call per pass; the emits leave at the pass's end
         else:
             self.stats.skipped_inactive += since
