@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from storm_py.errors import StormPyError
-from storm_py.spark.durable import fsync_all, fsync_path, write_atomic
+from storm_py.spark.durable import fsync_path, fsync_round, write_atomic
 
 STAGING = "_staging"
 COMMITS = "_commits"
@@ -260,10 +260,10 @@ class DatasetLayout:
             data_dir.mkdir(parents=True, exist_ok=True)
         return os.open(self.pending_path(txid), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 
-    def publish_latest(self, manifest: Manifest, synced: Sequence[Path | int], fsync: bool = True,
-                       hook: Callable[[str], None] | None = None, fd: int | None = None) -> None:
+    def publish_latest(self, manifest: Manifest, files: Sequence[Path | int], dirs: Sequence[Path | int],
+                       fsync: bool = True, hook: Callable[[str], None] | None = None, fd: int | None = None) -> None:
         """The single task's commit of N in one round of fsyncs: N's manifest is written under its pending name
-        and fsynced together with ``synced`` (N's files and directories) and ``_commits/``; renaming it to
+        and fsynced together with N's ``files`` and ``dirs`` and ``_commits/``; renaming it to
         ``<N>.json`` is the commit.  That rename and the ``_LATEST`` hint after it (every ``HINT_EVERY`` txids)
         get no fsync of their own: a
         crash that loses them leaves a durable, complete pending manifest that :meth:`recover` renames at the
@@ -280,7 +280,7 @@ class DatasetLayout:
             if fsync:
                 if self._commits_fd is None:
                     self._commits_fd = os.open(self.commits, os.O_RDONLY)
-                fsync_all([*synced, fd, self._commits_fd])
+                fsync_round([*files, fd], [*dirs, self._commits_fd])
         finally:
             os.close(fd)
         step("before-rename")

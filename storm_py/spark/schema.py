@@ -76,6 +76,8 @@ class Schema:
             raise SchemaError("'txid' is reserved: the dataset adds it from the directory names", field="txid")
         self.fields = tuple(fields)
         self.names = tuple(names)
+        #: the Python types each column may hold, ``None``'s included when nullable
+        self._allowed = tuple(ALLOWED[f.type] | ({type(None)} if f.nullable else frozenset()) for f in fields)
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, str]) -> Schema:
@@ -129,7 +131,7 @@ class Schema:
         width = len(self.fields)
         if set(map(len, rows)) == {width}:
             columns = transpose(rows, width)
-            if all(self._column_ok(f, col) for f, col in zip(self.fields, columns, strict=True)):
+            if all(map(self._column_ok, self.fields, self._allowed, columns)):
                 return list(rows), [], columns
         good: list[Sequence[Any]] = []
         bad: list[tuple[Sequence[Any], str]] = []
@@ -155,10 +157,8 @@ class Schema:
         return None
 
     @staticmethod
-    def _column_ok(f: Field, col: list[Any]) -> bool:
-        kinds = set(map(type, col))
-        allowed = ALLOWED[f.type] | ({type(None)} if f.nullable else set())
-        if not kinds <= allowed:
+    def _column_ok(f: Field, allowed: frozenset[type], col: list[Any]) -> bool:
+        if not allowed.issuperset(map(type, col)):
             return False
         if f.type == "int64" and col:
             ints = [v for v in col if v is not None] if f.nullable else col

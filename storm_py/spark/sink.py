@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from storm_py.api.components import OutputFieldsDeclarer
 from storm_py.api.tuple import Tuple
-from storm_py.spark.durable import fsync_all, in_background
+from storm_py.spark.durable import fsync_round, in_background
 from storm_py.spark.layout import (
     CommitAction,
     DatasetLayout,
@@ -173,17 +173,17 @@ class DatasetWriter:
         # N's directories, and those holding their names (up to the root): a new directory's entry is durable
         # only once its parent is fsynced
         holders = {p for d in targets for p in d.parents if p == self.layout.root or self.layout.root in p.parents}
-        synced: list[Path | int] = ([*(fds or published[len(published) - len(written):]), *targets, *holders]
-                                    if o.fsync else [])
+        files: list[Path | int] = [*(fds or published[len(published) - len(written):])] if o.fsync else []
+        dirs: list[Path | int] = [*targets, *holders] if o.fsync else []
         part = Manifest(txid, attempt, [entry for entry, _ in written], self.schema.to_dict(), self.fingerprint,
                         source or {}, len(bad), [self.task])
         if self.ntasks == 1 and current is None:  # the common case: one task publishes N
             if hook is not None:
                 hook("before-latest")
-            self.layout.publish_latest(part, synced, o.fsync, hook, pending_fd)
+            self.layout.publish_latest(part, files, dirs, o.fsync, hook, pending_fd)
             self._published.pop(txid, None)
             return CommitResult(action, len(good), bad, True)
-        fsync_all(synced)
+        fsync_round(files, dirs)
         if self.ntasks == 1:
             parts = [part]
         else:  # only parts of this attempt: a grouping may deal the replayed batch's rows to tasks differently

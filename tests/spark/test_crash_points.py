@@ -191,8 +191,9 @@ def test_the_fsync_round_covers_n_s_directories_and_the_directories_holding_thei
     import storm_py.spark.layout as layout_module
 
     synced: list = []
-    real = layout_module.fsync_all
-    monkeypatch.setattr(layout_module, "fsync_all", lambda paths: (synced.extend(paths), real(paths))[1])
+    real = layout_module.fsync_round
+    monkeypatch.setattr(layout_module, "fsync_round",
+                        lambda files, dirs: (synced.extend([*files, *dirs]), real(files, dirs))[1])
     DatasetWriter(tmp_path, SCHEMA, ["day"]).commit(1, 1, rows_for(1))
     dirs = {p for p in synced if not isinstance(p, int)}
     assert dirs == {tmp_path, tmp_path / "day=d0", tmp_path / "day=d1",
