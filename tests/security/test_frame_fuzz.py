@@ -177,6 +177,12 @@ stream_names = st.one_of(st.sampled_from(["default", "__ack_init", "__ack_ack", 
 values = st.one_of(st.lists(st.integers(0, 500), max_size=3), st.lists(atoms, max_size=4))
 ids = st.one_of(st.none(), st.tuples(u64, u64).map(list), st.lists(small_ints, max_size=5),
                 st.dictionaries(u64, u64, max_size=3), atoms)  # fmt: skip
+# a run's anchors as the wire carries them: two items per tuple, ``root, edge`` / ``None, None`` / ``None, {map}``,
+# well-formed or not
+anchor_pair = st.one_of(st.tuples(u64, u64), st.tuples(st.none(), st.none()),
+                        st.tuples(st.none(), st.dictionaries(u64, u64, max_size=3)), st.tuples(atoms, atoms),
+                        st.tuples(u64, st.dictionaries(u64, u64, max_size=2)))  # fmt: skip
+anchored_run = st.lists(st.tuples(values, anchor_pair), max_size=4)
 row = st.one_of(st.builds(lambda code, rest: [code, *rest], st.integers(0, 8), st.lists(small_ints, max_size=4)),
                 st.lists(small_ints, max_size=6))  # fmt: skip
 rows = st.one_of(st.lists(row, max_size=4), st.lists(st.one_of(row, atoms), max_size=3))
@@ -184,6 +190,9 @@ entries = st.one_of(
     st.builds(lambda t, s, src, v, i: [t, KIND_TUPLE, s, src, v, i], tasks, stream_names, tasks, values, ids),
     st.builds(lambda t, s, src, vs, i: [t, KIND_TUPLES, s, src, vs, i], tasks, stream_names, tasks,
               st.lists(values, max_size=3), st.lists(ids, max_size=3)),
+    st.builds(lambda t, s, src, run, extra: [t, KIND_TUPLES, s, src, [v for v, _ in run],
+                                             [x for _, pair in run for x in pair][:len(run) * 2 + extra]],
+              tasks, stream_names, tasks, anchored_run, st.integers(-2, 1)),
     st.builds(lambda t, r: [t, KIND_ACKER, r], tasks, st.one_of(row, atoms)),
     st.builds(lambda t, r: [t, KIND_ACKER_ROWS, r], tasks, rows),
     st.builds(lambda t, k, rest: [t, k, *rest], tasks, st.integers(-1, 6), st.lists(atoms, max_size=5)),
