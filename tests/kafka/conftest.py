@@ -1,4 +1,5 @@
-"""A real Kafka-protocol broker (tansu, memory storage) on a free loopback port for the Kafka tests.
+"""A real Kafka-protocol broker (tansu, memory storage) on a free loopback port for the Kafka tests, and a second
+one (``strict_broker``) for the tests of a fetch past the log end.
 
 The broker is started once per test session and stopped after.  Tests create their own topics (unique names).
 :class:`Broker` helpers produce with explicit partitions and return, per partition, how many records went in:
@@ -18,6 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from storm_py.dev.kafka import KafkaBrokerProcess
 from storm_py.kafka.client import KafkaAdmin
+from tests.kafka.strict_broker import StrictKafkaBroker
 
 
 class Broker:
@@ -65,6 +67,14 @@ class Broker:
             assert p.flush(10) == 0
             counts[partition] = counts.get(partition, 0) + 1
         return counts
+
+    def commit(self, group: str, topic: str, offsets: dict[int, int]) -> None:
+        """Commit ``{partition: offset}`` for ``group`` (any offset, as Kafka allows)."""
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        finally:
+            c.close()
 
     def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
         """The group's committed offsets (partitions without a commit are left out)."""
@@ -118,6 +128,18 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """A tansu broker on a free loopback port, for the whole session."""
     log_dir: Path = tmp_path_factory.mktemp("kafka")
     proc = KafkaBrokerProcess(log_path=log_dir / "broker.log", die_with_parent=True)
+    proc.start()
+    try:
+        yield Broker(proc)
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def strict_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """A broker that answers a fetch past the log end with OFFSET_OUT_OF_RANGE (:mod:`tests.kafka.strict_broker`)."""
+    run_dir: Path = tmp_path_factory.mktemp("strict-kafka")
+    proc = StrictKafkaBroker(run_dir / "data", log_path=run_dir / "broker.log")
     proc.start()
     try:
         yield Broker(proc)

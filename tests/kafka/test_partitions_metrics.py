@@ -1,6 +1,6 @@
 """Partitions added while running (a regex picking up a new topic) and the ``kafkaOffset`` metric (lag,
 records/s).  (The dev broker answers a fetch past the log end with no records instead of OFFSET_OUT_OF_RANGE,
-so the reset path is covered by the offset manager's unit tests.)"""
+so the reset path runs against a second broker in ``test_out_of_range.py``.)"""
 
 from __future__ import annotations
 
