@@ -76,6 +76,15 @@ class Broker:
         finally:
             c.close()
 
+    def delete_records(self, topic: str, before: dict[int, int]) -> None:
+        """Delete each partition's records below an offset (the log start moves there, as retention moves it)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})  # kept until the futures complete
+        futures = admin.delete_records([TopicPartition(topic, p, o) for p, o in before.items()])
+        for future in futures.values():
+            future.result(timeout=10)
+
     def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
         """The group's committed offsets (partitions without a commit are left out)."""
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})

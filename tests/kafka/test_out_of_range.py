@@ -1,7 +1,13 @@
-"""A committed offset the broker no longer has (the topic was recreated, or retention removed the log): the broker
-answers the spout's fetch with OFFSET_OUT_OF_RANGE, the client resets the partition to its earliest offset, and the
-spout starts the partition over from there.  Nothing is skipped, and the reset is counted in the ``kafkaOffset``
-metric.  This runs against :mod:`tests.kafka.strict_broker`, which answers such a fetch as Kafka does."""
+"""Committed offsets the broker no longer has, against :mod:`tests.kafka.strict_broker`, which answers a fetch
+out of the log's range with OFFSET_OUT_OF_RANGE as Kafka does; the client then resets the partition to its
+earliest offset.
+
+* A commit past the log end (the topic was recreated): the spout starts the partition over at its earliest
+  offset instead of skipping everything below the old commit, and counts the reset.
+* A commit below the log start (retention or DeleteRecords removed records not yet processed): the spout jumps
+  to the log start and counts the deleted offsets as skipped.
+
+Both counts are in the ``kafkaOffset`` metric, so neither loss is silent."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from storm_py import LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 from tests.kafka.conftest import Broker
-from tests.kafka.helpers import SEEN, RecordingBolt, reset, wait_seen
+from tests.kafka.helpers import SEEN, RecordingBolt, reset
 
 POINTS: list[dict[str, Any]] = []
 _LOCK = threading.Lock()
@@ -32,16 +38,10 @@ class OffsetPoints:
         pass
 
 
-def test_a_commit_past_the_log_end_restarts_the_partition_at_its_earliest_offset_and_is_counted(
-        strict_broker: Broker) -> None:
-    topic = strict_broker.topic(1, prefix="oor")
-    reset(topic)
-    values = [b"r%02d" % i for i in range(10)]
-    strict_broker.produce(topic, [(0, None, v) for v in values])
-    group = f"g-{topic}"
-    strict_broker.commit(group, topic, {0: 100})  # beyond the log end (10): what a recreated topic leaves
+def run_spout(broker: Broker, topic: str, group: str, done: Any) -> None:
+    """Run a KafkaSpout on ``topic`` until ``done()`` holds, keeping its ``kafkaOffset`` data points."""
     POINTS.clear()
-    conf = KafkaSpoutConfig(strict_broker.bootstrap, [topic], group_id=group, offset_commit_period_ms=200,
+    conf = KafkaSpoutConfig(broker.bootstrap, [topic], group_id=group, offset_commit_period_ms=200,
                             metrics_time_bucket_secs=1)
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(conf))
@@ -50,16 +50,48 @@ def test_a_commit_past_the_log_end_restarts_the_partition_at_its_earliest_offset
         {"class": "tests.kafka.test_out_of_range:OffsetPoints", "parallelism.hint": 1}]}
     with LocalCluster() as cluster:
         cluster.submit_topology("out-of-range", storm_conf, tb.create_topology())
-        wait_seen(topic, set(values), 60)  # the spout resumed below its old commit instead of waiting at 100
-        wait_until(lambda: strict_broker.committed(group, topic, 1) == {0: 10}, 60, interval=0.2,
-                   what="the commit at the log end")
-
-        def counted() -> bool:
-            with _LOCK:
-                return any(p.get("offset_resets", 0) >= 1 for p in POINTS)
-
-        wait_until(counted, 60, interval=0.2, what="a kafkaOffset data point counting the reset")
+        wait_until(done, 60, interval=0.2, what="the spout's progress")
         cluster.kill_topology("out-of-range", wait_secs=0)
-    assert SEEN[topic] == {v: 1 for v in values}, "each record once: nothing skipped, nothing twice"
+
+
+def points(key: str) -> list[Any]:
     with _LOCK:
-        assert all(p.get(f"{topic}/partition_0/lostOffsets", 0) == 0 for p in POINTS), "nothing was in flight"
+        return [p[key] for p in POINTS if key in p]
+
+
+def test_a_commit_below_the_log_start_jumps_to_it_and_counts_the_deleted_offsets(strict_broker: Broker) -> None:
+    topic = strict_broker.topic(1, prefix="deleted")
+    reset(topic)
+    values = [b"r%02d" % i for i in range(10)]
+    strict_broker.produce(topic, [(0, None, v) for v in values])
+    group = f"g-{topic}"
+    strict_broker.commit(group, topic, {0: 2})
+    strict_broker.delete_records(topic, {0: 6})  # records 2..5 were never processed and are gone
+    skipped = f"{topic}/partition_0/skippedOffsets"
+
+    def done() -> bool:
+        return (set(values[6:]) <= set(SEEN[topic]) and strict_broker.committed(group, topic, 1) == {0: 10}
+                and 4 in points(skipped))
+
+    run_spout(strict_broker, topic, group, done)
+    assert SEEN[topic] == {v: 1 for v in values[6:]}, "what the log still has, each once"
+    assert max(points(skipped)) == 4 and max(points("offset_resets")) == 0
+
+
+def test_a_commit_past_the_log_end_restarts_the_partition_at_its_earliest_offset_and_is_counted(
+        strict_broker: Broker) -> None:
+    topic = strict_broker.topic(1, prefix="oor")
+    reset(topic)
+    values = [b"r%02d" % i for i in range(10)]
+    strict_broker.produce(topic, [(0, None, v) for v in values])
+    group = f"g-{topic}"
+    strict_broker.commit(group, topic, {0: 100})  # beyond the log end (10): what a recreated topic leaves
+
+    def done() -> bool:  # the spout resumed below its old commit instead of waiting at 100
+        return (set(values) <= set(SEEN[topic]) and strict_broker.committed(group, topic, 1) == {0: 10}
+                and 1 in points("offset_resets"))
+
+    run_spout(strict_broker, topic, group, done)
+    assert SEEN[topic] == {v: 1 for v in values}, "each record once: nothing skipped, nothing twice"
+    assert max(points(f"{topic}/partition_0/lostOffsets")) == 0, "nothing was in flight"
+    assert max(points(f"{topic}/partition_0/skippedOffsets")) == 0
