@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from storm_py import Bolt, LocalCluster
@@ -75,3 +76,51 @@ def bolt_error(cluster: LocalCluster, name: str, bolt_id: str) -> str:
         if b["boltId"] == bolt_id:
             return str(b.get("lastError") or "")
     return ""
+
+
+#: every value of the ``kafkaOffset`` metric that :class:`OffsetPoints` received (cleared by each test using it)
+OFFSET_POINTS: list[dict[str, Any]] = []
+#: how a topology's conf registers :class:`OffsetPoints`
+OFFSET_POINTS_CONF = {"topology.metrics.consumer.register": [
+    {"class": "tests.kafka.helpers:OffsetPoints", "parallelism.hint": 1}]}
+
+
+class OffsetPoints:
+    """A metrics consumer keeping every value of the ``kafkaOffset`` metric in :data:`OFFSET_POINTS`."""
+
+    def prepare(self, conf: Any, argument: Any, context: Any) -> None:
+        pass
+
+    def handle_data_points(self, task_info: Any, data_points: Any) -> None:
+        with _LOCK:
+            for p in data_points:
+                name, value = (p[0], p[1]) if isinstance(p, (tuple, list)) else (p.name, p.value)
+                if name == "kafkaOffset":
+                    OFFSET_POINTS.append(value)
+
+    def cleanup(self) -> None:
+        pass
+
+
+def offset_points() -> list[dict[str, Any]]:
+    """What :class:`OffsetPoints` received so far."""
+    with _LOCK:
+        return list(OFFSET_POINTS)
+
+
+def run_spout_until(bootstrap: str, topic: str, group: str, done: Callable[[], bool], name: str) -> None:
+    """A KafkaSpout on ``topic`` into a :class:`RecordingBolt`, committing every 200 ms, run in a LocalCluster
+    until ``done()`` holds; its ``kafkaOffset`` values (a 1 s bucket) go to :data:`OFFSET_POINTS`."""
+    from storm_py import TopologyBuilder
+    from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+
+    OFFSET_POINTS.clear()
+    conf = KafkaSpoutConfig(bootstrap, [topic], group_id=group, offset_commit_period_ms=200,
+                            metrics_time_bucket_secs=1)
+    tb = TopologyBuilder()
+    tb.set_spout("kafka", KafkaSpout(conf))
+    tb.set_bolt("check", RecordingBolt(topic), 1).shuffle_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology(name, OFFSET_POINTS_CONF, tb.create_topology())
+        wait_until(done, 60, interval=0.2, what=f"{name}: the spout's progress")
+        cluster.kill_topology(name, wait_secs=0)

@@ -11,52 +11,14 @@ Both counts are in the ``kafkaOffset`` metric, so neither loss is silent."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from storm_py import LocalCluster, TopologyBuilder
-from storm_py.clock import wait_until
-from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 from tests.kafka.conftest import Broker
-from tests.kafka.helpers import SEEN, RecordingBolt, reset
-
-POINTS: list[dict[str, Any]] = []
-_LOCK = threading.Lock()
-
-
-class OffsetPoints:
-    """A metrics consumer keeping every value of the ``kafkaOffset`` metric."""
-
-    def prepare(self, conf: Any, argument: Any, context: Any) -> None:
-        pass
-
-    def handle_data_points(self, task_info: Any, data_points: Any) -> None:
-        with _LOCK:
-            POINTS.extend(p.value for p in data_points if getattr(p, "name", None) == "kafkaOffset")
-
-    def cleanup(self) -> None:
-        pass
-
-
-def run_spout(broker: Broker, topic: str, group: str, done: Any) -> None:
-    """Run a KafkaSpout on ``topic`` until ``done()`` holds, keeping its ``kafkaOffset`` data points."""
-    POINTS.clear()
-    conf = KafkaSpoutConfig(broker.bootstrap, [topic], group_id=group, offset_commit_period_ms=200,
-                            metrics_time_bucket_secs=1)
-    tb = TopologyBuilder()
-    tb.set_spout("kafka", KafkaSpout(conf))
-    tb.set_bolt("check", RecordingBolt(topic), 1).shuffle_grouping("kafka")
-    storm_conf = {"topology.metrics.consumer.register": [
-        {"class": "tests.kafka.test_out_of_range:OffsetPoints", "parallelism.hint": 1}]}
-    with LocalCluster() as cluster:
-        cluster.submit_topology("out-of-range", storm_conf, tb.create_topology())
-        wait_until(done, 60, interval=0.2, what="the spout's progress")
-        cluster.kill_topology("out-of-range", wait_secs=0)
+from tests.kafka.helpers import SEEN, offset_points, reset, run_spout_until
 
 
 def points(key: str) -> list[Any]:
-    with _LOCK:
-        return [p[key] for p in POINTS if key in p]
+    return [p[key] for p in offset_points() if key in p]
 
 
 def test_a_commit_below_the_log_start_jumps_to_it_and_counts_the_deleted_offsets(strict_broker: Broker) -> None:
@@ -73,7 +35,7 @@ def test_a_commit_below_the_log_start_jumps_to_it_and_counts_the_deleted_offsets
         return (set(values[6:]) <= set(SEEN[topic]) and strict_broker.committed(group, topic, 1) == {0: 10}
                 and 4 in points(skipped))
 
-    run_spout(strict_broker, topic, group, done)
+    run_spout_until(strict_broker.bootstrap, topic, group, done, "out-of-range")
     assert SEEN[topic] == {v: 1 for v in values[6:]}, "what the log still has, each once"
     assert max(points(skipped)) == 4 and max(points("offset_resets")) == 0
 
@@ -91,7 +53,7 @@ def test_a_commit_past_the_log_end_restarts_the_partition_at_its_earliest_offset
         return (set(values) <= set(SEEN[topic]) and strict_broker.committed(group, topic, 1) == {0: 10}
                 and 1 in points("offset_resets"))
 
-    run_spout(strict_broker, topic, group, done)
+    run_spout_until(strict_broker.bootstrap, topic, group, done, "out-of-range")
     assert SEEN[topic] == {v: 1 for v in values}, "each record once: nothing skipped, nothing twice"
     assert max(points(f"{topic}/partition_0/lostOffsets")) == 0, "nothing was in flight"
     assert max(points(f"{topic}/partition_0/skippedOffsets")) == 0

@@ -5,38 +5,11 @@ so the reset path runs against a second broker in ``test_out_of_range.py``.)"""
 from __future__ import annotations
 
 import re
-import threading
-from typing import Any
 
 from storm_py import LocalCluster, TopologyBuilder
-from storm_py.clock import wait_until
 from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 from tests.kafka.conftest import Broker
-from tests.kafka.helpers import RecordingBolt, reset, wait_seen
-
-POINTS: list[tuple[str, Any]] = []
-_LOCK = threading.Lock()
-
-
-class CollectingConsumer:
-    """A metrics consumer keeping every data point of the ``kafkaOffset`` metric."""
-
-    def prepare(self, conf: Any, argument: Any, context: Any) -> None:
-        pass
-
-    def handle_data_points(self, task_info: Any, data_points: Any) -> None:
-        with _LOCK:
-            for p in data_points:
-                name = getattr(p, "name", None)
-                if name is None and isinstance(p, (tuple, list)):
-                    name, value = p[0], p[1]
-                else:
-                    value = getattr(p, "value", None)
-                if name == "kafkaOffset":
-                    POINTS.append((name, value))
-
-    def cleanup(self) -> None:
-        pass
+from tests.kafka.helpers import SEEN, RecordingBolt, offset_points, reset, run_spout_until, wait_seen
 
 
 def test_pattern_picks_up_a_topic_created_while_running(broker: Broker) -> None:
@@ -65,28 +38,14 @@ def test_kafka_offset_metric_reports_lag_and_rate(broker: Broker) -> None:
     reset(topic)
     vals = [b"m%03d" % i for i in range(100)]
     broker.produce_singly(topic, [(i % 2, None, v) for i, v in enumerate(vals)])
-    POINTS.clear()
-    conf = KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}", offset_commit_period_ms=200,
-                            metrics_time_bucket_secs=1)
-    tb = TopologyBuilder()
-    tb.set_spout("kafka", KafkaSpout(conf))
-    tb.set_bolt("check", RecordingBolt(topic), 1).shuffle_grouping("kafka")
-    storm_conf = {"topology.metrics.consumer.register": [
-        {"class": "tests.kafka.test_partitions_metrics:CollectingConsumer", "parallelism.hint": 1}]}
-    with LocalCluster() as cluster:
-        cluster.submit_topology("metrics", storm_conf, tb.create_topology())
-        wait_seen(topic, set(vals), 60)
 
-        def settled() -> bool:
-            with _LOCK:
-                values = [v for _, v in POINTS]
-            return any(v.get("totalSpoutLag") == 0 and f"{topic}/partition_0/latestCompletedOffset" in v
-                       and v[f"{topic}/partition_0/latestCompletedOffset"] == 50 for v in values)
+    def settled() -> bool:
+        return set(vals) <= set(SEEN[topic]) and any(
+            v.get("totalSpoutLag") == 0 and v.get(f"{topic}/partition_0/latestCompletedOffset") == 50
+            for v in offset_points())
 
-        wait_until(settled, 60, interval=0.3, what="a kafkaOffset data point with lag 0 at the log end")
-        cluster.kill_topology("metrics", wait_secs=0)
-    with _LOCK:
-        values = [v for _, v in POINTS]
+    run_spout_until(broker.bootstrap, topic, f"g-{topic}", settled, "metrics")
+    values = offset_points()
     assert any(v["recordsPerSec"] > 0 for v in values)
     assert all(f"{topic}/partition_1/spoutLag" in v for v in values if "totalSpoutLag" in v and
                f"{topic}/partition_1/latestCompletedOffset" in v)
