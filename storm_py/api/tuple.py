@@ -124,18 +124,14 @@ def anchor_map(ids: Anchors) -> dict[int, int]:
     return dict(ids)
 
 
-def anchor_roots(ids: Anchors) -> Sequence[int] | dict[int, int]:
-    """The spout-tuple roots of anchors (iterable, without edges)."""
-    if ids is None:
-        return ()
-    if type(ids) is list:
-        return ids[:1]
-    return ids
-
-
 def tuple_anchors(t: Tuple) -> Anchors:
     """The anchors of ``t`` in their general form (see :data:`Anchors`)."""
     return [t._root, t._edge] if t._root is not None else t._ids
+
+
+def tuple_roots(t: Tuple) -> Sequence[int] | dict[int, int]:
+    """The spout-tuple roots ``t`` is anchored to (iterable, without edges; empty when not anchored)."""
+    return (t._root,) if t._root is not None else (t._ids or ())
 
 
 class Tuple:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple, anchor_roots, tuple_anchors
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple, tuple_roots
 from storm_py.runtime.acker import FAIL, RESET
 from storm_py.runtime.executor import bad_stream, direct_route
 from storm_py.runtime.routing import StreamRoute
@@ -75,7 +75,7 @@ class _TaskEmitter:
             for a in alist:
                 edge = rand()
                 a._ack_val ^= edge
-                for root in anchor_roots(tuple_anchors(a)):
+                for root in tuple_roots(a):
                     ids[root] = ids.get(root, 0) ^ edge
             if len(ids) == 1:
                 ((root, edge),) = ids.items()
@@ -170,21 +170,21 @@ class BoltCollector(_TaskEmitter):
         """The input failed: fail the tuple tree of each of its roots at once."""
         if self._samples:
             self._samples.pop(id(tup), None)
-        ids = tuple_anchors(tup)
+        roots = tuple_roots(tup)
         self._stats.failed += 1
-        if ids and self._acking:
+        if roots and self._acking:
             out = self._out
             acker_for = self._acker_for
-            for root in anchor_roots(ids):
+            for root in roots:
                 out[acker_for(root)].append((FAIL, root))
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of the input's tuple trees."""
-        ids = tuple_anchors(tup)
-        if ids and self._acking:
+        roots = tuple_roots(tup)
+        if roots and self._acking:
             out = self._out
             acker_for = self._acker_for
-            for root in anchor_roots(ids):
+            for root in roots:
                 out[acker_for(root)].append((RESET, root))
 
     def flush(self) -> None:

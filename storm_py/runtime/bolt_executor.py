@@ -26,7 +26,6 @@ class BoltExecutor(Executor):
 
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
-        self.acker_tasks = rt.acker_tasks
         #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
         #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
         #: may travel after a fail of the same step)

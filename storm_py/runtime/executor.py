@@ -123,6 +123,7 @@ class Executor:
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         self.rt = rt
         self.clock: Clock = rt.clock  # typed: compiled code calls its now() directly
+        self.acker_tasks = rt.acker_tasks
         self.component_id = component_id
         self.task_ids = task_ids
         self.inbox: deque[tuple[int, list[Any]]] = deque()

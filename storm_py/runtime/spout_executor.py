@@ -109,7 +109,6 @@ class SpoutExecutor(Executor):
         self.acking = rt.num_ackers > 0
         self.rand64 = rt.rand64
         self.new_root = rt.new_root
-        self.acker_tasks = rt.acker_tasks
         msp = self.conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
         timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))

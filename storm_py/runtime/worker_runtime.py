@@ -19,7 +19,7 @@ from typing import Any, Final
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
-from storm_py.api.tuple import Fields, Id, Tuple, anchor_roots, tuple_anchors
+from storm_py.api.tuple import Fields, Id, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
@@ -264,7 +264,7 @@ class WorkerRuntime:
         """
         for item in items:
             if type(item) is Tuple and self.num_ackers:
-                self._unsent_roots.extend(anchor_roots(tuple_anchors(item)))
+                self._unsent_roots.extend(tuple_roots(item))
 
     def _fail_roots(self) -> None:
         acker_for = self.acker_for
