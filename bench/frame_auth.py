@@ -19,7 +19,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.append(str(HERE.parent))  # after PYTHONPATH: a compiled build there wins
 
 from two_workers import TwoWorkers, cachegrind  # noqa: E402
 

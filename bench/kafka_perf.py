@@ -37,13 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
 
 from storm_py import Bolt, LocalCluster, Spout, TopologyBuilder
 from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.kafka import KafkaBrokerProcess
 from storm_py.kafka import KafkaBolt, KafkaSpout, KafkaSpoutConfig
-from storm_py.kafka.client import KafkaAdmin
+from storm_py.kafka.client import FETCH_QUEUE_BACKOFF_MS, KafkaAdmin
 
 PARTITIONS = 4
 VALUE = b"x" * 100
@@ -87,7 +87,8 @@ def raw_consume_confluent(bootstrap: str, topic: str, n: int) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100,  # the spout's consumer settings
+                  "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS})
     c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
     out: list[Any] = []

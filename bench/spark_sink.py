@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: a compiled build there wins
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.spark import DatasetWriter

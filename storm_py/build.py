@@ -19,8 +19,8 @@ from pathlib import Path
 from storm_py.errors import StaleBuildError
 
 #: the modules a compiled build compiles with mypyc: the per-tuple path (tuples, emit and routing, executors,
-#: acking, frames and the codec) and the Kafka spout's offset manager (the spout itself is a user-facing
-#: component, copied and pickled with topologies, which mypyc's native classes do not support)
+#: acking, frames and the codec), the Kafka spout's offset manager and its per-record loops (the spout itself is a
+#: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -36,6 +36,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.runtime.worker_runtime",
     "storm_py.runtime.transfer.frames",
     "storm_py.kafka.offsets",
+    "storm_py.kafka.flow",
     "storm_py.clock",
 )
 

@@ -26,6 +26,8 @@ from storm_py.errors import StormPyError
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines go to this logger (not to stderr)
 client_log = logging.getLogger("storm_py.kafka.librdkafka")
+#: the consumer's ``fetch.queue.backoff.ms`` (see :class:`KafkaConsumerClient`; ``consumer_options`` may change it)
+FETCH_QUEUE_BACKOFF_MS = 10
 
 TopicPartition = tuple[str, int]
 #: a record as the spout's per-record path carries it: ``(topic, partition, offset, key, value, timestamp)``
@@ -96,6 +98,27 @@ def _client_error(what: str, err: BaseException) -> KafkaClientError:
     return KafkaClientError(f"{what} failed: {err}")
 
 
+def consumer_config(bootstrap_servers: str, group_id: str, options: Mapping[str, Any] | None,
+                    auto_offset_reset: str) -> dict[str, Any]:
+    """The librdkafka properties of :class:`KafkaConsumerClient`: ``options`` over its defaults, and offsets
+    never committed or stored by the client on its own."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": group_id,
+        "fetch.wait.max.ms": 100,
+        # librdkafka stops fetching a partition for this long once its prefetch queue is full (1 s by default):
+        # a spout that drains the queue faster then polls nothing until the pause ends
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 2000,
+        **(options or {}),
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": False,
+        "auto.offset.reset": auto_offset_reset,
+    }
+
+
 class KafkaConsumerClient:
     """A consumer with manual assignment; no consumer-group membership (commits only use the group id).
 
@@ -109,20 +132,8 @@ class KafkaConsumerClient:
     def __init__(self, bootstrap_servers: str, group_id: str, options: Mapping[str, Any] | None = None,
                  auto_offset_reset: str = "earliest") -> None:
         self.commit_results: list[tuple[TopicPartition, int, str | None]] = []
-        conf: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": group_id,
-            "fetch.wait.max.ms": 100,
-            "socket.connection.setup.timeout.ms": 5000,
-            "reconnect.backoff.max.ms": 2000,
-            **(options or {}),
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": False,
-            "auto.offset.reset": auto_offset_reset,
-            "on_commit": self._on_commit,
-            "logger": client_log,
-        }
+        conf = {**consumer_config(bootstrap_servers, group_id, options, auto_offset_reset),
+                "on_commit": self._on_commit, "logger": client_log}
         try:
             self._consumer = ck.Consumer(conf)
         except ck.KafkaException as err:

@@ -25,7 +25,6 @@ from typing import Any
 
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
 from storm_py.kafka.client import (
@@ -37,6 +36,7 @@ from storm_py.kafka.client import (
     TopicPartition,
 )
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
+from storm_py.kafka.flow import ack_offset, emit_waiting, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets
 from storm_py.kafka.spout_metrics import KafkaSpoutStats, lag_report
 from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
@@ -171,10 +171,12 @@ class KafkaSpout(Spout):
         return n
 
     def _emit_waiting(self, now: float, budget: int) -> None:
+        if isinstance(self.translator, DefaultTranslator):  # the per-record loop of the hot path
+            self.stats.emitted += emit_waiting(self.waiting, self.managers, self.collector.emit, self.tracked, budget)
+            return
         waiting = self.waiting
         managers = self.managers
-        emit = self.collector.emit
-        translate = None if isinstance(self.translator, DefaultTranslator) else self.translator.translate
+        translate = self.translator.translate
         tracked = self.tracked
         n = 0
         tp: TopicPartition | None = None
@@ -187,29 +189,24 @@ class KafkaSpout(Spout):
                 m = managers.get(tp)
             if m is None:
                 continue  # no longer ours
-            if tracked and (offset < m.committed or offset in m.pending or offset in m.acked):
+            if tracked and not m.should_emit(offset):
                 continue  # committed meanwhile (STORM-2666), or already emitted
-            if translate is None:  # the default translator, inlined
-                stream = DEFAULT_STREAM
-                values = [record[0], record[1], offset, record[3], record[4]]
-            else:
-                try:
-                    out = translate(KafkaRecord(*record))
-                except Exception as err:  # user code: the record is reported, never lost
-                    self._translator_failed(record, m, err, now)
-                    continue
-                if out is None:  # the translator skips it: done at once
-                    m.on_emit(offset)
-                    m.on_ack(offset)
-                    self.stats.skipped_by_translator += 1
-                    continue
-                stream, values = out
+            try:
+                out = translate(KafkaRecord(*record))
+            except Exception as err:  # user code: the record is reported, never lost
+                self._translator_failed(record, m, err, now)
+                continue
+            if out is None:  # the translator skips it: done at once
+                m.on_emit(offset)
+                m.on_ack(offset)
+                self.stats.skipped_by_translator += 1
+                continue
+            stream, values = out
             if tracked:
-                mid = (tp[0], tp[1], offset)
-                m.pending[offset] = record  # m.on_emit for a first emit (never scheduled), keeping the record
-                emit(values, mid, stream)
+                m.on_emit(offset, record)
+                self.collector.emit(values, (tp[0], tp[1], offset), stream)
             else:
-                emit(values, None, stream)
+                self.collector.emit(values, None, stream)
             n += 1
         self.stats.emitted += n
 
@@ -248,21 +245,9 @@ class KafkaSpout(Spout):
 
     # --------------------------------------------------------------------------------------- ack / fail
     def ack(self, msg_id: Any) -> None:
-        m = self.managers.get((msg_id[0], msg_id[1]))
-        if m is None:  # a partition no longer ours (STORM-2104)
-            self.stats.ignored_acks += 1
-            return
-        offset = msg_id[2]
-        pending = m.pending
-        if offset in pending:  # m.on_ack, inlined
-            del pending[offset]
-            if m.fails:
-                m.fails.pop(offset, None)
-                m.scheduled.pop(offset, None)
-            m.acked.add(offset)
+        if ack_offset(self.managers, msg_id):
             self.stats.acked += 1
-        else:
-            m.ignored += 1
+        else:  # a partition no longer ours, or an offset no longer tracked (STORM-2104)
             self.stats.ignored_acks += 1
 
     def fail(self, msg_id: Any) -> None:
@@ -302,34 +287,16 @@ class KafkaSpout(Spout):
         if not records:
             return
         self.stats.fetched += len(records)
-        waiting = self.waiting
-        untracked_ends: dict[TopicPartition, int] = {}
-        tp: TopicPartition | None = None
-        m: PartitionOffsets | None = None
-        for r in records:
-            if tp is None or tp[0] != r[0] or tp[1] != r[1]:
-                tp = (r[0], r[1])
-                m = managers.get(tp)
-            if m is None:
-                continue
-            offset = r[2]
-            if offset < m.committed:
-                # the spout never seeks below its commit: the broker reset the partition (out of range, log
-                # truncated or recreated); start over from there rather than skip everything below the commit
-                lost = m.rebase(offset)
+        untracked_ends: dict[TopicPartition, int] | None = None if self.tracked else {}
+        for (topic, partition), offset, kind, count in take_fetched(records, self.managers, self.waiting,
+                                                                     untracked_ends):
+            if kind == "reset":
                 self.stats.offset_resets += 1
                 log.warning("kafka spout: %s/%d was reset to offset %d below the commit; %d pending records "
-                            "dropped", tp[0], tp[1], offset, lost)
-            if offset != m.fetched_to:
-                gap = m.on_fetched(offset)
-                if gap:
-                    log.warning("kafka spout: %s/%d skipped %d offsets the broker no longer has (%d..%d)",
-                                tp[0], tp[1], gap, offset - gap, offset - 1)
+                            "dropped", topic, partition, offset, count)
             else:
-                m.fetched_to = offset + 1
-            waiting.append(r)  # whether it is new is decided when it is emitted
-            if not self.tracked:
-                untracked_ends[tp] = offset + 1
+                log.warning("kafka spout: %s/%d skipped %d offsets the broker no longer has (%d..%d)",
+                            topic, partition, count, offset - count, offset - 1)
         if self.config.processing_guarantee == "AT_MOST_ONCE" and untracked_ends:
             self._commit_before_emit(untracked_ends, now)
 

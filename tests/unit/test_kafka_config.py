@@ -14,6 +14,7 @@ from storm_py.kafka import (
     SimpleRecordTranslator,
 )
 from storm_py.kafka.bolt import to_bytes
+from storm_py.kafka.client import FETCH_QUEUE_BACKOFF_MS, consumer_config
 
 
 @pytest.mark.parametrize(("options", "names"), [
@@ -60,3 +61,12 @@ def test_bolt_encodes_keys_and_values() -> None:
     assert to_bytes(3) == b"3"
     assert to_bytes(None) is None
     assert to_bytes(b"raw") == b"raw"
+
+
+def test_the_consumer_never_pauses_fetching_for_librdkafkas_default_second_and_options_cannot_auto_commit() -> None:
+    """librdkafka's default fetch.queue.backoff.ms (1 s) left a spout that drains its prefetch queue polling
+    nothing for a second at a time (BENCHMARKS.md, Kafka); a user's consumer_options still decide."""
+    conf = consumer_config("h:1", "g", {"enable.auto.commit": True, "fetch.wait.max.ms": 7}, "latest")
+    assert conf["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS <= 20
+    assert (conf["fetch.wait.max.ms"], conf["enable.auto.commit"], conf["auto.offset.reset"]) == (7, False, "latest")
+    assert consumer_config("h:1", "g", {"fetch.queue.backoff.ms": 500}, "earliest")["fetch.queue.backoff.ms"] == 500

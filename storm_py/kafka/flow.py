@@ -1,0 +1,112 @@
+"""The Kafka spout's per-record path: fetched records into the offset managers, the waiting records emitted, acks.
+
+Three loops that run once per record, kept apart from :class:`~storm_py.kafka.spout.KafkaSpout` so that the
+compiled build compiles them (``storm_py.build.HOT_MODULES``; the spout class itself is copied and pickled
+with its topology, which compiled classes do not support).  They touch only the offset managers, the waiting
+queue and the emit function they are given; the spout counts, logs and reports what they return.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from storm_py.api.tuple import DEFAULT_STREAM
+from storm_py.kafka.offsets import PartitionOffsets
+
+#: ``(topic, partition)``
+TopicPartition = tuple[str, int]
+#: a fetched record (``storm_py.kafka.client.RawRecord``: topic, partition, offset, key, value, timestamp),
+#: handled here as a plain tuple object: a fixed-length tuple type would be unpacked and rebuilt per record by
+#: the compiled code
+Record = tuple[Any, ...]
+#: an irregular fetch: the partition, the record's offset, and what happened (``"reset"``: the broker moved
+#: below the commit, ``count`` pending records dropped; ``"gap"``: ``count`` offsets before it are gone)
+FetchEvent = tuple[TopicPartition, int, str, int]
+
+
+def take_fetched(records: list[Any], managers: dict[TopicPartition, PartitionOffsets],
+                 waiting: deque[Any], ends: dict[TopicPartition, int] | None) -> list[FetchEvent]:
+    """Queue fetched ``records`` of owned partitions in ``waiting`` and move each manager's fetch position past
+    them (whether a record is new is decided when it is emitted).  ``ends``, when given, receives the next
+    offset of each partition read.  Returns the resets and gaps seen, in order."""
+    events: list[FetchEvent] = []
+    topic = ""
+    part = -1
+    m: PartitionOffsets | None = None
+    r: Record
+    for r in records:
+        if m is None or r[1] != part or r[0] != topic:
+            topic = r[0]
+            part = r[1]
+            m = managers.get((topic, part))
+            if m is None:
+                continue
+        offset: int = r[2]
+        if offset < m.committed:
+            # the spout never seeks below its commit: the broker reset the partition (out of range, log
+            # truncated or recreated); start over from there rather than skip everything below the commit
+            events.append(((topic, part), offset, "reset", m.rebase(offset)))
+        if offset != m.fetched_to:
+            gap = m.on_fetched(offset)
+            if gap:
+                events.append(((topic, part), offset, "gap", gap))
+        else:
+            m.fetched_to = offset + 1
+        waiting.append(r)
+        if ends is not None:
+            ends[(topic, part)] = offset + 1
+    return events
+
+
+def emit_waiting(waiting: deque[Any], managers: dict[TopicPartition, PartitionOffsets],
+                 emit: Callable[[list[Any], Any, str], object], tracked: bool, budget: int) -> int:
+    """Emit up to ``budget`` waiting records as the default translator's ``[topic, partition, offset, key,
+    value]`` on the default stream; how many were emitted.  Tracked, each gets ``(topic, partition, offset)`` as
+    its message id and is recorded as pending with its record; a record of a partition no longer owned, below
+    the commit (taken meanwhile, STORM-2666) or already emitted is dropped."""
+    n = 0
+    topic = ""
+    part = -1
+    m: PartitionOffsets | None = None
+    r: Record
+    while waiting and n < budget:
+        r = waiting.popleft()
+        if m is None or r[1] != part or r[0] != topic:
+            topic = r[0]
+            part = r[1]
+            m = managers.get((topic, part))
+            if m is None:
+                continue  # no longer ours
+        offset: int = r[2]
+        if tracked:
+            pending = m.pending
+            if offset < m.committed or offset in pending or offset in m.acked:
+                continue
+            pending[offset] = r  # m.on_emit for a first emit (never scheduled), keeping the record
+            emit([topic, part, offset, r[3], r[4]], (topic, part, offset), DEFAULT_STREAM)
+        else:
+            emit([topic, part, offset, r[3], r[4]], None, DEFAULT_STREAM)
+        n += 1
+    return n
+
+
+def ack_offset(managers: dict[TopicPartition, PartitionOffsets], msg_id: tuple[Any, ...]) -> bool:
+    """The tuple of ``msg_id`` was fully processed: its offset is acked (``PartitionOffsets.on_ack``).  False
+    when it is not tracked: its partition is no longer ours (STORM-2104), or the offset is not pending (counted
+    in the manager's ``ignored``)."""
+    m = managers.get((msg_id[0], msg_id[1]))
+    if m is None:
+        return False
+    offset: int = msg_id[2]
+    pending = m.pending
+    if offset not in pending:
+        m.ignored += 1
+        return False
+    del pending[offset]
+    if m.fails:
+        m.fails.pop(offset, None)
+        m.scheduled.pop(offset, None)
+    m.acked.add(offset)
+    return True
