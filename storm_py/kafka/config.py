@@ -141,7 +141,9 @@ class KafkaSpoutConfig:
         dead_letter_on_translator_error: a record the translator cannot handle goes to ``dead_letter`` at once
             (True) or is retried like a failed tuple (False).
         partition_refresh_period_ms: how often the topic's partitions are listed (new ones are picked up).
-        consumer_options: more librdkafka consumer properties (``enable.auto.commit`` is refused).
+        consumer_options: more librdkafka consumer properties (``enable.auto.commit`` is refused); they override
+            the spout's own ``fetch.wait.max.ms`` 100 and ``fetch.queue.backoff.ms`` 10 (librdkafka's 1,000 left a
+            spout that drains its prefetch queue with nothing to poll for a second at a time).
         offsets_store: ``"kafka"`` or ``"zookeeper"`` (storm-kafka's znodes ``<zk_root>/<zk_id>/partition_<n>``).
         zk_root, zk_id: the ZooKeeper offsets path (``zk_id`` defaults to the group id).
         ignore_zk_offsets: for a *new topology id*, start from ``start_offset_time`` instead of the znode.
