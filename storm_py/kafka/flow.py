@@ -81,10 +81,9 @@ def emit_waiting(waiting: deque[Any], managers: dict[TopicPartition, PartitionOf
                 continue  # no longer ours
         offset: int = r[2]
         if tracked:
-            pending = m.pending
-            if offset < m.committed or offset in pending or offset in m.acked:
+            if not m.should_emit(offset):
                 continue
-            pending[offset] = r  # m.on_emit for a first emit (never scheduled), keeping the record
+            m.pending[offset] = r  # m.on_emit for a first emit (never scheduled), keeping the record
             emit([topic, part, offset, r[3], r[4]], (topic, part, offset), DEFAULT_STREAM)
         else:
             emit([topic, part, offset, r[3], r[4]], None, DEFAULT_STREAM)
@@ -93,20 +92,9 @@ def emit_waiting(waiting: deque[Any], managers: dict[TopicPartition, PartitionOf
 
 
 def ack_offset(managers: dict[TopicPartition, PartitionOffsets], msg_id: tuple[Any, ...]) -> bool:
-    """The tuple of ``msg_id`` was fully processed: its offset is acked (``PartitionOffsets.on_ack``).  False
-    when it is not tracked: its partition is no longer ours (STORM-2104), or the offset is not pending (counted
-    in the manager's ``ignored``)."""
+    """The tuple of ``msg_id`` was fully processed: its offset is acked.  False when it is not tracked: its
+    partition is no longer ours (STORM-2104), or :meth:`PartitionOffsets.on_ack` ignored it (and counted it)."""
     m = managers.get((msg_id[0], msg_id[1]))
     if m is None:
         return False
-    offset: int = msg_id[2]
-    pending = m.pending
-    if offset not in pending:
-        m.ignored += 1
-        return False
-    del pending[offset]
-    if m.fails:
-        m.fails.pop(offset, None)
-        m.scheduled.pop(offset, None)
-    m.acked.add(offset)
-    return True
+    return m.on_ack(msg_id[2])
