@@ -20,7 +20,8 @@ from storm_py.errors import StaleBuildError
 
 #: the modules a compiled build compiles with mypyc: the per-tuple path (tuples, emit and routing, executors,
 #: acking, frames and the codec), the Kafka spout's offset manager and its per-record loops (the spout itself is a
-#: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support)
+#: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support), and
+#: the Parquet sink's per-value passes over a batch
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -37,6 +38,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.runtime.transfer.frames",
     "storm_py.kafka.offsets",
     "storm_py.kafka.flow",
+    "storm_py.spark.columns",
     "storm_py.clock",
 )
 

@@ -1,8 +1,9 @@
 """A dataset's schema: ordered typed fields, the checks that keep bad rows out, and its fingerprint.
 
 Pure Python (no pyarrow): the sink checks every batch here before anything is written.  A batch is checked a
-column at a time (the set of Python types in a column, then ranges), so a clean batch costs a few C-speed passes;
-only a column that fails is looked at row by row to name each bad row and why.
+column at a time (the set of Python types in a column, then ranges), so a clean batch costs a few C-speed passes
+(in the compiled build one compiled pass per column, :func:`storm_py.spark.columns.checked_columns`); only a
+batch that fails is looked at row by row to name each bad row and why.
 
 Types: ``string``, ``int64``, ``float64``, ``bool``, ``timestamp`` (a :class:`datetime.datetime`; naive values
 are taken as UTC), ``binary``.  A type ending in ``?`` (``"string?"``) allows ``None``; other fields require a
@@ -20,6 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from storm_py.errors import StormPyError
+from storm_py.spark.columns import COMPILED, Allowed, checked_columns
 
 TYPES = ("string", "int64", "float64", "bool", "timestamp", "binary")
 #: the Python types a column of each type may hold (``int`` in a float64 column is widened)
@@ -78,6 +80,9 @@ class Schema:
         self.names = tuple(names)
         #: the Python types each column may hold, ``None``'s included when nullable
         self._allowed = tuple(ALLOWED[f.type] | ({type(None)} if f.nullable else frozenset()) for f in fields)
+        #: the same as three type slots per column, and which columns are int64 (for the compiled pass)
+        self._slots = tuple(_slots(a) for a in self._allowed)
+        self._int64 = tuple(f.type == "int64" for f in fields)
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, str]) -> Schema:
@@ -129,6 +134,10 @@ class Schema:
         if not rows:
             return [], [], [[] for _ in self.fields]
         width = len(self.fields)
+        if COMPILED and type(rows) is list:
+            checked = checked_columns(rows, width, self._slots, self._int64)
+            if checked is not None:
+                return list(rows), [], checked
         if set(map(len, rows)) == {width}:
             columns = transpose(rows, width)
             if all(map(self._column_ok, self.fields, self._allowed, columns)):
@@ -164,6 +173,14 @@ class Schema:
             ints = [v for v in col if v is not None] if f.nullable else col
             return not ints or (min(ints) >= INT64_MIN and max(ints) <= INT64_MAX)
         return True
+
+
+def _slots(allowed: frozenset[type]) -> Allowed:
+    """``allowed`` (one to three types) as three slots, sorted by name so that every process agrees."""
+    types = sorted(allowed, key=lambda t: t.__name__)
+    if not 1 <= len(types) <= 3:
+        raise ValueError(f"a column allows one to three Python types, not {types}")
+    return (types[0], types[min(1, len(types) - 1)], types[-1])
 
 
 def transpose(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
