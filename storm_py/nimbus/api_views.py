@@ -11,27 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.metrics import rest, stats
-from storm_py.metrics.windows import ALL_TIME, StatsBook, window_pretty
+from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 
 LEADER = "Leader"
 NOT_LEADER = "Not a Leader"
-
-
-def pretty_uptime(secs: float) -> str:
-    """Storm's duration format: ``"42s"``, ``"5m 58s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``."""
-    total = max(0, int(secs))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h {minutes}m {seconds}s"
-    if hours:
-        return f"{hours}h {minutes}m {seconds}s"
-    if minutes:
-        return f"{minutes}m {seconds}s"
-    return f"{seconds}s"
 
 
 def _used_slots(assignments: Mapping[str, Assignment]) -> dict[str, set[int]]:
@@ -53,7 +38,7 @@ def supervisor_rows(
             {
                 "id": sid,
                 "host": info.hostname,
-                "uptime": pretty_uptime(info.uptime_secs),
+                "uptime": pretty_duration(info.uptime_secs),
                 "uptimeSeconds": int(info.uptime_secs),
                 "slotsTotal": len(info.ports),
                 "slotsUsed": len(used.get(sid, set()) & set(info.ports)),
@@ -98,7 +83,7 @@ def nimbus_rows(nimbuses: list[NimbusInfo], leader: str | None, now: float) -> l
                 "port": n.port,
                 "status": LEADER if n.id == leader else NOT_LEADER,
                 "version": n.version,
-                "nimbusUpTime": pretty_uptime(up),
+                "nimbusUpTime": pretty_duration(up),
                 "nimbusUpTimeSeconds": int(up),
                 "nimbusLogLink": "",
             }
@@ -110,7 +95,7 @@ def topology_row(summary: Mapping[str, Any], replication: int) -> dict[str, Any]
     """A ``/api/v1/topology/summary`` row from :meth:`Nimbus.cluster_summary`'s row."""
     row = dict(summary)
     row["encodedId"] = row["id"]
-    row["uptime"] = pretty_uptime(row.get("uptimeSeconds", 0))
+    row["uptime"] = pretty_duration(row.get("uptimeSeconds", 0))
     row["replicationCount"] = replication
     row["schedulerDisplayResource"] = False
     return row
@@ -162,7 +147,7 @@ def _workers(
                 "port": port,
                 "executorsTotal": len(executors),
                 "componentNumTasks": counts,
-                "uptime": pretty_uptime(up),
+                "uptime": pretty_duration(up),
                 "uptimeSeconds": int(up),
                 "workerLogLink": (
                     f"{log_viewers[node]}/api/v1/log?file={tid}/{port}/worker.log" if node in log_viewers else ""
@@ -197,7 +182,7 @@ def topology_page(
     page = dict(summary)
     tid = str(page["id"])
     page["encodedId"] = tid
-    page["uptime"] = pretty_uptime(page.get("uptimeSeconds", 0))
+    page["uptime"] = pretty_duration(page.get("uptimeSeconds", 0))
     page["msgTimeout"] = base.topology_conf.get("topology.message.timeout.secs")
     page["debug"] = bool(base.topology_conf.get("topology.debug", False))
     page["replicationCount"] = replication

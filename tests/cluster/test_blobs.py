@@ -9,8 +9,8 @@ import pytest
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.metrics.windows import pretty_duration
 from storm_py.nimbus import blobstore
-from storm_py.nimbus.api_views import pretty_uptime
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore, jar_key
 from storm_py.packaging.code_store import DistCodeStore
 from storm_py.packaging.package import TopologyPackage, read_package
@@ -108,7 +108,7 @@ def test_a_corrupted_download_is_refused(tmp_path: Path, state) -> None:
     ("secs", "text"), [(0, "0s"), (59, "59s"), (61, "1m 1s"), (3600, "1h 0m 0s"), (90061, "1d 1h 1m 1s")]
 )
 def test_uptimes_read_like_storm_ui(secs: int, text: str) -> None:
-    assert pretty_uptime(secs) == text
+    assert pretty_duration(secs) == text
 
 
 def test_a_failed_copy_is_retried_with_backoff_not_every_round(tmp_path: Path, state, monkeypatch) -> None:
