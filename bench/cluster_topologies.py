@@ -1,4 +1,5 @@
-"""storm-perf's topologies laid out for a multi-worker cluster (submitted by ``bench/cluster_perf.py``).
+"""storm-perf's topologies laid out for a multi-worker cluster (submitted by ``bench/cluster_perf.py``), and a Kafka
+spout one (``bench/kafka_cluster.py``).
 
 Each component has one executor per worker; ConstSpout topologies use shuffle grouping (so about half the tuples
 cross workers), the word count keeps spout -> split in the worker (local-or-shuffle, as a Storm user would) and
@@ -44,4 +45,19 @@ def word_count(conf: dict[str, Any] | None = None) -> Any:
     b.set_spout("spout", SentenceSpout(), n)
     b.set_bolt("split", Split(), n).local_or_shuffle_grouping("spout")
     b.set_bolt("count", Count(), n).fields_grouping("split", ["word"])
+    return b.create_topology()
+
+
+def kafka_null(conf: dict[str, Any] | None = None) -> Any:
+    """KafkaSpout -> NullBolt, reading the topic ``bench.kafka.topic`` of ``bench.kafka.bootstrap`` from offset 0
+    under the group ``bench.kafka.group`` (submitted by ``bench/kafka_cluster.py``)."""
+    from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+
+    conf = conf or {}
+    n = _par(conf)
+    spout = KafkaSpout(KafkaSpoutConfig(str(conf["bench.kafka.bootstrap"]), [str(conf["bench.kafka.topic"])],
+                                        group_id=str(conf["bench.kafka.group"]), first_poll_offset_strategy="EARLIEST"))
+    b = TopologyBuilder()
+    b.set_spout("kafka", spout, n)
+    b.set_bolt("null", NullBolt(), n).shuffle_grouping("kafka")
     return b.create_topology()

@@ -1,10 +1,11 @@
 """This module owns the Kafka spout's configuration (``KafkaSpoutConfig``) and its record translators.
 
 Options and defaults follow storm-kafka-client's ``KafkaSpoutConfig`` (and storm-kafka's ``SpoutConfig`` for the
-ZooKeeper offsets mode), in snake_case.  Deliberate differences, for a Python process: ``offset_commit_period_ms``
-5000 (not 30000: a smaller replay window), ``max_uncommitted_offsets`` 100000 per partition (not 10 million),
-``poll_timeout_ms`` 20 (not 200: a spout must not block its executor; an empty poll returns at once to let acks
-in).  Every option is checked here, and an error names the option.
+ZooKeeper offsets mode), in snake_case. Deliberate differences, for a Python process: ``offset_commit_period_ms``
+5000 (not 30000: a smaller replay window), ``max_uncommitted_offsets`` 100000 per partition (not 10 million; a
+partition at the limit commits its acked prefix at once instead of waiting for the period), ``poll_timeout_ms`` 20
+(not 200: a spout must not block its executor; an empty poll returns at once to let acks in). Every option is
+checked here, and an error names the option.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class KafkaSpoutConfig:
             before emitting, untracked), ``NO_GUARANTEE`` (untracked, fetched offsets committed periodically).
         offset_commit_period_ms: how often acked offsets are committed.
         max_uncommitted_offsets: per partition, how many emitted offsets may wait for their commit before the
-            partition takes no new records (retries always go through).
+            partition takes no new records (retries always go through); a partition at the limit commits its
+            acked prefix at once rather than at the next period.
         retry_initial_delay_ms, retry_delay_multiplier, retry_max_delay_ms, max_retries: the backoff of failed
             tuples; past ``max_retries`` (None: forever) a record goes to stream ``dead_letter`` and counts done.
         poll_timeout_ms: the longest one poll waits.

@@ -1,10 +1,11 @@
 """The Kafka spout (storm-kafka-client's ``KafkaSpout``): a driver around the pure per-partition offset managers.
 
 Each ``next_tuple``: (1) re-read the topics' partitions when the refresh timer is due and own this task's share
-(round-robin over the sorted ``(topic, partition)`` list by task index; no consumer-group rebalancing); (2)
-commit the acked prefixes when the commit timer is due; (3) re-emit the failed records whose retry is due
-(they are kept in memory until done, so retries never wait for a poll); (4) poll, with a short timeout, the
-partitions under their ``max_uncommitted_offsets`` limit; (5) emit the waiting records (at most
+(round-robin over the sorted ``(topic, partition)`` list by task index; no consumer-group rebalancing); (2) commit
+the acked prefixes when the commit timer is due, or at once for a partition at its ``max_uncommitted_offsets`` limit
+(at most every :data:`GATE_COMMIT_EVERY` seconds, and only after new acks); (3) re-emit the failed records whose
+retry is due (they are kept in memory until done, so retries never wait for a poll); (4) poll, with a short timeout,
+the partitions under their ``max_uncommitted_offsets`` limit; (5) emit the waiting records (at most
 ``max_poll_records`` per call, and no more than ``topology.max.spout.pending`` allows).
 
 Broker trouble never stops the spout: a failed refresh backs off (0.5 s doubling to 30 s), failed commits are
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 REPORT_EVERY = 5.0
 REFRESH_BACKOFF_MIN = 0.5
 REFRESH_BACKOFF_MAX = 30.0
+#: a partition at its ``max_uncommitted_offsets`` limit commits its acked prefix at once rather than at the next
+#: commit period, at most this often (seconds): waiting for the period would cap every partition at
+#: ``max_uncommitted_offsets`` records per ``offset_commit_period_ms``
+GATE_COMMIT_EVERY = 0.05
 
 
 class KafkaSpoutError(StormPyError):
@@ -107,6 +112,8 @@ class KafkaSpout(Spout):
         self.next_refresh = now
         self.refresh_backoff = REFRESH_BACKOFF_MIN
         self.next_commit = now + cfg.offset_commit_period_ms / 1000.0
+        self.next_gate_commit = now
+        self.acked_at_gate_commit = -1
         self.last_report: dict[str, float] = {}
         self.stats = KafkaSpoutStats()  # this task's own (the spout object may be a copy)
         self.stats.started(now)
@@ -274,6 +281,10 @@ class KafkaSpout(Spout):
             self.client.resume(self.paused - want_paused)
             self.client.pause(want_paused - self.paused)
             self.paused = want_paused
+        if want_paused and now >= self.next_gate_commit and self.stats.acked != self.acked_at_gate_commit:
+            self.next_gate_commit = now + GATE_COMMIT_EVERY
+            self.acked_at_gate_commit = self.stats.acked
+            self._commit(now, sync=False, only=want_paused)
         # Wait for records only when idle: with tuples in flight the worker has acks to deliver, so the poll
         # takes what the client has prefetched.  Every partition at its limit still polls (without waiting):
         # commit outcomes arrive through polls.

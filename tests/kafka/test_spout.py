@@ -72,6 +72,33 @@ def test_acceptance_100k_records_with_failures(broker: Broker) -> None:
     at_least_once(broker, 100_000, 480)
 
 
+def test_a_partition_at_its_uncommitted_limit_commits_at_once(broker: Broker) -> None:
+    """The ``max_uncommitted_offsets`` gate reopens as soon as the acked prefix is committed, not at the next
+    commit period: with 100 per partition, 50 records per poll and a 10-minute period, 4,000 records pass in well
+    under a minute (waiting for the period, each partition would stop near 100 records for ten minutes)."""
+    topic = broker.topic(PARTITIONS)
+    key = topic
+    reset(key)
+    vals = values(4000)
+    produce(broker, topic, vals)
+    group = f"g-{topic}"
+    tb = TopologyBuilder()
+    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=group,
+                                                      offset_commit_period_ms=600_000, max_uncommitted_offsets=100,
+                                                      max_poll_records=50)), 2)
+    tb.set_bolt("check", RecordingBolt(key), 2).shuffle_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("gate", {}, tb.create_topology())
+        wait_seen(key, set(vals), 60)
+        committed = broker.committed(group, topic, PARTITIONS)  # before the kill's own commit
+        cluster.kill_topology("gate", wait_secs=0)
+    assert set(SEEN[key]) == set(vals)
+    # every partition committed while it ran: 1,000 records each, at most 100 uncommitted plus what one poll and
+    # the client's prefetch hold
+    assert sorted(committed) == list(range(PARTITIONS)), committed
+    assert all(offset >= 500 for offset in committed.values()), committed
+
+
 def test_kill_and_resubmit_resumes_from_commits_with_bounded_duplicates(broker: Broker) -> None:
     topic = broker.topic(PARTITIONS)
     key = topic

@@ -1,0 +1,124 @@
+"""KafkaSpout -> NullBolt with acking on a dev cluster (two workers), beside the raw consumer, in one run.
+
+    python bench/kafka_cluster.py [--records 4000000] [--runs 2] [--secs 8] [--warmup 6] [--json results.jsonl]
+
+Starts the dev broker (tansu, memory storage) on loopback and fills a 4-partition topic with ``--records``
+records of 100-byte values; starts ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors); then, each
+``--runs`` times: the raw confluent-kafka consumer reads the whole topic (as in ``bench/kafka_perf.py``), and
+``cluster_topologies:kafka_null`` (one KafkaSpout and one NullBolt executor per worker, one acker per worker,
+``topology.max.spout.pending`` 2000) reads it from offset 0 under a new group.  The topology's rate is the spouts'
+acked count per second between two heartbeats, after ``--warmup`` seconds, over ``--secs`` seconds; the acked
+count is also sampled every second, so a spout that stops and starts shows.  Enough records must be produced
+for the window: each partition takes over 100,000 records (the spout's ``max_uncommitted_offsets``) so the
+window covers the spout at its uncommitted limit, as any long-running spout is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.append(str(HERE.parent))  # after PYTHONPATH: a compiled build there wins
+sys.path.append(str(HERE))  # the other bench scripts (``python -P`` leaves the script's directory out)
+
+import cluster_perf as cp  # noqa: E402  (bench/ is the script's own directory)
+import kafka_perf as kp  # noqa: E402
+
+from storm_py.dev.kafka import KafkaBrokerProcess  # noqa: E402
+from storm_py.kafka.client import KafkaAdmin  # noqa: E402
+
+
+def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmup: float, pending: int,
+                 session: int, name: str) -> dict[str, Any]:
+    from storm_py.client import NimbusClient
+    from storm_py.config import read_storm_config
+
+    subprocess.run(
+        [*cp.STORM, "submit", str(HERE), "cluster_topologies:kafka_null", "--name", name, "--config", str(conf_path),
+         "-c", "topology.workers=2", "-c", "topology.acker.executors=2", "-c", f"topology.max.spout.pending={pending}",
+         "-c", f"bench.kafka.bootstrap={bootstrap}", "-c", f"bench.kafka.topic={topic}",
+         "-c", f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}"],
+        check=True, capture_output=True, text=True,
+    )
+    client = NimbusClient(read_storm_config(conf_path))
+    samples: list[int] = []
+    start = time.monotonic()
+    while time.monotonic() - start < warmup:
+        time.sleep(1.0)
+        samples.append(cp.spout_totals(client, name)[0])
+    (a0, _, _, _, _), t0 = cp.at_heartbeat(client, name)
+    m0, c0 = cp.machine_cpu(), cp.cluster_cpu(session)
+    while time.monotonic() - t0 < secs:
+        time.sleep(1.0)
+        samples.append(cp.spout_totals(client, name)[0])
+    (a1, lat, p99, _, _), t1 = cp.at_heartbeat(client, name)
+    m1, c1 = cp.machine_cpu(), cp.cluster_cpu(session)
+    subprocess.run([*cp.STORM, "kill", name, "-w", "0", "--config", str(conf_path)], check=True, capture_output=True)
+    cores = m1[1] - m0[1]
+    return {
+        "acked_per_s": round((a1 - a0) / (t1 - t0)),
+        "latency_mean_ms": round(lat, 2), "latency_p99_ms": round(p99, 2),
+        "machine_busy_pct": round(100 * (m1[0] - m0[0]) / cores, 1) if cores else None,
+        "worker_cpu_us_per_record": round((c1[1] - c0[1]) / (a1 - a0) * 1e6, 2) if a1 > a0 else None,
+        "acked_each_second": samples,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=4_000_000)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--secs", type=float, default=8.0)
+    ap.add_argument("--warmup", type=float, default=6.0)
+    ap.add_argument("--pending", type=int, default=2000, help="topology.max.spout.pending")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    if args.json:
+        args.json = args.json.resolve()
+    os.chdir(tempfile.gettempdir())  # `python -m storm_py` must not import the tree ahead of PYTHONPATH
+    args.workers, args.ackers = 2, 1
+    print(json.dumps({"settings": cp.settings(args)}), flush=True)
+    broker = KafkaBrokerProcess(die_with_parent=True)
+    broker.start()
+    bs = broker.bootstrap_servers
+    rows: list[dict[str, Any]] = []
+    try:
+        topic = f"bench-{uuid.uuid4().hex[:6]}"
+        KafkaAdmin(bs).create_topic(topic, kp.PARTITIONS)
+        print(json.dumps({"raw_produce_per_s": round(kp.timed(lambda: kp.raw_produce_confluent(bs, topic,
+                                                                                              args.records)))}))
+        with tempfile.TemporaryDirectory(prefix="storm-py-bench-") as tmp:
+            proc = cp.start_cluster(Path(tmp))
+            try:
+                for run in range(args.runs):
+                    raw = kp.timed(lambda: kp.raw_consume_confluent(bs, topic, args.records))
+                    row = {"run": run + 1, "raw_consume_per_s": round(raw),
+                           **run_topology(Path(tmp) / "storm.yaml", bs, topic, args.secs, args.warmup, args.pending,
+                                          os.getsid(proc.pid), f"kafka-null-{run}")}
+                    row["spout_over_raw"] = round(row["acked_per_s"] / raw, 3)
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+            finally:
+                cp.stop_cluster(proc)
+    finally:
+        broker.stop()
+    print(json.dumps({"median_acked_per_s": statistics.median(r["acked_per_s"] for r in rows),
+                      "median_raw_consume_per_s": statistics.median(r["raw_consume_per_s"] for r in rows)}))
+    if args.json:
+        with args.json.open("a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
