@@ -198,6 +198,13 @@ def zmq_ceiling() -> float:
     raise RuntimeError("zmq_ceiling.py printed no result for raw batches of 100")
 
 
+def append_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append each row to ``path`` as a JSON line."""
+    with path.open("a") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
@@ -233,9 +240,7 @@ def main() -> None:
         finally:
             stop_cluster(proc)
     if args.json:
-        with args.json.open("a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        append_rows(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -76,12 +76,16 @@ def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmu
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=4_000_000)
-    ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--secs", type=float, default=8.0)
-    ap.add_argument("--warmup", type=float, default=6.0)
-    ap.add_argument("--pending", type=int, default=2000, help="topology.max.spout.pending")
-    ap.add_argument("--json", type=Path, default=None)
+    options: list[tuple[str, Any, Any, str]] = [
+        ("--records", int, 4_000_000, "records produced to the topic (enough for the warm-up and the window)"),
+        ("--runs", int, 2, "raw consumer and topology runs"),
+        ("--secs", float, 8.0, "the measured window (seconds)"),
+        ("--warmup", float, 6.0, "seconds before the window"),
+        ("--pending", int, 2000, "topology.max.spout.pending"),
+        ("--json", Path, None, "append each run as a JSON line to this file"),
+    ]
+    for flag, kind, default, text in options:
+        ap.add_argument(flag, type=kind, default=default, help=text)
     args = ap.parse_args()
     if args.json:
         args.json = args.json.resolve()
@@ -115,9 +119,7 @@ def main() -> None:
     print(json.dumps({"median_acked_per_s": statistics.median(r["acked_per_s"] for r in rows),
                       "median_raw_consume_per_s": statistics.median(r["raw_consume_per_s"] for r in rows)}))
     if args.json:
-        with args.json.open("a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        cp.append_rows(args.json, rows)
 
 
 if __name__ == "__main__":
