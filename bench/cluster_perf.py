@@ -145,25 +145,39 @@ def at_heartbeat(client: Any, name: str) -> tuple[tuple[int, float, float, int, 
     return first, time.monotonic()
 
 
+def sleep_sampling(client: Any, name: str, secs: float, samples: list[int] | None) -> None:
+    """Sleep ``secs``; given ``samples``, in steps of a second, appending the spouts' acked count after each."""
+    if samples is None:
+        time.sleep(secs)
+        return
+    end = time.monotonic() + secs
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(1.0, left))
+        samples.append(spout_totals(client, name)[0])
+
+
 def run_case(
     conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int,
-    session: int,
+    session: int, name: str | None = None, extra_conf: tuple[str, ...] = (), samples: list[int] | None = None,
 ) -> dict[str, Any]:
+    """Submit ``entry`` (``cluster_topologies:<function>``, with ``extra_conf`` ``KEY=VALUE`` settings), measure
+    its spouts over ``secs`` after ``warmup`` (``samples``: the acked count every second, if given), kill it."""
     from storm_py.client import NimbusClient
     from storm_py.config import read_storm_config
 
-    name = f"{entry.split(':')[1].replace('_', '-')}-a{ackers}"
+    name = name or f"{entry.split(':')[1].replace('_', '-')}-a{ackers}"
     subprocess.run(
         [*STORM, "submit", str(HERE), f"cluster_topologies:{entry.split(':')[1]}", "--name", name,
          "--config", str(conf_path), "-c", f"topology.workers={workers}",
-         "-c", f"topology.acker.executors={ackers * workers}", "-c", f"topology.max.spout.pending={pending}"],
+         "-c", f"topology.acker.executors={ackers * workers}", "-c", f"topology.max.spout.pending={pending}",
+         *(arg for kv in extra_conf for arg in ("-c", kv))],
         check=True, capture_output=True, text=True,
     )
     client = NimbusClient(read_storm_config(conf_path))
-    time.sleep(warmup)
+    sleep_sampling(client, name, warmup, samples)
     (a0, _, _, f0, s0), t0 = at_heartbeat(client, name)
     m0, c0 = machine_cpu(), cluster_cpu(session)
-    time.sleep(secs)
+    sleep_sampling(client, name, secs, samples)
     (a1, lat, p99, f1, s1), t1 = at_heartbeat(client, name)
     m1, c1 = machine_cpu(), cluster_cpu(session)
     load = [round(x, 2) for x in os.getloadavg()]

@@ -19,10 +19,8 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -40,38 +38,13 @@ from storm_py.kafka.client import KafkaAdmin  # noqa: E402
 
 def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmup: float, pending: int,
                  session: int, name: str) -> dict[str, Any]:
-    from storm_py.client import NimbusClient
-    from storm_py.config import read_storm_config
-
-    subprocess.run(
-        [*cp.STORM, "submit", str(HERE), "cluster_topologies:kafka_null", "--name", name, "--config", str(conf_path),
-         "-c", "topology.workers=2", "-c", "topology.acker.executors=2", "-c", f"topology.max.spout.pending={pending}",
-         "-c", f"bench.kafka.bootstrap={bootstrap}", "-c", f"bench.kafka.topic={topic}",
-         "-c", f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}"],
-        check=True, capture_output=True, text=True,
-    )
-    client = NimbusClient(read_storm_config(conf_path))
+    """``cluster_topologies:kafka_null`` on two workers, one acker each, measured as ``bench/cluster_perf.py``
+    measures its topologies, plus the acked count every second."""
     samples: list[int] = []
-    start = time.monotonic()
-    while time.monotonic() - start < warmup:
-        time.sleep(1.0)
-        samples.append(cp.spout_totals(client, name)[0])
-    (a0, _, _, _, _), t0 = cp.at_heartbeat(client, name)
-    m0, c0 = cp.machine_cpu(), cp.cluster_cpu(session)
-    while time.monotonic() - t0 < secs:
-        time.sleep(1.0)
-        samples.append(cp.spout_totals(client, name)[0])
-    (a1, lat, p99, _, _), t1 = cp.at_heartbeat(client, name)
-    m1, c1 = cp.machine_cpu(), cp.cluster_cpu(session)
-    subprocess.run([*cp.STORM, "kill", name, "-w", "0", "--config", str(conf_path)], check=True, capture_output=True)
-    cores = m1[1] - m0[1]
-    return {
-        "acked_per_s": round((a1 - a0) / (t1 - t0)),
-        "latency_mean_ms": round(lat, 2), "latency_p99_ms": round(p99, 2),
-        "machine_busy_pct": round(100 * (m1[0] - m0[0]) / cores, 1) if cores else None,
-        "worker_cpu_us_per_record": round((c1[1] - c0[1]) / (a1 - a0) * 1e6, 2) if a1 > a0 else None,
-        "acked_each_second": samples,
-    }
+    row = cp.run_case(conf_path, "cluster_topologies:kafka_null", 2, 1, secs, warmup, pending, session, name=name,
+                      extra_conf=(f"bench.kafka.bootstrap={bootstrap}", f"bench.kafka.topic={topic}",
+                                  f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}"), samples=samples)
+    return {**row, "acked_each_second": samples}
 
 
 def main() -> None:

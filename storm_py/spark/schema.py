@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from storm_py.errors import StormPyError
-from storm_py.spark.columns import COMPILED, Allowed, checked_columns
+from storm_py.spark.columns import COMPILED, INT64_MAX, INT64_MIN, Allowed, checked_columns
 
 TYPES = ("string", "int64", "float64", "bool", "timestamp", "binary")
 #: the Python types a column of each type may hold (``int`` in a float64 column is widened)
@@ -35,7 +35,6 @@ ALLOWED: dict[str, frozenset[type]] = {
 }
 #: types a partition column may have (their values become directory names)
 PARTITION_TYPES = ("string", "int64", "bool")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class SchemaError(StormPyError, ValueError):
@@ -176,7 +175,7 @@ class Schema:
 
 
 def _slots(allowed: frozenset[type]) -> Allowed:
-    """``allowed`` (one to three types) as three slots, sorted by name so that every process agrees."""
+    """``allowed`` (one to three types) as three slots, sorted by name for a stable order."""
     types = sorted(allowed, key=lambda t: t.__name__)
     if not 1 <= len(types) <= 3:
         raise ValueError(f"a column allows one to three Python types, not {types}")
