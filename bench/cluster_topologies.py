@@ -50,13 +50,15 @@ def word_count(conf: dict[str, Any] | None = None) -> Any:
 
 def kafka_null(conf: dict[str, Any] | None = None) -> Any:
     """KafkaSpout -> NullBolt, reading the topic ``bench.kafka.topic`` of ``bench.kafka.bootstrap`` from offset 0
-    under the group ``bench.kafka.group`` (submitted by ``bench/kafka_cluster.py``)."""
+    under the group ``bench.kafka.group``, ``bench.kafka.per_tree`` records per tuple tree (default 1; submitted
+    by ``bench/kafka_cluster.py``)."""
     from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 
     conf = conf or {}
     n = _par(conf)
     spout = KafkaSpout(KafkaSpoutConfig(str(conf["bench.kafka.bootstrap"]), [str(conf["bench.kafka.topic"])],
-                                        group_id=str(conf["bench.kafka.group"]), first_poll_offset_strategy="EARLIEST"))
+                                        group_id=str(conf["bench.kafka.group"]), first_poll_offset_strategy="EARLIEST",
+                                        records_per_tree=int(conf.get("bench.kafka.per_tree", 1))))
     b = TopologyBuilder()
     b.set_spout("kafka", spout, n)
     b.set_bolt("null", NullBolt(), n).shuffle_grouping("kafka")

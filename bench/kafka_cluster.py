@@ -1,16 +1,18 @@
 """KafkaSpout -> NullBolt with acking on a dev cluster (two workers), beside the raw consumer, in one run.
 
-    python bench/kafka_cluster.py [--records 4000000] [--runs 2] [--secs 8] [--warmup 6] [--json results.jsonl]
+    python bench/kafka_cluster.py [--records 4000000] [--runs 2] [--secs 8] [--warmup 6] [--per-tree 1]
+                                  [--json results.jsonl]
 
 Starts the dev broker (tansu, memory storage) on loopback and fills a 4-partition topic with ``--records``
 records of 100-byte values; starts ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors); then, each
 ``--runs`` times: the raw confluent-kafka consumer reads the whole topic (as in ``bench/kafka_perf.py``), and
 ``cluster_topologies:kafka_null`` (one KafkaSpout and one NullBolt executor per worker, one acker per worker,
-``topology.max.spout.pending`` 2000) reads it from offset 0 under a new group.  The topology's rate is the spouts'
-acked count per second between two heartbeats, after ``--warmup`` seconds, over ``--secs`` seconds; the acked
-count is also sampled every second, so a spout that stops and starts shows.  Enough records must be produced
-for the window: each partition takes over 100,000 records (the spout's ``max_uncommitted_offsets``) so the
-window covers the spout at its uncommitted limit, as any long-running spout is.
+``topology.max.spout.pending`` 2000) reads it from offset 0 under a new group. The topology's rate is the spouts'
+acked count (tuples, also in trees of ``--per-tree`` records) per second between two heartbeats, after
+``--warmup`` seconds, over ``--secs`` seconds; the acked count is also sampled every second, so a spout that stops
+and starts shows. Enough records must be produced for the window: each partition takes over 100,000 records (the
+spout's ``max_uncommitted_offsets``) so the window covers the spout at its uncommitted limit, as any long-running
+spout is.
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ from storm_py.kafka.client import KafkaAdmin  # noqa: E402
 
 
 def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmup: float, pending: int,
-                 session: int, name: str) -> dict[str, Any]:
+                 session: int, name: str, per_tree: int = 1) -> dict[str, Any]:
     """``cluster_topologies:kafka_null`` on two workers, one acker each, measured as ``bench/cluster_perf.py``
     measures its topologies, plus the acked count every second."""
     samples: list[int] = []
     row = cp.run_case(conf_path, "cluster_topologies:kafka_null", 2, 1, secs, warmup, pending, session, name=name,
                       extra_conf=(f"bench.kafka.bootstrap={bootstrap}", f"bench.kafka.topic={topic}",
-                                  f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}"), samples=samples)
+                                  f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}",
+                                  f"bench.kafka.per_tree={per_tree}"), samples=samples)
     return {**row, "acked_each_second": samples}
 
 
@@ -55,6 +58,7 @@ def main() -> None:
         ("--secs", float, 8.0, "the measured window (seconds)"),
         ("--warmup", float, 6.0, "seconds before the window"),
         ("--pending", int, 2000, "topology.max.spout.pending"),
+        ("--per-tree", int, 1, "the spout's records_per_tree"),
         ("--json", Path, None, "append each run as a JSON line to this file"),
     ]
     for flag, kind, default, text in options:
@@ -81,7 +85,7 @@ def main() -> None:
                     raw = kp.timed(lambda: kp.raw_consume_confluent(bs, topic, args.records))
                     row = {"run": run + 1, "raw_consume_per_s": round(raw),
                            **run_topology(Path(tmp) / "storm.yaml", bs, topic, args.secs, args.warmup, args.pending,
-                                          os.getsid(proc.pid), f"kafka-null-{run}")}
+                                          os.getsid(proc.pid), f"kafka-null-{run}", args.per_tree)}
                     row["spout_over_raw"] = round(row["acked_per_s"] / raw, 3)
                     rows.append(row)
                     print(json.dumps(row), flush=True)

@@ -12,13 +12,17 @@ Starts the dev broker (tansu, memory storage) on a free loopback port, fills a 4
   kafka-python;
 * ConstSpout -> NullBolt with acking (no Kafka): the same topology with a spout emitting a constant, i.e. the
   in-process runtime's own ceiling for a tracked spout on this machine at that moment;
-* spout: LocalCluster, KafkaSpout (1 task, AT_LEAST_ONCE) -> NullBolt acking (1 and 2 spout tasks);
+* spout: LocalCluster, KafkaSpout (1 task, AT_LEAST_ONCE) -> NullBolt acking (1 and 2 spout tasks), and 1 task
+  with ``records_per_tree=500`` (up to 500 records of a partition per tuple tree);
 * KafkaBolt: LocalCluster, a spout emitting ``--records`` tracked tuples -> KafkaBolt (each ack means the
   broker confirmed the record).
 
 ``--record-path build|emit|ack`` runs only the spout's own per-record work, without broker or runtime, for
 instruction counts: ``valgrind --tool=callgrind python bench/kafka_perf.py --records 20000 --record-path ack``
 minus the same with ``emit`` and ``build``, divided by the records.
+
+``--gc-threshold0`` (default 100,000, what worker processes run with: ``worker.gc.threshold0``) applies to the
+whole bench process, the raw clients included; CPython's own default is 700.
 
 Topology rates are steady-state: acks counted between 5 % and 95 % of the records (start-up left out).
 
@@ -28,6 +32,7 @@ Rates are records/s of wall time, on the shared machine of BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import statistics
@@ -46,6 +51,9 @@ from storm_py.kafka import KafkaBolt, KafkaSpout, KafkaSpoutConfig
 from storm_py.kafka.client import FETCH_QUEUE_BACKOFF_MS, KafkaAdmin
 
 PARTITIONS = 4
+#: records_per_tree of the trees row (the spout's max_poll_records: one tree per poll of a partition at most)
+TREE = 500
+TREES_ROW = f"KafkaSpout(1 task, {TREE} per tree) -> NullBolt, acked"
 VALUE = b"x" * 100
 ACKED = {"n": 0}
 
@@ -171,9 +179,10 @@ def steady_rate_of(name: str, tb: TopologyBuilder, n: int) -> float:
     return rate
 
 
-def through_spout(bootstrap: str, topic: str, n: int, tasks: int) -> float:
+def through_spout(bootstrap: str, topic: str, n: int, tasks: int, per_tree: int = 1) -> float:
     tb = TopologyBuilder()
-    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(bootstrap, [topic], group_id=f"b-{uuid.uuid4().hex}")), tasks)
+    tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(bootstrap, [topic], group_id=f"b-{uuid.uuid4().hex}",
+                                                      records_per_tree=per_tree)), tasks)
     tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("kafka")
     return steady_rate_of("kafka-spout", tb, n)
 
@@ -246,6 +255,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--gc-threshold0", type=int, default=100_000,
+                        help="CPython's generation-0 threshold for the whole bench, raw clients included (default: "
+                             "the worker processes' worker.gc.threshold0; 700 is CPython's own)")
     parser.add_argument("--record-path", choices=["build", "emit", "ack"], default=None,
                         help="only run the spout's per-record work (for valgrind --tool=callgrind); no broker")
     args = parser.parse_args()
@@ -253,6 +265,7 @@ def main() -> None:
     if args.record_path:
         record_path(n, args.record_path)
         return
+    gc.set_threshold(args.gc_threshold0, *gc.get_threshold()[1:])
     try:
         import kafka  # noqa: F401  (the second client the comparison needs)
     except ImportError:
@@ -279,6 +292,7 @@ def main() -> None:
             record("raw consume (kafka-python)", timed(lambda: raw_consume_kafka_python(bs, source, small)))
             record("KafkaSpout(1 task) -> NullBolt, acked", through_spout(bs, source, n, 1))
             record("KafkaSpout(2 tasks) -> NullBolt, acked", through_spout(bs, source, n, 2))
+            record(TREES_ROW, through_spout(bs, source, n, 1, per_tree=TREE))
             record("ConstSpout -> NullBolt, acked (no Kafka)", const_spout(n))
             sink = f"sink-{uuid.uuid4().hex[:6]}"
             admin.create_topic(sink, PARTITIONS)
@@ -294,9 +308,11 @@ def main() -> None:
     spout, raw = summary["KafkaSpout(1 task) -> NullBolt, acked"], summary["raw consume (confluent-kafka)"]
     const = summary["ConstSpout -> NullBolt, acked (no Kafka)"]
     print(f"  spout (1 task) / raw consume: {spout / raw:.0%}; / ConstSpout with acking: {spout / const:.0%}")
+    print(f"  spout (1 task, trees of {TREE}) / raw consume: {summary[TREES_ROW] / raw:.0%}")
     if args.json:
         with args.json.open("a", encoding="utf-8") as f:
             f.write(json.dumps({"bench": "kafka_perf", "records": n, "python": platform.python_version(),
+                                "gc_threshold0": args.gc_threshold0,
                                 "results": results, "median": summary}) + "\n")
 
 

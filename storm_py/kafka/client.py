@@ -130,7 +130,9 @@ class KafkaConsumerClient:
     """
 
     def __init__(self, bootstrap_servers: str, group_id: str, options: Mapping[str, Any] | None = None,
-                 auto_offset_reset: str = "earliest") -> None:
+                 auto_offset_reset: str = "earliest", timestamps: bool = True) -> None:
+        #: whether records carry their timestamp (False: None, one call per record saved when nobody reads it)
+        self.timestamps = timestamps
         self.commit_results: list[tuple[TopicPartition, int, str | None]] = []
         conf = {**consumer_config(bootstrap_servers, group_id, options, auto_offset_reset),
                 "on_commit": self._on_commit, "logger": client_log}
@@ -235,12 +237,16 @@ class KafkaConsumerClient:
         records: list[RawRecord] = []
         errors: list[PollError] = []
         append = records.append
+        timestamps = self.timestamps
         for m in messages:
             failure = m.error()
             if failure is None:
-                ts = m.timestamp()
-                append((m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
-                        ts[1] if ts[0] else None))
+                if timestamps:
+                    ts = m.timestamp()
+                    append((m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
+                            ts[1] if ts[0] else None))
+                else:
+                    append((m.topic(), m.partition(), m.offset(), m.key(), m.value(), None))  # type: ignore[arg-type]
             elif failure.code() != _PARTITION_EOF:
                 errors.append(PollError(_error_kind(failure.code()), failure.str(), m.topic(), m.partition()))
         return records, errors

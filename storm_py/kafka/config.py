@@ -138,6 +138,14 @@ class KafkaSpoutConfig:
             tuples; past ``max_retries`` (None: forever) a record goes to stream ``dead_letter`` and counts done.
         poll_timeout_ms: the longest one poll waits.
         max_poll_records: records per poll (and the most one ``next_tuple`` emits).
+        records_per_tree: AT_LEAST_ONCE only: how many consecutive records of one partition may share one tuple
+            tree (one message id, one acker entry, one ``ack``).  1, the default, tracks every record on its own
+            as storm-kafka-client does.  Larger trees cut the tracking cost per record (``BENCHMARKS.md``); a tree
+            that fails or times out sends each of its records again at once as a tree of its own, without
+            counting a retry against any of them, and halves its partition's tree size (each acked tree doubles
+            it back), so retries, backoff and the dead-letter stream stay per record.  The price: the records of
+            a failed tree that had been processed are processed again, and ``topology.max.spout.pending``
+            counts trees.
         translator: ``record -> list | None``, or a :class:`RecordTranslator` (e.g. per-topic streams).
         translator_fields: the fields of a function translator's values; translator_stream: its stream.
         dead_letter_on_translator_error: a record the translator cannot handle goes to ``dead_letter`` at once
@@ -168,6 +176,7 @@ class KafkaSpoutConfig:
     max_retries: int | None = None
     poll_timeout_ms: float = 20
     max_poll_records: int = 500
+    records_per_tree: int = 1
     translator: Callable[[KafkaRecord], Sequence[Any] | None] | RecordTranslator | None = None
     translator_fields: Sequence[str] | None = None
     translator_stream: str = DEFAULT_STREAM
@@ -203,6 +212,9 @@ class KafkaSpoutConfig:
         _positive("retry_max_delay_ms", self.retry_max_delay_ms, allow_zero=True)
         _positive("poll_timeout_ms", self.poll_timeout_ms, allow_zero=True)
         _positive("max_poll_records", self.max_poll_records)
+        _positive("records_per_tree", self.records_per_tree)
+        if not isinstance(self.records_per_tree, int):
+            raise KafkaConfigError(f"records_per_tree must be a whole number, got {self.records_per_tree!r}")
         _positive("partition_refresh_period_ms", self.partition_refresh_period_ms)
         _positive("metrics_time_bucket_secs", self.metrics_time_bucket_secs)
         if self.max_retries is not None:

@@ -1,6 +1,6 @@
 """The Kafka spout's per-record path: fetched records into the offset managers, the waiting records emitted, acks.
 
-Three loops that run once per record, kept apart from :class:`~storm_py.kafka.spout.KafkaSpout` so that the
+The loops that run once per record, kept apart from :class:`~storm_py.kafka.spout.KafkaSpout` so that the
 compiled build compiles them (``storm_py.build.HOT_MODULES``; the spout class itself is copied and pickled
 with its topology, which compiled classes do not support).  They touch only the offset managers, the waiting
 queue and the emit function they are given; the spout counts, logs and reports what they return.
@@ -88,6 +88,40 @@ def emit_waiting(waiting: deque[Any], managers: dict[TopicPartition, PartitionOf
         else:
             emit([topic, part, offset, r[3], r[4]], None, DEFAULT_STREAM)
         n += 1
+    return n
+
+
+def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, PartitionOffsets],
+                       emit_batch: Callable[[list[list[Any]], Any, str], object], budget: int) -> int:
+    """Tracked, with the default translator: emit up to ``budget`` waiting records in trees, each of up to its
+    partition's ``tree_size`` consecutive waiting records of one partition, with ``(topic, partition, [offsets])``
+    as its message id; how many records were emitted.  Records are dropped as by :func:`emit_waiting`."""
+    n = 0
+    while waiting and n < budget:
+        r: Record = waiting[0]
+        topic = r[0]
+        part = r[1]
+        m = managers.get((topic, part))
+        if m is None:
+            waiting.popleft()
+            continue  # no longer ours
+        size = min(m.tree_size, budget - n)
+        batch: list[list[Any]] = []
+        offsets: list[Any] = []
+        while waiting and len(offsets) < size:
+            r = waiting[0]
+            if r[1] != part or r[0] != topic:
+                break
+            waiting.popleft()
+            offset: Any = r[2]  # compiled: the record's int object goes on as it is (no unboxing and re-boxing)
+            if not m.should_emit(offset):
+                continue
+            m.pending[offset] = r
+            batch.append([topic, part, offset, r[3], r[4]])
+            offsets.append(offset)
+        if offsets:
+            emit_batch(batch, (topic, part, offsets), DEFAULT_STREAM)
+            n += len(offsets)
     return n
 
 

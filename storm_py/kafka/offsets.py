@@ -12,6 +12,11 @@
 * :meth:`PartitionOffsets.pollable` is the per-partition ``max_uncommitted_offsets`` gate on *new* records.
   Retries are re-emitted from memory and never wait for the gate, so a partition at its limit can never stall
   behind a failed offset (STORM-2343, STORM-2549).
+* records may go out in *trees* of several offsets of the partition (``records_per_tree``): a tree is acked
+  offset by offset (:meth:`PartitionOffsets.on_tree_ack`); a failed tree puts each of its offsets still pending up
+  for a retry at once, as a record of its own, without counting a failure against any of them (which one failed
+  is not known), and halves the partition's tree size; every acked tree doubles it back, up to the limit
+  (:meth:`PartitionOffsets.on_tree_fail`).
 * after a commit, fetched records below the committed offset are not emitted again
   (:meth:`PartitionOffsets.should_emit`, STORM-2666); acks and fails of offsets the manager does not know
   (below the commit, or from before a reassignment) are ignored and counted (STORM-2104).
@@ -26,6 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 FailDecision = Literal["retry", "dead", "ignored"]
+
+#: what ``pending.pop`` returns for an offset that is not pending (a payload may be None)
+_ABSENT: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +72,16 @@ class PartitionOffsets:
         max_uncommitted: how many emitted-but-uncommitted offsets the partition may have before it stops
             taking new records.
         retry: the retry policy.
+        records_per_tree: the most offsets one tree of new records may hold (1: each record is its own).
     """
 
-    def __init__(self, committed: int, max_uncommitted: int, retry: RetryPolicy) -> None:
+    def __init__(self, committed: int, max_uncommitted: int, retry: RetryPolicy, records_per_tree: int = 1) -> None:
         self.committed = committed
         self.max_uncommitted = max_uncommitted
         self.retry = retry
+        self.records_per_tree = records_per_tree
+        #: how many new records the next tree may hold (halved by a failed tree, doubled by an acked one)
+        self.tree_size = records_per_tree
         #: emitted, neither acked nor given up (in flight or waiting for a retry) -> the caller's payload
         #: (the spout keeps the record there, to re-emit or dead-letter it)
         self.pending: dict[int, Any] = {}
@@ -162,6 +174,43 @@ class PartitionOffsets:
         self.scheduled[offset] = due
         heapq.heappush(self._heap, (due, offset))
         return "retry"
+
+    def on_tree_ack(self, offsets: list[int]) -> int:
+        """The tree of ``offsets`` was fully processed: each is acked; returns how many were tracked.
+
+        :meth:`on_ack` written out per offset: compiled, a loop over the list's int objects keeps them as they
+        are, where a call per offset would unbox each and box it again for every set and dict operation.
+        """
+        pending = self.pending
+        acked = self.acked
+        fails = self.fails
+        items: list[Any] = offsets
+        n = 0
+        for offset in items:
+            if pending.pop(offset, _ABSENT) is _ABSENT:
+                self.ignored += 1
+                continue
+            if fails:
+                fails.pop(offset, None)
+                self.scheduled.pop(offset, None)
+            acked.add(offset)
+            n += 1
+        self.tree_size = min(self.records_per_tree, self.tree_size * 2)
+        return n
+
+    def on_tree_fail(self, offsets: list[int], now: float) -> int:
+        """The tree of ``offsets`` failed or timed out: each offset still pending and not already scheduled is
+        due for a retry at ``now``, as a record of its own, with no failure counted; returns how many."""
+        n = 0
+        for offset in offsets:
+            if offset not in self.pending or offset in self.scheduled:
+                self.ignored += 1
+                continue
+            self.scheduled[offset] = now
+            heapq.heappush(self._heap, (now, offset))
+            n += 1
+        self.tree_size = max(1, self.tree_size // 2)
+        return n
 
     def due_retries(self, now: float, limit: int | None = None) -> list[int]:
         """The scheduled offsets whose retry is due, earliest first (at most ``limit``); they stay scheduled

@@ -37,7 +37,7 @@ from storm_py.kafka.client import (
     TopicPartition,
 )
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
-from storm_py.kafka.flow import ack_offset, emit_waiting, take_fetched
+from storm_py.kafka.flow import ack_offset, emit_waiting, emit_waiting_trees, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets
 from storm_py.kafka.spout_metrics import KafkaSpoutStats, lag_report
 from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
@@ -61,8 +61,9 @@ class KafkaSpoutError(StormPyError):
 
 
 #: The message id of a Kafka spout tuple: the record's ``(topic, partition, offset)`` (a plain tuple: cheap to
-#: build and hash on the per-record path).
-KafkaMessageId = tuple[str, int, int]
+#: build and hash on the per-record path); for a tree of several records (``records_per_tree``),
+#: ``(topic, partition, [offsets])``.
+KafkaMessageId = tuple[str, int, int] | tuple[str, int, list[int]]
 
 
 class KafkaSpout(Spout):
@@ -90,12 +91,15 @@ class KafkaSpout(Spout):
         name = getattr(context, "topology_name", "topology")
         self.group_id = cfg.group_id or f"storm-py.{name}.{context.this_component_id}"
         self.tracked = cfg.processing_guarantee == "AT_LEAST_ONCE"
+        #: the most records one tuple tree holds (tracked only)
+        self.per_tree = cfg.records_per_tree if self.tracked else 1
         pending = conf.get("topology.max.spout.pending")
         self.max_pending: int | None = int(pending) if pending else None
         self.retry = cfg.retry_policy()
         self.client = KafkaConsumerClient(cfg.bootstrap_servers, self.group_id, cfg.consumer_options,
                                           auto_offset_reset="latest" if cfg.first_poll_offset_strategy.endswith(
-                                              "LATEST") and not self.tracked else "earliest")
+                                              "LATEST") and not self.tracked else "earliest",
+                                          timestamps=type(self.translator) is not DefaultTranslator)
         self.store: OffsetStore
         if cfg.offsets_store == "zookeeper":
             from storm_py.transactional.state import store_from_context
@@ -144,10 +148,11 @@ class KafkaSpout(Spout):
             self.next_commit = now + self.config.offset_commit_period_ms / 1000.0
             self._commit(now, sync=False)
         budget = self.config.max_poll_records
-        if self.max_pending is not None:
-            budget = min(budget, self.max_pending - self.collector.get_pending_count())
-            if budget <= 0:
+        if self.max_pending is not None:  # counts tuple trees
+            free = self.max_pending - self.collector.get_pending_count()
+            if free <= 0:
                 return
+            budget = min(budget, free * self.per_tree)
         if self.tracked:
             budget -= self._emit_retries(now, budget)
         if not self.waiting and self.managers:
@@ -178,13 +183,23 @@ class KafkaSpout(Spout):
         return n
 
     def _emit_waiting(self, now: float, budget: int) -> None:
-        if isinstance(self.translator, DefaultTranslator):  # the per-record loop of the hot path
-            self.stats.emitted += emit_waiting(self.waiting, self.managers, self.collector.emit, self.tracked, budget)
+        if type(self.translator) is DefaultTranslator:  # the per-record loop of the hot path (a subclass may translate)
+            if self.per_tree > 1:
+                self.stats.emitted += emit_waiting_trees(self.waiting, self.managers, self.collector.emit_batch,
+                                                         budget)
+            else:
+                self.stats.emitted += emit_waiting(self.waiting, self.managers, self.collector.emit, self.tracked,
+                                                   budget)
             return
         waiting = self.waiting
         managers = self.managers
         translate = self.translator.translate
         tracked = self.tracked
+        trees = self.per_tree > 1
+        tree: list[list[Any]] = []  # the tree being filled: its values, offsets, partition and stream
+        tree_offsets: list[int] = []
+        tree_tp: TopicPartition | None = None
+        tree_stream = ""
         n = 0
         tp: TopicPartition | None = None
         m: PartitionOffsets | None = None
@@ -209,13 +224,27 @@ class KafkaSpout(Spout):
                 self.stats.skipped_by_translator += 1
                 continue
             stream, values = out
-            if tracked:
+            if trees:
+                if tree and (tree_tp != tp or tree_stream != stream or len(tree) >= m.tree_size):
+                    self._emit_tree(tree, tree_tp, tree_offsets, tree_stream)
+                    tree, tree_offsets = [], []
+                m.on_emit(offset, record)
+                tree.append(list(values))
+                tree_offsets.append(offset)
+                tree_tp, tree_stream = tp, stream
+            elif tracked:
                 m.on_emit(offset, record)
                 self.collector.emit(values, (tp[0], tp[1], offset), stream)
             else:
                 self.collector.emit(values, None, stream)
             n += 1
+        if tree:
+            self._emit_tree(tree, tree_tp, tree_offsets, tree_stream)
         self.stats.emitted += n
+
+    def _emit_tree(self, tree: list[list[Any]], tp: TopicPartition | None, offsets: list[int], stream: str) -> None:
+        assert tp is not None
+        self.collector.emit_batch(tree, (tp[0], tp[1], offsets), stream)
 
     def _translate(self, raw: RawRecord, m: PartitionOffsets, now: float,
                    retry: bool) -> tuple[str, list[Any]] | None:
@@ -252,15 +281,28 @@ class KafkaSpout(Spout):
 
     # --------------------------------------------------------------------------------------- ack / fail
     def ack(self, msg_id: Any) -> None:
+        if type(msg_id[2]) is list:
+            self._ack_tree(msg_id[0], msg_id[1], msg_id[2])
+            return
         if ack_offset(self.managers, msg_id):
             self.stats.acked += 1
         else:  # a partition no longer ours, or an offset no longer tracked (STORM-2104)
             self.stats.ignored_acks += 1
 
+    def _ack_tree(self, topic: str, partition: int, offsets: list[int]) -> None:
+        m = self.managers.get((topic, partition))
+        n = m.on_tree_ack(offsets) if m is not None else 0
+        self.stats.acked += n
+        self.stats.ignored_acks += len(offsets) - n
+
     def fail(self, msg_id: Any) -> None:
         m = self.managers.get((msg_id[0], msg_id[1]))
         if m is None:
-            self.stats.ignored_acks += 1
+            self.stats.ignored_acks += len(msg_id[2]) if type(msg_id[2]) is list else 1
+            return
+        if type(msg_id[2]) is list:  # a tree: its records go again one by one, now
+            self.stats.failed_trees += 1
+            self.stats.split += m.on_tree_fail(msg_id[2], self.clock.now())
             return
         decision = m.on_fail(msg_id[2], self.clock.now())
         self.stats.failed += 1
@@ -379,7 +421,8 @@ class KafkaSpout(Spout):
         if revoked:
             self.waiting = deque(r for r in self.waiting if (r[0], r[1]) in new)
         for tp in added:
-            self.managers[tp] = PartitionOffsets(starts[tp], self.config.max_uncommitted_offsets, self.retry)
+            self.managers[tp] = PartitionOffsets(starts[tp], self.config.max_uncommitted_offsets, self.retry,
+                                                 self.per_tree)
         positions = {tp: m.fetched_to for tp, m in self.managers.items()}
         self.client.assign(positions)
         self.paused = set()

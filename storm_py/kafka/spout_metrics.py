@@ -25,6 +25,9 @@ class KafkaSpoutStats:
     emitted: int = 0
     acked: int = 0
     failed: int = 0
+    #: trees of several records that failed, and the records they sent again one by one
+    failed_trees: int = 0
+    split: int = 0
     retried: int = 0
     dead_lettered: int = 0
     skipped_by_translator: int = 0

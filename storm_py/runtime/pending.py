@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``(spout task, message id, emitted at)`` of one pending tuple
-PendingEntry = tuple[int, Any, float]
+#: ``(spout task, message id, emitted at, tuples)`` of one pending tuple tree (``tuples``: 1, or the size of a
+#: batch emitted as one tree)
+PendingEntry = tuple[int, Any, float, int]
 
 
 class PendingMap:
@@ -41,9 +42,9 @@ class PendingMap:
         """
         return self._new, self._old
 
-    def add(self, root: int, task: int, msg_id: Any, now: float) -> None:
-        """Track the tuple tree ``root`` emitted by ``task`` with ``msg_id`` at ``now``."""
-        self._new[root] = (task, msg_id, now)
+    def add(self, root: int, task: int, msg_id: Any, now: float, tuples: int = 1) -> None:
+        """Track the tuple tree ``root`` of ``tuples`` spout tuples emitted by ``task`` with ``msg_id`` at ``now``."""
+        self._new[root] = (task, msg_id, now, tuples)
 
     def complete(self, root: int) -> PendingEntry | None:
         """Stop tracking ``root`` (acked or failed); None when it is unknown (timed out already, or never added)."""

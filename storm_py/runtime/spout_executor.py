@@ -15,7 +15,7 @@ from typing import Any, Final
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
-from storm_py.runtime.pending import PendingMap
+from storm_py.runtime.pending import PendingEntry, PendingMap
 from storm_py.runtime.routing import StreamRoute
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,57 @@ class SpoutCollector:
         targets = single.choose(self._task, values) if single is not None else route.choose(self._task, values)
         self._send(route, targets, values, msg_id)
         return targets
+
+    def emit_batch(self, batch: Sequence[Sequence[Any]], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> int:
+        """Emit the tuples of ``batch`` as one tuple tree; return how many tuples went to tasks.
+
+        Tracked (``msg_id`` given and ackers running), the batch has one root, one pending entry and one acker
+        entry: the spout's ``ack(msg_id)`` comes once every tuple of the batch is fully processed, its
+        ``fail(msg_id)`` as soon as any of them fails or the tree times out, and the batch counts once toward
+        ``topology.max.spout.pending`` (the executor's acked, failed and timed-out counts count its tuples, each
+        with the tree's complete latency).  Each tuple is routed on its own, as by :meth:`emit`.  Untracked, it is
+        :meth:`emit` per tuple; an empty batch with a ``msg_id`` is acked at once.
+        """
+        route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
+        if route is None or route.direct:
+            bad_stream(stream, route, self.component_id)
+        ex = self._ex
+        out = ex.outbuf
+        fields = route.fields
+        comp = self.component_id
+        task = self._task
+        single = route.single
+        tracked = msg_id is not None and ex.acking and len(batch) > 0
+        root = ex.new_root() if tracked else None
+        rand = ex.rand64
+        ack_val = 0
+        sent = 0
+        for values in batch:
+            vals = values if type(values) is list else list(values)
+            targets = single.choose(task, vals) if single is not None else route.choose(task, vals)
+            sent += len(targets)
+            if root is None:
+                for t in targets:
+                    out[t].append(Tuple(vals, fields, comp, stream, task, None))
+                continue
+            for t in targets:
+                edge = rand()
+                bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
+                ack_val ^= bits
+                out[t].append(Tuple(vals, fields, comp, stream, task, None, root, edge))
+        stats = ex.stats
+        stats.emitted += len(batch)
+        stats.transferred += sent
+        route.emitted += len(batch)
+        route.transferred += sent
+        if root is not None:
+            ex.newer[root] = (task, msg_id, ex.clock.now(), len(batch))
+            ackers = ex.acker_tasks
+            r: int = root
+            out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
+        elif msg_id is not None:
+            ex.ack_now(self._spout, msg_id)
+        return sent
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
@@ -82,7 +133,7 @@ class SpoutCollector:
             bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
             ack_val ^= bits
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-        ex.newer[root] = (task, msg_id, ex.clock.now())  # PendingMap.add, inlined; latency counts from the emit
+        ex.newer[root] = (task, msg_id, ex.clock.now(), 1)  # PendingMap.add, inlined; latency counts from the emit
         ackers = ex.acker_tasks
         r: int = root  # acker_for(root), inlined (compiled: on a machine int)
         out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -235,30 +286,30 @@ class SpoutExecutor(Executor):
                     entry = older.pop(root, None)
                     if entry is None:
                         continue  # already timed out: a late ack or fail is ignored
-                task, msg_id, emitted_at = entry
+                task, msg_id, emitted_at, size = entry
                 spout = spouts[task]
                 try:
                     if code == ACKED:
-                        stats.acked += 1
+                        stats.acked += size
                         latency = (now - emitted_at) * 1000.0
-                        stats.lat_sum += latency
-                        stats.lat_count += 1
+                        stats.lat_sum += latency * size  # every tuple of a batch completed with its tree
+                        stats.lat_count += size
                         if len(samples) < LATENCY_SAMPLES:
                             samples.append(latency)
                         else:  # keep the latest samples: a ring over the sample buffer
                             samples[stats.lat_count % LATENCY_SAMPLES] = latency
                         spout.ack(msg_id)
                     elif code == FAILED:
-                        stats.failed += 1
+                        stats.failed += size
                         spout.fail(msg_id)
                 except Exception as exc:
                     log.exception("spout %s task %d failed in ack/fail", self.component_id, task)
                     self.report_error(task, exc)
         self.rt.backlog -= n
 
-    def _expire(self, expired: dict[int, tuple[int, Any, float]]) -> None:
-        for task, msg_id, _ in expired.values():
-            self.stats.timed_out += 1
+    def _expire(self, expired: dict[int, PendingEntry]) -> None:
+        for task, msg_id, _, size in expired.values():
+            self.stats.timed_out += size
             try:
                 self.spouts[task].fail(msg_id)
             except Exception as exc:

@@ -42,7 +42,7 @@ def topology(broker: Broker, topic: str, key: str, group: str, fail_rate: float 
     return tb.create_topology()
 
 
-def at_least_once(broker: Broker, n: int, timeout: float) -> None:
+def at_least_once(broker: Broker, n: int, timeout: float, **options: Any) -> None:
     topic = broker.topic(PARTITIONS)
     key = topic
     reset(key)
@@ -50,7 +50,7 @@ def at_least_once(broker: Broker, n: int, timeout: float) -> None:
     ends = produce(broker, topic, vals)
     with LocalCluster() as cluster:
         cluster.submit_topology("alo", {"topology.max.spout.pending": 5000, "topology.message.timeout.secs": 30},
-                                topology(broker, topic, key, f"g-{topic}", fail_rate=0.05))
+                                topology(broker, topic, key, f"g-{topic}", fail_rate=0.05, **options))
         wait_seen(key, set(vals), timeout)
         # commits catch up with the log end (what was produced: the topic started empty)
         wait_until(lambda: broker.committed(f"g-{topic}", topic, PARTITIONS) == ends, 30, interval=0.3,
@@ -60,9 +60,11 @@ def at_least_once(broker: Broker, n: int, timeout: float) -> None:
     assert not DEAD[key]
 
 
-def test_at_least_once_with_failures_commits_to_the_log_end(broker: Broker) -> None:
-    """20,000 records over 4 partitions, 2 spout tasks, 5 % of tuples failed once: all processed."""
-    at_least_once(broker, 20_000, 120)
+@pytest.mark.parametrize("per_tree", [1, 64])
+def test_at_least_once_with_failures_commits_to_the_log_end(broker: Broker, per_tree: int) -> None:
+    """20,000 records over 4 partitions, 2 spout tasks, 5 % of tuples failed once: all processed (records alone,
+    and in trees of up to 64)."""
+    at_least_once(broker, 20_000, 120, records_per_tree=per_tree)
 
 
 @pytest.mark.slow
@@ -126,7 +128,8 @@ def test_kill_and_resubmit_resumes_from_commits_with_bounded_duplicates(broker: 
     assert replayed_from > 0
 
 
-def test_translator_none_skips_and_per_topic_streams(broker: Broker) -> None:
+@pytest.mark.parametrize("per_tree", [1, 8])
+def test_translator_none_skips_and_per_topic_streams(broker: Broker, per_tree: int) -> None:
     t1, t2 = broker.topic(1, "a"), broker.topic(1, "b")
     key = t1
     reset(key)
@@ -144,7 +147,7 @@ def test_translator_none_skips_and_per_topic_streams(broker: Broker) -> None:
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, re.compile(re.escape(t1) + "|" + re.escape(t2)),
                                                       group_id=f"g-{t1}", translator=translator,
-                                                      offset_commit_period_ms=200)))
+                                                      offset_commit_period_ms=200, records_per_tree=per_tree)))
     tb.set_bolt("check", RecordingBolt(key), 1).shuffle_grouping("kafka").shuffle_grouping("kafka", "second")
     with LocalCluster() as cluster:
         cluster.submit_topology("streams", {}, tb.create_topology())
@@ -155,7 +158,10 @@ def test_translator_none_skips_and_per_topic_streams(broker: Broker) -> None:
     assert b"skip" not in SEEN[key]
 
 
-def test_max_retries_sends_to_dead_letter_and_commit_moves_on(broker: Broker) -> None:
+@pytest.mark.parametrize("per_tree", [1, 8])
+def test_max_retries_sends_to_dead_letter_and_commit_moves_on(broker: Broker, per_tree: int) -> None:
+    """A record that always fails goes to the dead-letter stream after max_retries; in a tree, the tree's failure
+    sends it again alone, and only its own failures count."""
     topic = broker.topic(1)
     key = topic
     reset(key)
@@ -163,7 +169,7 @@ def test_max_retries_sends_to_dead_letter_and_commit_moves_on(broker: Broker) ->
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}",
                                                       max_retries=2, retry_max_delay_ms=50,
-                                                      offset_commit_period_ms=200)))
+                                                      offset_commit_period_ms=200, records_per_tree=per_tree)))
     tb.set_bolt("check", RecordingBolt(key, fail_values=frozenset({b"poison"})), 1).shuffle_grouping(
         "kafka").shuffle_grouping("kafka", "dead_letter")
     with LocalCluster() as cluster:

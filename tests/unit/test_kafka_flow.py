@@ -6,7 +6,7 @@ from collections import deque
 from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM
-from storm_py.kafka.flow import ack_offset, emit_waiting, take_fetched
+from storm_py.kafka.flow import ack_offset, emit_waiting, emit_waiting_trees, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets, RetryPolicy
 
 NO_BACKOFF = RetryPolicy(0.0, 2.0, 0.0, None)
@@ -93,3 +93,29 @@ def test_ack_moves_a_pending_offset_to_acked_and_ignores_what_is_not_tracked() -
     assert not ack_offset(ms, ("t", 5, 0))  # a partition no longer ours
     assert m.ignored == 1
     assert m.commit_offset() == 2
+
+
+def test_trees_hold_consecutive_records_of_one_partition_up_to_its_tree_size_and_the_budget() -> None:
+    ms = {("t", p): PartitionOffsets(0, 1000, NO_BACKOFF, records_per_tree=3) for p in (0, 1)}
+    ms[("t", 0)].on_emit(1, rec(0, 1))  # already in flight: dropped, not emitted again
+    waiting: deque[Any] = deque([rec(0, 0), rec(0, 1), rec(0, 2), rec(0, 3), rec(0, 4), rec(1, 0), rec(9, 0),
+                                 rec(0, 5), rec(0, 6)])
+    emits = Emits()
+    assert emit_waiting_trees(waiting, ms, emits, 7) == 7
+    assert [(e[1], len(e[0])) for e in emits.out] == [
+        (("t", 0, [0, 2, 3]), 3), (("t", 0, [4]), 1), (("t", 1, [0]), 1), (("t", 0, [5, 6]), 2)]
+    assert emits.out[0][0][1] == ["t", 0, 2, b"k", b"v2"]
+    assert set(ms[("t", 0)].pending) == {0, 1, 2, 3, 4, 5, 6}
+    assert not waiting
+
+
+def test_a_failed_tree_halves_the_tree_size_and_its_records_are_due_alone_at_once() -> None:
+    m = PartitionOffsets(0, 1000, NO_BACKOFF, records_per_tree=8)
+    for o in range(4):
+        m.on_emit(o, rec(0, o))
+    assert m.on_tree_fail([0, 1, 2], now=5.0) == 3
+    assert m.tree_size == 4 and m.fails == {}
+    assert m.due_retries(5.0) == [0, 1, 2]
+    assert m.on_tree_ack([3]) == 1 and m.tree_size == 8
+    m.on_emit(0)
+    assert m.on_fail(0, 5.0) == "retry" and m.fails == {0: 1}  # alone again: its own failures count

@@ -125,7 +125,8 @@ def test_zk_start_honours_ignore_zk_offsets_only_for_a_new_topology_id() -> None
 
 # ----------------------------------------------------------------------------------------- property test
 ops = st.lists(
-    st.tuples(st.sampled_from(["fetch", "fetch_gap", "ack", "fail", "retry", "commit", "tick"]),
+    st.tuples(st.sampled_from(["fetch", "fetch_gap", "ack", "fail", "retry", "commit", "tick", "tree", "tree_ack",
+                               "tree_fail"]),
               st.integers(min_value=0, max_value=40)),
     min_size=1, max_size=300,
 )
@@ -136,17 +137,39 @@ ops = st.lists(
 def test_never_commits_past_an_unacked_offset_and_never_stalls(
     ops: list[tuple[str, int]], limit: int, max_retries: int | None
 ) -> None:
-    """Random emit/ack/fail/retry/commit orders with gaps: every commit lies at or below the first pending
-    offset; a due retry is always offered (even at the limit); once everything is acked the commit reaches the
-    end of what was fetched."""
-    m = PartitionOffsets(0, limit, RetryPolicy(0.0, 2.0, 0.05, max_retries))
+    """Random emit/ack/fail/retry/commit orders with gaps, records alone and in trees: every commit lies at or
+    below the first pending offset; a due retry is always offered (even at the limit); once everything is acked
+    the commit reaches the end of what was fetched."""
+    m = PartitionOffsets(0, limit, RetryPolicy(0.0, 2.0, 0.05, max_retries), records_per_tree=4)
     now = 0.0
     next_offset = 0
     emitted: set[int] = set()
     acked: set[int] = set()
+    trees: list[list[int]] = []  # trees in flight: acked or failed only as a whole
     for op, arg in ops:
-        in_flight = sorted(m.pending.keys() - set(m.scheduled))
-        if op in ("fetch", "fetch_gap") and m.pollable():
+        in_trees = {o for t in trees for o in t}
+        in_flight = sorted(m.pending.keys() - set(m.scheduled) - in_trees)
+        if op == "tree" and m.pollable():
+            tree = []
+            for _ in range(1 + arg % m.tree_size):
+                if arg % 2:
+                    next_offset += 1  # a gap inside the tree
+                m.on_fetched(next_offset)
+                assert m.should_emit(next_offset)
+                m.pending[next_offset] = None  # as emit_waiting_trees records it
+                tree.append(next_offset)
+                emitted.add(next_offset)
+                next_offset += 1
+            trees.append(tree)
+        elif op == "tree_ack" and trees:
+            tree = trees.pop(arg % len(trees))
+            assert m.on_tree_ack(tree) == len(tree)
+            acked.update(tree)
+        elif op == "tree_fail" and trees:
+            tree = trees.pop(arg % len(trees))
+            assert m.on_tree_fail(tree, now) == len(tree)
+            assert 1 <= m.tree_size <= m.records_per_tree
+        elif op in ("fetch", "fetch_gap") and m.pollable():
             if op == "fetch_gap":
                 next_offset += 1 + arg % 3  # offsets the broker no longer has
             m.on_fetched(next_offset)
@@ -178,6 +201,9 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
         due = {o for o, t in m.scheduled.items() if t <= now}
         assert set(m.due_retries(now)) == due
     # drain: retry and ack everything; the commit must reach the end of what was fetched
+    for tree in trees:
+        m.on_tree_ack(tree)
+        acked.update(tree)
     for _ in range(100):
         now += 1.0
         for o in m.due_retries(now):
