@@ -50,8 +50,9 @@ def word_count(conf: dict[str, Any] | None = None) -> Any:
 
 def kafka_null(conf: dict[str, Any] | None = None) -> Any:
     """KafkaSpout -> NullBolt, reading the topic ``bench.kafka.topic`` of ``bench.kafka.bootstrap`` from offset 0
-    under the group ``bench.kafka.group``, ``bench.kafka.per_tree`` records per tuple tree (default 1; submitted
-    by ``bench/kafka_cluster.py``)."""
+    under the group ``bench.kafka.group``, ``bench.kafka.per_tree`` records per tuple tree (default 1), the bolt
+    subscribed with ``bench.kafka.grouping`` (``shuffle``, the default, or ``local_or_shuffle``; submitted by
+    ``bench/kafka_cluster.py``)."""
     from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 
     conf = conf or {}
@@ -61,5 +62,9 @@ def kafka_null(conf: dict[str, Any] | None = None) -> Any:
                                         records_per_tree=int(conf.get("bench.kafka.per_tree", 1))))
     b = TopologyBuilder()
     b.set_spout("kafka", spout, n)
-    b.set_bolt("null", NullBolt(), n).shuffle_grouping("kafka")
+    bolt = b.set_bolt("null", NullBolt(), n)
+    if conf.get("bench.kafka.grouping") == "local_or_shuffle":
+        bolt.local_or_shuffle_grouping("kafka")
+    else:
+        bolt.shuffle_grouping("kafka")
     return b.create_topology()

@@ -1,7 +1,7 @@
 """KafkaSpout -> NullBolt with acking on a dev cluster (two workers), beside the raw consumer, in one run.
 
     python bench/kafka_cluster.py [--records 4000000] [--runs 2] [--secs 8] [--warmup 6] [--per-tree 1]
-                                  [--json results.jsonl]
+                                  [--grouping shuffle|local_or_shuffle] [--json results.jsonl]
 
 Starts the dev broker (tansu, memory storage) on loopback and fills a 4-partition topic with ``--records``
 records of 100-byte values; starts ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors); then, each
@@ -39,14 +39,15 @@ from storm_py.kafka.client import KafkaAdmin  # noqa: E402
 
 
 def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmup: float, pending: int,
-                 session: int, name: str, per_tree: int = 1) -> dict[str, Any]:
+                 session: int, name: str, per_tree: int = 1, grouping: str = "shuffle") -> dict[str, Any]:
     """``cluster_topologies:kafka_null`` on two workers, one acker each, measured as ``bench/cluster_perf.py``
     measures its topologies, plus the acked count every second."""
     samples: list[int] = []
     row = cp.run_case(conf_path, "cluster_topologies:kafka_null", 2, 1, secs, warmup, pending, session, name=name,
                       extra_conf=(f"bench.kafka.bootstrap={bootstrap}", f"bench.kafka.topic={topic}",
                                   f"bench.kafka.group=bench-{uuid.uuid4().hex[:8]}",
-                                  f"bench.kafka.per_tree={per_tree}"), samples=samples)
+                                  f"bench.kafka.per_tree={per_tree}", f"bench.kafka.grouping={grouping}"),
+                      samples=samples)
     return {**row, "acked_each_second": samples}
 
 
@@ -59,6 +60,7 @@ def main() -> None:
         ("--warmup", float, 6.0, "seconds before the window"),
         ("--pending", int, 2000, "topology.max.spout.pending"),
         ("--per-tree", int, 1, "the spout's records_per_tree"),
+        ("--grouping", str, "shuffle", "the bolt's grouping: shuffle or local_or_shuffle"),
         ("--json", Path, None, "append each run as a JSON line to this file"),
     ]
     for flag, kind, default, text in options:
@@ -85,7 +87,8 @@ def main() -> None:
                     raw = kp.timed(lambda: kp.raw_consume_confluent(bs, topic, args.records))
                     row = {"run": run + 1, "raw_consume_per_s": round(raw),
                            **run_topology(Path(tmp) / "storm.yaml", bs, topic, args.secs, args.warmup, args.pending,
-                                          os.getsid(proc.pid), f"kafka-null-{run}", args.per_tree)}
+                                          os.getsid(proc.pid), f"kafka-null-{run}", args.per_tree,
+                                          args.grouping)}
                     row["spout_over_raw"] = round(row["acked_per_s"] / raw, 3)
                     rows.append(row)
                     print(json.dumps(row), flush=True)

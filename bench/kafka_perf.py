@@ -17,6 +17,14 @@ Starts the dev broker (tansu, memory storage) on a free loopback port, fills a 4
 * KafkaBolt: LocalCluster, a spout emitting ``--records`` tracked tuples -> KafkaBolt (each ack means the
   broker confirmed the record).
 
+``--only raw|spout|trees|const|const_trees`` produces the records and reads them once that way (the raw consumer,
+the Kafka spout topology, the same with trees of 500, the ConstSpout topology, or the ConstSpout emitting trees of
+500); ``--only produce`` only produces them.  For instructions per tuple of the runtime alone:
+``valgrind --tool=callgrind python -P bench/kafka_perf.py --records 100000 --only const_trees`` minus the same
+with 50,000 records, divided by 50,000 (the ConstSpout rows run in one thread with nothing to wait for; under
+valgrind, which runs one thread at a time, the Kafka rows' counts depend on how librdkafka's fetch thread is
+scheduled, so they are not a measure).
+
 ``--record-path build|emit|ack`` runs only the spout's own per-record work, without broker or runtime, for
 instruction counts: ``valgrind --tool=callgrind python bench/kafka_perf.py --records 20000 --record-path ack``
 minus the same with ``emit`` and ``build``, divided by the records.
@@ -188,16 +196,24 @@ def through_spout(bootstrap: str, topic: str, n: int, tasks: int, per_tree: int 
 
 
 class ConstSpout(Spout):
-    """Emits ``[VALUE]`` with a message id per tuple, ``n`` in all (the runtime's ceiling for a tracked spout)."""
+    """Emits ``[VALUE]`` with a message id per tuple, ``n`` in all (the runtime's ceiling for a tracked spout);
+    with ``per_tree`` above 1, that many tuples per tree (``emit_batch``)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, per_tree: int = 1) -> None:
         self.n = n
+        self.per_tree = per_tree
 
     def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
         self.collector = collector
         self.i = 0
 
     def next_tuple(self) -> None:
+        if self.per_tree > 1:
+            k = min(self.per_tree, self.n - self.i)
+            if k > 0:
+                self.collector.emit_batch([[VALUE] for _ in range(k)], self.i)
+                self.i += k
+            return
         for _ in range(500):
             if self.i >= self.n:
                 return
@@ -208,9 +224,9 @@ class ConstSpout(Spout):
         declarer.declare(["value"])
 
 
-def const_spout(n: int) -> float:
+def const_spout(n: int, per_tree: int = 1) -> float:
     tb = TopologyBuilder()
-    tb.set_spout("const", ConstSpout(n))
+    tb.set_spout("const", ConstSpout(n, per_tree))
     tb.set_bolt("null", NullBolt(), 1).shuffle_grouping("const")
     return steady_rate_of("const", tb, n)
 
@@ -260,6 +276,8 @@ def main() -> None:
                              "the worker processes' worker.gc.threshold0; 700 is CPython's own)")
     parser.add_argument("--record-path", choices=["build", "emit", "ack"], default=None,
                         help="only run the spout's per-record work (for valgrind --tool=callgrind); no broker")
+    parser.add_argument("--only", choices=["produce", "raw", "spout", "trees", "const", "const_trees"], default=None,
+                        help="only produce the records, then read them once this way (for valgrind --tool=callgrind)")
     args = parser.parse_args()
     n = args.records
     if args.record_path:
@@ -285,6 +303,17 @@ def main() -> None:
     try:
         source = f"bench-{uuid.uuid4().hex[:6]}"
         admin.create_topic(source, PARTITIONS)
+        if args.only:
+            if not args.only.startswith("const"):
+                raw_produce_confluent(bs, source, n)
+            if args.only == "produce":
+                return
+            rate = (timed(lambda: raw_consume_confluent(bs, source, n)) if args.only == "raw" else
+                    const_spout(n) if args.only == "const" else
+                    const_spout(n, TREE) if args.only == "const_trees" else
+                    through_spout(bs, source, n, 1, per_tree=TREE if args.only == "trees" else 1))
+            print(f"{args.only}: {rate:,.0f} records/s")
+            return
         record("raw produce (confluent-kafka)", timed(lambda: raw_produce_confluent(bs, source, n)))
         for run in range(args.runs):
             print(f"run {run + 1}/{args.runs}", flush=True)

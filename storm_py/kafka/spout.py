@@ -136,7 +136,10 @@ class KafkaSpout(Spout):
             self.client.close()
 
     def lag_report(self) -> dict[str, Any]:
-        """Committed offset and log end per owned partition, for the worker's heartbeat (nimbus's lag view)."""
+        """Committed offset and log end per owned partition, for the worker's heartbeat (nimbus's lag view);
+        nothing yet before ``open``."""
+        if "managers" not in self.__dict__:
+            return {"type": "KAFKA", "partitions": [], "emitted": 0}
         return lag_report(self)
 
     # --------------------------------------------------------------------------------------- next_tuple

@@ -27,6 +27,8 @@ from storm_py.kafka.client import FETCH_QUEUE_BACKOFF_MS, consumer_config
     ({"zk_root": "relative"}, "zk_root"),
     ({"start_offset_time": -3}, "start_offset_time"),
     ({"translator": lambda r: [r.value]}, "translator_fields"),
+    ({"records_per_tree": 0}, "records_per_tree"),
+    ({"records_per_tree": 2.5}, "records_per_tree must be a whole number"),
 ])
 def test_bad_options_are_refused_naming_the_option(options: dict[str, object], names: str) -> None:
     with pytest.raises(KafkaConfigError, match=names):

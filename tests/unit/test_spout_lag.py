@@ -74,3 +74,12 @@ def test_prometheus_has_a_lag_gauge_per_partition_and_the_records_rate() -> None
     assert 'storm_kafka_spout_lag{topology="t",component="kafka",topic="in",partition="0"} 10' in text
     assert 'storm_kafka_spout_lag{topology="t",component="kafka",topic="in",partition="1"} 0' in text
     assert 'storm_kafka_spout_records_per_second{topology="t",component="kafka"} 12.5' in text
+
+
+def test_a_kafka_spout_not_opened_yet_reports_no_partitions() -> None:
+    """A heartbeat may ask before ``open`` ran (a slow start): an empty report, not an error."""
+    from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+
+    report = KafkaSpout(KafkaSpoutConfig("127.0.0.1:1", ["t"])).lag_report()
+    assert report == {"type": "KAFKA", "partitions": [], "emitted": 0}
+    assert lag_of(report) is not None
