@@ -40,7 +40,8 @@ class FailOnce(Bolt):
 def build(conf: dict[str, Any]) -> Any:
     bootstrap = str(conf["kafkatx.bootstrap"])
     spout_conf = KafkaSpoutConfig(bootstrap, [str(conf["kafkatx.topic"])], group_id=str(conf["kafkatx.group"]),
-                                  offset_commit_period_ms=500, retry_max_delay_ms=500)
+                                  offset_commit_period_ms=500, retry_max_delay_ms=500,
+                                  records_per_tree=int(conf.get("kafkatx.per_tree", 1)))
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(spout_conf), int(conf.get("kafkatx.spouts", 2)))
     tb.set_bolt("fail", FailOnce(), 2).shuffle_grouping("kafka")
