@@ -108,15 +108,20 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
         size = min(m.tree_size, budget - n)
         batch: list[list[Any]] = []
         offsets: list[Any] = []
+        committed = m.committed
+        pending = m.pending
+        acked = m.acked
         while waiting and len(offsets) < size:
             r = waiting[0]
             if r[1] != part or r[0] != topic:
                 break
             waiting.popleft()
             offset: Any = r[2]  # compiled: the record's int object goes on as it is (no unboxing and re-boxing)
-            if not m.should_emit(offset):
+            at: int = offset
+            # m.should_emit(offset), written out: a call would unbox the offset and box it again per lookup
+            if at < committed or offset in pending or offset in acked:
                 continue
-            m.pending[offset] = r
+            pending[offset] = r
             batch.append([topic, part, offset, r[3], r[4]])
             offsets.append(offset)
         if offsets:

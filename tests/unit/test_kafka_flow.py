@@ -119,3 +119,15 @@ def test_a_failed_tree_halves_the_tree_size_and_its_records_are_due_alone_at_onc
     assert m.on_tree_ack([3]) == 1 and m.tree_size == 8
     m.on_emit(0)
     assert m.on_fail(0, 5.0) == "retry" and m.fails == {0: 1}  # alone again: its own failures count
+
+
+def test_trees_drop_committed_emitted_and_acked_records() -> None:
+    ms = {("t", 0): PartitionOffsets(5, 1000, NO_BACKOFF, records_per_tree=10)}
+    m = ms[("t", 0)]
+    m.on_emit(6, rec(0, 6))  # in flight
+    m.on_emit(7, rec(0, 7))
+    m.on_ack(7)  # acked, not committed yet
+    emits = Emits()
+    waiting: deque[Any] = deque(rec(0, o) for o in range(3, 10))
+    assert emit_waiting_trees(waiting, ms, emits, 100) == 3
+    assert [e[1] for e in emits.out] == [("t", 0, [5, 8, 9])]
