@@ -73,6 +73,7 @@ class KafkaSpout(Spout):
         self.config = config
         self.translator = config.record_translator()
         self.stats = KafkaSpoutStats()
+        self.managers: dict[TopicPartition, PartitionOffsets] = {}  # none owned until open (an empty lag report)
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         for stream, fields in self.translator.streams().items():
@@ -108,7 +109,7 @@ class KafkaSpout(Spout):
                                        cfg.zk_id or self.group_id, self.topology_id, name)
         else:
             self.store = KafkaOffsetStore(self.client, cfg, self.topology_id, self.task_id)
-        self.managers: dict[TopicPartition, PartitionOffsets] = {}
+        self.managers = {}
         self.paused: set[TopicPartition] = set()
         self.waiting: deque[RawRecord] = deque()
         self.missing_topics: set[str] = set()
@@ -138,8 +139,6 @@ class KafkaSpout(Spout):
     def lag_report(self) -> dict[str, Any]:
         """Committed offset and log end per owned partition, for the worker's heartbeat (nimbus's lag view);
         nothing yet before ``open``."""
-        if "managers" not in self.__dict__:
-            return {"type": "KAFKA", "partitions": [], "emitted": 0}
         return lag_report(self)
 
     # --------------------------------------------------------------------------------------- next_tuple
@@ -232,7 +231,7 @@ class KafkaSpout(Spout):
                     self._emit_tree(tree, tree_tp, tree_offsets, tree_stream)
                     tree, tree_offsets = [], []
                 m.on_emit(offset, record)
-                tree.append(list(values))
+                tree.append(values)  # emit_batch makes a list of it, as emit does
                 tree_offsets.append(offset)
                 tree_tp, tree_stream = tp, stream
             elif tracked:
@@ -299,13 +298,15 @@ class KafkaSpout(Spout):
         self.stats.ignored_acks += len(offsets) - n
 
     def fail(self, msg_id: Any) -> None:
+        offsets = msg_id[2]
+        tree = type(offsets) is list
         m = self.managers.get((msg_id[0], msg_id[1]))
         if m is None:
-            self.stats.ignored_acks += len(msg_id[2]) if type(msg_id[2]) is list else 1
+            self.stats.ignored_acks += len(offsets) if tree else 1
             return
-        if type(msg_id[2]) is list:  # a tree: its records go again one by one, now
+        if tree:  # its records go again one by one, now
             self.stats.failed_trees += 1
-            self.stats.split += m.on_tree_fail(msg_id[2], self.clock.now())
+            self.stats.split += m.on_tree_fail(offsets, self.clock.now())
             return
         decision = m.on_fail(msg_id[2], self.clock.now())
         self.stats.failed += 1

@@ -68,7 +68,8 @@ class SpoutCollector:
         comp = self.component_id
         task = self._task
         single = route.single
-        tracked = msg_id is not None and ex.acking and len(batch) > 0
+        count = len(batch)
+        tracked = msg_id is not None and ex.acking and count > 0
         root = ex.new_root() if tracked else None
         rand = ex.rand64
         ack_val = 0
@@ -87,12 +88,12 @@ class SpoutCollector:
                 ack_val ^= bits
                 out[t].append(Tuple(vals, fields, comp, stream, task, None, root, edge))
         stats = ex.stats
-        stats.emitted += len(batch)
+        stats.emitted += count
         stats.transferred += sent
-        route.emitted += len(batch)
+        route.emitted += count
         route.transferred += sent
         if root is not None:
-            ex.newer[root] = (task, msg_id, ex.clock.now(), len(batch))
+            ex.newer[root] = (task, msg_id, ex.clock.now(), count)
             ackers = ex.acker_tasks
             r: int = root
             out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
