@@ -84,6 +84,7 @@ def emit_waiting(waiting: deque[Any], managers: dict[TopicPartition, PartitionOf
             if not m.should_emit(offset):
                 continue
             m.pending[offset] = r  # m.on_emit for a first emit (never scheduled), keeping the record
+            m.emitted_to = offset + 1
             emit([topic, part, offset, r[3], r[4]], (topic, part, offset), DEFAULT_STREAM)
         else:
             emit([topic, part, offset, r[3], r[4]], None, DEFAULT_STREAM)
@@ -97,35 +98,42 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
     partition's ``tree_size`` consecutive waiting records of one partition, with ``(topic, partition, [offsets])``
     as its message id; how many records were emitted.  Records are dropped as by :func:`emit_waiting`."""
     n = 0
+    popleft = waiting.popleft
     while waiting and n < budget:
-        r: Record = waiting[0]
-        topic = r[0]
-        part = r[1]
+        r: Record = popleft()
+        topic_obj = r[0]  # the tree's values share these objects
+        part_obj = r[1]
+        topic: str = topic_obj
+        part: int = part_obj
         m = managers.get((topic, part))
         if m is None:
-            waiting.popleft()
             continue  # no longer ours
         size = min(m.tree_size, budget - n)
         batch: list[list[Any]] = []
         offsets: list[Any] = []
-        committed = m.committed
+        new_from = max(m.emitted_to, m.committed)
         pending = m.pending
-        acked = m.acked
-        while waiting and len(offsets) < size:
-            r = waiting[0]
-            if r[1] != part or r[0] != topic:
-                break
-            waiting.popleft()
+        while True:
             offset: Any = r[2]  # compiled: the record's int object goes on as it is (no unboxing and re-boxing)
             at: int = offset
-            # m.should_emit(offset), written out: a call would unbox the offset and box it again per lookup
-            if at < committed or offset in pending or offset in acked:
-                continue
-            pending[offset] = r
-            batch.append([topic, part, offset, r[3], r[4]])
-            offsets.append(offset)
+            if at >= new_from:  # m.should_emit(offset), written out
+                new_from = at + 1
+                pending[offset] = r
+                batch.append([topic_obj, part_obj, offset, r[3], r[4]])
+                offsets.append(offset)
+                if len(offsets) >= size:
+                    break
+            if not waiting:
+                break
+            r = popleft()
+            next_topic: str = r[0]
+            next_part: int = r[1]
+            if next_part != part or next_topic != topic:
+                waiting.appendleft(r)  # the next tree's first record
+                break
         if offsets:
-            emit_batch(batch, (topic, part, offsets), DEFAULT_STREAM)
+            m.emitted_through(new_from - 1)
+            emit_batch(batch, (topic_obj, part_obj, offsets), DEFAULT_STREAM)
             n += len(offsets)
     return n
 

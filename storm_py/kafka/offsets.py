@@ -3,9 +3,11 @@
 :class:`PartitionOffsets` is storm-kafka-client's ``OffsetManager`` plus its retry schedule for one partition:
 
 * ``committed`` is the next offset to consume that is safely committed; only the *contiguous acked prefix*
-  above it may be committed (:meth:`PartitionOffsets.commit_offset`).  Offsets that were never emitted because
-  the broker no longer has them (compaction, retention, an out-of-range reset) are gaps: a gap below an acked
-  offset counts as done (STORM-2546); gaps are counted in :attr:`PartitionOffsets.skipped`.
+  above it may be committed (:meth:`PartitionOffsets.commit_offset`).  A partition's records are emitted for
+  the first time in offset order, so the manager keeps no set of acked offsets: everything below
+  ``emitted_to`` that is no longer pending is done.  Offsets that were never emitted because the broker no
+  longer has them (compaction, retention, an out-of-range reset) are gaps: a gap below a done offset counts as
+  done (STORM-2546); gaps are counted in :attr:`PartitionOffsets.skipped`.
 * a failed offset is scheduled for a retry after an exponential backoff (:class:`RetryPolicy`); once it has
   failed more than ``max_retries`` times :meth:`PartitionOffsets.on_fail` answers ``"dead"``: the caller sends
   it to the dead-letter stream and acks it, so the commit moves on (STORM-2544, STORM-2077).
@@ -27,13 +29,11 @@ Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
 FailDecision = Literal["retry", "dead", "ignored"]
-
-#: what ``pending.pop`` returns for an offset that is not pending (a payload may be None)
-_ABSENT: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +85,13 @@ class PartitionOffsets:
         #: emitted, neither acked nor given up (in flight or waiting for a retry) -> the caller's payload
         #: (the spout keeps the record there, to re-emit or dead-letter it)
         self.pending: dict[int, Any] = {}
-        #: acked at or above ``committed``
-        self.acked: set[int] = set()
+        #: above every offset emitted so far (and never below ``committed``): an offset below it that is not
+        #: pending was acked, or is a gap; one at or above it is new
+        self.emitted_to = committed
+        #: ``[start, end)`` ranges of the gaps at or above the commit, in offset order, and how many offsets
+        #: they hold (rare: compaction, retention)
+        self._gaps: deque[tuple[int, int]] = deque()
+        self._gap_total = 0
         #: failures so far of pending offsets
         self.fails: dict[int, int] = {}
         #: offset -> due time of the failed offsets waiting for a retry
@@ -104,7 +109,7 @@ class PartitionOffsets:
     # ------------------------------------------------------------------------------------------ fetching
     def should_emit(self, offset: int) -> bool:
         """Whether a freshly fetched record at ``offset`` is new (not committed, not emitted yet)."""
-        return offset >= self.committed and offset not in self.pending and offset not in self.acked
+        return offset >= self.emitted_to and offset >= self.committed
 
     def on_fetched(self, offset: int) -> int:
         """A record at ``offset`` came from the broker; returns how many offsets before it were skipped."""
@@ -112,6 +117,8 @@ class PartitionOffsets:
         if offset > self.fetched_to:
             gap = offset - self.fetched_to
             self.skipped += gap
+            self._gaps.append((self.fetched_to, offset))
+            self._gap_total += gap
         if offset >= self.fetched_to:
             self.fetched_to = offset + 1
         return gap
@@ -125,8 +132,10 @@ class PartitionOffsets:
         self.lost += dropped
         self.committed = offset
         self.fetched_to = offset
+        self.emitted_to = offset
         self.pending.clear()
-        self.acked.clear()
+        self._gaps.clear()
+        self._gap_total = 0
         self.fails.clear()
         self.scheduled.clear()
         self._heap.clear()
@@ -134,19 +143,33 @@ class PartitionOffsets:
 
     def pollable(self) -> bool:
         """Whether the partition may take new records (``max_uncommitted_offsets`` gate)."""
-        return len(self.pending) + len(self.acked) < self.max_uncommitted
+        return self.uncommitted < self.max_uncommitted
 
     @property
     def uncommitted(self) -> int:
         """Emitted offsets at or above the commit (pending or acked)."""
-        return len(self.pending) + len(self.acked)
+        high = self.emitted_to
+        n = high - self.committed - self._gap_total
+        for start, end in reversed(self._gaps):  # the gaps not below emitted_to: among records still waiting
+            if end <= high:
+                break
+            n += end - max(start, high)
+        return max(0, n)
 
     # ---------------------------------------------------------------------------------------- lifecycle
     def on_emit(self, offset: int, payload: Any = None) -> None:
         """``offset`` was emitted (first time, with its ``payload``; or a retry, which keeps it)."""
         if offset not in self.pending:
             self.pending[offset] = payload
+            if offset >= self.emitted_to:
+                self.emitted_to = offset + 1
         self.scheduled.pop(offset, None)  # a retry: its heap entry is discarded lazily
+
+    def emitted_through(self, offset: int) -> None:
+        """New records up to ``offset`` were put in :attr:`pending` by the caller itself (the per-record loops,
+        which write out :meth:`on_emit` for a first emit)."""
+        if offset >= self.emitted_to:
+            self.emitted_to = offset + 1
 
     def on_ack(self, offset: int) -> bool:
         """``offset`` was fully processed; False when it is not tracked (ignored and counted)."""
@@ -157,7 +180,6 @@ class PartitionOffsets:
         if self.fails:
             self.fails.pop(offset, None)
             self.scheduled.pop(offset, None)
-        self.acked.add(offset)
         return True
 
     def on_fail(self, offset: int, now: float) -> FailDecision:
@@ -182,18 +204,17 @@ class PartitionOffsets:
         are, where a call per offset would unbox each and box it again for every set and dict operation.
         """
         pending = self.pending
-        acked = self.acked
         fails = self.fails
         items: list[Any] = offsets
         n = 0
         for offset in items:
-            if pending.pop(offset, _ABSENT) is _ABSENT:
+            if offset not in pending:
                 self.ignored += 1
                 continue
+            del pending[offset]
             if fails:
                 fails.pop(offset, None)
                 self.scheduled.pop(offset, None)
-            acked.add(offset)
             n += 1
         self.tree_size = min(self.records_per_tree, self.tree_size * 2)
         return n
@@ -238,34 +259,33 @@ class PartitionOffsets:
     def commit_offset(self) -> int | None:
         """The offset to commit now (the end of the contiguous acked prefix), or None when nothing new.
 
-        An offset between the commit and the first pending offset that was never emitted is a gap the broker
-        skipped: it counts as done once an acked offset lies above it.
+        Below the first pending offset, everything emitted is done; an offset there that was never emitted is a
+        gap the broker skipped, done as well (the first pending offset, or the end of what was emitted, lies above
+        it).
         """
-        if not self.acked:
-            return None
-        if self.pending:
-            first_pending = min(self.pending)
-            done = [o for o in self.acked if o < first_pending]
-            if not done:
-                return None
-            top = max(done)
-        else:
-            top = max(self.acked)
-        nxt = top + 1
-        return nxt if nxt > self.committed else None
+        top = min(self.pending) if self.pending else self.emitted_to
+        return top if top > self.committed else None
 
     def committed_to(self, offset: int) -> None:
         """``offset`` is now committed: forget what lies below it."""
         if offset <= self.committed:
             return
         self.committed = offset
-        self.acked = {o for o in self.acked if o >= offset}
         below = [o for o in self.pending if o < offset]
         for o in below:  # only possible after a forced reset: they are no longer ours to process
             del self.pending[o]
             self.fails.pop(o, None)
             self.scheduled.pop(o, None)
         self.lost += len(below)
+        gaps = self._gaps
+        while gaps and gaps[0][0] < offset:
+            start, end = gaps.popleft()
+            if end > offset:  # partly below the commit
+                gaps.appendleft((offset, end))
+                end = offset
+            self._gap_total -= end - start
+        if self.emitted_to < offset:
+            self.emitted_to = offset
         if self.fetched_to < offset:
             self.fetched_to = offset
 

@@ -80,7 +80,7 @@ def test_untracked_emits_carry_no_message_id_and_keep_nothing() -> None:
     assert ms[("t", 0)].pending == {}
 
 
-def test_ack_moves_a_pending_offset_to_acked_and_ignores_what_is_not_tracked() -> None:
+def test_ack_ends_a_pending_offset_and_ignores_what_is_not_tracked() -> None:
     ms = managers(0)
     m = ms[("t", 0)]
     m.on_emit(0, rec(0, 0))
@@ -88,7 +88,7 @@ def test_ack_moves_a_pending_offset_to_acked_and_ignores_what_is_not_tracked() -
     assert m.on_fail(1, 0.0) == "retry"
     assert ack_offset(ms, ("t", 0, 0))
     assert ack_offset(ms, ("t", 0, 1))  # a failed offset acked on its retry: no longer scheduled
-    assert (m.pending, m.acked, m.fails, m.scheduled) == ({}, {0, 1}, {}, {})
+    assert (m.pending, m.fails, m.scheduled, m.uncommitted) == ({}, {}, {}, 2)
     assert not ack_offset(ms, ("t", 0, 0))  # twice
     assert not ack_offset(ms, ("t", 5, 0))  # a partition no longer ours
     assert m.ignored == 1
@@ -97,16 +97,16 @@ def test_ack_moves_a_pending_offset_to_acked_and_ignores_what_is_not_tracked() -
 
 def test_trees_hold_consecutive_records_of_one_partition_up_to_its_tree_size_and_the_budget() -> None:
     ms = {("t", p): PartitionOffsets(0, 1000, NO_BACKOFF, records_per_tree=3) for p in (0, 1)}
-    ms[("t", 0)].on_emit(1, rec(0, 1))  # already in flight: dropped, not emitted again
-    waiting: deque[Any] = deque([rec(0, 0), rec(0, 1), rec(0, 2), rec(0, 3), rec(0, 4), rec(1, 0), rec(9, 0),
-                                 rec(0, 5), rec(0, 6)])
+    waiting: deque[Any] = deque([rec(0, 0), rec(0, 1), rec(0, 1), rec(0, 2), rec(0, 3), rec(0, 4), rec(1, 0),
+                                 rec(9, 0), rec(0, 5), rec(0, 6)])  # offset 1 fetched twice: emitted once
     emits = Emits()
     assert emit_waiting_trees(waiting, ms, emits, 7) == 7
     assert [(e[1], len(e[0])) for e in emits.out] == [
-        (("t", 0, [0, 2, 3]), 3), (("t", 0, [4]), 1), (("t", 1, [0]), 1), (("t", 0, [5, 6]), 2)]
-    assert emits.out[0][0][1] == ["t", 0, 2, b"k", b"v2"]
-    assert set(ms[("t", 0)].pending) == {0, 1, 2, 3, 4, 5, 6}
-    assert not waiting
+        (("t", 0, [0, 1, 2]), 3), (("t", 0, [3, 4]), 2), (("t", 1, [0]), 1), (("t", 0, [5]), 1)]
+    assert emits.out[0][0][2] == ["t", 0, 2, b"k", b"v2"]
+    assert set(ms[("t", 0)].pending) == {0, 1, 2, 3, 4, 5}
+    assert ms[("t", 0)].emitted_to == 6 and ms[("t", 1)].emitted_to == 1
+    assert list(waiting) == [rec(0, 6)]
 
 
 def test_a_failed_tree_halves_the_tree_size_and_its_records_are_due_alone_at_once() -> None:
@@ -124,10 +124,13 @@ def test_a_failed_tree_halves_the_tree_size_and_its_records_are_due_alone_at_onc
 def test_trees_drop_committed_emitted_and_acked_records() -> None:
     ms = {("t", 0): PartitionOffsets(5, 1000, NO_BACKOFF, records_per_tree=10)}
     m = ms[("t", 0)]
+    m.on_emit(5, rec(0, 5))
     m.on_emit(6, rec(0, 6))  # in flight
     m.on_emit(7, rec(0, 7))
+    m.on_ack(5)
     m.on_ack(7)  # acked, not committed yet
     emits = Emits()
-    waiting: deque[Any] = deque(rec(0, o) for o in range(3, 10))
-    assert emit_waiting_trees(waiting, ms, emits, 100) == 3
-    assert [e[1] for e in emits.out] == [("t", 0, [5, 8, 9])]
+    waiting: deque[Any] = deque(rec(0, o) for o in range(3, 10))  # fetched again from below the commit
+    assert emit_waiting_trees(waiting, ms, emits, 100) == 2
+    assert [e[1] for e in emits.out] == [("t", 0, [8, 9])]
+    assert m.uncommitted == 5 and m.commit_offset() == 6

@@ -42,6 +42,24 @@ def test_gap_of_offsets_never_emitted_counts_as_done_once_acked_above() -> None:
     assert m.commit_offset() == 17
 
 
+def test_a_gap_before_the_first_pending_offset_is_committed_and_never_counted_as_uncommitted() -> None:
+    m = PartitionOffsets(10, 100, NO_BACKOFF)
+    for o in (13, 14, 20):  # 10..12 and 15..19 are gone from the log
+        m.on_fetched(o)
+    for o in (13, 14):
+        m.on_emit(o)
+    assert m.uncommitted == 2  # the gaps count nothing, nor does 20, fetched but not emitted
+    assert m.commit_offset() == 13  # the first pending offset: nothing below it is left
+    m.committed_to(13)
+    m.on_ack(14)
+    m.on_emit(20)
+    assert m.uncommitted == 3
+    m.on_ack(13)
+    assert m.commit_offset() == 20
+    m.committed_to(17)  # inside the second gap
+    assert m.uncommitted == 1 and m.commit_offset() == 20
+
+
 def test_max_retries_then_dead_and_acked_commit_moves_on() -> None:
     m = PartitionOffsets(0, 100, RetryPolicy(0.0, 2.0, 1.0, max_retries=2))
     m.on_fetched(0)
@@ -160,6 +178,7 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
                 tree.append(next_offset)
                 emitted.add(next_offset)
                 next_offset += 1
+            m.emitted_through(tree[-1])
             trees.append(tree)
         elif op == "tree_ack" and trees:
             tree = trees.pop(arg % len(trees))
@@ -197,6 +216,8 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
                 m.committed_to(c)
         else:
             now += arg / 100.0
+        # the max_uncommitted_offsets gate counts the emitted offsets not committed yet, and no gap
+        assert m.uncommitted == len([o for o in emitted if o >= m.committed])
         # never stalls: any scheduled retry whose time has come is offered, whatever the limit
         due = {o for o, t in m.scheduled.items() if t <= now}
         assert set(m.due_retries(now)) == due
