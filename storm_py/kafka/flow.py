@@ -111,14 +111,14 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
         size = min(m.tree_size, budget - n)
         batch: list[list[Any]] = []
         offsets: list[Any] = []
+        records: list[Any] = []
         new_from = max(m.emitted_to, m.committed)
-        pending = m.pending
         while True:
             offset: Any = r[2]  # compiled: the record's int object goes on as it is (no unboxing and re-boxing)
             at: int = offset
             if at >= new_from:  # m.should_emit(offset), written out
                 new_from = at + 1
-                pending[offset] = r
+                records.append(r)
                 batch.append([topic_obj, part_obj, offset, r[3], r[4]])
                 offsets.append(offset)
                 if len(offsets) >= size:
@@ -132,7 +132,7 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
                 waiting.appendleft(r)  # the next tree's first record
                 break
         if offsets:
-            m.emitted_through(new_from - 1)
+            m.on_tree_emit(offsets, records)
             emit_batch(batch, (topic_obj, part_obj, offsets), DEFAULT_STREAM)
             n += len(offsets)
     return n

@@ -14,8 +14,9 @@
 * :meth:`PartitionOffsets.pollable` is the per-partition ``max_uncommitted_offsets`` gate on *new* records.
   Retries are re-emitted from memory and never wait for the gate, so a partition at its limit can never stall
   behind a failed offset (STORM-2343, STORM-2549).
-* records may go out in *trees* of several offsets of the partition (``records_per_tree``): a tree is acked
-  offset by offset (:meth:`PartitionOffsets.on_tree_ack`); a failed tree puts each of its offsets still pending up
+* records may go out in *trees* of several offsets of the partition (``records_per_tree``), kept as one entry
+  until the tree is acked (:meth:`PartitionOffsets.on_tree_emit`, :meth:`PartitionOffsets.on_tree_ack`); a failed
+  tree puts each of its offsets up
   for a retry at once, as a record of its own, without counting a failure against any of them (which one failed
   is not known), and halves the partition's tree size; every acked tree doubles it back, up to the limit
   (:meth:`PartitionOffsets.on_tree_fail`).
@@ -85,6 +86,9 @@ class PartitionOffsets:
         #: emitted, neither acked nor given up (in flight or waiting for a retry) -> the caller's payload
         #: (the spout keeps the record there, to re-emit or dead-letter it)
         self.pending: dict[int, Any] = {}
+        #: emitted as one tree, neither acked nor failed yet: the tree's first offset -> its offsets and payloads
+        #: (a failed tree's records move to :attr:`pending`, each on its own)
+        self.trees: dict[int, tuple[list[int], list[Any]]] = {}
         #: above every offset emitted so far (and never below ``committed``): an offset below it that is not
         #: pending was acked, or is a gap; one at or above it is new
         self.emitted_to = committed
@@ -128,12 +132,13 @@ class PartitionOffsets:
 
         Everything tracked is dropped; returns the pending offsets lost (also added to :attr:`lost`).
         """
-        dropped = len(self.pending)
+        dropped = len(self.pending) + sum(len(offsets) for offsets, _ in self.trees.values())
         self.lost += dropped
         self.committed = offset
         self.fetched_to = offset
         self.emitted_to = offset
         self.pending.clear()
+        self.trees.clear()
         self._gaps.clear()
         self._gap_total = 0
         self.fails.clear()
@@ -197,31 +202,39 @@ class PartitionOffsets:
         heapq.heappush(self._heap, (due, offset))
         return "retry"
 
-    def on_tree_ack(self, offsets: list[int]) -> int:
-        """The tree of ``offsets`` was fully processed: each is acked; returns how many were tracked.
+    def on_tree_emit(self, offsets: list[int], payloads: list[Any]) -> None:
+        """New records at ``offsets`` (ascending), with their ``payloads``, went out as one tree."""
+        self.trees[offsets[0]] = (offsets, payloads)
+        last = offsets[-1]
+        if last >= self.emitted_to:
+            self.emitted_to = last + 1
 
-        :meth:`on_ack` written out per offset: compiled, a loop over the list's int objects keeps them as they
-        are, where a call per offset would unbox each and box it again for every set and dict operation.
-        """
+    def has_pending(self) -> bool:
+        """Whether any emitted offset waits for its ack (alone or in a tree)."""
+        return bool(self.pending) or bool(self.trees)
+
+    def on_tree_ack(self, offsets: list[int]) -> int:
+        """The tree of ``offsets`` was fully processed: each is acked; returns how many were tracked."""
+        self.tree_size = min(self.records_per_tree, self.tree_size * 2)
+        if self.trees.pop(offsets[0], None) is not None:
+            return len(offsets)
+        # split since (a commit moved past part of it after a reset): its offsets still tracked are pending
         pending = self.pending
-        fails = self.fails
-        items: list[Any] = offsets
         n = 0
-        for offset in items:
+        for offset in offsets:
             if offset not in pending:
                 self.ignored += 1
                 continue
             del pending[offset]
-            if fails:
-                fails.pop(offset, None)
-                self.scheduled.pop(offset, None)
+            self.fails.pop(offset, None)
+            self.scheduled.pop(offset, None)
             n += 1
-        self.tree_size = min(self.records_per_tree, self.tree_size * 2)
         return n
 
     def on_tree_fail(self, offsets: list[int], now: float) -> int:
-        """The tree of ``offsets`` failed or timed out: each offset still pending and not already scheduled is
-        due for a retry at ``now``, as a record of its own, with no failure counted; returns how many."""
+        """The tree of ``offsets`` failed or timed out: each offset still tracked is due for a retry at ``now``, as
+        a record of its own, with no failure counted; returns how many."""
+        self._split(offsets[0])
         n = 0
         for offset in offsets:
             if offset not in self.pending or offset in self.scheduled:
@@ -232,6 +245,21 @@ class PartitionOffsets:
             n += 1
         self.tree_size = max(1, self.tree_size // 2)
         return n
+
+    def _split(self, first: int, below: int = -1) -> int:
+        """The tree starting at ``first`` becomes pending records of their own, except those below ``below``,
+        which are dropped; returns how many were dropped."""
+        entry = self.trees.pop(first, None)
+        if entry is None:
+            return 0
+        dropped = 0
+        offsets, payloads = entry
+        for offset, payload in zip(offsets, payloads, strict=True):
+            if offset < below:
+                dropped += 1
+            else:
+                self.pending[offset] = payload
+        return dropped
 
     def due_retries(self, now: float, limit: int | None = None) -> list[int]:
         """The scheduled offsets whose retry is due, earliest first (at most ``limit``); they stay scheduled
@@ -259,11 +287,15 @@ class PartitionOffsets:
     def commit_offset(self) -> int | None:
         """The offset to commit now (the end of the contiguous acked prefix), or None when nothing new.
 
-        Below the first pending offset, everything emitted is done; an offset there that was never emitted is a
-        gap the broker skipped, done as well (the first pending offset, or the end of what was emitted, lies above
-        it).
+        Below the first pending offset (alone or in a tree), everything emitted is done; an offset there that was
+        never emitted is a gap the broker skipped, done as well (the first pending offset, or the end of what was
+        emitted, lies above it).
         """
-        top = min(self.pending) if self.pending else self.emitted_to
+        top = self.emitted_to
+        if self.pending:
+            top = min(top, min(self.pending))  # noqa: PLW3301 (unpacking every pending offset would copy them)
+        if self.trees:
+            top = min(top, min(self.trees))  # noqa: PLW3301
         return top if top > self.committed else None
 
     def committed_to(self, offset: int) -> None:
@@ -271,12 +303,15 @@ class PartitionOffsets:
         if offset <= self.committed:
             return
         self.committed = offset
+        lost = 0
+        for first in [f for f in self.trees if f < offset]:  # only after a forced reset, as below
+            lost += self._split(first, below=offset)
         below = [o for o in self.pending if o < offset]
         for o in below:  # only possible after a forced reset: they are no longer ours to process
             del self.pending[o]
             self.fails.pop(o, None)
             self.scheduled.pop(o, None)
-        self.lost += len(below)
+        self.lost += lost + len(below)
         gaps = self._gaps
         while gaps and gaps[0][0] < offset:
             start, end = gaps.popleft()

@@ -198,8 +198,9 @@ class KafkaSpout(Spout):
         translate = self.translator.translate
         tracked = self.tracked
         trees = self.per_tree > 1
-        tree: list[list[Any]] = []  # the tree being filled: its values, offsets, partition and stream
+        tree: list[list[Any]] = []  # the tree being filled: its values, offsets, records, partition and stream
         tree_offsets: list[int] = []
+        tree_records: list[Any] = []
         tree_tp: TopicPartition | None = None
         tree_stream = ""
         n = 0
@@ -228,11 +229,12 @@ class KafkaSpout(Spout):
             stream, values = out
             if trees:
                 if tree and (tree_tp != tp or tree_stream != stream or len(tree) >= m.tree_size):
-                    self._emit_tree(tree, tree_tp, tree_offsets, tree_stream)
-                    tree, tree_offsets = [], []
-                m.on_emit(offset, record)
+                    self._emit_tree(tree, tree_tp, tree_offsets, tree_records, tree_stream)
+                    tree, tree_offsets, tree_records = [], [], []
+                m.emitted_through(offset)  # the tree is recorded as a whole when it goes out
                 tree.append(values)  # emit_batch makes a list of it, as emit does
                 tree_offsets.append(offset)
+                tree_records.append(record)
                 tree_tp, tree_stream = tp, stream
             elif tracked:
                 m.on_emit(offset, record)
@@ -241,11 +243,13 @@ class KafkaSpout(Spout):
                 self.collector.emit(values, None, stream)
             n += 1
         if tree:
-            self._emit_tree(tree, tree_tp, tree_offsets, tree_stream)
+            self._emit_tree(tree, tree_tp, tree_offsets, tree_records, tree_stream)
         self.stats.emitted += n
 
-    def _emit_tree(self, tree: list[list[Any]], tp: TopicPartition | None, offsets: list[int], stream: str) -> None:
+    def _emit_tree(self, tree: list[list[Any]], tp: TopicPartition | None, offsets: list[int], records: list[Any],
+                   stream: str) -> None:
         assert tp is not None
+        self.managers[tp].on_tree_emit(offsets, records)
         self.collector.emit_batch(tree, (tp[0], tp[1], offsets), stream)
 
     def _translate(self, raw: RawRecord, m: PartitionOffsets, now: float,
@@ -334,7 +338,7 @@ class KafkaSpout(Spout):
         # Wait for records only when idle: with tuples in flight the worker has acks to deliver, so the poll
         # takes what the client has prefetched.  Every partition at its limit still polls (without waiting):
         # commit outcomes arrive through polls.
-        idle = len(want_paused) < len(managers) and not any(m.pending for m in managers.values())
+        idle = len(want_paused) < len(managers) and not any(m.has_pending() for m in managers.values())
         timeout = self.config.poll_timeout_ms / 1000.0 if idle else 0.0
         records, errors = self.client.poll_raw(self.config.max_poll_records, timeout)
         if self.client.commit_results:

@@ -104,7 +104,9 @@ def test_trees_hold_consecutive_records_of_one_partition_up_to_its_tree_size_and
     assert [(e[1], len(e[0])) for e in emits.out] == [
         (("t", 0, [0, 1, 2]), 3), (("t", 0, [3, 4]), 2), (("t", 1, [0]), 1), (("t", 0, [5]), 1)]
     assert emits.out[0][0][2] == ["t", 0, 2, b"k", b"v2"]
-    assert set(ms[("t", 0)].pending) == {0, 1, 2, 3, 4, 5}
+    assert ms[("t", 0)].pending == {}
+    assert {first: offsets for first, (offsets, _) in ms[("t", 0)].trees.items()} == {0: [0, 1, 2], 3: [3, 4], 5: [5]}
+    assert ms[("t", 0)].trees[3][1] == [rec(0, 3), rec(0, 4)]
     assert ms[("t", 0)].emitted_to == 6 and ms[("t", 1)].emitted_to == 1
     assert list(waiting) == [rec(0, 6)]
 

@@ -60,6 +60,23 @@ def test_a_gap_before_the_first_pending_offset_is_committed_and_never_counted_as
     assert m.uncommitted == 1 and m.commit_offset() == 20
 
 
+def test_a_tree_is_one_entry_until_it_fails_and_a_commit_past_part_of_it_splits_it() -> None:
+    m = PartitionOffsets(5, 100, NO_BACKOFF, records_per_tree=4)
+    for o in (5, 6, 8, 9, 10, 11, 12, 13):  # 7 is gone from the log
+        m.on_fetched(o)
+    m.on_tree_emit([5, 6, 8], ["a", "b", "c"])
+    assert m.pending == {} and m.has_pending() and m.uncommitted == 3 and m.commit_offset() is None
+    m.on_tree_emit([9, 10], ["d", "e"])
+    assert m.on_tree_ack([9, 10]) == 2 and m.commit_offset() is None  # 5 is still in flight
+    assert m.on_tree_fail([5, 6, 8], now=1.0) == 3
+    assert m.pending == {5: "a", 6: "b", 8: "c"} and m.due_retries(1.0) == [5, 6, 8] and m.trees == {}
+    m.on_tree_emit([11, 12, 13], ["f", "g", "h"])
+    m.committed_to(12)  # after a forced reset: 11 is no longer ours, 12 and 13 wait on their own
+    assert m.lost == 4 and m.pending == {12: "g", 13: "h"} and m.trees == {}
+    assert m.on_tree_ack([11, 12, 13]) == 2 and m.ignored == 1
+    assert not m.has_pending() and m.commit_offset() == 14
+
+
 def test_max_retries_then_dead_and_acked_commit_moves_on() -> None:
     m = PartitionOffsets(0, 100, RetryPolicy(0.0, 2.0, 1.0, max_retries=2))
     m.on_fetched(0)
@@ -174,11 +191,10 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
                     next_offset += 1  # a gap inside the tree
                 m.on_fetched(next_offset)
                 assert m.should_emit(next_offset)
-                m.pending[next_offset] = None  # as emit_waiting_trees records it
                 tree.append(next_offset)
                 emitted.add(next_offset)
                 next_offset += 1
-            m.emitted_through(tree[-1])
+            m.on_tree_emit(tree, [None] * len(tree))
             trees.append(tree)
         elif op == "tree_ack" and trees:
             tree = trees.pop(arg % len(trees))
@@ -234,7 +250,7 @@ def test_never_commits_past_an_unacked_offset_and_never_stalls(
             acked.add(o)
         if not m.pending:
             break
-    assert not m.pending
+    assert not m.pending and not m.trees
     c = m.commit_offset()
     if c is not None:
         m.committed_to(c)
