@@ -35,11 +35,14 @@ def take_fetched(records: list[Any], managers: dict[TopicPartition, PartitionOff
     topic = ""
     part = -1
     m: PartitionOffsets | None = None
+    append = waiting.append
     r: Record
     for r in records:
-        if m is None or r[1] != part or r[0] != topic:
-            topic = r[0]
-            part = r[1]
+        rt: str = r[0]
+        rp: int = r[1]  # compiled: compared as machine ints
+        if m is None or rp != part or rt != topic:
+            topic = rt
+            part = rp
             m = managers.get((topic, part))
             if m is None:
                 continue
@@ -54,7 +57,7 @@ def take_fetched(records: list[Any], managers: dict[TopicPartition, PartitionOff
                 events.append(((topic, part), offset, "gap", gap))
         else:
             m.fetched_to = offset + 1
-        waiting.append(r)
+        append(r)
         if ends is not None:
             ends[(topic, part)] = offset + 1
     return events
