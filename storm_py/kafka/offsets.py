@@ -16,10 +16,9 @@
   behind a failed offset (STORM-2343, STORM-2549).
 * records may go out in *trees* of several offsets of the partition (``records_per_tree``), kept as one entry
   until the tree is acked (:meth:`PartitionOffsets.on_tree_emit`, :meth:`PartitionOffsets.on_tree_ack`); a failed
-  tree puts each of its offsets up
-  for a retry at once, as a record of its own, without counting a failure against any of them (which one failed
-  is not known), and halves the partition's tree size; every acked tree doubles it back, up to the limit
-  (:meth:`PartitionOffsets.on_tree_fail`).
+  tree puts each of its offsets up for a retry at once, as a record of its own, without counting a failure
+  against any of them (which one failed is not known), and halves the partition's tree size; every acked tree
+  doubles it back, up to the limit (:meth:`PartitionOffsets.on_tree_fail`).
 * after a commit, fetched records below the committed offset are not emitted again
   (:meth:`PartitionOffsets.should_emit`, STORM-2666); acks and fails of offsets the manager does not know
   (below the commit, or from before a reassignment) are ignored and counted (STORM-2104).
@@ -171,8 +170,8 @@ class PartitionOffsets:
         self.scheduled.pop(offset, None)  # a retry: its heap entry is discarded lazily
 
     def emitted_through(self, offset: int) -> None:
-        """New records up to ``offset`` were put in :attr:`pending` by the caller itself (the per-record loops,
-        which write out :meth:`on_emit` for a first emit)."""
+        """New records up to ``offset`` are going out in a tree still being filled, which :meth:`on_tree_emit`
+        records once it is complete; until then a record fetched twice is not new."""
         if offset >= self.emitted_to:
             self.emitted_to = offset + 1
 

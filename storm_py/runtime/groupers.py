@@ -82,6 +82,20 @@ class Chooser:
         return self.choose(task, values)
 
 
+class OneTarget(Chooser):
+    """A chooser that picks exactly one target per tuple: ``choose_one`` says which, without a list (what
+    ``SpoutCollector.emit_batch`` calls per tuple)."""
+
+    __slots__ = ()
+
+    def choose_one(self, task: int, values: list[Any]) -> int:
+        """The one target task of a tuple of ``values`` emitted by ``task``."""
+        raise NotImplementedError
+
+    def choose(self, task: int, values: list[Any]) -> list[int]:
+        return [self.choose_one(task, values)]
+
+
 class Fixed(Chooser):
     """The same targets for every tuple (global, a fields grouping on no field, all, no targets)."""
 
@@ -94,7 +108,7 @@ class Fixed(Chooser):
         return list(self._targets)
 
 
-class AnyOne(Chooser):
+class AnyOne(OneTarget):
     """The none grouping: one target at random."""
 
     __slots__ = ("_rng", "_targets")
@@ -103,11 +117,11 @@ class AnyOne(Chooser):
         self._targets = targets
         self._rng = rng
 
-    def choose(self, task: int, values: list[Any]) -> list[int]:
-        return [self._rng.choice(self._targets)]
+    def choose_one(self, task: int, values: list[Any]) -> int:
+        return self._rng.choice(self._targets)
 
 
-class Shuffle(Chooser):
+class Shuffle(OneTarget):
     """Round robin over a once-shuffled list of targets."""
 
     __slots__ = ("_i", "_n", "_targets")
@@ -119,13 +133,13 @@ class Shuffle(Chooser):
         self._n = len(t)
         self._i = 0
 
-    def choose(self, task: int, values: list[Any]) -> list[int]:
+    def choose_one(self, task: int, values: list[Any]) -> int:
         i = self._i
         self._i = i + 1 if i + 1 < self._n else 0
-        return [self._targets[i]]
+        return self._targets[i]
 
 
-class FieldsHash(Chooser):
+class FieldsHash(OneTarget):
     """Equal selected values, same task: ``targets[hash(selected) mod n]``."""
 
     __slots__ = ("_idx", "_n", "_targets")
@@ -135,15 +149,15 @@ class FieldsHash(Chooser):
         self._n = len(targets)
         self._idx = [out_fields.index(f) for f in group_fields]
 
-    def choose(self, task: int, values: list[Any]) -> list[int]:
-        return [self._targets[values_hash([values[i] for i in self._idx]) % self._n]]
+    def choose_one(self, task: int, values: list[Any]) -> int:
+        return self._targets[values_hash([values[i] for i in self._idx]) % self._n]
 
 
 #: distinct string keys a one-field fields grouping remembers the target of (then it starts over)
 KEY_CACHE_SIZE: Final = 65536
 
 
-class OneFieldHash(Chooser):
+class OneFieldHash(OneTarget):
     """The fields grouping on one field: string keys remember their target.
 
     Only ``str`` keys are cached: a dict would treat ``1``, ``1.0`` and ``True`` as one key while their
@@ -158,7 +172,7 @@ class OneFieldHash(Chooser):
         self._n = len(targets)
         self._cache: dict[str, int] = {}
 
-    def choose(self, task: int, values: list[Any]) -> list[int]:
+    def choose_one(self, task: int, values: list[Any]) -> int:
         key = values[self._index]
         if type(key) is str:
             cache = self._cache
@@ -167,11 +181,11 @@ class OneFieldHash(Chooser):
                 if len(cache) >= KEY_CACHE_SIZE:
                     cache.clear()
                 hit = cache[key] = self._targets[values_hash([key]) % self._n]
-            return [hit]
-        return [self._targets[values_hash([key]) % self._n]]
+            return hit
+        return self._targets[values_hash([key]) % self._n]
 
 
-class PartialKey(Chooser):
+class PartialKey(OneTarget):
     """Two candidate tasks per key (two hash seeds); the one that got fewer tuples so far wins."""
 
     __slots__ = ("_counts", "_idx", "_n", "_targets")
@@ -182,13 +196,13 @@ class PartialKey(Chooser):
         self._idx = [out_fields.index(f) for f in group_fields]
         self._counts = [0] * len(targets)
 
-    def choose(self, task: int, values: list[Any]) -> list[int]:
+    def choose_one(self, task: int, values: list[Any]) -> int:
         key = [values[i] for i in self._idx]
         h1 = values_hash(key) % self._n
         h2 = values_hash([*key, "\x01second"]) % self._n
         pick = h1 if self._counts[h1] <= self._counts[h2] else h2
         self._counts[pick] += 1
-        return [self._targets[pick]]
+        return self._targets[pick]
 
 
 class Custom(Chooser):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py.api.tuple import Fields
-from storm_py.runtime.groupers import Chooser
+from storm_py.runtime.groupers import Chooser, OneTarget
 
 
 class StreamRoute:
     """Where one stream of one task goes."""
 
-    __slots__ = ("choosers", "direct", "direct_targets", "emitted", "fields", "single", "stream", "transferred")
+    __slots__ = ("choosers", "direct", "direct_targets", "emitted", "fields", "one", "single", "stream", "transferred")
 
     def __init__(
         self, stream: str, fields: Fields, direct: bool, choosers: list[Chooser], direct_targets: set[int]
@@ -22,6 +22,8 @@ class StreamRoute:
         self.choosers = choosers
         self.direct_targets = direct_targets
         self.single: Chooser | None = choosers[0] if len(choosers) == 1 else None
+        #: the single chooser when it picks exactly one target per tuple
+        self.one: OneTarget | None = self.single if isinstance(self.single, OneTarget) else None
         #: tuples this task emitted on the stream, and sent (one per target task): the per-stream statistics
         self.emitted = 0
         self.transferred = 0

@@ -68,6 +68,7 @@ class SpoutCollector:
         comp = self.component_id
         task = self._task
         single = route.single
+        one = route.one
         count = len(batch)
         tracked = msg_id is not None and ex.acking and count > 0
         root = ex.new_root() if tracked else None
@@ -76,6 +77,17 @@ class SpoutCollector:
         sent = 0
         for values in batch:
             vals = values if type(values) is list else list(values)
+            if one is not None:  # one target, chosen without a list
+                target = one.choose_one(task, vals)
+                sent += 1
+                if root is None:
+                    out[target].append(Tuple(vals, fields, comp, stream, task, None))
+                else:
+                    edge = rand()
+                    one_bits: int = edge
+                    ack_val ^= one_bits
+                    out[target].append(Tuple(vals, fields, comp, stream, task, None, root, edge))
+                continue
             targets = single.choose(task, vals) if single is not None else route.choose(task, vals)
             sent += len(targets)
             if root is None:

@@ -73,11 +73,15 @@ class FailMarkedBolt(Bolt):
 
 
 def run(batches: list[tuple[list[list[Any]], Any]], conf: dict[str, Any], wait_for: str, count: int,
-        stream: str = "default") -> dict[str, Any]:
+        stream: str = "default", grouping: str = "shuffle") -> dict[str, Any]:
     results: dict[str, Any] = {}
     builder = TopologyBuilder()
     builder.set_spout("batches", BatchSpout(batches, results, stream))
-    builder.set_bolt("sink", FailMarkedBolt(results), 3).shuffle_grouping("batches")
+    sink = builder.set_bolt("sink", FailMarkedBolt(results), 3)
+    if grouping == "all":  # every tuple to each of the 3 tasks (the path for several targets per tuple)
+        sink.all_grouping("batches")
+    else:  # one target per tuple
+        sink.shuffle_grouping("batches")
     with LocalCluster() as cluster:
         tid = cluster.submit_topology("emit-batch", conf, builder.create_topology())
         wait_until(lambda: len(results.get(wait_for, [])) >= count, 30, what=f"{count} {wait_for}")
@@ -100,6 +104,15 @@ def test_a_batch_is_one_tree_acked_once_after_every_tuple(workers: int) -> None:
     assert results["pending"] == [1, 2]
     (stats,) = results["stats"]
     assert (stats.emitted, stats.acked, stats.failed) == (80, 80, 0)  # tuples, not trees
+
+
+def test_a_batch_to_several_targets_per_tuple_is_acked_after_every_copy() -> None:
+    a = [[i] for i in range(20)]
+    results = run([(a, "a"), ([[-2]], "never")], {"topology.message.timeout.secs": 3}, "failed", 1,
+                  grouping="all")
+    assert results["acked"] == ["a"] and results["failed"] == ["never"]
+    assert sorted(results["executed"]) == [-2] * 3 + sorted(list(range(20)) * 3)
+    assert results["sent"] == [60, 3]
 
 
 def test_one_failed_tuple_fails_its_batch_and_only_its_batch() -> None:
