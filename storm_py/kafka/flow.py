@@ -115,7 +115,7 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
         batch: list[list[Any]] = []
         offsets: list[Any] = []
         records: list[Any] = []
-        new_from = max(m.emitted_to, m.committed)
+        new_from = m.emitted_to
         while True:
             offset: Any = r[2]  # compiled: the record's int object goes on as it is (no unboxing and re-boxing)
             at: int = offset

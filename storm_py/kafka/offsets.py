@@ -112,7 +112,7 @@ class PartitionOffsets:
     # ------------------------------------------------------------------------------------------ fetching
     def should_emit(self, offset: int) -> bool:
         """Whether a freshly fetched record at ``offset`` is new (not committed, not emitted yet)."""
-        return offset >= self.emitted_to and offset >= self.committed
+        return offset >= self.emitted_to
 
     def on_fetched(self, offset: int) -> int:
         """A record at ``offset`` came from the broker; returns how many offsets before it were skipped."""
@@ -165,13 +165,12 @@ class PartitionOffsets:
         """``offset`` was emitted (first time, with its ``payload``; or a retry, which keeps it)."""
         if offset not in self.pending:
             self.pending[offset] = payload
-            if offset >= self.emitted_to:
-                self.emitted_to = offset + 1
+            self.emitted_through(offset)
         self.scheduled.pop(offset, None)  # a retry: its heap entry is discarded lazily
 
     def emitted_through(self, offset: int) -> None:
-        """New records up to ``offset`` are going out in a tree still being filled, which :meth:`on_tree_emit`
-        records once it is complete; until then a record fetched twice is not new."""
+        """New records up to ``offset`` went out (or are going out in a tree still being filled, which
+        :meth:`on_tree_emit` records once it is complete; until then a record fetched twice is not new)."""
         if offset >= self.emitted_to:
             self.emitted_to = offset + 1
 
@@ -204,9 +203,7 @@ class PartitionOffsets:
     def on_tree_emit(self, offsets: list[int], payloads: list[Any]) -> None:
         """New records at ``offsets`` (ascending), with their ``payloads``, went out as one tree."""
         self.trees[offsets[0]] = (offsets, payloads)
-        last = offsets[-1]
-        if last >= self.emitted_to:
-            self.emitted_to = last + 1
+        self.emitted_through(offsets[-1])
 
     def has_pending(self) -> bool:
         """Whether any emitted offset waits for its ack (alone or in a tree)."""
@@ -218,17 +215,7 @@ class PartitionOffsets:
         if self.trees.pop(offsets[0], None) is not None:
             return len(offsets)
         # split since (a commit moved past part of it after a reset): its offsets still tracked are pending
-        pending = self.pending
-        n = 0
-        for offset in offsets:
-            if offset not in pending:
-                self.ignored += 1
-                continue
-            del pending[offset]
-            self.fails.pop(offset, None)
-            self.scheduled.pop(offset, None)
-            n += 1
-        return n
+        return sum(self.on_ack(offset) for offset in offsets)
 
     def on_tree_fail(self, offsets: list[int], now: float) -> int:
         """The tree of ``offsets`` failed or timed out: each offset still tracked is due for a retry at ``now``, as

@@ -375,7 +375,7 @@ class KafkaSpout(Spout):
             self._report("commit", err, now)
             return
         for tp, offset in ends.items():
-            self.managers[tp].committed = offset
+            self.managers[tp].committed_to(offset)
 
     def _poll_error(self, e: PollError, now: float) -> None:
         where = f" (topic {e.topic!r} partition {e.partition})" if e.topic else ""
@@ -472,10 +472,9 @@ class KafkaSpout(Spout):
         m = self.managers.get(tp)
         if m is None:
             return
-        if not self.tracked:
-            m.committed = max(m.committed, offset)
-            return
         m.committed_to(offset)
+        if not self.tracked:
+            return
         if m.position_behind(m.fetched_to):  # STORM-2666: never fetch below the commit again
             self.client.seek(tp, m.committed)
 

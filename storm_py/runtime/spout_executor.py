@@ -80,13 +80,12 @@ class SpoutCollector:
             if one is not None:  # one target, chosen without a list
                 target = one.choose_one(task, vals)
                 sent += 1
-                if root is None:
-                    out[target].append(Tuple(vals, fields, comp, stream, task, None))
-                else:
-                    edge = rand()
-                    one_bits: int = edge
+                one_edge: Any = None  # untracked: no root, no edge
+                if root is not None:
+                    one_edge = rand()
+                    one_bits: int = one_edge
                     ack_val ^= one_bits
-                    out[target].append(Tuple(vals, fields, comp, stream, task, None, root, edge))
+                out[target].append(Tuple(vals, fields, comp, stream, task, None, root, one_edge))
                 continue
             targets = single.choose(task, vals) if single is not None else route.choose(task, vals)
             sent += len(targets)
