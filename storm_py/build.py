@@ -33,6 +33,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.runtime.routing",
     "storm_py.runtime.groupers",
     "storm_py.runtime.acker",
+    "storm_py.runtime.ids",
     "storm_py.runtime.pending",
     "storm_py.runtime.worker_runtime",
     "storm_py.runtime.transfer.frames",

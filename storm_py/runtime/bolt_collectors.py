@@ -1,9 +1,8 @@
 """This module owns the collectors a bolt task emits through: the plain bolt collector and the basic one.
 
 Both build the outgoing tuples of a task with Storm's anchoring (a fresh 64-bit edge id per anchor and target,
-XORed into the anchor's ack value) and put them into their executor's out-buffer; acks of one step are merged
-per root in the executor's ``acks`` map and sent when the step ends (see
-:mod:`storm_py.runtime.bolt_executor`).
+XORed into the anchor's ack value) and put them into their executor's out-buffer; acks of consecutive inputs
+of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_executor.BoltExecutor.ack_root`).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_acks", "_clock", "_default_route", "_ex", "_out", "_rand", "_routes", "_samples",
+        "_acker_for", "_acking", "_acks", "_clock", "_default_route", "_ex", "_ids", "_out", "_routes", "_samples",
         "_stats", "_task", "component_id",
     )
 
@@ -42,7 +41,7 @@ class _TaskEmitter:
         self._routes = ex.rt.routes_for(task)
         self._default_route = self._routes.get(DEFAULT_STREAM)  # most emits: no lookup
         self._acking = ex.rt.num_ackers > 0
-        self._rand = ex.rt.rand64
+        self._ids = ex.rt.ids
         self._out = ex.outbuf  # cleared in place after every flush, never replaced
         self._acks = ex.acks  # likewise
         self._stats = ex.stats
@@ -69,11 +68,11 @@ class _TaskEmitter:
             for t in targets:
                 out[t].append(Tuple(values, fields, comp, stream, task, None))
             return
-        rand = self._rand
+        id_source = self._ids
         for t in targets:
             ids: dict[int, int] = {}
             for a in alist:
-                edge = rand()
+                edge = id_source.next()
                 a._ack_val ^= edge
                 for root in tuple_roots(a):
                     ids[root] = ids.get(root, 0) ^ edge
@@ -126,11 +125,10 @@ class BoltCollector(_TaskEmitter):
         if type(anchors) is Tuple:
             root = anchors._root
             if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
-                rand = self._rand
+                id_source = self._ids
                 for t in targets:
-                    edge = rand()
-                    bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
-                    anchors._ack_val ^= bits
+                    edge = id_source.next()
+                    anchors._ack_val ^= edge
                     out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
                 return targets
         self._send(route, targets, values, anchors)
@@ -154,10 +152,8 @@ class BoltCollector(_TaskEmitter):
             return
         root = tup._root
         if root is not None:
-            acks = self._acks
-            val: int = acks.get(root, 0)  # compiled: XORed as machine ints, one int object stored
-            edge: int = tup._edge
-            acks[root] = val ^ edge ^ tup._ack_val
+            edge: int = tup._edge  # compiled: XORed as machine ints
+            self._ex.ack_root(root, edge ^ tup._ack_val)
             return
         ids = tup._ids
         if ids:
@@ -227,11 +223,10 @@ class BasicCollector(_TaskEmitter):
             return targets
         root = anchor._root
         if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
-            rand = self._rand
+            id_source = self._ids
             for t in targets:
-                edge = rand()
-                bits: int = edge  # compiled: XORed as a machine int, while the list keeps the object
-                anchor._ack_val ^= bits
+                edge = id_source.next()
+                anchor._ack_val ^= edge
                 out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
             return targets
         self._send(route, targets, values, anchor)

@@ -1,8 +1,8 @@
 """This module owns the bolt executor: it runs input batches through a bolt's tasks and sends their acks.
 
 A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.api.components.BasicBolt` has its
-emits anchored to the input and the input acked (or failed) for it.  Acks of one step are XORed per root into
-one ack row per tree, sent when the step ends.
+emits anchored to the input and the input acked (or failed) for it.  Acks of consecutive inputs of one tree are
+XORed into one ack row (:meth:`BoltExecutor.ack_root`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ class BoltExecutor(Executor):
 
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
-        #: XOR of the acks of this step per root: one ack row per tree and step instead of one per input tuple
-        #: (XOR is associative, and a tree cannot complete while a tuple it waits for is unacked, so the rows
-        #: may travel after a fail of the same step)
+        #: the root acked last and the XOR of its acks so far (see :meth:`ack_root`)
+        self.last_root: Id = None
+        self.last_val: int = 0
+        #: XOR of the acks of this step per root of inputs anchored to several spout tuples (rare), sent when
+        #: the step ends
         self.acks: dict[Id, Id] = {}
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
@@ -83,8 +85,8 @@ class BoltExecutor(Executor):
         on_error = self._on_error
         task = collector._task
         stats = self.stats
-        acks = self.acks
         acking = collector._acking
+        ex = self
 
         def run(batch: list[Tuple]) -> None:
             acked = 0
@@ -107,9 +109,8 @@ class BoltExecutor(Executor):
                     continue
                 root = tup._root
                 if root is not None:  # BoltCollector.ack's common case, inlined
-                    val: int = acks.get(root, 0)  # compiled: XORed as machine ints, one int object stored
-                    edge: int = tup._edge
-                    acks[root] = val ^ edge ^ tup._ack_val
+                    edge: int = tup._edge  # compiled: XORed as machine ints
+                    ex.ack_root(root, edge ^ tup._ack_val)
                     acked += 1
                 else:
                     ack(tup)
@@ -163,9 +164,29 @@ class BoltExecutor(Executor):
             tick = make_tick_tuple(self.tick_freq or 0)
             for run in self.runners.values():
                 run([tick])
-        if self.acks:
+        if self.last_root is not None or self.acks:
             self._flush_acks()
         return did
+
+    def ack_root(self, root: Id, val: int) -> None:
+        """XOR ``val`` into the ack of ``root``, merged with the acks of the same root right before it; the
+        merged value goes out as one ack row when another root is acked or the step ends.
+
+        Inputs of one tree come in runs (a spout tuple and what a bolt emitted from it, a batch emitted as one
+        tree), so a run costs one row instead of a row per input, and each ack of the run one comparison and
+        one XOR on a machine int.  XOR is associative and a tree cannot complete while a tuple it waits for is
+        unacked, so a root's acks may travel in several rows, and after a fail of the same step.
+        """
+        last = self.last_root
+        if root is last or (last is not None and root == last):
+            self.last_val ^= val
+            return
+        if last is not None:
+            r: int = last  # acker_for(root), inlined (compiled: on a machine int)
+            ackers = self.acker_tasks
+            self.outbuf[ackers[r % len(ackers)]].append((ACK, last, self.last_val))
+        self.last_root = root
+        self.last_val = val
 
     def _count_mixed(self, batch: list[Tuple], secs: float) -> None:
         """Share a batch of several input streams and its execute time out per stream."""
@@ -182,12 +203,17 @@ class BoltExecutor(Executor):
             entry[1] += secs * count / len(batch)
 
     def _flush_acks(self) -> None:
-        acks = self.acks
-        if not acks:
-            return
         out = self.outbuf
         ackers = self.acker_tasks
         n = len(ackers)
+        last = self.last_root
+        if last is not None:
+            lr: int = last
+            out[ackers[lr % n]].append((ACK, last, self.last_val))
+            self.last_root = None
+        acks = self.acks
+        if not acks:
+            return
         for root, val in acks.items():
             r: int = root  # acker_for(root), inlined (compiled: on a machine int)
             out[ackers[r % n]].append((ACK, root, val))

@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn, Protocol
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Id
 from storm_py.clock import Clock
+from storm_py.runtime.ids import IdSource
 from storm_py.runtime.routing import StreamRoute
 
 #: complete-latency samples kept per spout executor (for percentiles)
@@ -37,8 +38,8 @@ class ExecutorHost(Protocol):
     #: tuples queued in this worker's executors, and how many may be queued before spouts pause
     backlog: int
     backlog_limit: int
-    rand64: Callable[[], Id]
-    new_root: Callable[[], Id]
+    #: root and edge ids of tuple trees
+    ids: IdSource
     acker_for: Callable[[Id], int]
     #: the acker tasks in order: a root's acker is ``acker_tasks[root % len(acker_tasks)]`` (what ``acker_for``
     #: computes; the per-tuple paths index this tuple themselves rather than call it)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``(spout task, message id, emitted at, tuples)`` of one pending tuple tree (``tuples``: 1, or the size of a
-#: batch emitted as one tree)
-PendingEntry = tuple[int, Any, float, int]
+#: ``(spout task, message id, [emitted at], tuples)`` of one pending tuple tree (``tuples``: 1, or the size of a
+#: batch emitted as one tree).  The time is in a list that every tree emitted by one spout call shares: the
+#: spout executor reads the clock once per call, when the call returns (see ``SpoutExecutor.emit_stamp``)
+PendingEntry = tuple[int, Any, list[float], int]
 
 
 class PendingMap:
@@ -44,7 +45,7 @@ class PendingMap:
 
     def add(self, root: int, task: int, msg_id: Any, now: float, tuples: int = 1) -> None:
         """Track the tuple tree ``root`` of ``tuples`` spout tuples emitted by ``task`` with ``msg_id`` at ``now``."""
-        self._new[root] = (task, msg_id, now, tuples)
+        self._new[root] = (task, msg_id, [now], tuples)
 
     def complete(self, root: int) -> PendingEntry | None:
         """Stop tracking ``root`` (acked or failed); None when it is unknown (timed out already, or never added)."""

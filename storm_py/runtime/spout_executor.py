@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.pending import PendingEntry, PendingMap
@@ -71,8 +71,8 @@ class SpoutCollector:
         one = route.one
         count = len(batch)
         tracked = msg_id is not None and ex.acking and count > 0
-        root = ex.new_root() if tracked else None
-        rand = ex.rand64
+        ids = ex.ids
+        root = ids.root() if tracked else None
         ack_val = 0
         sent = 0
         for values in batch:
@@ -82,7 +82,7 @@ class SpoutCollector:
                 sent += 1
                 one_edge: Any = None  # untracked: no root, no edge
                 if root is not None:
-                    one_edge = rand()
+                    one_edge = ids.next()
                     one_bits: int = one_edge
                     ack_val ^= one_bits
                 out[target].append(Tuple(vals, fields, comp, stream, task, None, root, one_edge))
@@ -94,9 +94,8 @@ class SpoutCollector:
                     out[t].append(Tuple(vals, fields, comp, stream, task, None))
                 continue
             for t in targets:
-                edge = rand()
-                bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
-                ack_val ^= bits
+                edge = ids.next()
+                ack_val ^= edge
                 out[t].append(Tuple(vals, fields, comp, stream, task, None, root, edge))
         stats = ex.stats
         stats.emitted += count
@@ -104,7 +103,7 @@ class SpoutCollector:
         route.emitted += count
         route.transferred += sent
         if root is not None:
-            ex.newer[root] = (task, msg_id, ex.clock.now(), count)
+            ex.newer[root] = (task, msg_id, ex.emit_stamp, count)
             ackers = ex.acker_tasks
             r: int = root
             out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -137,15 +136,14 @@ class SpoutCollector:
             if msg_id is not None:
                 ex.ack_now(self._spout, msg_id)
             return
-        rand = ex.rand64
-        root = ex.new_root()
+        ids = ex.ids
+        root: Id = ids.root()  # one int object for the pending map, the tuples and the init row
         ack_val = 0
         for t in targets:
-            edge = rand()
-            bits: int = edge  # compiled: XORed as a machine int, while the tuple keeps the object
-            ack_val ^= bits
+            edge = ids.next()
+            ack_val ^= edge
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-        ex.newer[root] = (task, msg_id, ex.clock.now(), 1)  # PendingMap.add, inlined; latency counts from the emit
+        ex.newer[root] = (task, msg_id, ex.emit_stamp, 1)  # PendingMap.add, inlined
         ackers = ex.acker_tasks
         r: int = root  # acker_for(root), inlined (compiled: on a machine int)
         out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -170,13 +168,17 @@ class SpoutExecutor(Executor):
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
         self.acking = rt.num_ackers > 0
-        self.rand64 = rt.rand64
-        self.new_root = rt.new_root
+        self.ids = rt.ids
         msp = self.conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
         timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
         timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
         self.now = rt.clock.now()
+        #: the emit time of what the running spout call emits, shared by its pending entries and set when the
+        #: call returns: the clock is read once per ``next_tuple`` call instead of once per emit (about 500
+        #: instructions), and complete latency counts from the end of the call, before which no emit leaves the
+        #: step; emits from ``ack`` or ``fail`` get the step's start
+        self.emit_stamp = [self.now]
         flush_ms = float(self.conf.get("topology.batch.flush.interval.millis") or 0)
         #: a step stops calling next_tuple once this long has passed, so that its emits leave the worker at the
         #: end of the pass (Storm's batch flush interval; 0: only after SPOUT_CALLS_PER_PASS calls)
@@ -233,6 +235,7 @@ class SpoutExecutor(Executor):
     def step(self, now: float) -> bool:
         since = now - self.now
         self.now = now
+        self.emit_stamp = [now]
         did = False
         inbox = self.inbox
         if inbox:
@@ -254,6 +257,8 @@ class SpoutExecutor(Executor):
             since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
             # the worker's backlog changes only between steps (emits wait in the out-buffer until the step ends)
             throttled = rt.backlog >= rt.backlog_limit
+            stamp = self.emit_stamp
+            acking = self.acking
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
@@ -272,7 +277,12 @@ class SpoutExecutor(Executor):
                     if stats.emitted == before:
                         break  # nothing to emit: the pass goes on and what was emitted leaves the worker
                     did = True
-                    if flush_secs and clock.now() >= deadline:
+                    at = clock.now()
+                    if acking:
+                        stamp[0] = at  # the emits of this call
+                        stamp = [at]
+                        self.emit_stamp = stamp  # a fresh one for the next
+                    if flush_secs and at >= deadline:
                         break  # every task still gets a call per pass; the emits leave at the pass's end
         else:
             self.stats.skipped_inactive += since
@@ -303,7 +313,7 @@ class SpoutExecutor(Executor):
                 try:
                     if code == ACKED:
                         stats.acked += size
-                        latency = (now - emitted_at) * 1000.0
+                        latency = (now - emitted_at[0]) * 1000.0
                         stats.lat_sum += latency * size  # every tuple of a batch completed with its tree
                         stats.lat_count += size
                         if len(samples) < LATENCY_SAMPLES:

@@ -19,13 +19,14 @@ from typing import Any, Final
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
-from storm_py.api.tuple import Fields, Id, Tuple, tuple_roots
+from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import make_grouper
+from storm_py.runtime.ids import ID_BITS, IdSource
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
@@ -38,12 +39,6 @@ ErrorSink = Callable[[str, int, str], None]
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
 #: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
 TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
-
-
-#: Bits of the random root and edge ids this worker makes.  Storm draws 64; 62 keep every id and every XOR of
-#: ids below 2**62, which compiled code holds as a machine integer instead of a Python int object (the acker
-#: takes any 64-bit id from elsewhere).  A false completion needs a 2**-62 coincidence instead of 2**-64.
-ID_BITS: Final = 62
 
 
 class WorkerRuntime:
@@ -80,8 +75,6 @@ class WorkerRuntime:
         self.send_remote = send_remote
         self._error_sink = error_sink
         self.rng = random.Random(seed)
-        #: new edge ids: ID_BITS random bits (see ID_BITS)
-        self.rand64: Callable[[], Id] = functools.partial(self.rng.getrandbits, ID_BITS)
         self.task_to_component = layout.task_to_component()
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
@@ -92,7 +85,8 @@ class WorkerRuntime:
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
         self.acker_for = _acker_chooser(list(ackers))
-        self.new_root = _root_maker(self.rng, list(ackers), set(t for _, (s, e) in executors for t in range(s, e + 1)))
+        self.ids = _id_source(self.rng.getrandbits(ID_BITS), list(ackers),
+                              set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.dropped = 0
@@ -360,29 +354,10 @@ def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
     return lambda root: ordered[root % n]
 
 
-def _root_maker(rng: random.Random, ackers: list[int], worker_tasks: set[int]) -> Callable[[], int]:
-    """New random root ids; when this worker runs ackers, ids are picked so that one of them owns the tree.
-
-    The acker of a root is ``ackers[root mod n]`` everywhere, so choosing the residue keeps a spout's init and
-    the acker's answer inside its worker (Heron keeps the XOR ledger next to the spout for the same reason);
-    only acks from bolts in other workers cross the wire.  Ids stay below ``2**ID_BITS``.
-    """
+def _id_source(seed: int, ackers: list[int], worker_tasks: set[int]) -> IdSource:
+    """The worker's :class:`IdSource`: its roots are owned by the worker's own ackers when it runs any."""
     ordered = sorted(ackers)
-    n = len(ordered)
-    local = [i for i, t in enumerate(ordered) if t in worker_tasks]
-    bits = rng.getrandbits
-    if n <= 1 or not local:
-        return functools.partial(bits, ID_BITS)
-    if len(local) == 1:
-        idx = local[0]
-        return lambda: (bits(ID_BITS) // n) * n + idx
-    turn = [0]
-
-    def new_root() -> int:
-        turn[0] = (turn[0] + 1) % len(local)
-        return (bits(ID_BITS) // n) * n + local[turn[0]]
-
-    return new_root
+    return IdSource(seed, len(ordered), [i for i, t in enumerate(ordered) if t in worker_tasks])
 
 
 class WorkerLoop:

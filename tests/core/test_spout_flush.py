@@ -97,3 +97,27 @@ def test_complete_latency_counts_from_the_emit_not_from_the_start_of_the_step() 
     (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
     assert spout.stats.acked == 1
     assert spout.stats.lat_samples == [0.0]  # no time passed between the emit and the ack
+
+
+class EmitOnAckSpout(WaitingSpout):
+    """Emits one tuple per call and one more from ``ack`` of the first (a spout may emit from its callbacks)."""
+
+    def ack(self, msg_id: Any) -> None:
+        if msg_id == 1:
+            self.collector.emit([-1], -1)
+
+
+def test_emits_from_ack_and_from_next_tuple_count_latency_from_their_own_time() -> None:
+    rt, clock, calls = runtime(flush_ms=1, wait=0.010)
+    (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
+    spout.spouts = {t: EmitOnAckSpout(clock, calls, 0.010) for t in spout.spouts}
+    for t, s in spout.spouts.items():
+        s.open({}, None, spout.collectors[t])
+    clock.advance(1000.0)  # a stamp left at zero would read as 1,000 s of latency
+    rt.run_once(clock.now())  # emit 1 at 1,000.01 s; bolt and acker done in this pass
+    rt.set_active(False)
+    rt.run_once(clock.now())  # ack 1: the spout emits -1 from ack; bolt and acker done in this pass
+    clock.advance(0.5)
+    rt.run_once(clock.now())  # ack -1, half a second after its emit
+    assert spout.stats.acked == 2
+    assert spout.stats.lat_samples == [0.0, 500.0]

@@ -11,7 +11,7 @@ def test_a_completed_tuple_leaves_the_map_with_its_entry() -> None:
     pending = PendingMap(TIMEOUT, now=100.0)
     pending.add(7, task=3, msg_id="m7", now=100.5)
     assert 7 in pending and len(pending) == 1
-    assert pending.complete(7) == (3, "m7", 100.5, 1)
+    assert pending.complete(7) == (3, "m7", [100.5], 1)
     assert 7 not in pending and len(pending) == 0
     assert pending.complete(7) is None  # a second answer for the same tree is ignored
 
@@ -32,9 +32,9 @@ def test_a_tuple_expires_on_the_second_rotation_after_it_was_added() -> None:
     pending.rotate(30.0)
     pending.add(2, 0, "b", 31.0)
     expired = pending.rotate(60.0)
-    assert expired == {1: (0, "a", 0.0, 1)}
+    assert expired == {1: (0, "a", [0.0], 1)}
     assert 1 not in pending and 2 in pending
-    assert pending.rotate(90.0) == {2: (0, "b", 31.0, 1)}
+    assert pending.rotate(90.0) == {2: (0, "b", [31.0], 1)}
     assert len(pending) == 0
 
 
@@ -42,7 +42,7 @@ def test_a_tuple_completed_from_the_older_bucket_does_not_expire() -> None:
     pending = PendingMap(TIMEOUT, now=0.0)
     pending.add(1, 0, "a", 0.0)
     pending.rotate(30.0)
-    assert pending.complete(1) == (0, "a", 0.0, 1)
+    assert pending.complete(1) == (0, "a", [0.0], 1)
     assert pending.rotate(60.0) == {}
 
 
@@ -52,7 +52,7 @@ def test_reset_moves_a_tuple_back_to_the_newer_bucket() -> None:
     pending.rotate(30.0)
     assert pending.reset(1) is True
     assert pending.rotate(60.0) == {}  # would have expired without the reset
-    assert pending.rotate(90.0) == {1: (0, "a", 0.0, 1)}
+    assert pending.rotate(90.0) == {1: (0, "a", [0.0], 1)}
     assert pending.reset(1) is False  # gone
 
 
@@ -62,7 +62,7 @@ def test_rotation_is_late_not_lost_when_the_loop_was_busy() -> None:
     pending.rotate(45.0)  # due at 30, seen at 45: the next one is due a timeout later
     assert pending.next_rotate == 75.0
     assert pending.rotate(74.0) == {}
-    assert pending.rotate(75.0) == {1: (0, "a", 0.0, 1)}
+    assert pending.rotate(75.0) == {1: (0, "a", [0.0], 1)}
 
 
 def test_without_a_timeout_nothing_ever_expires() -> None:
