@@ -3,7 +3,8 @@
 The loops that run once per record, kept apart from :class:`~storm_py.kafka.spout.KafkaSpout` so that the
 compiled build compiles them (``storm_py.build.HOT_MODULES``; the spout class itself is copied and pickled
 with its topology, which compiled classes do not support).  They touch only the offset managers, the waiting
-queue and the emit function they are given; the spout counts, logs and reports what they return.
+queue and the emit function they are given (and :func:`ack_message` the ack counters); the spout counts, logs
+and reports what they return.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.kafka.offsets import PartitionOffsets
+from storm_py.kafka.spout_metrics import KafkaSpoutStats
 
 #: ``(topic, partition)``
 TopicPartition = tuple[str, int]
@@ -141,10 +143,18 @@ def emit_waiting_trees(waiting: deque[Any], managers: dict[TopicPartition, Parti
     return n
 
 
-def ack_offset(managers: dict[TopicPartition, PartitionOffsets], msg_id: tuple[Any, ...]) -> bool:
-    """The tuple of ``msg_id`` was fully processed: its offset is acked.  False when it is not tracked: its
-    partition is no longer ours (STORM-2104), or :meth:`PartitionOffsets.on_ack` ignored it (and counted it)."""
+def ack_message(managers: dict[TopicPartition, PartitionOffsets], stats: KafkaSpoutStats,
+                msg_id: tuple[Any, ...]) -> None:
+    """``KafkaSpout.ack``: the tuple (or tree) of ``msg_id`` was fully processed, so its offsets are acked and
+    counted in ``stats.acked``; an offset not tracked counts in ``stats.ignored_acks``: its partition is no
+    longer ours (STORM-2104), or :meth:`PartitionOffsets.on_ack` ignored it (and counted it)."""
     m = managers.get((msg_id[0], msg_id[1]))
-    if m is None:
-        return False
-    return m.on_ack(msg_id[2])
+    offsets = msg_id[2]
+    if type(offsets) is list:
+        n = m.on_tree_ack(offsets) if m is not None else 0
+        stats.acked += n
+        stats.ignored_acks += len(offsets) - n
+    elif m is not None and m.on_ack(offsets):
+        stats.acked += 1
+    else:
+        stats.ignored_acks += 1

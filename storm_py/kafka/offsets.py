@@ -31,7 +31,10 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
+
+#: what ``pending.pop`` answers for an offset it does not hold
+_UNTRACKED: Final = object()
 
 FailDecision = Literal["retry", "dead", "ignored"]
 
@@ -176,10 +179,9 @@ class PartitionOffsets:
 
     def on_ack(self, offset: int) -> bool:
         """``offset`` was fully processed; False when it is not tracked (ignored and counted)."""
-        if offset not in self.pending:
+        if self.pending.pop(offset, _UNTRACKED) is _UNTRACKED:  # one lookup (a record may be None)
             self.ignored += 1
             return False
-        del self.pending[offset]
         if self.fails:
             self.fails.pop(offset, None)
             self.scheduled.pop(offset, None)

@@ -6,8 +6,9 @@ from collections import deque
 from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM
-from storm_py.kafka.flow import ack_offset, emit_waiting, emit_waiting_trees, take_fetched
+from storm_py.kafka.flow import ack_message, emit_waiting, emit_waiting_trees, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets, RetryPolicy
+from storm_py.kafka.spout_metrics import KafkaSpoutStats
 
 NO_BACKOFF = RetryPolicy(0.0, 2.0, 0.0, None)
 
@@ -86,11 +87,15 @@ def test_ack_ends_a_pending_offset_and_ignores_what_is_not_tracked() -> None:
     m.on_emit(0, rec(0, 0))
     m.on_emit(1, rec(0, 1))
     assert m.on_fail(1, 0.0) == "retry"
-    assert ack_offset(ms, ("t", 0, 0))
-    assert ack_offset(ms, ("t", 0, 1))  # a failed offset acked on its retry: no longer scheduled
+    stats = KafkaSpoutStats()
+    ack_message(ms, stats, ("t", 0, 0))
+    ack_message(ms, stats, ("t", 0, 1))  # a failed offset acked on its retry: no longer scheduled
     assert (m.pending, m.fails, m.scheduled, m.uncommitted) == ({}, {}, {}, 2)
-    assert not ack_offset(ms, ("t", 0, 0))  # twice
-    assert not ack_offset(ms, ("t", 5, 0))  # a partition no longer ours
+    assert (stats.acked, stats.ignored_acks) == (2, 0)
+    ack_message(ms, stats, ("t", 0, 0))  # twice
+    ack_message(ms, stats, ("t", 5, 0))  # a partition no longer ours
+    ack_message(ms, stats, ("t", 5, [7, 8]))  # a tree of a partition no longer ours
+    assert (stats.acked, stats.ignored_acks) == (2, 4)
     assert m.ignored == 1
     assert m.commit_offset() == 2
 
