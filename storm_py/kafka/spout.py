@@ -125,7 +125,7 @@ class KafkaSpout(Spout):
         self.stats.started(now)
         # The executor calls the instance's ``ack`` once per tuple tree: the compiled function itself, bound to
         # this task's managers and stats (neither object is replaced after this), instead of the method below,
-        # whose interpreted frame cost about 1,800 instructions per record
+        # whose interpreted frame cost about 380 instructions per record more
         self.ack = functools.partial(ack_message, self.managers, self.stats)  # type: ignore[method-assign]
         context.register_metric("kafkaOffset", self.stats.offset_metric(self), cfg.metrics_time_bucket_secs)
 

@@ -208,3 +208,15 @@ def test_random_trees_complete_exactly_when_all_descendants_acked(case):
         else:
             assert decided == [ACKED]
 
+
+
+def test_a_fail_puts_its_entry_back_so_its_expiry_starts_over():
+    led = AckLedger()
+    run(led, [(ACK, 4, 0b1)])  # an ack before the init creates the entry
+    led.rotate()
+    led.rotate()
+    assert run(led, [(FAIL, 4)]) == []  # still no init: nothing decided, but the entry is put again
+    assert led.rotate() == 0  # the ack alone would have expired here
+    led.rotate()
+    assert run(led, [(INIT, 4, 0b11, 2)]) == [(2, FAILED, 4)]
+    assert led.rotate() == 0 and 4 not in led
