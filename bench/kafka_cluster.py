@@ -12,7 +12,8 @@ acked count (tuples, also in trees of ``--per-tree`` records) per second between
 ``--warmup`` seconds, over ``--secs`` seconds; the acked count is also sampled every second, so a spout that stops
 and starts shows. Enough records must be produced for the window: each partition takes over 100,000 records (the
 spout's ``max_uncommitted_offsets``) so the window covers the spout at its uncommitted limit, as any long-running
-spout is.
+spout is; a run whose records were all acked before the window ended reads low and is marked ``"ran_out": true``
+(with a line on stderr).
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ def main() -> None:
                                           os.getsid(proc.pid), f"kafka-null-{run}", args.per_tree,
                                           args.grouping)}
                     row["spout_over_raw"] = round(row["acked_per_s"] / raw, 3)
+                    acked = row["acked_each_second"]
+                    row["ran_out"] = bool(acked) and acked[-1] >= args.records
+                    if row["ran_out"]:  # the window's idle tail counts: the rate reads low
+                        print(f"kafka_cluster: every one of the {args.records:,} records was acked before the "
+                              "window ended, so acked_per_s reads low; produce more (--records)", file=sys.stderr)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
             finally:
