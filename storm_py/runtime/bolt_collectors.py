@@ -31,7 +31,7 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_acks", "_clock", "_default_route", "_ex", "_ids", "_out", "_routes", "_samples",
+        "_acker_for", "_acking", "_clock", "_default_route", "_ex", "_ids", "_out", "_routes", "_samples",
         "_stats", "_task", "component_id",
     )
 
@@ -43,7 +43,6 @@ class _TaskEmitter:
         self._acking = ex.rt.num_ackers > 0
         self._ids = ex.rt.ids
         self._out = ex.outbuf  # cleared in place after every flush, never replaced
-        self._acks = ex.acks  # likewise
         self._stats = ex.stats
         self._acker_for = ex.rt.acker_for
         self._samples = ex.process_samples  # likewise
@@ -141,7 +140,7 @@ class BoltCollector(_TaskEmitter):
         self._emit_direct(task_id, values, anchors, stream)
 
     def ack(self, tup: Tuple) -> None:
-        """The input was processed: tell the ackers of each of its roots (merged per root until the step ends)."""
+        """The input was processed: tell the ackers of each of its roots (merged by run, see ``ack_root``)."""
         self._stats.acked += 1
         if self._samples:  # a sampled input: its process latency runs from its batch's start to this ack
             started = self._samples.pop(id(tup), None)
@@ -157,10 +156,10 @@ class BoltCollector(_TaskEmitter):
             return
         ids = tup._ids
         if ids:
-            acks = self._acks
-            av = tup._ack_val
+            ex = self._ex
+            av: int = tup._ack_val
             for root, v in ids.items():
-                acks[root] = acks.get(root, 0) ^ v ^ av
+                ex.ack_root(root, v ^ av)
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""

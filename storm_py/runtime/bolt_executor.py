@@ -29,9 +29,6 @@ class BoltExecutor(Executor):
         #: the root acked last and the XOR of its acks so far (see :meth:`ack_root`)
         self.last_root: Id = None
         self.last_val: int = 0
-        #: XOR of the acks of this step per root of inputs anchored to several spout tuples (rare), sent when
-        #: the step ends
-        self.acks: dict[Id, Id] = {}
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
@@ -164,8 +161,10 @@ class BoltExecutor(Executor):
             tick = make_tick_tuple(self.tick_freq or 0)
             for run in self.runners.values():
                 run([tick])
-        if self.last_root is not None or self.acks:
-            self._flush_acks()
+        last = self.last_root
+        if last is not None:  # the step's last run of acks
+            self._ack_row(last, self.last_val)
+            self.last_root = None
         return did
 
     def ack_root(self, root: Id, val: int) -> None:
@@ -182,11 +181,15 @@ class BoltExecutor(Executor):
             self.last_val ^= val
             return
         if last is not None:
-            r: int = last  # acker_for(root), inlined (compiled: on a machine int)
-            ackers = self.acker_tasks
-            self.outbuf[ackers[r % len(ackers)]].append((ACK, last, self.last_val))
+            self._ack_row(last, self.last_val)
         self.last_root = root
         self.last_val = val
+
+    def _ack_row(self, root: Id, val: int) -> None:
+        """Send the merged ack ``val`` of ``root`` to its acker."""
+        r: int = root  # acker_for(root), inlined (compiled: on a machine int)
+        ackers = self.acker_tasks
+        self.outbuf[ackers[r % len(ackers)]].append((ACK, root, val))
 
     def _count_mixed(self, batch: list[Tuple], secs: float) -> None:
         """Share a batch of several input streams and its execute time out per stream."""
@@ -201,23 +204,6 @@ class BoltExecutor(Executor):
                 entry = inputs[key] = [0, 0.0]
             entry[0] += count
             entry[1] += secs * count / len(batch)
-
-    def _flush_acks(self) -> None:
-        out = self.outbuf
-        ackers = self.acker_tasks
-        n = len(ackers)
-        last = self.last_root
-        if last is not None:
-            lr: int = last
-            out[ackers[lr % n]].append((ACK, last, self.last_val))
-            self.last_root = None
-        acks = self.acks
-        if not acks:
-            return
-        for root, val in acks.items():
-            r: int = root  # acker_for(root), inlined (compiled: on a machine int)
-            out[ackers[r % n]].append((ACK, root, val))
-        acks.clear()
 
     def _on_error(self, task: int, tup: Tuple, exc: Exception) -> None:
         log.error("bolt %s task %d raised on %r: %s", self.component_id, task, tup, exc)

@@ -82,9 +82,9 @@ class SpoutCollector:
                 sent += 1
                 one_edge: Any = None  # untracked: no root, no edge
                 if root is not None:
-                    one_edge = ids.next()
-                    one_bits: int = one_edge
-                    ack_val ^= one_bits
+                    edge = ids.next()
+                    ack_val ^= edge
+                    one_edge = edge
                 out[target].append(Tuple(vals, fields, comp, stream, task, None, root, one_edge))
                 continue
             targets = single.choose(task, vals) if single is not None else route.choose(task, vals)
