@@ -1,6 +1,6 @@
 """This module owns the collectors a bolt task emits through: the plain bolt collector and the basic one.
 
-Both build the outgoing tuples of a task with Storm's anchoring (a fresh 64-bit edge id per anchor and target,
+Both build the outgoing tuples of a task with Storm's anchoring (a fresh random edge id per anchor and target,
 XORed into the anchor's ack value) and put them into their executor's out-buffer; acks of consecutive inputs
 of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_executor.BoltExecutor.ack_root`).
 """

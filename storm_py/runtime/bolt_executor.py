@@ -83,7 +83,6 @@ class BoltExecutor(Executor):
         task = collector._task
         stats = self.stats
         acking = collector._acking
-        ex = self
 
         def run(batch: list[Tuple]) -> None:
             acked = 0
@@ -107,7 +106,7 @@ class BoltExecutor(Executor):
                 root = tup._root
                 if root is not None:  # BoltCollector.ack's common case, inlined
                     edge: int = tup._edge  # compiled: XORed as machine ints
-                    ex.ack_root(root, edge ^ tup._ack_val)
+                    self.ack_root(root, edge ^ tup._ack_val)
                     acked += 1
                 else:
                     ack(tup)

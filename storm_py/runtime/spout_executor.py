@@ -257,8 +257,9 @@ class SpoutExecutor(Executor):
             since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
             # the worker's backlog changes only between steps (emits wait in the out-buffer until the step ends)
             throttled = rt.backlog >= rt.backlog_limit
-            stamp = self.emit_stamp
             acking = self.acking
+            stamp = [now]  # the first call's own: what ack and fail emitted above keeps the step's start
+            self.emit_stamp = stamp
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:

@@ -85,7 +85,7 @@ class WorkerRuntime:
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
         self.acker_for = _acker_chooser(list(ackers))
-        self.ids = _id_source(self.rng.getrandbits(ID_BITS), list(ackers),
+        self.ids = _id_source(self.rng.getrandbits(ID_BITS), ackers,
                               set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
@@ -354,10 +354,10 @@ def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
     return lambda root: ordered[root % n]
 
 
-def _id_source(seed: int, ackers: list[int], worker_tasks: set[int]) -> IdSource:
-    """The worker's :class:`IdSource`: its roots are owned by the worker's own ackers when it runs any."""
-    ordered = sorted(ackers)
-    return IdSource(seed, len(ordered), [i for i, t in enumerate(ordered) if t in worker_tasks])
+def _id_source(seed: int, ackers: tuple[int, ...], worker_tasks: set[int]) -> IdSource:
+    """The worker's :class:`IdSource`: its roots are owned by the worker's own ackers when it runs any
+    (``ackers``: every acker task, sorted)."""
+    return IdSource(seed, len(ackers), [i for i, t in enumerate(ackers) if t in worker_tasks])
 
 
 class WorkerLoop:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from storm_py import BasicBolt, Spout, TopologyBuilder
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
@@ -121,3 +123,18 @@ def test_emits_from_ack_and_from_next_tuple_count_latency_from_their_own_time() 
     rt.run_once(clock.now())  # ack -1, half a second after its emit
     assert spout.stats.acked == 2
     assert spout.stats.lat_samples == [0.0, 500.0]
+
+
+def test_an_emit_from_ack_keeps_its_time_when_next_tuple_emits_later_in_the_same_step() -> None:
+    rt, clock, calls = runtime(flush_ms=1, wait=0.010)
+    (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
+    spout.spouts = {t: EmitOnAckSpout(clock, calls, 0.010) for t in spout.spouts}
+    for t, s in spout.spouts.items():
+        s.open({}, None, spout.collectors[t])
+    clock.advance(1000.0)
+    rt.run_once(clock.now())  # emit 1 at 1,000.01 s; bolt and acker done in this pass
+    rt.run_once(clock.now())  # ack 1 emits -1 at 1,000.01 s, then next_tuple waits and emits 2 at 1,000.02 s
+    rt.set_active(False)
+    rt.run_once(clock.now())  # acks of -1 and 2 at 1,000.02 s
+    assert spout.stats.acked == 3
+    assert sorted(spout.stats.lat_samples) == pytest.approx([0.0, 0.0, 10.0])
