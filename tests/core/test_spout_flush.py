@@ -109,12 +109,18 @@ class EmitOnAckSpout(WaitingSpout):
             self.collector.emit([-1], -1)
 
 
-def test_emits_from_ack_and_from_next_tuple_count_latency_from_their_own_time() -> None:
+def emit_on_ack_runtime() -> tuple[WorkerRuntime, SimulatedClock, SpoutExecutor]:
+    """A runtime whose spout waits 10 ms per call and emits from ``ack`` too (flush interval 1 ms)."""
     rt, clock, calls = runtime(flush_ms=1, wait=0.010)
     (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
     spout.spouts = {t: EmitOnAckSpout(clock, calls, 0.010) for t in spout.spouts}
     for t, s in spout.spouts.items():
         s.open({}, None, spout.collectors[t])
+    return rt, clock, spout
+
+
+def test_emits_from_ack_and_from_next_tuple_count_latency_from_their_own_time() -> None:
+    rt, clock, spout = emit_on_ack_runtime()
     clock.advance(1000.0)  # a stamp left at zero would read as 1,000 s of latency
     rt.run_once(clock.now())  # emit 1 at 1,000.01 s; bolt and acker done in this pass
     rt.set_active(False)
@@ -126,11 +132,7 @@ def test_emits_from_ack_and_from_next_tuple_count_latency_from_their_own_time() 
 
 
 def test_an_emit_from_ack_keeps_its_time_when_next_tuple_emits_later_in_the_same_step() -> None:
-    rt, clock, calls = runtime(flush_ms=1, wait=0.010)
-    (spout,) = [ex for ex in rt.executors if isinstance(ex, SpoutExecutor)]
-    spout.spouts = {t: EmitOnAckSpout(clock, calls, 0.010) for t in spout.spouts}
-    for t, s in spout.spouts.items():
-        s.open({}, None, spout.collectors[t])
+    rt, clock, spout = emit_on_ack_runtime()
     clock.advance(1000.0)
     rt.run_once(clock.now())  # emit 1 at 1,000.01 s; bolt and acker done in this pass
     rt.run_once(clock.now())  # ack 1 emits -1 at 1,000.01 s, then next_tuple waits and emits 2 at 1,000.02 s
