@@ -9,6 +9,10 @@ Run it against the development broker (see README, "Kafka"):
     storm-py dev-kafka --port 9092 --topic sentences:2 --topic word-counts:1 &
     python examples/kafka_word_count.py --bootstrap 127.0.0.1:9092 --produce 5 --ttl 10
 
+After ``--ttl`` seconds it reads the output topic back and prints each word's count; ``--read`` only reads and
+prints it.  The reader assigns itself every partition from offset 0 (:func:`read_counts`): no consumer group
+is joined, so nothing is committed and any number of readers may look.
+
 or through ``storm-py local examples.kafka_word_count:build --ttl 10 -c kafka.bootstrap=127.0.0.1:9092``
 (conf keys: ``kafka.bootstrap``, ``kafka.input.topic`` (sentences), ``kafka.output.topic`` (word-counts)).
 """
@@ -97,6 +101,39 @@ def produce_sentences(bootstrap: str, topic: str, rounds: int) -> int:
     return rounds * len(SENTENCES)
 
 
+def read_counts(bootstrap: str, topic: str, timeout: float = 10.0, quiet_secs: float = 1.0) -> dict[str, int]:
+    """Each word's last count in ``topic``: every partition read from offset 0 with ``assign()`` until no record
+    came for ``quiet_secs`` (or ``timeout`` passed)."""
+    from storm_py.kafka.client import KafkaConsumerClient
+
+    consumer = KafkaConsumerClient(bootstrap, "kafka-word-count-reader")
+    try:
+        partitions = consumer.topic_partitions(timeout, topic).get(topic, [])
+        if not partitions:
+            raise SystemExit(f"topic {topic!r} does not exist on {bootstrap}")
+        consumer.assign({(topic, p.partition): 0 for p in partitions})
+        counts: dict[str, int] = {}
+        deadline = SYSTEM_CLOCK.now() + timeout
+        quiet_until = SYSTEM_CLOCK.now() + quiet_secs
+        while SYSTEM_CLOCK.now() < min(deadline, quiet_until):
+            records, _ = consumer.poll(10_000, 0.2)
+            for r in records:
+                if r.key is not None and r.value is not None:
+                    counts[r.key.decode("utf-8")] = int(r.value)  # a partition's records come in order
+            if records:
+                quiet_until = SYSTEM_CLOCK.now() + quiet_secs
+        return counts
+    finally:
+        consumer.close()
+
+
+def print_counts(topic: str, counts: dict[str, int]) -> None:
+    """The counts as a table, highest first."""
+    print(f"word counts in topic {topic!r} ({len(counts)} words, key: word, value: count):")
+    for word, count in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])):
+        print(f"  {word:<12} {count:>6}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Kafka word count in a LocalCluster")
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
@@ -104,8 +141,12 @@ def main() -> None:
     parser.add_argument("--output", default="word-counts")
     parser.add_argument("--produce", type=int, default=0, help="write the sample sentences this many times first")
     parser.add_argument("--ttl", type=float, default=10.0, help="seconds to run")
+    parser.add_argument("--read", action="store_true", help="only print the counts in the output topic")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.read:
+        print_counts(args.output, read_counts(args.bootstrap, args.output))
+        return
     if args.produce:
         print("produced", produce_sentences(args.bootstrap, args.input, args.produce), "sentences")
     conf = Config()
@@ -115,7 +156,7 @@ def main() -> None:
         cluster.submit_topology("kafka-word-count", conf, build(conf))
         SYSTEM_CLOCK.sleep(args.ttl)
         cluster.kill_topology("kafka-word-count", wait_secs=0)
-    print(f"word counts are in topic {args.output!r} (key: word, value: count)")
+    print_counts(args.output, read_counts(args.bootstrap, args.output))
 
 
 if __name__ == "__main__":

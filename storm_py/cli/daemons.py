@@ -93,7 +93,7 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
 @click.command("ui")
 @config_options
 def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Serve Storm UI's REST API (/api/v1/...) on ui.port, relayed to the leading nimbus."""
+    """Serve Storm UI (its pages at /, the REST API at /api/v1/...) on ui.port, relayed to the leading nimbus."""
     from storm_py.nimbus.ui_daemon import UiDaemon
 
     conf = load_conf(config_file, overrides)
@@ -104,7 +104,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
         raise _fail(err) from err
     with _stop_on_signals() as stop:
         daemon.start()
-        click.echo(f"ui: http://{daemon.host}:{daemon.port}/api/v1", err=False)
+        click.echo(f"ui: http://{daemon.host}:{daemon.port}/", err=False)
         try:
             stop.wait()
         finally:

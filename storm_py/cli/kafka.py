@@ -35,12 +35,7 @@ def dev_kafka(port: int, host: str, topics: tuple[str, ...], config_file: str | 
         try:
             broker.start()
             if topics:
-                from storm_py.kafka.client import KafkaAdmin
-
-                admin = KafkaAdmin(broker.bootstrap_servers)
-                for spec in topics:
-                    name, _, parts = spec.partition(":")
-                    admin.create_topic(name, int(parts or 1))
+                _create_topics(broker.bootstrap_servers, topics)
         except (StormPyError, ValueError) as err:
             broker.stop()
             raise click.ClickException(str(err)) from err
@@ -52,3 +47,17 @@ def dev_kafka(port: int, host: str, topics: tuple[str, ...], config_file: str | 
         broker.stop()
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _create_topics(bootstrap_servers: str, topics: tuple[str, ...]) -> None:
+    """Create each ``NAME[:PARTITIONS]``; the admin client is gone on return (one left open until the broker
+    stopped would hold the exit for seconds, retrying its connection)."""
+    from storm_py.kafka.client import KafkaAdmin
+
+    admin = KafkaAdmin(bootstrap_servers)
+    try:
+        for spec in topics:
+            name, _, parts = spec.partition(":")
+            admin.create_topic(name, int(parts or 1))
+    finally:
+        del admin

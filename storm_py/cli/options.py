@@ -43,12 +43,24 @@ def config_options(fn: F) -> F:
     return fn
 
 
+class ConfigFileError(click.ClickException):
+    """A config file that cannot be read or holds a bad value: a one-line error naming the file, without the
+    usage hint of a bad option (exit code 2, as for a bad option)."""
+
+    exit_code = 2
+
+
 def load_conf(config_file: str | None, overrides: tuple[str, ...]) -> dict[str, Any]:
-    """Defaults < config file < overrides; a bad file or override is a one-line usage error."""
+    """Defaults < config file < overrides; a bad override is a usage error, a bad file an error naming it."""
     try:
         return read_storm_config(config_file, overrides, SEARCH_DIRS)
     except StormPyError as err:
-        raise click.UsageError(err.message) from err
+        given = {o.partition("=")[0].strip() for o in overrides}
+        if "path" not in err.fields and ("override" in err.fields or err.fields.get("key") in given):
+            raise click.UsageError(err.message) from err
+        used = config_file_used(config_file)
+        in_file = "" if "path" in err.fields or used is None else f" (in config file {used})"
+        raise ConfigFileError(err.message + in_file) from err
 
 
 def config_file_used(config_file: str | None) -> str | None:

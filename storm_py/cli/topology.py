@@ -47,6 +47,20 @@ def submit(
     if left_out:
         click.echo(f"Left out of the package: {', '.join(left_out)}")
     click.echo(f"Finished submitting topology: {name} (id {reply['id']})")
+    _warn_if_short_of_slots(conf, name)
+
+
+def _warn_if_short_of_slots(conf: Mapping[str, Any], name: str) -> None:
+    """Say on stderr when the cluster had fewer free slots than the topology's workers (Storm runs it on what
+    fits, or not at all while no slot is free); its scheduling info is also in ``list`` and the UI."""
+    try:
+        summary = _client(conf).topology(name)
+    except StormPyError:
+        return  # submitted all the same; `list` tells the rest
+    info = summary.get("schedulerInfo")
+    if info:
+        click.echo(f"Warning: topology {name} asked for {summary.get('requestedWorkers')} workers but the cluster "
+                   f"had fewer free slots: {info}", err=True)
 
 
 #: Storm users type ``storm jar``: the same command under that name.
@@ -143,17 +157,31 @@ def list_topologies(config_file: str | None, overrides: tuple[str, ...]) -> None
         return
     for line in topology_table(rows):
         click.echo(line)
+    for r in rows:
+        if r.get("schedulerInfo"):
+            click.echo(f"{r['name']}: {r['schedulerInfo']}")
+
+
+#: Spaces between two columns of ``list`` (one would make a full-width cell, such as REBALANCING, run into the next).
+COLUMN_GAP = "  "
+
+
+def _workers_cell(row: Mapping[str, Any]) -> str:
+    """Workers running, and of how many when fewer run than the topology asks for (``8/100``)."""
+    running, wanted = row["workersTotal"], row.get("requestedWorkers")
+    return f"{running}/{wanted}" if wanted is not None and running < wanted else str(running)
 
 
 def topology_table(rows: list[Mapping[str, Any]]) -> list[str]:
     """``storm list``'s table, each column as wide as its widest cell (long names keep the columns aligned)."""
     header = ("Topology_name", "Status", "Num_tasks", "Num_workers", "Uptime_secs")
     cells = [header] + [
-        tuple(str(r[k]) for k in ("name", "status", "tasksTotal", "workersTotal", "uptimeSeconds")) for r in rows
+        (str(r["name"]), str(r["status"]), str(r["tasksTotal"]), _workers_cell(r), str(r["uptimeSeconds"]))
+        for r in rows
     ]
     widths = [max(minimum, *(len(c[i]) for c in cells)) for i, minimum in enumerate((20, 10, 10, 12, 11))]
-    lines = [" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "-" * (sum(widths) + len(widths) - 1))
+    lines = [COLUMN_GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "-" * (sum(widths) + len(COLUMN_GAP) * (len(widths) - 1)))
     return lines
 
 

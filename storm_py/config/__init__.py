@@ -93,14 +93,13 @@ def read_storm_config(
 ) -> dict[str, Any]:
     """Defaults < ``config_file`` (else the first ``storm.yaml`` in ``search_dirs``) < overrides."""
     conf = defaults()
-    if config_file is not None:
-        conf.update(read_yaml_file(config_file))
-    else:
-        for d in search_dirs:
-            candidate = Path(d) / "storm.yaml"
-            if candidate.is_file():
-                conf.update(read_yaml_file(candidate))
-                break
+    path = config_file
+    if path is None:
+        path = next((c for c in (Path(d) / "storm.yaml" for d in search_dirs) if c.is_file()), None)
+    if path is not None:
+        from_file = read_yaml_file(path)
+        warn_unknown_topology_keys(from_file, source=f"in config file {path}")
+        conf.update(from_file)
     items = list(overrides.items()) if isinstance(overrides, Mapping) else (parse_override(o) for o in overrides)
     given = dict(items)
     if not isinstance(overrides, Mapping):
@@ -164,14 +163,15 @@ def closest_key(name: str) -> str | None:
     return found[0] if found else None
 
 
-def warn_unknown_topology_keys(names: Iterable[str], source: str = "-c") -> list[str]:
+def warn_unknown_topology_keys(names: Iterable[str], source: str = "given with -c") -> list[str]:
     """Log a warning for each ``topology.*`` key storm_py does not know, with the closest known key; return
-    the warnings (a misspelt key would otherwise be silently ignored)."""
+    the warnings (a misspelt key would otherwise be silently ignored).  ``source`` says where it was given
+    (``-c`` or a config file)."""
     out = []
     for name in names:
         if name.startswith("topology.") and name not in KEYS and name not in PASS_THROUGH_COMPONENT_KEYS:
             hint = closest_key(name)
-            msg = f"unknown config key {name!r} given with {source}" + (f"; did you mean {hint!r}?" if hint else "")
+            msg = f"unknown config key {name!r} {source}" + (f"; did you mean {hint!r}?" if hint else "")
             log.warning("%s", msg)
             out.append(msg)
     return out

@@ -150,7 +150,7 @@ def _workers(
                 "uptime": pretty_duration(up),
                 "uptimeSeconds": int(up),
                 "workerLogLink": (
-                    f"{log_viewers[node]}/api/v1/log?file={tid}/{port}/worker.log" if node in log_viewers else ""
+                    f"{log_viewers[node]}/log?file={tid}/{port}/worker.log" if node in log_viewers else ""
                 ),
                 "logviewerUrl": log_viewers.get(node, ""),
                 "transfer": dict((hb.stats or {}).get("transfer", {})) if hb is not None else {},

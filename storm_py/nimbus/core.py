@@ -377,6 +377,7 @@ class Nimbus:
             "uptimeSeconds": int(uptime),
             "tasksTotal": sum(base.component_tasks.values()),
             "workersTotal": workers,
+            **_scheduling(base, workers),
             "executorsTotal": sum(base.component_executors.values()),
             "spouts": spouts,
             "bolts": bolts,
@@ -390,18 +391,27 @@ class Nimbus:
         rows = []
         for tid, base in sorted(self.state.storm_bases().items()):
             assignment = self.state.assignment(tid)
+            workers = len(set(assignment.executor_node_port.values())) if assignment else 0
             rows.append(
                 {
                     "id": tid,
                     "name": base.name,
                     "status": base.status.upper(),
                     "tasksTotal": sum(base.component_tasks.values()),
-                    "workersTotal": len(set(assignment.executor_node_port.values())) if assignment else 0,
+                    "workersTotal": workers,
+                    **_scheduling(base, workers),
                     "executorsTotal": sum(base.component_executors.values()),
                     "uptimeSeconds": int(max(0.0, self.clock.wall() - base.launch_time)),
                 }
             )
         return rows
+
+
+def _scheduling(base: StormBase, workers: int) -> dict[str, Any]:
+    """``requestedWorkers`` (what the scheduler would give with slots to spare) and ``schedulerInfo`` (why fewer
+    run, "" when none are missing)."""
+    wanted = ts.wanted_workers(base.num_workers, sum(base.component_executors.values()))
+    return {"requestedWorkers": wanted, "schedulerInfo": ts.scheduler_info(workers, wanted)}
 
 
 def _replace(base: StormBase, **changes: Any) -> StormBase:

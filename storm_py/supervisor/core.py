@@ -10,6 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import storm_py
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
@@ -59,6 +60,7 @@ class Supervisor:
             uptime_secs=self.clock.now() - self.started,
             ports=list(self.ports),
             used_ports=sorted(self.workers),
+            version=storm_py.__version__,
             logviewer_port=self.logviewer_port,
         )
         self.state.set_supervisor_info(self.id, info)

@@ -6,6 +6,8 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /api/v1/logs/{topology_id}`` -> ``{"topology": id, "files": [{"file": "<id>/<port>/<name>", "size": n}]}``
 * ``GET /api/v1/log?file=<id>/<port>/<name>&start=N&length=M`` -> ``{"file", "start", "next", "size", "data"}``:
   at most ``length`` bytes from offset ``start`` (``next`` is where the following read starts; ``data`` is text).
+* ``GET /log?file=<id>/<port>/<name>[&start=N&length=M]`` -> the same bytes as plain text, for people (the UI's
+  worker links): without ``start``, the file's last ``length`` bytes (at most 1 MiB).
 
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from storm_py.errors import StormPyError
-from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Request, Route
+from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +115,24 @@ def logviewer_routes(files: LogFiles) -> list[Route]:
             raise BadRequestError("parameter 'file' is missing", parameter="file")
         return files.read(rel, _int_param(req, "start", 0), _int_param(req, "length", MAX_READ_BYTES))
 
+    def show_log(req: Request) -> Reply:
+        rel = req.query.get("file", [""])[0]
+        if not rel:
+            raise BadRequestError("parameter 'file' is missing", parameter="file")
+        length = _int_param(req, "length", MAX_READ_BYTES)
+        if "start" in req.query:
+            chunk = files.read(rel, _int_param(req, "start", 0), length)
+        else:  # the tail, as a person opening a log wants it
+            size = files.read(rel, 0, 0)["size"]
+            chunk = files.read(rel, max(0, size - min(length, MAX_READ_BYTES)), length)
+        # plain text that no browser may take for HTML (a log line is whatever a component wrote)
+        return Reply(200, chunk["data"].encode("utf-8"), "text/plain; charset=utf-8",
+                     {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
+
     return [
         Route("GET", "/api/v1/logs/{topology_id}", list_logs),
         Route("GET", "/api/v1/log", read_log),
+        Route("GET", "/log", show_log),
     ]
 
 

@@ -42,6 +42,7 @@ class TestWordSpout(Spout):
         self._collector = collector
         self._clock = context.clock
         self._next = self._clock.now()
+        self._rng = random.Random()  # each task its own draws (a copied generator would repeat its twin's words)
 
     def next_tuple(self) -> None:
         assert self._clock is not None and self._collector is not None

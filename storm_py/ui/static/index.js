@@ -23,7 +23,7 @@
     ], [cluster]);
     table($("nimbus-summary"), [
       { label: "Host", key: "host" },
-      { label: "Port", key: "port", num: true },
+      { label: "Port", key: "port" },
       { label: "Status", render: r => el("span", { class: "status " + r.status }, r.status) },
       { label: "Version", key: "version" },
       { label: "Uptime", key: "nimbusUpTime" },
@@ -33,10 +33,11 @@
       { label: "Id", key: "id" },
       { label: "Status", render: r => el("span", { class: "status " + r.status }, r.status) },
       { label: "Uptime", key: "uptime" },
-      { label: "Num workers", key: "workersTotal", num: true },
+      { label: "Num workers", render: Storm.workersCell, num: true },
       { label: "Num executors", key: "executorsTotal", num: true },
       { label: "Num tasks", key: "tasksTotal", num: true },
       { label: "Replication count", key: "replicationCount", num: true },
+      { label: "Scheduler info", key: "schedulerInfo" },
     ], topologies.topologies || [], r => r.id, "No topologies are running.");
     table($("supervisor-summary"), [
       { label: "Id", key: "id" },

@@ -63,6 +63,13 @@ const Storm = (() => {
     return Number.isInteger(n) ? n.toLocaleString("en-US") : String(value);
   }
 
+  /** "8" workers, or "8 of 100" when fewer run than the topology asks for (not enough free slots). */
+  function workersCell(r) {
+    const wanted = r.requestedWorkers;
+    return wanted !== undefined && wanted !== null && r.workersTotal < wanted
+      ? num(r.workersTotal) + " of " + num(wanted) : num(r.workersTotal);
+  }
+
   function link(href, text) { return el("a", { href }, text); }
 
   function logLink(url, text) {
@@ -175,6 +182,6 @@ const Storm = (() => {
     table(container, [{ label: "Key", key: "key" }, { label: "Value", key: "value" }], rows, r => r.key);
   }
 
-  return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, link, logLink, topologyHref,
-           componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable };
+  return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, workersCell, link, logLink,
+           topologyHref, componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable };
 })();

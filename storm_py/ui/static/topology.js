@@ -24,10 +24,11 @@
       { label: "Id", key: "id" },
       { label: "Status", render: r => el("span", { class: "status " + r.status, id: "status" }, r.status) },
       { label: "Uptime", key: "uptime" },
-      { label: "Num workers", key: "workersTotal", num: true },
+      { label: "Num workers", render: Storm.workersCell, num: true },
       { label: "Num executors", key: "executorsTotal", num: true },
       { label: "Num tasks", key: "tasksTotal", num: true },
       { label: "Message timeout", key: "msgTimeout", num: true },
+      { label: "Scheduler info", key: "schedulerInfo" },
     ], [page]);
     table($("topology-stats"), [
       { label: "Window", render: r => Storm.link(Storm.topologyHref(topologyId, r.window), r.windowPretty) },
@@ -48,7 +49,7 @@
     ], page.bolts || [], r => r.boltId);
     table($("workers"), [
       { label: "Host", key: "host" },
-      { label: "Port", key: "port", num: true },
+      { label: "Port", key: "port" },
       { label: "Uptime", key: "uptime" },
       { label: "Executors", key: "executorsTotal", num: true },
       { label: "Components", render: r => Object.entries(r.componentNumTasks || {}).map(([c, n]) => c + " (" + n + ")").join(", ") },
@@ -63,6 +64,7 @@
       }
     }
     lag.sort((a, b) => a.spoutId.localeCompare(b.spoutId) || a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    $("lag-section").hidden = lag.length === 0;  // only topologies with a spout reading a log (Kafka) have lag
     table($("lag"), [
       { label: "Id", render: componentLink("spoutId") },
       { label: "Topic", key: "topic" },
