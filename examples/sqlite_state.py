@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from storm_py.errors import ConfigError
+
 
 class SQLiteState:
     """A SQLite file in WAL mode holding the tables of ``SCHEMA``, written in one transaction at a time."""
@@ -50,10 +52,26 @@ class SQLiteState:
 
 
 def db_path_from_conf(conf: dict[str, Any] | None, prefix: str, what: str, logger: logging.Logger) -> str:
-    """``example.db.path`` from ``conf``, or else a new temporary file (a warning on ``logger`` names it)."""
-    path = (conf or {}).get("example.db.path")
+    """``example.db.path`` from ``conf``, or else a new temporary file (a warning on ``logger`` names it).
+
+    An existing non-empty file is refused when the topology is built to run in-process (``storm-py local``:
+    ``topology.name`` not set yet), unless ``example.db.reuse`` is true: that cluster's transaction ids start at 1
+    again, so the rows of an earlier run would make new batches look applied.  A cluster's nimbus and workers
+    (which all build the topology, ``topology.name`` set) keep their transactional state in ZooKeeper and reuse
+    the file as the design wants; either way a reused file is named in a warning.
+    """
+    conf = conf or {}
+    path = conf.get("example.db.path")
     if not path:
         fd, path = tempfile.mkstemp(prefix=prefix, suffix=".db")
         os.close(fd)
         logger.warning("writing %s to %s", what, path)
+        return str(path)
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        if conf.get("topology.name") is None and conf.get("example.db.reuse") is not True:
+            raise ConfigError(
+                f"example.db.path {path} already holds {what} of an earlier run: a fresh cluster's txids start at 1 "
+                "again, so its rows would make new batches look applied; delete it, name a new file, or pass "
+                "-c example.db.reuse=true to add to it", path=str(path))
+        logger.warning("reusing %s in %s (an earlier run's rows stay)", what, path)
     return str(path)

@@ -7,7 +7,10 @@ unchanged.  ``bucketize`` turns each new count into moves between buckets of 10 
 committer, so it too runs in the commit phase, in txid order.  The database always holds the exact counts.
 
 Run it in-process:  storm-py local examples.transactional_words:build --ttl 5 -c example.db.path=FILE
-(without ``example.db.path`` a new temporary file is used; a fresh cluster needs a fresh database).
+(without ``example.db.path`` a new temporary file is used).  It prints each commit's progress and, once the
+finite input is all counted, the counts: the topology then idles until ``--ttl`` ends.  A fresh in-process cluster
+needs a fresh database (its txids start at 1 again, so the rows of an earlier run would make new batches look
+applied): an existing FILE is refused unless ``-c example.db.reuse=true``.
 """
 
 from __future__ import annotations
@@ -228,9 +231,53 @@ def expected_buckets(counts: dict[str, int]) -> dict[int, int]:
     return out
 
 
+class Progress(BaseTransactionalBolt):
+    """Prints, after each commit that changed the counts, how many of the input's words are counted, and the
+    counts once all are (it follows the committer ``count`` and its child ``buckets``, so it runs in the commit
+    phase too, after both wrote the txid)."""
+
+    def __init__(self, db_path: str, total: int) -> None:
+        self.db_path = db_path
+        self.total = total
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, id: Any
+    ) -> None:
+        self.attempt: TransactionAttempt = id
+        self.changed = False
+
+    def execute(self, tup: Tuple) -> None:
+        self.changed = True
+
+    def finish_batch(self) -> None:
+        if not self.changed:
+            return
+        db = WordsDB(self.db_path, create=False)
+        words = db.word_counts()
+        counted = sum(words.values())
+        print(f"txid {self.attempt.transaction_id} committed: {counted} of {self.total} words counted", flush=True)
+        if counted >= self.total:
+            print(f"all {self.total} words counted (the input is finite: nothing more comes)", flush=True)
+            print("words:", dict(sorted(words.items())), flush=True)
+            print("buckets:", dict(sorted(db.bucket_counts().items())), flush=True)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        pass
+
+
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
-    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file)."""
-    return build_topology(db_path_from_conf(conf, "transactional_words-", "the word counts", log))
+    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file), with a
+    :class:`Progress` bolt printing each commit's progress."""
+    db_path = db_path_from_conf(conf, "transactional_words-", "the word counts", log)
+    WordsDB(db_path)
+    spout = MemoryTransactionalSpout(DATA, ["word"], PARTITION_TAKE_PER_BATCH)
+    builder = TransactionalTopologyBuilder("top-n-words", "spout", spout, 2)
+    builder.set_bolt("count", KeyedCountUpdater(db_path), 5).fields_grouping("spout", ["word"])
+    builder.set_bolt("bucketize", Bucketize()).none_grouping("count")
+    builder.set_bolt("buckets", BucketCountUpdater(db_path), 5).fields_grouping("bucketize", ["bucket"])
+    progress = builder.set_bolt("progress", Progress(db_path, sum(len(rows) for rows in DATA.values())))
+    progress.global_grouping("count").global_grouping("buckets")  # done with a txid once both are
+    return builder.build_topology()
 
 
 def main() -> None:
