@@ -150,6 +150,9 @@ def run_step(spark: Any, job: Job, root: str | os.PathLike[str], output: str | o
     """Process the committed txids after the output's checkpoint once; the ``(first, last)`` done, or None."""
     from storm_py.spark import session
 
+    if not Path(root).is_dir():
+        raise JobError(f"the job's input {root} does not exist (a dataset root written by a ParquetBatchSink)",
+                       input=str(root))
     out = JobOutput(output)
     with out.locked():
         out.clean_staging()

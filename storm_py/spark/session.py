@@ -14,6 +14,7 @@ txids are read from their segments through the manifests.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 from typing import Any
@@ -22,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from storm_py.errors import StormPyError
 from storm_py.spark.layout import COMPACTED, TXID_COLUMN, DatasetLayout
 from storm_py.spark.schema import Schema, SchemaError, coerce_schema
 
@@ -62,18 +64,72 @@ def session_conf(master: str | None) -> dict[str, str]:
     return conf
 
 
-def spark_session(master: str | None = None, extra: dict[str, str] | None = None) -> SparkSession:
-    """The process's session for ``master`` (an active session is reused whatever its master)."""
+#: Seconds :func:`spark_session` waits for a standalone master to accept a connection.
+MASTER_CONNECT_TIMEOUT_SECS = 10.0
+
+
+class SparkUnavailableError(StormPyError):
+    """No Spark session can be had: the master does not answer, or Spark failed to start (the master is named)."""
+
+    code = "spark_unavailable"
+
+
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """The ``(host, port)`` of each master of a ``spark://HOST:PORT[,HOST:PORT...]`` URL (port 7077 when left out);
+    ``[]`` for other masters (``local[...]``, ``yarn``, ...)."""
+    if not master.startswith("spark://"):
+        return []
+    out = []
+    for part in master[len("spark://"):].split(","):
+        host, sep, port = part.strip().rpartition(":")
+        if not sep:
+            host, port = port, "7077"
+        if not host or not port.isdigit():
+            raise SparkUnavailableError(f"Spark master {master!r} is not spark://HOST:PORT", master=master)
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def check_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT_SECS) -> None:
+    """Fail fast, naming the master, when no master of a ``spark://`` URL accepts a TCP connection within
+    ``timeout`` seconds (Spark itself retries its registration for about a minute, then prints pages of traces)."""
+    problems = []
+    for host, port in master_addresses(master):
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as err:
+            problems.append(f"{host}:{port}: {err.strerror or type(err).__name__}")
+    if problems:
+        raise SparkUnavailableError(
+            f"cannot reach the Spark master {master} within {timeout:g}s ({'; '.join(problems)})", master=master)
+
+
+def spark_session(master: str | None = None, extra: dict[str, str] | None = None,
+                  connect_timeout: float = MASTER_CONNECT_TIMEOUT_SECS) -> SparkSession:
+    """The process's session for ``master`` (an active session is reused whatever its master).
+
+    Raises:
+        SparkUnavailableError: a ``spark://`` master accepts no connection within ``connect_timeout`` seconds, or
+            Spark failed to start (one line naming the master instead of the JVM's trace).
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if master:
+        check_master(master, connect_timeout)
     builder = SparkSession.builder
     for key, value in {**session_conf(master), **(extra or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as err:  # py4j's and the JVM's errors: their first line says what failed
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SparkUnavailableError(f"Spark (master {master or LOCAL_MASTER}) failed to start: {first}",
+                                    master=master or LOCAL_MASTER) from err
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
