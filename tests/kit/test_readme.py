@@ -1,8 +1,11 @@
-"""The README's newcomer path: two quick-start commands, and the wheel template builds and validates."""
+"""The README's newcomer path: two quick-start commands, the first snippet prints, the compose client it names, and
+the wheel template builds and validates."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -55,3 +58,31 @@ def test_the_wheel_template_builds_a_wheel_nimbus_accepts(tmp_path):
     assert top == {"my_topology", "my_topology-0.1.dist-info"}  # no storm_py, no tests, no build outputs
     skeleton = check_package(wheel, submit.group(2), {"topology.workers": 1})
     assert set(skeleton.spouts) == {"words"} and set(skeleton.bolts) == {"count"}
+
+
+def test_the_first_topology_snippet_runs_and_prints_its_words(tmp_path):
+    """The first snippet a newcomer copies runs for a few seconds and shows what the topology does."""
+    (snippet, *_) = _blocks(_section("A topology"), "python")
+    script = tmp_path / "exclaim.py"
+    script.write_text(snippet, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    words = proc.stdout.splitlines()
+    assert len(words) >= 10 and all(w.endswith("!!!") for w in words), proc.stdout[:500]
+    assert len(set(words)) > 1
+
+
+def test_the_readme_names_the_compose_client_bootstrap_installs_and_it_accepts_the_file():
+    """`docker-compose` 1.x is what Debian ships and bootstrap installs (Debian has no compose plugin package):
+    the README tells that command, and that client validates docker-compose.yml."""
+    commands = set(re.findall(r"`(docker[ -]compose) up`", README))
+    assert "docker-compose" in commands
+    bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
+    assert 'missing="$missing docker-compose"' in bootstrap
+    client = shutil.which("docker-compose")
+    assert client, "no docker-compose: ./scripts/bootstrap.sh --with-services installs it"
+    proc = subprocess.run([client, "-f", str(REPO / "docker-compose.yml"), "config", "--quiet"], capture_output=True,
+                          text=True, cwd=REPO, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
