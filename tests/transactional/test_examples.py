@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import collections
+import re
+import subprocess
+from pathlib import Path
 
 from examples import transactional_global_count as global_count
 from examples import transactional_words as words
@@ -10,6 +13,9 @@ from storm_py import LocalCluster
 from storm_py.protocol.codec import decode, encode
 from storm_py.testing import complete_topology
 from storm_py.transactional import TransactionAttempt
+from tests.cluster.harness import storm_py_command
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_global_count_example_across_two_workers(tmp_path):
@@ -49,3 +55,34 @@ def test_examples_build_from_conf(tmp_path):
     assert "spout/coordinator" in topology.spouts and {"spout", "partial-count", "sum"} <= set(topology.bolts)
     assert path.exists()
     assert set(words.build({"example.db.path": str(tmp_path / "w.db")}).bolts) >= {"count", "bucketize", "buckets"}
+
+
+def test_words_example_through_storm_py_local_shows_progress_and_refuses_an_old_database(tmp_path):
+    """`storm-py local examples.transactional_words:build` says what it commits and when its finite input is all
+    counted; run again on the same file, it refuses it (naming it) unless told to reuse it."""
+    db = tmp_path / "words.db"
+    command = [*storm_py_command(), "local", "examples.transactional_words:build", "--ttl", "30",
+               "-c", f"example.db.path={db}"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("buckets: "):
+                break
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    total = sum(len(rows) for rows in words.DATA.values())
+    assert any(re.fullmatch(rf"txid 1 committed: \d+ of {total} words counted", x) for x in lines), lines
+    assert f"all {total} words counted (the input is finite: nothing more comes)" in lines
+    counts = collections.Counter(row[0] for rows in words.DATA.values() for row in rows)
+    assert f"words: {dict(sorted(counts.items()))}" in lines
+    again = subprocess.run(command[:-4] + ["--ttl", "1", "-c", f"example.db.path={db}"], capture_output=True,
+                           text=True, timeout=60, cwd=REPO, check=False)
+    assert again.returncode == 1 and f"example.db.path {db} already holds" in again.stderr
+    assert "example.db.reuse=true" in again.stderr and "running" not in again.stdout
+    reused = subprocess.run(command[:-4] + ["--ttl", "0", "-c", f"example.db.path={db}", "-c", "example.db.reuse=true"],
+                            capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    assert reused.returncode == 0 and f"reusing the word counts in {db}" in reused.stderr
