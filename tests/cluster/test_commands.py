@@ -125,9 +125,10 @@ def test_logs_come_from_the_supervisors_log_viewers_when_this_machine_has_none(c
     assert any("/worker.log on " in h for h in headers)
     workers = dc.client().topology("steady")["workers"]
     assert workers and all(w["workerLogLink"].startswith("http://") for w in workers)
-    with urllib.request.urlopen(workers[0]["workerLogLink"], timeout=10) as resp:
-        chunk = json.loads(resp.read())
-    assert chunk["file"].endswith(f"/{workers[0]['port']}/worker.log") and chunk["size"] > 0
+    with urllib.request.urlopen(workers[0]["workerLogLink"], timeout=10) as resp:  # the UI's link: the log's text
+        assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+        text = resp.read().decode("utf-8")
+    assert text.count("\n") > 1 and not text.startswith("{")
     proc = dc.cli("logs", "no-such-topology", check=False)
     assert proc.returncode == 1 and "no-such-topology" in proc.stderr
 
@@ -139,7 +140,9 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
-        assert line.strip() == f"ui: http://127.0.0.1:{port}/api/v1"
+        assert line.strip() == f"ui: http://127.0.0.1:{port}/"  # the pages' address, the API under it
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+            assert resp.headers["Content-Type"].startswith("text/html")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/topology/summary", timeout=10) as resp:
             names = [t["name"] for t in json.loads(resp.read())["topologies"]]
         assert "steady" in names
@@ -147,6 +150,27 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_submit_warns_when_the_cluster_has_fewer_free_slots_than_workers_asked(cluster, wheels, tmp_path) -> None:
+    """Storm schedules what fits: the topology runs on the free slots (or none), its status unchanged; submit
+    says so on stderr, and `list` shows running/asked workers with the scheduler's reason."""
+    dc, _ = cluster
+    ledger = Ledger(tmp_path / "greedy.db", 0)
+    proc = dc.cli("submit", str(wheels["ackcheck"]), "ackcheck.topology:build", "--name", "greedy",
+                  "-c", "topology.workers=100", "-c", f"ackcheck.db={ledger.path}", "-c", "ackcheck.rate=10")
+    try:
+        assert "Finished submitting topology: greedy" in proc.stdout
+        assert "Warning: topology greedy asked for 100 workers but the cluster had fewer free slots" in proc.stderr
+        page = dc.client().topology("greedy")
+        assert page["requestedWorkers"] == 100 and page["workersTotal"] < 100 and page["schedulerInfo"]
+        listed = dc.cli("list").stdout.splitlines()
+        row = next(x.split() for x in listed[2:] if x.startswith("greedy "))
+        assert row[1] == "ACTIVE" and row[3] == f"{page['workersTotal']}/100"
+        assert f"greedy: {page['schedulerInfo']}" in listed
+    finally:
+        dc.cli("kill", "greedy", "-w", "0")
+        wait_until(lambda: status(dc, "greedy") is None, 60, interval=0.25, what="greedy to be removed")
 
 
 def test_kill_with_a_wait_shows_killed_then_removes(cluster) -> None:

@@ -67,3 +67,14 @@ def test_refuses_what_is_not_a_worker_file_with_the_thing_named(api, path, statu
     got, body = get(api, path)
     assert got == status
     assert words in body["errorMessage"]
+
+
+def test_log_page_serves_the_text_itself_for_people(api) -> None:
+    """The UI's worker links open ``/log``: the file's lines as plain text (its tail), never JSON with escapes."""
+    reply = api.dispatch("GET", f"/log?file={TID}/6700/worker.log", {}, b"")
+    assert reply.status == 200 and reply.body == b"line one\nline two\n"
+    assert reply.content_type == "text/plain; charset=utf-8" and reply.headers["X-Content-Type-Options"] == "nosniff"
+    assert api.dispatch("GET", f"/log?file={TID}/6700/worker.log&length=9", {}, b"").body == b"line two\n"
+    assert api.dispatch("GET", f"/log?file={TID}/6700/worker.log&start=5&length=3", {}, b"").body == b"one"
+    refused = api.dispatch("GET", f"/log?file={TID}/6700/secret.txt", {}, b"")
+    assert refused.status == 400 and "secret.txt" in json.loads(refused.body)["errorMessage"]

@@ -112,9 +112,9 @@ class MetricsCluster:
     def client(self) -> NimbusClient:
         return NimbusClient(self.conf)
 
-    def submit(self, name: str, consumer_file: Path) -> str:
+    def submit(self, name: str, consumer_file: Path, *options: str) -> str:
         out = self.cluster.cli("submit", str(self.wheel), "metricsapp.topology:build", "--name", name,
-                               *topology_conf(consumer_file))
+                               *topology_conf(consumer_file), *options)
         assert f"Finished submitting topology: {name}" in out.stdout
         client = self.client()
         wait_until(lambda: bool(client.topology(name)["workers"]), 120, interval=0.25, what=f"{name}'s workers")

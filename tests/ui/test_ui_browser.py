@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
+import storm_py
 from storm_py.clock import wait_until
 from tests.ui.conftest import Browser, MetricsCluster
 
@@ -29,12 +30,27 @@ def cell(browser: Browser, table: str, row_key: str, column: str) -> str:
         """, table, row_key, column))
 
 
+def column(browser: Browser, table: str, column: str) -> list[str]:
+    """The texts of a column of a UI table, by its header."""
+    return list(browser.driver.execute_script(
+        """
+        const [table, column] = arguments;
+        const t = document.querySelector(table + " table");
+        if (!t) return [];
+        const col = Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent === column);
+        return col < 0 ? [] : Array.from(t.tBodies[0].rows).map(r => r.cells[col].textContent);
+        """, table, column))
+
+
 def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browser: Browser) -> None:
     browser.driver.get(metrics_cluster.url + "/")
     wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed")
     assert "ACTIVE" in browser.text("#topology-summary")
     assert browser.text("#cluster-summary").count("\n") >= 1 and "Leader" in browser.text("#nimbus-summary")
     assert len(browser.driver.find_elements("css selector", "#supervisor-summary tbody tr")) == 2
+    ports = column(browser, "#nimbus-summary", "Port")
+    assert ports and all(p.isdigit() for p in ports), ports  # a port, not a quantity: "40607", never "40,607"
+    assert column(browser, "#supervisor-summary", "Version") == [storm_py.__version__] * 2
     assert browser.script_errors() == []
     browser.shot("cluster")
 
@@ -57,10 +73,18 @@ def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, brows
                what="the paced spout's lag row")
     assert cell(browser, "#lag", "paced/paced-log/0", "Topic") == "paced-log"
     assert int(cell(browser, "#lag", "paced/paced-log/0", "Log head offset").replace(",", "")) > 3
+    assert browser.driver.execute_script("return document.getElementById('lag-section').hidden") is False
+    ports = column(browser, "#workers", "Port")
+    assert ports and all(p.isdigit() for p in ports), ports
     links = browser.driver.find_elements("css selector", "#workers a")
     assert links and all(a.get_attribute("href").startswith("http://") for a in links)
     assert browser.script_errors() == []
     browser.shot("topology")
+    browser.driver.get(links[0].get_attribute("href"))  # the worker's log opens as text a person reads
+    assert browser.driver.execute_script("return document.contentType") == "text/plain"
+    text = browser.text("body")
+    assert text.count("\n") > 1 and not text.startswith('{"file"')  # lines, not the JSON API's reply
+    browser.shot("worker-log")
 
 
 def test_graph_renders_every_component_with_rates_and_capacity(
@@ -96,22 +120,24 @@ def test_component_page_shows_executors_streams_and_log_links(
                interval=0.2, what="judge's two executors")
     assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
     links = browser.driver.find_elements("css selector", "#executors a")
-    assert len(links) == 2 and all("/api/v1/log?file=" in a.get_attribute("href") for a in links)
+    assert len(links) == 2 and all("/log?file=" in a.get_attribute("href") for a in links)
     assert browser.script_errors() == []
     wait_until(lambda: "tuple 5 looks odd" in browser.text("#errors"), 30, interval=0.2, what="the reported error")
     error_links = browser.driver.find_elements("css selector", "#errors a")
-    assert error_links and "/api/v1/log?file=" in error_links[0].get_attribute("href")
+    assert error_links and "/log?file=" in error_links[0].get_attribute("href")
     browser.shot("component")
 
 
 def test_actions_need_the_token_and_deactivate_changes_the_status(
     metrics_cluster: MetricsCluster, browser: Browser, tmp_path: Path
 ) -> None:
-    tid = metrics_cluster.submit("clicks", tmp_path / "clicks-consumer.jsonl")
+    tid = metrics_cluster.submit("clicks", tmp_path / "clicks-consumer.jsonl", "-c", "metrics.lag=false")
     client = metrics_cluster.client()
     driver = browser.driver
     driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
     wait_until(lambda: browser.text("#status") == "ACTIVE", 30, interval=0.2, what="the page to show ACTIVE")
+    # no spout of this topology reads a log: no Kafka lag section
+    assert driver.execute_script("return document.getElementById('lag-section').hidden") is True
 
     driver.find_element("id", "deactivate").click()  # no token given: the cluster refuses
     wait_until(lambda: "Refused" in browser.text("#action-message"), 30, interval=0.2, what="the refusal shown")

@@ -4,7 +4,8 @@
 id % 10 == 1 is never acked (times out), the rest are acked; id 5 is also reported as an error.  ``paced``
 emits ``metrics.rate`` tuples per second forever into ``sleeper``, which sleeps ``metrics.sleep.ms`` per tuple:
 its capacity is rate x sleep.  ``paced`` also reports lag as a log-reading spout would: a log ``paced-log`` with
-one partition whose head is the count emitted and whose committed offset trails it by 3.
+one partition whose head is the count emitted and whose committed offset trails it by 3 (unless ``metrics.lag`` is
+false: then no spout reports lag, as in a topology without Kafka).
 Both register metrics; :class:`FileConsumer` appends every data point it receives to a JSON-lines file.
 """
 
@@ -54,6 +55,12 @@ class PacedSpout(Spout):
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["n"])
+
+
+class UnloggedPacedSpout(PacedSpout):
+    """``paced`` reading no log: it reports no lag."""
+
+    lag_report = None  # type: ignore[assignment]
 
 
 class JudgeBolt(Bolt):
@@ -107,7 +114,8 @@ class FileConsumer(MetricsConsumer):
 def build(conf: dict[str, Any] | None = None) -> Any:
     builder = TopologyBuilder()
     builder.set_spout("counted", CountedSpout(), 1)
-    builder.set_spout("paced", PacedSpout(), 1)
+    lag = (conf or {}).get("metrics.lag", True) is not False
+    builder.set_spout("paced", PacedSpout() if lag else UnloggedPacedSpout(), 1)
     builder.set_bolt("judge", JudgeBolt(), 2).shuffle_grouping("counted")
     builder.set_bolt("sleeper", SleeperBolt(), 1).shuffle_grouping("paced")
     return builder.create_topology()
