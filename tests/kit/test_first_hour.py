@@ -107,8 +107,9 @@ def test_spark_job_fails_fast_naming_an_unreachable_master(tmp_path: Path) -> No
 
 
 def test_ui_prints_the_address_of_its_pages() -> None:
-    proc = subprocess.Popen([*storm_py_command(), "ui", "-c", "ui.port=0", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seeds = f"nimbus.seeds=['127.0.0.1:{free_port()}']"
+    proc = subprocess.Popen([*storm_py_command(), "ui", "-c", "ui.port=0", "-c", seeds], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
     try:
         line = proc.stdout.readline().strip() if proc.stdout else ""
         assert re.fullmatch(r"ui: http://127\.0\.0\.1:\d+/", line), line

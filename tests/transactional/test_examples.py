@@ -79,10 +79,11 @@ def test_words_example_through_storm_py_local_shows_progress_and_refuses_an_old_
     assert f"all {total} words counted (the input is finite: nothing more comes)" in lines
     counts = collections.Counter(row[0] for rows in words.DATA.values() for row in rows)
     assert f"words: {dict(sorted(counts.items()))}" in lines
-    again = subprocess.run(command[:-4] + ["--ttl", "1", "-c", f"example.db.path={db}"], capture_output=True,
-                           text=True, timeout=60, cwd=REPO, check=False)
+    rerun = command[:-4]  # without --ttl and the db path
+    again = subprocess.run([*rerun, "--ttl", "1", "-c", f"example.db.path={db}"], capture_output=True, text=True,
+                           timeout=60, cwd=REPO, check=False)
     assert again.returncode == 1 and f"example.db.path {db} already holds" in again.stderr
     assert "example.db.reuse=true" in again.stderr and "running" not in again.stdout
-    reused = subprocess.run(command[:-4] + ["--ttl", "0", "-c", f"example.db.path={db}", "-c", "example.db.reuse=true"],
+    reused = subprocess.run([*rerun, "--ttl", "0", "-c", f"example.db.path={db}", "-c", "example.db.reuse=true"],
                             capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
     assert reused.returncode == 0 and f"reusing the word counts in {db}" in reused.stderr
