@@ -206,31 +206,6 @@ class BucketCountUpdater(_CommitWriter):
         declarer.declare(["id", "bucket", "count"])
 
 
-def build_topology(
-    db_path: str,
-    data: dict[int, list[list[Any]]] | None = None,
-    take_per_batch: int = PARTITION_TAKE_PER_BATCH,
-    fault_hook: FaultHook | None = None,
-    tx_id: str = "top-n-words",
-) -> StormTopology:
-    """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``."""
-    WordsDB(db_path)
-    spout = MemoryTransactionalSpout(DATA if data is None else data, ["word"], take_per_batch)
-    builder = TransactionalTopologyBuilder(tx_id, "spout", spout, 2)
-    builder.set_bolt("count", KeyedCountUpdater(db_path, fault_hook), 5).fields_grouping("spout", ["word"])
-    builder.set_bolt("bucketize", Bucketize()).none_grouping("count")
-    builder.set_bolt("buckets", BucketCountUpdater(db_path, fault_hook), 5).fields_grouping("bucketize", ["bucket"])
-    return builder.build_topology()
-
-
-def expected_buckets(counts: dict[str, int]) -> dict[int, int]:
-    """How many words fall in each bucket, given the word counts."""
-    out: dict[int, int] = {}
-    for count in counts.values():
-        out[count // BUCKET_SIZE] = out.get(count // BUCKET_SIZE, 0) + 1
-    return out
-
-
 class Progress(BaseTransactionalBolt):
     """Prints, after each commit that changed the counts, how many of the input's words are counted, and the
     counts once all are (it follows the committer ``count`` and its child ``buckets``, so it runs in the commit
@@ -265,19 +240,41 @@ class Progress(BaseTransactionalBolt):
         pass
 
 
-def build(conf: dict[str, Any] | None = None) -> StormTopology:
-    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file), with a
-    :class:`Progress` bolt printing each commit's progress."""
-    db_path = db_path_from_conf(conf, "transactional_words-", "the word counts", log)
+def build_topology(
+    db_path: str,
+    data: dict[int, list[list[Any]]] | None = None,
+    take_per_batch: int = PARTITION_TAKE_PER_BATCH,
+    fault_hook: FaultHook | None = None,
+    tx_id: str = "top-n-words",
+    progress: bool = False,
+) -> StormTopology:
+    """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``; with
+    ``progress``, a :class:`Progress` bolt prints each commit's progress."""
     WordsDB(db_path)
-    spout = MemoryTransactionalSpout(DATA, ["word"], PARTITION_TAKE_PER_BATCH)
-    builder = TransactionalTopologyBuilder("top-n-words", "spout", spout, 2)
-    builder.set_bolt("count", KeyedCountUpdater(db_path), 5).fields_grouping("spout", ["word"])
+    data = DATA if data is None else data
+    spout = MemoryTransactionalSpout(data, ["word"], take_per_batch)
+    builder = TransactionalTopologyBuilder(tx_id, "spout", spout, 2)
+    builder.set_bolt("count", KeyedCountUpdater(db_path, fault_hook), 5).fields_grouping("spout", ["word"])
     builder.set_bolt("bucketize", Bucketize()).none_grouping("count")
-    builder.set_bolt("buckets", BucketCountUpdater(db_path), 5).fields_grouping("bucketize", ["bucket"])
-    progress = builder.set_bolt("progress", Progress(db_path, sum(len(rows) for rows in DATA.values())))
-    progress.global_grouping("count").global_grouping("buckets")  # done with a txid once both are
+    builder.set_bolt("buckets", BucketCountUpdater(db_path, fault_hook), 5).fields_grouping("bucketize", ["bucket"])
+    if progress:
+        shown = builder.set_bolt("progress", Progress(db_path, sum(len(rows) for rows in data.values())))
+        shown.global_grouping("count").global_grouping("buckets")  # done with a txid once both are
     return builder.build_topology()
+
+
+def expected_buckets(counts: dict[str, int]) -> dict[int, int]:
+    """How many words fall in each bucket, given the word counts."""
+    out: dict[int, int] = {}
+    for count in counts.values():
+        out[count // BUCKET_SIZE] = out.get(count // BUCKET_SIZE, 0) + 1
+    return out
+
+
+def build(conf: dict[str, Any] | None = None) -> StormTopology:
+    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file), printing
+    each commit's progress."""
+    return build_topology(db_path_from_conf(conf, "transactional_words-", "the word counts", log), progress=True)
 
 
 def main() -> None:
