@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 #: the one field of the late tuple stream: the late tuple's values
 LATE_TUPLE_FIELD: Final = "late_tuple"
 TICK_FREQ: Final = "topology.tick.tuple.freq.secs"
+#: the longest interval between tick tuples (s)
+MAX_TICK_SECS: Final = 1.0
 
 
 class WindowedCollector:
@@ -80,14 +82,15 @@ class WindowedCollector:
 
 
 def tick_secs(conf: dict[str, Any], event_time: bool) -> float | None:
-    """How often a windowed bolt needs a tick tuple (s): half its shortest timer (the sliding interval of a
-    processing-time duration trigger, the watermark interval of event time), or ``None`` when it has none."""
+    """How often a windowed bolt needs a tick tuple (s): a tenth of its shortest timer (the sliding interval of
+    a processing-time duration trigger, the watermark interval of event time), at most a second; ``None`` when
+    it has no timer.  Each tick runs every timer that is due, so late ticks only delay evaluations."""
     timers = []
     if event_time:
         timers.append(int(setting(conf, WATERMARK_INTERVAL)))
     elif conf.get(SLIDING_DURATION) is not None:
         timers.append(int(conf[SLIDING_DURATION]))
-    return min(timers) / 2000 if timers else None
+    return min(min(timers) / 10_000, MAX_TICK_SECS) if timers else None
 
 
 class WindowedBoltExecutor(Bolt):
@@ -154,7 +157,7 @@ class WindowedBoltExecutor(Bolt):
 
     def now(self) -> int:
         """The clock's time in ms."""
-        return int(self.clock.now() * 1000)
+        return round(self.clock.now() * 1000)
 
     def execute(self, tup: Tuple) -> None:
         manager = self.manager

@@ -87,7 +87,7 @@ def test_set_bolt_runs_a_windowed_bolt_in_its_executor():
     spec = builder.create_topology().bolts["w"]
     assert isinstance(spec.obj, WindowedBoltExecutor)
     assert spec.conf["topology.bolts.window.length.duration.ms"] == 10_000
-    assert spec.conf["topology.tick.tuple.freq.secs"] == 1.0  # half the sliding interval drives the clock
+    assert spec.conf["topology.tick.tuple.freq.secs"] == 0.2  # a tenth of the sliding interval drives the clock
 
 
 def test_late_stream_without_timestamp_is_refused_by_create_topology():
