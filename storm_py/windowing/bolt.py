@@ -43,13 +43,15 @@ class FieldTimestamp:
         self.field = field
 
     def __call__(self, tup: Tuple) -> int:
-        fields = tup.fields
-        if not fields.contains(self.field):
+        try:
+            value = tup.values[tup.fields.index(self.field)]
+        except ValueError:
             raise ValueError(
                 f"tuple from {tup.source_component!r} on stream {tup.source_stream!r} has no timestamp field "
-                f"{self.field!r} (its fields: {fields.to_list()})"
-            )
-        value = tup.values[fields.index(self.field)]
+                f"{self.field!r} (its fields: {tup.fields.to_list()})"
+            ) from None
+        if type(value) is int:
+            return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(
                 f"timestamp field {self.field!r} of a tuple from {tup.source_component!r} must be a number of ms,"

@@ -4,10 +4,11 @@
 Input tuples go into the window manager with their timestamp: the clock's time for processing time, the
 extractor's for event time, where the :class:`~storm_py.windowing.watermarks.WatermarkGenerator` tells late
 tuples (sent to the late stream as ``[values]`` and acked, or acked and logged) and makes watermarks.  Time moves
-through tick tuples (the executor asks for them in its component conf) and through every input, both read from
-the cluster's clock, so a simulated clock drives windows.  Expired tuples are acked; each activation calls the
-bolt's ``execute`` with a :class:`~storm_py.windowing.window.TupleWindow`, and emits without explicit anchors
-are anchored to every tuple of that window.
+through tick tuples (the executor asks for them in its component conf: watermarks come on ticks) and, in
+processing time, through every input; both read the cluster's clock, so a simulated clock drives windows.
+Expired tuples are acked; each activation calls the bolt's ``execute`` with a
+:class:`~storm_py.windowing.window.TupleWindow`, and emits without explicit anchors are anchored to every tuple
+of that window.
 
 Subclasses (stateful windowed bolts) may override :meth:`WindowedBoltExecutor.watermark_streams` and
 :meth:`WindowedBoltExecutor.apply`.
@@ -21,7 +22,7 @@ from typing import Any, Final
 
 from storm_py.api.components import Anchors, Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Fields, Tuple
+from storm_py.api.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, TICK_STREAM, Fields, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.windowing.bolt import BaseWindowedBolt, TimestampExtractor
 from storm_py.windowing.manager import Expiry, Step, WindowManager
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 #: the one field of the late tuple stream: the late tuple's values
 LATE_TUPLE_FIELD: Final = "late_tuple"
 TICK_FREQ: Final = "topology.tick.tuple.freq.secs"
+INFINITY: Final = float("inf")
 #: the longest interval between tick tuples (s)
 MAX_TICK_SECS: Final = 1.0
 
@@ -105,6 +107,8 @@ class WindowedBoltExecutor(Bolt):
         self.manager: WindowManager[Tuple] | None = None
         self.watermarks: WatermarkGenerator | None = None
         self.late_stream: str | None = None
+        #: when the next time trigger is due (ms)
+        self.due: float = INFINITY
 
     # ---------------------------------------------------------------------------------- building the topology
 
@@ -143,6 +147,8 @@ class WindowedBoltExecutor(Bolt):
         now = self.now()
         self.manager = spec.manager()
         self.manager.start(now)
+        due = self.manager.next_due()
+        self.due = INFINITY if due is None else due
         if spec.event_time:
             self.watermarks = WatermarkGenerator(
                 self.watermark_streams(context), spec.lag_ms, spec.watermark_interval_ms
@@ -162,26 +168,34 @@ class WindowedBoltExecutor(Bolt):
     def execute(self, tup: Tuple) -> None:
         manager = self.manager
         assert manager is not None, "execute before prepare"
-        now = self.now()
-        self.on_time(now)
-        if tup.is_tick():
+        if tup.source_component == SYSTEM_COMPONENT and tup.source_stream == TICK_STREAM:  # tup.is_tick()
+            self.on_time(self.now())
             return
         extractor = self.extractor
         if extractor is None:
-            self.apply(manager.add(tup, now))
-            return
-        ts = extractor(tup)  # raises naming the field: the bolt executor fails the tuple and reports the error
-        watermarks = self.watermarks
-        assert watermarks is not None
-        if watermarks.track((tup.source_component, tup.source_stream), ts):
-            self.apply(manager.add(tup, ts))
-            return
+            now = self.now()
+            if now >= self.due:  # evaluate what is due before the tuple joins (acks expired tuples in time)
+                self.on_time(now)
+            steps = manager.add(tup, now)
+        else:
+            ts = extractor(tup)  # raises naming the field: the bolt executor fails the tuple and reports it
+            watermarks = self.watermarks
+            assert watermarks is not None
+            if not watermarks.track((tup.source_component, tup.source_stream), ts):
+                self.late(tup, ts, watermarks.watermark)
+                return
+            steps = manager.add(tup, ts)
+        if steps:
+            self.apply(steps)
+
+    def late(self, tup: Tuple, ts: int, watermark: int) -> None:
+        """A tuple before the watermark: to the late stream as ``[values]`` (or logged), and acked."""
         collector = self.collector
         assert collector is not None
         if self.late_stream is not None:
             collector.emit([tup.values], tup, self.late_stream)
         else:
-            log.info("late tuple %r (timestamp %d, watermark %d) is not processed", tup, ts, watermarks.watermark)
+            log.info("late tuple %r (timestamp %d, watermark %d) is not processed", tup, ts, watermark)
         collector.ack(tup)
 
     def on_time(self, now: int) -> None:
@@ -196,6 +210,8 @@ class WindowedBoltExecutor(Bolt):
         due = manager.next_due()
         if due is not None and due <= now:
             self.apply(manager.on_time(now))
+            due = manager.next_due()
+        self.due = INFINITY if due is None else due
 
     def apply(self, steps: list[Step[Tuple]]) -> None:
         """Carry out the window manager's steps: ack expired tuples, hand activations to the bolt."""

@@ -20,13 +20,14 @@ EXPIRE_EVENTS_THRESHOLD: Final = 100
 
 
 class Event(Generic[T]):
-    """One value in the window and its timestamp (ms)."""
+    """One value in the window, its timestamp (ms) and the last evaluation it was in the window of."""
 
-    __slots__ = ("ts", "value")
+    __slots__ = ("mark", "ts", "value")
 
     def __init__(self, value: T, ts: int) -> None:
         self.value = value
         self.ts = ts
+        self.mark = -1
 
     def __repr__(self) -> str:
         return f"Event({self.value!r}, ts={self.ts})"
@@ -69,9 +70,12 @@ class WindowManager(Generic[T]):
         self.queue: list[Event[T]] = []
         #: values expired since the last evaluation (the next activation's ``expired``)
         self.expired: list[T] = []
-        #: the events of the last non-empty evaluation (to tell the new ones)
-        self.previous: set[Event[T]] = set()
+        #: evaluations so far: an event in the window of evaluation ``n`` has ``mark == n`` (so an event whose
+        #: mark is not the previous evaluation's is new; an empty evaluation leaves no marks)
+        self.evaluations = 0
         self.since_compaction = 0
+        #: whether the policies want to see each event (the count policies and processing-time eviction do)
+        self.tracking = eviction.tracks_events or trigger.tracks_events
 
     def start(self, now: int) -> None:
         """Start the trigger policy's clock at ``now`` (ms)."""
@@ -82,8 +86,9 @@ class WindowManager(Generic[T]):
         out: list[Step[T]] = []
         event = Event(value, ts)
         self.queue.append(event)
-        self.eviction.track(event)
-        self.trigger.track(event, self, out)
+        if self.tracking:
+            self.eviction.track(event)
+            self.trigger.track(event, self, out)
         self.since_compaction += 1
         if self.since_compaction >= self.expire_threshold:
             self.scan(False, out)
@@ -111,13 +116,10 @@ class WindowManager(Generic[T]):
     def evaluate(self, out: list[Step[T]]) -> bool:
         """Evaluate the window under the eviction policy's current context (Storm's ``onTrigger``): append the
         expiry and, for a non-empty window, the activation to ``out``; return whether the window had events."""
-        events = self.scan(True, out)
+        self.evaluations += 1
+        values, new = self.scan(True, out)
         expired = self.expired
         self.expired = []
-        previous = self.previous
-        values = [e.value for e in events]
-        new = [e.value for e in events if e not in previous]
-        self.previous = set(events)
         self.trigger.reset()
         if not values:
             return False
@@ -126,39 +128,68 @@ class WindowManager(Generic[T]):
         out.append(Activation(values, new, expired, end))
         return True
 
-    def scan(self, full: bool, out: list[Step[T]]) -> list[Event[T]]:
-        """Walk the queue under the eviction policy: drop expired events (an :class:`Expiry` step) and return the
-        events in the window.  A partial scan (compaction) stops at the first event that is not expired."""
-        evict = self.eviction.evict
-        window: list[Event[T]] = []
+    def scan(self, full: bool, out: list[Step[T]]) -> tuple[list[T], list[T]]:
+        """Walk the queue under the eviction policy: drop expired events (an :class:`Expiry` step) and, for a
+        full scan (an evaluation), return the values in the window and those of them that are new, marking the
+        window's events with the evaluation.  A partial scan (compaction) stops at the first event that is not
+        expired.  Time policies give their bounds, which are compared inline; others decide event by event."""
+        mark = self.evaluations
+        previous = mark - 1
+        values: list[T] = []
+        new: list[T] = []
         gone: list[T] = []
         kept: list[Event[T]] = []
         queue = self.queue
-        i = 0
         n = len(queue)
-        while i < n:
-            event = queue[i]
-            action = evict(event)
-            if action == EXPIRE:
-                gone.append(event.value)
+        i = 0
+        bounds = self.eviction.time_bounds()
+        if bounds is not None:
+            expire_to, process_to, stop_after = bounds
+            while i < n:
+                event = queue[i]
+                ts = event.ts
+                if ts <= expire_to:
+                    gone.append(event.value)
+                    i += 1
+                    continue
+                if not full or ts > stop_after:
+                    break
+                if ts <= process_to:
+                    value = event.value
+                    values.append(value)
+                    if event.mark != previous:
+                        new.append(value)
+                    event.mark = mark
+                kept.append(event)
                 i += 1
-                continue
-            if not full or action == STOP:
-                break
-            if action == PROCESS:
-                window.append(event)
-            elif action != KEEP:
-                raise ValueError(f"unknown eviction action {action!r}")
-            kept.append(event)
-            i += 1
+        else:
+            evict = self.eviction.evict
+            while i < n:
+                event = queue[i]
+                action = evict(event)
+                if action == EXPIRE:
+                    gone.append(event.value)
+                    i += 1
+                    continue
+                if not full or action == STOP:
+                    break
+                if action == PROCESS:
+                    value = event.value
+                    values.append(value)
+                    if event.mark != previous:
+                        new.append(value)
+                    event.mark = mark
+                elif action != KEEP:
+                    raise ValueError(f"unknown eviction action {action!r}")
+                kept.append(event)
+                i += 1
+        self.since_compaction = 0
         if gone:
             kept.extend(queue[i:])
             self.queue = kept
-        self.since_compaction = 0
-        if gone:
             self.expired.extend(gone)
             out.append(Expiry(gone))
-        return window
+        return values, new
 
     # queries of the watermark trigger policies
 

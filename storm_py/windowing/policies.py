@@ -24,6 +24,7 @@ STOP: Final = 3  # ends the scan: every later event is kept too
 
 #: a lag so large that a watermark eviction scan never stops early
 NO_LAG_LIMIT: Final = 1 << 62
+INFINITY: Final = float("inf")
 
 
 @dataclass(frozen=True)
@@ -42,12 +43,23 @@ class EvictionContext:
 class EvictionPolicy:
     """Decides for each event of the queue whether it is expired, in the window, kept, or ends the scan."""
 
+    #: whether :meth:`track` does anything (the manager skips the call otherwise)
+    tracks_events = False
+    #: whether the watermark time trigger must count the events up to each window end for this policy
+    needs_count = False
+
     def __init__(self) -> None:
         self.context: EvictionContext | None = None
 
     def evict(self, event: Event[Any]) -> int:
         """One of :data:`EXPIRE`, :data:`PROCESS`, :data:`KEEP`, :data:`STOP` for ``event``."""
         raise NotImplementedError
+
+    def time_bounds(self) -> tuple[float, float, float] | None:
+        """For a policy that decides by timestamp alone: ``(expire_to, process_to, stop_after)``, meaning
+        EXPIRE for ``ts <= expire_to``, STOP for ``ts > stop_after``, PROCESS for ``ts <= process_to`` and
+        KEEP otherwise, so the manager can compare inline; ``None`` to be asked event by event."""
+        return None
 
     def track(self, event: Event[Any]) -> None:
         """An event entered the queue."""
@@ -59,6 +71,8 @@ class EvictionPolicy:
 
 class CountEvictionPolicy(EvictionPolicy):
     """Keeps the last ``threshold`` events: older ones expire, oldest first."""
+
+    tracks_events = True
 
     def __init__(self, threshold: int) -> None:
         super().__init__()
@@ -78,6 +92,9 @@ class CountEvictionPolicy(EvictionPolicy):
 class WatermarkCountEvictionPolicy(CountEvictionPolicy):
     """The last ``threshold`` events up to the watermark-driven reference time; nothing expires before the first
     watermark (the policy cannot decide anything until then)."""
+
+    tracks_events = False
+    needs_count = True
 
     def __init__(self, threshold: int) -> None:
         super().__init__(threshold)
@@ -109,6 +126,8 @@ class WatermarkCountEvictionPolicy(CountEvictionPolicy):
 class TimeEvictionPolicy(EvictionPolicy):
     """Keeps the events of the last ``length`` ms before the reference time: ``end - length < ts <= end``."""
 
+    tracks_events = True
+
     def __init__(self, length: int) -> None:
         super().__init__()
         self.length = length
@@ -130,6 +149,15 @@ class TimeEvictionPolicy(EvictionPolicy):
     def track(self, event: Event[Any]) -> None:
         self.latest = event.ts
 
+    def time_bounds(self) -> tuple[float, float, float] | None:
+        if type(self).evict is not TimeEvictionPolicy.evict:  # a subclass decides for itself
+            return None
+        context = self.context
+        reference = context.reference_time if context is not None else self.latest
+        if reference is None:
+            return None
+        return reference - self.length, reference, INFINITY
+
 
 class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
     """:class:`TimeEvictionPolicy` for event time: an event more than ``lag`` ms after the reference time ends
@@ -149,12 +177,22 @@ class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
             return KEEP
         return EXPIRE if diff >= self.length else PROCESS
 
+    def time_bounds(self) -> tuple[float, float, float] | None:
+        if type(self).evict is not WatermarkTimeEvictionPolicy.evict:  # a subclass decides for itself
+            return None
+        context = self.context
+        reference = context.reference_time if context is not None and context.reference_time is not None else 0
+        return reference - self.length, reference, reference + self.lag
+
 
 # ----------------------------------------------------------------------------------------------- trigger
 
 
 class TriggerPolicy:
     """Decides when the window is evaluated; each evaluation's steps are appended to ``out``."""
+
+    #: whether :meth:`track` does anything (the manager skips the call otherwise)
+    tracks_events = False
 
     def start(self, now: int) -> None:
         """The window starts at ``now`` (ms)."""
@@ -178,6 +216,8 @@ class TriggerPolicy:
 
 class CountTriggerPolicy(TriggerPolicy):
     """Evaluates every ``count`` events, with the last event's timestamp as the reference time."""
+
+    tracks_events = True
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -236,7 +276,9 @@ class WatermarkTimeTriggerPolicy(TriggerPolicy):
     def on_watermark(self, ts: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
         end = self.next_end
         while end <= ts:
-            manager.eviction.set_context(EvictionContext(end, current_count=manager.event_count(end)))
+            eviction = manager.eviction
+            count = manager.event_count(end) if eviction.needs_count else None
+            eviction.set_context(EvictionContext(end, current_count=count))
             if manager.evaluate(out):
                 end += self.sliding
                 continue
