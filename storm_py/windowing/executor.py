@@ -144,6 +144,14 @@ class WindowedBoltExecutor(Bolt):
         self.bolt.prepare(conf, context, self.collector)
         spec = self.spec = WindowSpec.from_conf(conf, event_time=self.extractor is not None, where=where)
         self.late_stream = spec.late_stream
+        if spec.late_stream is not None:
+            try:
+                context.get_component_output_fields(context.get_this_component_id(), spec.late_stream)
+            except ValueError:
+                raise ValueError(
+                    f"{where}: late tuple stream {spec.late_stream!r} is not declared: set it with"
+                    " with_late_tuple_stream"
+                ) from None
         now = self.now()
         self.manager = spec.manager()
         self.manager.start(now)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Final, Generic, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from storm_py.windowing.policies import EXPIRE, KEEP, PROCESS, STOP, EvictionPolicy, TriggerPolicy
 
 T = TypeVar("T")
@@ -58,6 +60,7 @@ class Activation(Generic[T]):
 Step = Expiry[T] | Activation[T]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WindowManager(Generic[T]):
     """The window's queue of events under an eviction and a trigger policy (see the module docstring)."""
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
     from storm_py.windowing.manager import Event, Step, WindowManager
 
@@ -40,16 +42,16 @@ class EvictionContext:
 # ---------------------------------------------------------------------------------------------- eviction
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EvictionPolicy:
     """Decides for each event of the queue whether it is expired, in the window, kept, or ends the scan."""
 
-    #: whether :meth:`track` does anything (the manager skips the call otherwise)
-    tracks_events = False
-    #: whether the watermark time trigger must count the events up to each window end for this policy
-    needs_count = False
-
     def __init__(self) -> None:
         self.context: EvictionContext | None = None
+        #: whether :meth:`track` does anything (the manager skips the call otherwise)
+        self.tracks_events = False
+        #: whether the watermark time trigger must count the events up to each window end for this policy
+        self.needs_count = False
 
     def evict(self, event: Event[Any]) -> int:
         """One of :data:`EXPIRE`, :data:`PROCESS`, :data:`KEEP`, :data:`STOP` for ``event``."""
@@ -69,15 +71,15 @@ class EvictionPolicy:
         self.context = context
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CountEvictionPolicy(EvictionPolicy):
     """Keeps the last ``threshold`` events: older ones expire, oldest first."""
-
-    tracks_events = True
 
     def __init__(self, threshold: int) -> None:
         super().__init__()
         self.threshold = threshold
         self.current_count = 0
+        self.tracks_events = True
 
     def evict(self, event: Event[Any]) -> int:
         if self.current_count > self.threshold:
@@ -89,16 +91,16 @@ class CountEvictionPolicy(EvictionPolicy):
         self.current_count += 1
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WatermarkCountEvictionPolicy(CountEvictionPolicy):
     """The last ``threshold`` events up to the watermark-driven reference time; nothing expires before the first
     watermark (the policy cannot decide anything until then)."""
 
-    tracks_events = False
-    needs_count = True
-
     def __init__(self, threshold: int) -> None:
         super().__init__(threshold)
         self.processed = 0
+        self.tracks_events = False
+        self.needs_count = True
 
     def evict(self, event: Event[Any]) -> int:
         context = self.context
@@ -123,14 +125,14 @@ class WatermarkCountEvictionPolicy(CountEvictionPolicy):
         self.processed = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TimeEvictionPolicy(EvictionPolicy):
     """Keeps the events of the last ``length`` ms before the reference time: ``end - length < ts <= end``."""
-
-    tracks_events = True
 
     def __init__(self, length: int) -> None:
         super().__init__()
         self.length = length
+        self.tracks_events = True
         #: the latest timestamp tracked: "now" in processing time, the reference before any trigger
         self.latest: int | None = None
 
@@ -159,6 +161,7 @@ class TimeEvictionPolicy(EvictionPolicy):
         return reference - self.length, reference, INFINITY
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
     """:class:`TimeEvictionPolicy` for event time: an event more than ``lag`` ms after the reference time ends
     the scan (no later event can belong to this window, since timestamps are out of order by at most the lag)."""
@@ -166,6 +169,7 @@ class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
     def __init__(self, length: int, lag: int = NO_LAG_LIMIT) -> None:
         super().__init__(length)
         self.lag = lag
+        self.tracks_events = False
 
     def evict(self, event: Event[Any]) -> int:
         context = self.context
@@ -188,11 +192,13 @@ class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
 # ----------------------------------------------------------------------------------------------- trigger
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TriggerPolicy:
     """Decides when the window is evaluated; each evaluation's steps are appended to ``out``."""
 
-    #: whether :meth:`track` does anything (the manager skips the call otherwise)
-    tracks_events = False
+    def __init__(self) -> None:
+        #: whether :meth:`track` does anything (the manager skips the call otherwise)
+        self.tracks_events = False
 
     def start(self, now: int) -> None:
         """The window starts at ``now`` (ms)."""
@@ -214,14 +220,15 @@ class TriggerPolicy:
         return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CountTriggerPolicy(TriggerPolicy):
     """Evaluates every ``count`` events, with the last event's timestamp as the reference time."""
 
-    tracks_events = True
-
     def __init__(self, count: int) -> None:
+        super().__init__()
         self.count = count
         self.current = 0
+        self.tracks_events = True
 
     def track(self, event: Event[Any], manager: WindowManager[Any], out: list[Step[Any]]) -> None:
         self.current += 1
@@ -233,6 +240,7 @@ class CountTriggerPolicy(TriggerPolicy):
         self.current = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TimeTriggerPolicy(TriggerPolicy):
     """Evaluates every ``duration`` ms of the clock, from the start on.
 
@@ -242,6 +250,7 @@ class TimeTriggerPolicy(TriggerPolicy):
     """
 
     def __init__(self, duration: int) -> None:
+        super().__init__()
         self.duration = duration
         self.due: int | None = None
 
@@ -262,6 +271,7 @@ class TimeTriggerPolicy(TriggerPolicy):
         return self.due
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WatermarkTimeTriggerPolicy(TriggerPolicy):
     """Evaluates every window end (a multiple of ``sliding`` ms) up to the watermark.
 
@@ -270,6 +280,7 @@ class WatermarkTimeTriggerPolicy(TriggerPolicy):
     """
 
     def __init__(self, sliding: int) -> None:
+        super().__init__()
         self.sliding = sliding
         self.next_end = 0
 
@@ -289,10 +300,12 @@ class WatermarkTimeTriggerPolicy(TriggerPolicy):
         self.next_end = end
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WatermarkCountTriggerPolicy(TriggerPolicy):
     """Evaluates at every ``count``-th event (in timestamp order of arrival) up to the watermark."""
 
     def __init__(self, count: int) -> None:
+        super().__init__()
         self.count = count
         self.last_ts = 0
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 
+from mypy_extensions import mypyc_attr
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WatermarkGenerator:
     """Tracks the latest timestamp of each input stream and emits watermarks that only move forward."""
 
