@@ -8,9 +8,8 @@ One worker: a source of batches of 1000 items -> ``key_on`` (one key) -> ``fold_
 (waiting 10 s: Bytewax's watermark also moves with the system clock, so with no wait an item that arrives a
 millisecond of real time after the one before it would be late) and a ``SlidingWindower`` (Bytewax's windows
 are ``[start, end)``; storm_py's, as Storm's, ``(start, end]``) keeping count, sum and the first and last
-timestamp -> a sink.  items/s = N / (last sink write -
-first source batch), system-wide monotonic clock.  Every window's sum is checked against its timestamps.  One
-``RESULT`` line.
+timestamp -> a sink.  items/s = N / (last sink write - first source batch), system-wide monotonic clock.  Every
+window's sum is checked against its timestamps.  One ``RESULT`` line.
 """
 
 from __future__ import annotations
