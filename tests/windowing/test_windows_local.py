@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from storm_py import BaseWindowedBolt, Bolt, Count, Duration, InvalidTopologyException, LocalCluster
+from storm_py import BaseWindowedBolt, Bolt, Count, Duration, InvalidTopologyException, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
-from storm_py.testing import AckFailMapTracker, TrackedTopology, tracked_wait
+from storm_py.testing import AckFailMapTracker, FeederSpout, TrackedTopology, tracked_wait
 from storm_py.testing.registry import Shared
 from tests.core.helpers import feeder_topology
 
@@ -287,3 +287,31 @@ def test_a_late_stream_without_a_timestamp_is_refused_by_create_topology():
     bolt = SumWindow(Record()).with_window(Count(3)).with_late_tuple_stream("late")
     with cluster() as c, pytest.raises(ValueError, match="late tuple stream 'late'"):
         run(c, bolt, ["n"])
+
+
+def test_the_watermark_waits_for_every_input_stream():
+    """Event time over two spouts: no window until both have delivered, then the slower one holds the watermark."""
+    windows = Record()
+    fast, slow = FeederSpout(["n", "ts"]), FeederSpout(["n", "ts"])
+    builder = TopologyBuilder()
+    builder.set_spout("fast", fast)
+    builder.set_spout("slow", slow)
+    bolt = SumWindow(windows).with_tumbling_window(Duration.seconds(10)).with_timestamp_field("ts")
+    builder.set_bolt("w", bolt).shuffle_grouping("fast").shuffle_grouping("slow")
+    with cluster() as c:
+        tracked = TrackedTopology(builder.create_topology(), c)
+        c.submit_topology("two-streams", {}, tracked)
+        for n, ts in ((1, 1_000), (2, 15_000)):
+            fast.feed_no_ack([n, ts])
+        tracked_wait(tracked, 2)
+        c.advance_cluster_time(2)
+        assert windows.snapshot() == []  # the slow stream has delivered nothing: no watermark
+        slow.feed_no_ack([10, 12_000])
+        tracked_wait(tracked, 1)
+        c.advance_cluster_time(2)  # watermark min(15 s, 12 s) = 12 s: only the window ending at 10 s
+        assert [(w["end"], w["values"]) for w in windows.snapshot()] == [(10_000, [1])]
+        fast.feed_no_ack([3, 35_000])
+        slow.feed_no_ack([11, 40_000])
+        tracked_wait(tracked, 2)
+        c.advance_cluster_time(2)  # watermark min(35 s, 40 s) = 35 s; nothing in (20 s, 30 s], 40 s not reached
+        assert [(w["end"], w["values"]) for w in windows.snapshot()] == [(10_000, [1]), (20_000, [2, 10])]
