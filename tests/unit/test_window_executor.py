@@ -157,3 +157,53 @@ def test_count_window_emits_are_anchored_to_the_window():
     for t in inputs:
         executor.execute(t)
     assert collector.emitted == [("default", [2], inputs), ("default", [0], [])]
+
+
+def feed_at(executor, clock, times_ms: list[int]) -> None:
+    """Tuple ``i`` (value i) at each time of ``times_ms``, then a tick at the last time."""
+    for i, at in enumerate(times_ms, start=1):
+        clock.advance(at / 1000 - clock.now())
+        executor.execute(tup(["n"], [i]))
+    executor.execute(make_tick_tuple(0.001))
+
+
+def test_count_window_sliding_with_every_tuple():
+    """withWindow(Count): the last 3 tuples at every tuple."""
+    conf = {"topology.bolts.window.length.count": 3}
+    executor, collector, clock = prepared(Windows().with_window(Count(3)), conf)
+    feed_at(executor, clock, [1, 2, 3, 4, 5])
+    assert [[t[0] for t in w] for w in executor.bolt.windows] == [[1], [1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5]]
+    assert [t[0] for t in collector.acked] == [1, 2]
+
+
+def test_count_window_sliding_on_the_clock():
+    """withWindow(Count, Duration): every 10 ms, the last 3 tuples."""
+    conf = {"topology.bolts.window.length.count": 3, "topology.bolts.sliding.interval.duration.ms": 10}
+    executor, _, clock = prepared(Windows().with_window(Count(3), Duration(10)), conf)
+    feed_at(executor, clock, [1, 2, 3, 4, 12, 25])
+    windows = executor.bolt.windows
+    assert [(w.get_start_timestamp(), w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+        (None, 10, [2, 3, 4]), (None, 20, [3, 4, 5]),
+    ]
+
+
+def test_duration_window_sliding_with_every_tuple():
+    """withWindow(Duration): at every tuple, the tuples of the last 20 ms."""
+    conf = {"topology.bolts.window.length.duration.ms": 20}
+    executor, _, clock = prepared(Windows().with_window(Duration(20)), conf)
+    feed_at(executor, clock, [1, 10, 21, 30, 45])
+    windows = executor.bolt.windows
+    assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+        (1, [1]), (10, [1, 2]), (21, [2, 3]), (30, [3, 4]), (45, [4, 5]),
+    ]
+
+
+def test_duration_window_sliding_by_count():
+    """withWindow(Duration, Count): every 2 tuples, the tuples of the 20 ms up to the second one."""
+    conf = {"topology.bolts.window.length.duration.ms": 20, "topology.bolts.sliding.interval.count": 2}
+    executor, _, clock = prepared(Windows().with_window(Duration(20), Count(2)), conf)
+    feed_at(executor, clock, [1, 5, 18, 30, 31, 32])
+    windows = executor.bolt.windows
+    assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+        (5, [1, 2]), (30, [3, 4]), (32, [3, 4, 5, 6]),
+    ]
