@@ -82,6 +82,11 @@ class WindowedCollector:
         """Show ``exc`` in the topology's errors."""
         self.collector.report_error(exc)
 
+    def __getattr__(self, name: str) -> Any:
+        if name == "collector":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.collector, name)  # anything else the bolt collector offers
+
 
 def tick_secs(conf: dict[str, Any], event_time: bool) -> float | None:
     """How often a windowed bolt needs a tick tuple (s): a tenth of its shortest timer (the sliding interval of
