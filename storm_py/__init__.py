@@ -24,16 +24,20 @@ from storm_py.errors import (
     NotAliveException,
     ReportedFailedException,
 )
+from storm_py.windowing import BaseWindowedBolt, Count, Duration
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyAliveException",
+    "BaseWindowedBolt",
     "BasicBolt",
     "Bolt",
     "BoltDeclarer",
     "Config",
+    "Count",
     "CustomStreamGrouping",
+    "Duration",
     "FailedException",
     "Fields",
     "InvalidTopologyException",

@@ -21,7 +21,8 @@ from storm_py.errors import StaleBuildError
 #: the modules a compiled build compiles with mypyc: the per-tuple path (tuples, emit and routing, executors,
 #: acking, frames and the codec), the Kafka spout's offset manager and its per-record loops (the spout itself is a
 #: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support), and
-#: the Parquet sink's per-value passes over a batch
+#: the Parquet sink's per-value passes over a batch, and the window manager with its policies and watermarks (the
+#: windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -41,6 +42,9 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.kafka.flow",
     "storm_py.spark.columns",
     "storm_py.clock",
+    "storm_py.windowing.manager",
+    "storm_py.windowing.policies",
+    "storm_py.windowing.watermarks",
 )
 
 #: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from

@@ -27,6 +27,7 @@ class TopologyContext:
         resources: dict[str, Any] | None = None,
         conf: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
+        sources: Mapping[tuple[str, str], Any] | None = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -42,6 +43,7 @@ class TopologyContext:
         #: the cluster's clock (simulated in tests): components that keep time should read it
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self.metrics: dict[str, tuple[Any, float]] = {}
+        self._sources = dict(sources or {})
         tasks = component_tasks.get(component_id, [task_id])
         self.this_task_index = tasks.index(task_id) if task_id in tasks else 0
 
@@ -68,6 +70,10 @@ class TopologyContext:
     def get_this_task_index(self) -> int:
         """Index of this task among its component's sorted tasks."""
         return self.this_task_index
+
+    def get_this_sources(self) -> dict[tuple[str, str], Any]:
+        """The streams this component subscribes to: ``(component, stream)`` -> its grouping."""
+        return dict(self._sources)
 
     def get_component_output_fields(self, component_id: str, stream: str) -> Fields:
         """The fields of ``stream`` declared by ``component_id``."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storm_py.api.components import BasicBolt, Bolt, CustomStreamGrouping, OutputFieldsDeclarer, Spout
+from storm_py.api.components import BasicBolt, Bolt, Component, CustomStreamGrouping, OutputFieldsDeclarer, Spout
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
 from storm_py.errors import InvalidTopologyException
 
@@ -208,9 +208,12 @@ class TopologyBuilder:
         self._spouts[id] = spec
         return SpoutDeclarer(spec)
 
-    def set_bolt(self, id: str, bolt: Bolt | BasicBolt, parallelism: int = 1) -> BoltDeclarer:
+    def set_bolt(self, id: str, bolt: Bolt | BasicBolt | Component, parallelism: int = 1) -> BoltDeclarer:
         """Add a bolt (rich or basic) with ``parallelism`` executors."""
         self._check_new(id, parallelism)
+        runner = getattr(bolt, "topology_bolt", None)
+        if callable(runner):  # a bolt that runs inside a wrapper bolt (a windowed bolt: in its window executor)
+            bolt = runner()
         if not hasattr(bolt, "execute"):
             raise InvalidTopologyException(f"component {id!r} is not a bolt (no execute): {bolt!r}", component=id)
         spec = ComponentSpec(id, bolt, parallelism, False)

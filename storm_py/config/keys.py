@@ -125,6 +125,16 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.kryo.register", LIST, None, "nimbus", "serializations; merged from every component, topology wins"),
         Key("topology.kryo.decorators", STRS, None, "nimbus", "serialization decorators; union over the components"),
     ),
+    "windows": (
+        Key("topology.bolts.window.length.count", INT, None, "windowed bolts", "window length in tuples (set by with_window)", min=1, per_component=True),
+        Key("topology.bolts.window.length.duration.ms", INT, None, "windowed bolts", "window length in ms (set by with_window)", min=1, per_component=True),
+        Key("topology.bolts.sliding.interval.count", INT, None, "windowed bolts", "the window slides every this many tuples (null with no duration either: every tuple)", min=1, per_component=True),
+        Key("topology.bolts.sliding.interval.duration.ms", INT, None, "windowed bolts", "the window slides every this many ms", min=1, per_component=True),
+        Key("topology.bolts.tuple.timestamp.field.name", STR, None, "windowed bolts", "event time: the tuple field holding the timestamp in ms (set by with_timestamp_field)", per_component=True),
+        Key("topology.bolts.tuple.timestamp.max.lag.ms", INT, 0, "windowed bolts", "event time: how far out of order timestamps may be (the watermark trails the latest by this)", min=0, per_component=True),
+        Key("topology.bolts.watermark.event.interval.ms", INT, 1000, "windowed bolts", "event time: ms between watermarks", min=1, per_component=True),
+        Key("topology.bolts.late.tuple.stream", STR, None, "windowed bolts", "event time: stream late tuples are emitted on as [late_tuple] (null: acked and logged)", per_component=True),
+    ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
@@ -132,17 +142,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself
-#: (windowed and stateful bolts, spout wait strategies of Storm).
+#: (stateful bolts, spout wait strategies of Storm).
 PASS_THROUGH_COMPONENT_KEYS = frozenset(
     {
         "topology.sleep.spout.wait.strategy.time.ms",
         "topology.spout.wait.strategy",
-        "topology.bolts.window.length.count",
-        "topology.bolts.window.length.duration.ms",
-        "topology.bolts.sliding.interval.count",
-        "topology.bolts.sliding.interval.duration.ms",
-        "topology.bolts.tuple.timestamp.field.name",
-        "topology.bolts.tuple.timestamp.max.lag.ms",
         "topology.bolts.message.id.field.name",
         "topology.state.provider",
         "topology.state.provider.config",

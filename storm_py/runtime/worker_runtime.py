@@ -145,6 +145,7 @@ class WorkerRuntime:
             resources=self.resources,
             conf=self.conf,
             clock=self.clock,
+            sources=getattr(self.topology.components().get(component_id), "inputs", None),
         )
 
     def routes_for(self, task: int) -> dict[str, StreamRoute]:
