@@ -1,0 +1,131 @@
+"""This module owns the bolts around a DRPC computation: Storm's ``PrepareRequest``, ``JoinResult`` and
+``ReturnResults``.
+
+* :class:`PrepareRequest` reads ``[args, return-info]`` from a ``DRPCSpout`` and gives the request a random
+  64-bit request id: ``[request, args]`` on the default stream, ``[request, return]`` on ``ret`` and
+  ``[request]`` on ``id`` (all anchored to the spout tuple).
+* :class:`JoinResult` pairs a request's result tuple ``[request, result]`` with its ``ret`` tuple and emits
+  ``[result, return-info]`` with the result as ``str`` (anchored to both; acked once joined).
+* :class:`ReturnResults` sends ``[result, return-info]`` to the server the return-info names (a LocalDRPC in
+  this process when its port is 0) and acks; a delivery error fails the tuple, which fails the request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from typing import Any
+
+from storm_py.api.components import BasicBolt, BasicOutputCollector, Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import Tuple
+from storm_py.drpc.client import DRPCInvocationsClient
+from storm_py.drpc.errors import DRPCExecutionException
+from storm_py.drpc.local import local_service
+
+log = logging.getLogger(__name__)
+
+ARGS_STREAM = "default"
+RETURN_STREAM = "ret"
+ID_STREAM = "id"
+
+
+class PrepareRequest(BasicBolt):
+    """Storm's ``PrepareRequest`` (see the module docstring)."""
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self._rng = random.Random()
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        request = self._rng.getrandbits(63)
+        collector.emit([request, tup.values[0]], ARGS_STREAM)
+        collector.emit([request, tup.values[1]], RETURN_STREAM)
+        collector.emit([request], ID_STREAM)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["request", "args"], ARGS_STREAM)
+        declarer.declare(["request", "return"], RETURN_STREAM)
+        declarer.declare(["request"], ID_STREAM)
+
+
+class JoinResult(Bolt):
+    """Storm's ``JoinResult``: joins results with return-infos by request id (see the module docstring)."""
+
+    def __init__(self, return_component: str) -> None:
+        self.return_component = return_component
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self._out = collector
+        self._returns: dict[Any, Tuple] = {}
+        self._results: dict[Any, Tuple] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        request = tup.values[0]
+        if tup.source_component == self.return_component:
+            self._returns[request] = tup
+        else:
+            self._results[request] = tup
+        if request in self._returns and request in self._results:
+            result = self._results.pop(request)
+            returner = self._returns.pop(request)
+            self._out.emit([str(result.values[1]), returner.values[1]], [result, returner])
+            self._out.ack(result)
+            self._out.ack(returner)
+
+    def cleanup(self) -> None:
+        self._returns.clear()
+        self._results.clear()
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["result", "return-info"])
+
+
+def parse_return_info(text: Any) -> tuple[str, str, int]:
+    """``(request id, host, port)`` of a return-info value; ``ValueError`` names what is wrong."""
+    try:
+        info = json.loads(text)
+        request_id, host, port = str(info["id"]), str(info["host"]), int(info["port"])
+    except (TypeError, ValueError, KeyError) as err:
+        raise ValueError(f"not a DRPC return-info: {str(text)[:200]!r}") from err
+    return request_id, host, port
+
+
+class ReturnResults(Bolt):
+    """Storm's ``ReturnResults`` (see the module docstring).  Remote servers get the topology's token."""
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self._out = collector
+        token = conf.get("nimbus.auth.token")
+        self._token = str(token) if token else None
+        self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        result, info = tup.values[0], tup.values[1]
+        if info is None:
+            self._out.ack(tup)
+            return
+        try:
+            request_id, host, port = parse_return_info(info)
+            text = result if isinstance(result, str) else str(result)
+            if port == 0:
+                local_service(host).result(request_id, text)
+            else:
+                client = self._clients.get((host, port))
+                if client is None:
+                    client = self._clients[(host, port)] = DRPCInvocationsClient(host, port, self._token)
+                client.result(request_id, text)
+        except (ValueError, DRPCExecutionException) as err:
+            log.warning("could not return a DRPC result: %s", err)
+            self._out.report_error(err)
+            self._out.fail(tup)
+            return
+        self._out.ack(tup)
+
+    def cleanup(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients = {}
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        pass
