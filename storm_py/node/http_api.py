@@ -165,6 +165,8 @@ class _BoundedServer(ThreadingHTTPServer):
     """A thread per connection, at most ``limit`` at once: a connection beyond that is closed unanswered."""
 
     daemon_threads = True
+    #: connections the kernel queues until accepted (a burst waits there instead of in the clients' SYN retries)
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limit: int) -> None:
         super().__init__(address, handler)
