@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,7 +90,7 @@ def test_no_token_or_a_wrong_token_is_refused_on_every_port(drpc_server: Callabl
     server = drpc_server()
     for token in (None, "wrong-token"):
         with DRPCClient("127.0.0.1", server.port, timeout_secs=10, token=token) as client:
-            with pytest.raises(DRPCExecutionException, match="refused the request.*token") as err:
+            with pytest.raises(DRPCExecutionException, match=r"refused the request.*token") as err:
                 client.execute("echo", "x")
             assert err.value.type == UNAUTHORIZED
         status, body = http(server, "GET", "/drpc/echo/x", token=token)
@@ -151,7 +152,7 @@ def _raw_requests(port: int, paths: list[str]) -> list[tuple[int, bytes]]:
 
 
 def _rss_kib(pid: int) -> int:
-    status = open(f"/proc/{pid}/status", encoding="ascii").read()
+    status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
 
 
