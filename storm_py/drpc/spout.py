@@ -10,7 +10,8 @@ Fetching: with a LocalDRPC, ``next_tuple`` takes requests straight from it.  Oth
 spout is active and queues what it gets, waking the worker loop; the cluster token comes from the topology
 conf (``nimbus.auth.token``).  Each tuple is tracked: a failed tuple tree fails the request (the client gets a
 ``DRPCExecutionException``); an acked one needs nothing (the result was delivered by then).  Requests fetched
-but not emitted when the spout closes are failed at once.
+but not completed when the spout closes (its topology was killed) are failed at once, so their clients learn
+it then rather than at their timeout (a result that still arrives first wins).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class DRPCSpout(Spout):
         self._fetchers: list[_Fetcher] = []
         self._wake: threading.Event | None = None
         self._collector: SpoutOutputCollector | None = None
+        self._in_flight: set[tuple[Any, str]] = set()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DRPCSpout:
         copy = DRPCSpout.__new__(DRPCSpout)
@@ -150,6 +152,7 @@ class DRPCSpout(Spout):
         assert collector is not None, "DRPCSpout used before open"
         if self._local is not None:
             for inv in self._local.fetch(self.function, MAX_FETCH_BATCH):
+                self._in_flight.add(("local", inv.id))
                 collector.emit([inv.args, return_info(inv.id, self.local_id or "", 0)], ("local", inv.id))
             return
         queue = self.queue
@@ -158,15 +161,20 @@ class DRPCSpout(Spout):
         while queue:
             index, inv = queue.popleft()
             host, port = self._servers[index]
+            self._in_flight.add((index, inv.id))
             collector.emit([inv.args, return_info(inv.id, host, port)], (index, inv.id))
         self.room.set()
 
     def ack(self, msg_id: Any) -> None:
         """The request's tree completed: its result was delivered."""
+        self._in_flight.discard(msg_id)
 
     def fail(self, msg_id: Any) -> None:
+        self._in_flight.discard(msg_id)
+        self._fail(msg_id, "its tuple tree failed or timed out in the topology")
+
+    def _fail(self, msg_id: Any, message: str) -> None:
         index, request_id = msg_id
-        message = "its tuple tree failed or timed out in the topology"
         try:
             if index == "local":
                 if self._local is not None:
@@ -183,9 +191,9 @@ class DRPCSpout(Spout):
             f.thread.join(FETCH_WAIT_SECS + 5.0)
         while self.queue:
             index, inv = self.queue.popleft()
-            try:
-                self._clients[index].fail(inv.id, "the DRPC spout closed before running it")
-            except DRPCExecutionException as err:
-                log.debug("could not fail DRPC request %s: %s", inv.id, err.message)
+            self._fail((index, inv.id), "the DRPC spout serving it stopped before running it")
+        for msg_id in sorted(self._in_flight, key=str):
+            self._fail(msg_id, "the DRPC spout serving it stopped before it completed (topology killed?)")
+        self._in_flight.clear()
         for c in self._clients:
             c.close()

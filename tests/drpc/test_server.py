@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from storm_py.clock import wait_until
-from storm_py.drpc import DRPCClient, DRPCExecutionException, DRPCInvocationsClient
+from storm_py import BasicBolt, Config, LocalCluster
+from storm_py.api.components import OutputFieldsDeclarer
+from storm_py.clock import SYSTEM_CLOCK, wait_until
+from storm_py.drpc import DRPCClient, DRPCExecutionException, DRPCInvocationsClient, LinearDRPCTopologyBuilder
 from storm_py.drpc.errors import BUSY, FAILED_REQUEST, SERVER_SHUTDOWN, SERVER_TIMEOUT, TOO_LARGE, UNAUTHORIZED
 from tests.cluster.harness import storm_py_command
 from tests.drpc.conftest import TOKEN, DRPCServerProcess
@@ -231,3 +233,56 @@ def test_stopping_the_server_answers_waiting_clients_with_shutting_down(
         t.join(10)
     assert [e.type for e in errors] == [SERVER_SHUTDOWN] and "shut down" in errors[0].message
     assert statuses == [503]
+
+
+HELD = threading.Event()
+
+
+class HoldOrEcho(BasicBolt):
+    """Answers ``[id, args]`` with the args, except ``hang``, which it keeps forever (acked, never answered)."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        if tup.values[1] == "hang":
+            HELD.set()
+            return
+        collector.emit([tup.values[0], tup.values[1]])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "result"])
+
+
+def test_a_remote_topology_serves_requests_and_killing_it_mid_request_fails_that_request(
+    drpc_server: Callable[..., DRPCServerProcess],
+) -> None:
+    server = drpc_server({"drpc.request.timeout.secs": 60})
+    builder = LinearDRPCTopologyBuilder("hold")
+    builder.add_bolt(HoldOrEcho(), 2)
+    conf = Config()
+    conf.update({"drpc.servers": ["127.0.0.1"], "drpc.invocations.port": server.invocations_port,
+                 "nimbus.auth.token": TOKEN})
+    HELD.clear()
+    errors: list[DRPCExecutionException] = []
+    with LocalCluster() as cluster, DRPCClient("127.0.0.1", server.port, 60, TOKEN) as client:
+        cluster.submit_topology("hold", conf, builder.create_remote_topology())
+        assert client.execute("hold", "fine") == "fine"
+        assert http(server, "GET", "/drpc/hold/also%20fine") == (200, b"also fine")
+
+        def call() -> None:
+            with DRPCClient("127.0.0.1", server.port, 60, TOKEN) as other:
+                try:
+                    other.execute("hold", "hang")
+                except DRPCExecutionException as err:
+                    errors.append(err)
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        assert HELD.wait(30), "the topology never got the request"
+        started = SYSTEM_CLOCK.now()
+        cluster.kill_topology("hold", wait_secs=0)
+        thread.join(30)
+        assert SYSTEM_CLOCK.now() - started < 30
+    assert [e.type for e in errors] == [FAILED_REQUEST]
+    assert "stopped before it completed" in errors[0].message
+    assert pending(server) == 0
+    with answering(server, "hold", lambda a: a), DRPCClient("127.0.0.1", server.port, 10, TOKEN) as client:
+        assert client.execute("hold", "served again") == "served again"
