@@ -3,14 +3,17 @@
 
 Both keep one HTTP/1.1 connection open (a round trip costs no new TCP connection), send the cluster token as
 ``Authorization: Bearer``, and turn every failure into :class:`~storm_py.drpc.errors.DRPCExecutionException`
-naming the server.  A connection the server closed while idle is reopened once, for requests that are safe
-to send again (every one but ``execute``: a request sent twice would run twice).
+naming the server.  A kept-alive connection the server closed while idle (``drpc.connection.timeout.secs``) is
+noticed before a request is sent into it and reopened; a request lost on a connection that broke while in use
+is sent again only when that is safe (every one but ``execute``: a request sent twice would run twice).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 import threading
 from typing import Any
 
@@ -19,6 +22,15 @@ from storm_py.drpc.ledger import Invocation
 from storm_py.drpc.wire import EXECUTE_PATH, FAILURE_PATH, FETCH_PATH, RESULT_PATH, error_from_reply
 
 _RETRIABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, http.client.CannotSendRequest)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection is readable: the peer closed it (or sent what nobody asked for)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class _JsonConnection:
@@ -39,6 +51,8 @@ class _JsonConnection:
         body = json.dumps(payload).encode("utf-8")
         with self._lock:
             for attempt in (0, 1):
+                if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
+                    self._drop()  # the server closed it while idle: never send a request into it
                 fresh = self._conn is None
                 if self._conn is None:
                     self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_secs)

@@ -286,3 +286,17 @@ def test_a_remote_topology_serves_requests_and_killing_it_mid_request_fails_that
     assert pending(server) == 0
     with answering(server, "hold", lambda a: a), DRPCClient("127.0.0.1", server.port, 10, TOKEN) as client:
         assert client.execute("hold", "served again") == "served again"
+
+
+def test_a_client_idle_past_the_connection_timeout_reconnects_instead_of_failing(
+    drpc_server: Callable[..., DRPCServerProcess],
+) -> None:
+    from storm_py.drpc.client import _closed_by_peer
+
+    server = drpc_server({"drpc.connection.timeout.secs": 0.5})
+    with answering(server, "echo", lambda a: a), DRPCClient("127.0.0.1", server.port, 10, TOKEN) as client:
+        assert client.execute("echo", "first") == "first"
+        sock = client._conn._conn.sock if client._conn._conn is not None else None
+        assert sock is not None
+        wait_until(lambda: _closed_by_peer(sock), 10, what="the server to close the idle connection")
+        assert client.execute("echo", "after idling") == "after idling"
