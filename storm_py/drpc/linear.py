@@ -11,7 +11,9 @@ task it has seen every tuple of a request; a :class:`~storm_py.transactional.Bas
 instance per request (its ``id`` is the request id) and its ``finish_batch`` runs then.  The first step sees
 the single ``[request, args]`` tuple; step 1 waits for one report from step 0 (only the task that ran the
 request reports), later steps for every task of the step before.  A last step that is a batch bolt also waits
-for the request's ``id`` tuple (fields-grouped on the request, so group the last step on its first field).
+for the request's ``id`` tuple, fields-grouped on the request: only the task of that id finishes the request, so
+such a step on several tasks must be fields-grouped on the request id alone (the builder refuses it otherwise;
+Storm's gives a wrong answer silently).
 
 The last step declares exactly one stream of two fields, ``[request id, result]``; ``JoinResult`` pairs its
 tuple with the request's return-info and ``ReturnResults`` answers the client with ``str(result)``.  A failed
@@ -138,6 +140,7 @@ class LinearDRPCTopologyBuilder:
     def _build(self, spout: DRPCSpout) -> TopologyBuilder:
         if not self._steps:
             raise InvalidTopologyException(f"DRPC function {self.function!r} has no bolt: add_bolt at least once")
+        self._check_last_step()
         builder = TopologyBuilder()
         builder.set_spout(SPOUT_ID, spout)
         builder.set_bolt(PREPARE_ID, PrepareRequest()).none_grouping(SPOUT_ID)
@@ -175,6 +178,30 @@ class LinearDRPCTopologyBuilder:
             .fields_grouping(PREPARE_ID, ["request"], RETURN_STREAM)
         builder.set_bolt(bolt_id(last + 2), ReturnResults()).none_grouping(join)
         return builder
+
+
+    def _check_last_step(self) -> None:
+        """A last step that is a batch bolt on several tasks must be grouped on the request id alone: its
+        request's ``id`` tuple goes to the task of that id, and only that task finishes the request."""
+        last = len(self._steps) - 1
+        step = self._steps[last]
+        tasks = step.num_tasks if step.num_tasks is not None else step.parallelism
+        if not is_batch_bolt(step.bolt) or tasks <= 1:
+            return
+        previous: Any = PrepareRequest() if last == 0 else self._steps[last - 1].bolt
+        declarer = OutputFieldsDeclarer()
+        previous.declare_output_fields(declarer)
+        firsts = {spec.stream: list(declarer.streams[spec.stream][0])[:1] for spec in step.inputs
+                  if spec.stream in declarer.streams}
+        if not step.inputs or any(
+            spec.kind != "fields" or spec.fields is None or list(spec.fields) != firsts.get(spec.stream)
+            for spec in step.inputs
+        ):
+            raise InvalidTopologyException(
+                f"the last bolt of DRPC function {self.function!r} is a batch bolt on {tasks} tasks: group it on "
+                "the request id alone (fields_grouping on the first field), or a request's tuples and the task "
+                "that finishes it could differ"
+            )
 
 
 def _subscribe(decl: BoltDeclarer, source: str, spec: _Input) -> None:

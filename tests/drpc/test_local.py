@@ -202,3 +202,55 @@ def test_the_last_step_must_emit_one_stream_of_request_id_and_result():
     builder.add_bolt(Three())
     with pytest.raises(InvalidTopologyException, match=r"must emit two fields, \[request id, result\]"):
         builder.create_remote_topology()
+
+
+class Pass(BasicBolt):
+    """Passes ``[id, value]`` on."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([tup.values[0], tup.values[1]])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "value"])
+
+
+class CountAll(BaseBatchBolt):
+    """Counts one request's tuples."""
+
+    def prepare(self, conf: Any, context: Any, collector: Any, id: Any) -> None:
+        self.collector, self.id, self.count = collector, id, 0
+
+    def execute(self, tup: Any) -> None:
+        self.count += 1
+
+    def finish_batch(self) -> None:
+        self.collector.emit([self.id, self.count])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "count"])
+
+
+def test_linear_groupings_all_global_and_none_follow_storms_semantics():
+    builder = LinearDRPCTopologyBuilder("count")
+    builder.add_bolt(Explode(), 2)
+    builder.add_bolt(Pass(), 3).all_grouping()  # every task gets every word: three copies each
+    builder.add_bolt(Pass(), 2).global_grouping()
+    builder.add_bolt(Pass(), 2).none_grouping()
+    # a batch bolt last is grouped on the request id: its id tuple goes to the task of that id (as Storm's)
+    builder.add_bolt(CountAll(), 2).fields_grouping(["id"])
+    with LocalDRPC() as drpc, LocalCluster() as cluster:
+        cluster.submit_topology("count", _conf(), builder.create_local_topology(drpc))
+        assert drpc.execute("count", "a b c") == "9"
+        assert drpc.execute("count", "") == "0"
+
+
+def test_a_last_batch_bolt_on_several_tasks_must_be_grouped_on_the_request_id():
+    builder = LinearDRPCTopologyBuilder("count")
+    builder.add_bolt(Explode(), 2)
+    builder.add_bolt(CountAll(), 2).global_grouping()
+    with pytest.raises(InvalidTopologyException, match="group it on the request id alone"):
+        builder.create_remote_topology()
+    single = LinearDRPCTopologyBuilder("count")
+    single.add_bolt(Explode(), 2)
+    single.add_bolt(CountAll(), 1).global_grouping()
+    single.create_remote_topology()
