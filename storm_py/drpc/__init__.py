@@ -8,10 +8,11 @@ bolts with Storm's request-id and ``finish_batch`` semantics.
 
 The pieces: the pure ledger in :mod:`~storm_py.drpc.ledger`, the thread-safe service in
 :mod:`~storm_py.drpc.service`, the server daemon in :mod:`~storm_py.drpc.server` and its wire format in
-:mod:`~storm_py.drpc.wire`; the spout's ``return-info`` format is described in :mod:`~storm_py.drpc.spout`.
+:mod:`~storm_py.drpc.wire`; the spout's ``return-info`` format is described in :mod:`~storm_py.drpc.spout`,
+and :class:`ResultSender` delivers a result to where a return-info points (what ``ReturnResults`` does per tuple).
 """
 
-from storm_py.drpc.bolts import JoinResult, PrepareRequest, ReturnResults
+from storm_py.drpc.bolts import JoinResult, PrepareRequest, ResultSender, ReturnResults
 from storm_py.drpc.client import DRPCClient, DRPCInvocationsClient
 from storm_py.drpc.errors import DRPCExecutionException
 from storm_py.drpc.linear import LinearDRPCInputDeclarer, LinearDRPCTopologyBuilder
@@ -28,5 +29,6 @@ __all__ = [
     "LinearDRPCTopologyBuilder",
     "LocalDRPC",
     "PrepareRequest",
+    "ResultSender",
     "ReturnResults",
 ]

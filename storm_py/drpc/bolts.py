@@ -91,14 +91,40 @@ def parse_return_info(text: Any) -> tuple[str, str, int]:
     return request_id, host, port
 
 
+class ResultSender:
+    """Sends results to where return-infos point: a LocalDRPC of this process (port 0) or a DRPC server's
+    invocations port, one kept-alive connection per server, authenticated with ``token``.  ``ReturnResults``
+    uses it; so can any other component answering DRPC requests (a Trident DRPC stream)."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
+
+    def send(self, return_info: Any, result: str) -> bool:
+        """Deliver ``result``; False when the server no longer waits for the request (it timed out).  Raises
+        ``ValueError`` for a malformed return-info, :class:`DRPCExecutionException` when delivery failed."""
+        request_id, host, port = parse_return_info(return_info)
+        if port == 0:
+            return local_service(host).result(request_id, result)
+        client = self._clients.get((host, port))
+        if client is None:
+            client = self._clients[(host, port)] = DRPCInvocationsClient(host, port, self.token)
+        return client.result(request_id, result)
+
+    def close(self) -> None:
+        """Close every connection."""
+        for client in self._clients.values():
+            client.close()
+        self._clients = {}
+
+
 class ReturnResults(Bolt):
     """Storm's ``ReturnResults`` (see the module docstring).  Remote servers get the topology's token."""
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self._out = collector
         token = conf.get("nimbus.auth.token")
-        self._token = str(token) if token else None
-        self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
+        self._sender = ResultSender(str(token) if token else None)
 
     def execute(self, tup: Tuple) -> None:
         result, info = tup.values[0], tup.values[1]
@@ -106,15 +132,7 @@ class ReturnResults(Bolt):
             self._out.ack(tup)
             return
         try:
-            request_id, host, port = parse_return_info(info)
-            text = result if isinstance(result, str) else str(result)
-            if port == 0:
-                local_service(host).result(request_id, text)
-            else:
-                client = self._clients.get((host, port))
-                if client is None:
-                    client = self._clients[(host, port)] = DRPCInvocationsClient(host, port, self._token)
-                client.result(request_id, text)
+            self._sender.send(info, result if isinstance(result, str) else str(result))
         except (ValueError, DRPCExecutionException) as err:
             log.warning("could not return a DRPC result: %s", err)
             self._out.report_error(err)
@@ -123,9 +141,7 @@ class ReturnResults(Bolt):
         self._out.ack(tup)
 
     def cleanup(self) -> None:
-        for client in self._clients.values():
-            client.close()
-        self._clients = {}
+        self._sender.close()
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         pass

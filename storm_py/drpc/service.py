@@ -40,6 +40,7 @@ class DRPCService:
         self._lock = threading.Lock()
         self._submitted = threading.Condition(self._lock)
         self._answered: dict[str, threading.Event] = {}
+        self._wakers: list[threading.Event] = []
 
     @property
     def timeout_secs(self) -> float:
@@ -63,12 +64,26 @@ class DRPCService:
             self._answered[request_id] = answered
             deadline = self._ledger.deadline(request_id)
             self._submitted.notify_all()
+            wakers = list(self._wakers)
+        for waker in wakers:
+            waker.set()
         while not answered.wait(min(max(deadline - self.clock.now(), 0.0), 3600.0)):
             if self.clock.now() >= deadline:
                 break
         with self._lock:
             self._answered.pop(request_id, None)
             return self._ledger.take(request_id, self.clock.now())
+
+    def add_waker(self, event: threading.Event) -> None:
+        """Set ``event`` on every submission (an in-process spout's worker loop wakes to fetch at once)."""
+        with self._lock:
+            self._wakers.append(event)
+
+    def remove_waker(self, event: threading.Event) -> None:
+        """Undo :meth:`add_waker`."""
+        with self._lock:
+            if event in self._wakers:
+                self._wakers.remove(event)
 
     def fetch(self, function: str, limit: int = 1, wait_secs: float = 0.0) -> list[Invocation]:
         """Up to ``limit`` requests of ``function``, waiting up to ``wait_secs`` for the first one."""

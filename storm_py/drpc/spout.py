@@ -121,6 +121,8 @@ class DRPCSpout(Spout):
         self._wake = context.get_resource(WAKE_RESOURCE)
         if self.local_id is not None:
             self._local = local_service(self.local_id)
+            if self._wake is not None:
+                self._local.add_waker(self._wake)
             return
         port = int(conf.get("drpc.invocations.port", 3773))
         self._servers = parse_servers(conf.get("drpc.servers"), port)
@@ -185,6 +187,8 @@ class DRPCSpout(Spout):
             log.warning("could not fail DRPC request %s: %s", request_id, err.message)
 
     def close(self) -> None:
+        if self._local is not None and self._wake is not None:
+            self._local.remove_waker(self._wake)
         self.stopping.set()
         self.room.set()
         for f in self._fetchers:
