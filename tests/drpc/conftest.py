@@ -23,16 +23,14 @@ class DRPCServerProcess:
 
     def __init__(self, workdir: Path, conf: dict[str, Any]) -> None:
         self.workdir = workdir
-        self.conf = {"drpc.port": 0, "drpc.invocations.port": 0, "drpc.http.port": 0, "nimbus.auth.token": TOKEN,
-                     **conf}
+        merged = {"drpc.port": 0, "drpc.invocations.port": 0, "drpc.http.port": 0, "nimbus.auth.token": TOKEN,
+                  **conf}
+        self.conf = {k: v for k, v in merged.items() if v is not None}  # None: leave the key out
         self.config = workdir / "drpc.yaml"
         self.out = workdir / "drpc.out"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = self.invocations_port = self.http_port = 0
 
-    @property
-    def token(self) -> str:
-        return str(self.conf["nimbus.auth.token"])
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -300,3 +300,24 @@ def test_a_client_idle_past_the_connection_timeout_reconnects_instead_of_failing
         assert sock is not None
         wait_until(lambda: _closed_by_peer(sock), 10, what="the server to close the idle connection")
         assert client.execute("echo", "after idling") == "after idling"
+
+
+def test_a_server_without_a_token_generates_one_that_the_cli_client_reads(
+    drpc_server: Callable[..., DRPCServerProcess],
+) -> None:
+    server = drpc_server({"nimbus.auth.token": None})
+    path = server.workdir / "storm-py.token"
+    assert f"token: {path}" in server.output()
+    assert path.stat().st_mode & 0o777 == 0o600
+    token = path.read_text(encoding="utf-8").strip()
+    assert len(token) >= 32
+    with DRPCClient("127.0.0.1", server.port, 10, None) as client, pytest.raises(DRPCExecutionException,
+                                                                                  match="token"):
+        client.execute("echo", "x")
+    with answering(server, "echo", lambda a: a.upper(), token=token):
+        conf = server.workdir / "client.yaml"
+        conf.write_text(f"drpc.servers: ['127.0.0.1:{server.port}']\n", encoding="utf-8")
+        proc = subprocess.run([*storm_py_command(), "drpc-client", "echo", "quiet", "--config", str(conf)],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines() == ["QUIET"]
