@@ -11,8 +11,9 @@ authenticated with ``Authorization: Bearer <nimbus.auth.token>``; ``GET /health`
 * HTTP port (``drpc.http.port``, Storm's): ``GET /drpc/FUNC/ARGS``, ``GET /drpc/FUNC`` (empty arguments),
   ``POST /drpc/FUNC`` with the arguments as the body text -> the result as ``text/plain``.
 
-An error is ``{"error": <code>, "type": <DRPCExecutionException type>, "errorMessage": <text>}`` with the
-status of its type (400 failed, 504 timed out, 503 shutting down or busy, 401 token, 413 too large).
+An error is ``{"error": <TYPE>, "type": <type>, "errorMessage": <text>}`` (Storm's body: ``error`` names the
+``DRPCExceptionType``, e.g. ``FAILED_REQUEST``) with the status of its type (400 failed, 504 timed out, 503
+shutting down or busy, 401 token, 413 too large).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ MAX_FETCH_BATCH = 100
 
 def error_body(err: DRPCExecutionException) -> dict[str, Any]:
     """The JSON body of an error reply."""
-    return {"error": err.code, "type": err.type, "errorMessage": err.message}
+    return {"error": err.type.upper(), "type": err.type, "errorMessage": err.message}
 
 
 def error_from_reply(status: int, body: bytes, where: str) -> DRPCExecutionException:

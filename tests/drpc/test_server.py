@@ -172,7 +172,7 @@ def test_a_thousand_concurrent_requests_are_bounded_and_the_server_keeps_serving
             busy = [i for i, (status, body) in enumerate(replies) if status == 503]
             assert len(answered) + len(busy) == 1000, {s for s, _ in replies}
             assert all(replies[i][1] == str(i * i).encode() for i in answered)
-            assert all(json.loads(replies[i][1])["type"] == BUSY for i in busy)
+            assert all(json.loads(replies[i][1])["error"] == BUSY.upper() for i in busy)
             assert all(b"drpc.max.pending.requests" in replies[i][1] for i in busy)
             assert len(answered) >= 100
             wait_until(lambda: pending(server) == 0, 10, what="no request left pending")
@@ -205,7 +205,8 @@ def test_a_request_nobody_answers_times_out_and_a_failed_one_fails(
             with pytest.raises(DRPCExecutionException, match="'picky' failed: cannot do 'bad'") as err:
                 client.execute("picky", "bad")
             assert err.value.type == FAILED_REQUEST
-            assert http(server, "GET", "/drpc/picky/bad")[0] == 400
+            status, body = http(server, "GET", "/drpc/picky/bad")
+            assert status == 400 and json.loads(body)["error"] == "FAILED_REQUEST"
     assert pending(server) == 0
 
 
