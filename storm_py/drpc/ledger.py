@@ -7,7 +7,8 @@ topology fetches it (:meth:`~PendingRequests.fetch`), and ends with a result, a 
 
 Bounds: at most ``max_pending`` requests exist at once (queued or fetched); one more is refused as busy.  A
 request leaves the ledger only through :meth:`~PendingRequests.take`, which its waiting client calls once it
-was woken (answer) or its deadline passed, so the ledger never grows past the bound.  A result or failure for
+was woken (answer) or its deadline passed, so the ledger never grows past the bound (a request timing out
+unfetched leaves its function's queue too: a function nobody serves keeps nothing).  A result or failure for
 an unknown or finished request is ignored (a topology answering after the timeout, a replayed failure).
 """
 
@@ -80,7 +81,7 @@ class PendingRequests:
         return request_id in self._requests
 
     def queued(self, function: str) -> int:
-        """Requests of ``function`` waiting to be fetched (stale entries included until a fetch skips them)."""
+        """Requests of ``function`` waiting to be fetched."""
         return len(self._queues.get(function, ()))
 
     def submit(self, function: str, args: str, now: float) -> str:
@@ -158,6 +159,8 @@ class PendingRequests:
             )
         if self._closed:
             del self._requests[request_id]
+            if request.state == QUEUED:
+                self._dequeue(request)
             raise DRPCExecutionException(
                 f"the DRPC server shut down before request for {request.function!r} was answered", SERVER_SHUTDOWN,
                 function=request.function,
@@ -166,6 +169,7 @@ class PendingRequests:
             raise ValueError(f"request {request_id} is still pending")
         del self._requests[request_id]
         if request.state == QUEUED:
+            self._dequeue(request)
             why = f"no topology fetched it (is a topology serving DRPC function {request.function!r} running?)"
         else:
             why = "a topology fetched it but never returned a result or a failure"
@@ -173,6 +177,18 @@ class PendingRequests:
             f"DRPC request for {request.function!r} timed out after {self.timeout_secs:g}s: {why}", SERVER_TIMEOUT,
             function=request.function,
         )
+
+    def _dequeue(self, request: Request) -> None:
+        """Drop a request that was never fetched from its function's queue (no fetcher may ever come)."""
+        queue = self._queues.get(request.function)
+        if queue is None:
+            return
+        try:
+            queue.remove(request.id)
+        except ValueError:
+            pass
+        if not queue:
+            del self._queues[request.function]
 
     def close(self) -> list[str]:
         """Refuse new requests from now on; the ids whose clients must be woken (they get a shutdown error)."""

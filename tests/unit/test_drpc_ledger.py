@@ -92,3 +92,13 @@ def test_without_a_timeout_a_request_never_expires():
     assert [i.id for i in ledger.fetch("f", 1, now=1e12)] == [rid]
     with pytest.raises(ValueError):
         ledger.take(rid, now=1e12)
+
+
+def test_requests_for_a_function_nobody_serves_leave_nothing_behind_once_timed_out():
+    ledger = PendingRequests(timeout_secs=1, max_pending=10)
+    for round_ in range(50):
+        ids = [ledger.submit("unserved", str(i), now=float(round_)) for i in range(10)]
+        for rid in ids:
+            with pytest.raises(DRPCExecutionException, match="no topology fetched it"):
+                ledger.take(rid, now=round_ + 1.0)
+    assert len(ledger) == 0 and ledger.queued("unserved") == 0
