@@ -5,7 +5,8 @@
   64-bit request id: ``[request, args]`` on the default stream, ``[request, return]`` on ``ret`` and
   ``[request]`` on ``id`` (all anchored to the spout tuple).
 * :class:`JoinResult` pairs a request's result tuple ``[request, result]`` with its ``ret`` tuple and emits
-  ``[result, return-info]`` with the result as ``str`` (anchored to both; acked once joined).
+  ``[result, return-info]`` with the result as ``str`` (anchored to both; acked once joined; a half left alone
+  for twice the message timeout is failed and forgotten).
 * :class:`ReturnResults` sends ``[result, return-info]`` to the server the return-info names (a LocalDRPC in
   this process when its port is 0) and acks; a delivery error fails the tuple, which fails the request.
 """
@@ -50,28 +51,50 @@ class PrepareRequest(BasicBolt):
 
 
 class JoinResult(Bolt):
-    """Storm's ``JoinResult``: joins results with return-infos by request id (see the module docstring)."""
+    """Storm's ``JoinResult``: joins results with return-infos by request id (see the module docstring).
+
+    A half that waits longer than twice the message timeout is dropped and failed: its request's tree has
+    timed out by then, and the other half will never come (Storm's keeps it forever).
+    """
 
     def __init__(self, return_component: str) -> None:
         self.return_component = return_component
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self._out = collector
-        self._returns: dict[Any, Tuple] = {}
-        self._results: dict[Any, Tuple] = {}
+        self._clock = context.clock
+        self._returns: dict[Any, tuple[Tuple, float]] = {}
+        self._results: dict[Any, tuple[Tuple, float]] = {}
+        self._expire_after = 2.0 * float(conf.get("topology.message.timeout.secs", 30))
+        self._next_sweep = self._clock.now() + self._expire_after
 
     def execute(self, tup: Tuple) -> None:
+        now = self._clock.now()
+        if now >= self._next_sweep:
+            self._sweep(now)
         request = tup.values[0]
         if tup.source_component == self.return_component:
-            self._returns[request] = tup
+            self._returns[request] = (tup, now)
         else:
-            self._results[request] = tup
+            self._results[request] = (tup, now)
         if request in self._returns and request in self._results:
-            result = self._results.pop(request)
-            returner = self._returns.pop(request)
+            result = self._results.pop(request)[0]
+            returner = self._returns.pop(request)[0]
             self._out.emit([str(result.values[1]), returner.values[1]], [result, returner])
             self._out.ack(result)
             self._out.ack(returner)
+
+    def _sweep(self, now: float) -> None:
+        self._next_sweep = now + min(self._expire_after, 1.0)
+        for waiting in (self._returns, self._results):
+            for request, (tup, since) in list(waiting.items()):
+                if now - since > self._expire_after:
+                    del waiting[request]
+                    self._out.fail(tup)
+
+    def pending(self) -> int:
+        """Halves waiting for their other half."""
+        return len(self._returns) + len(self._results)
 
     def cleanup(self) -> None:
         self._returns.clear()
