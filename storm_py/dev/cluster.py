@@ -128,6 +128,14 @@ class DevCluster:
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
         return f"http://{self.host}:{port}"
 
+    def drpc_address(self) -> str:
+        """``host:port`` of the DRPC server's client port."""
+        return f"{self.host}:{self.client_conf['drpc.port']}"
+
+    def drpc_http_url(self) -> str:
+        """The DRPC server's HTTP endpoint (``GET <url>/FUNC/ARGS``)."""
+        return f"http://{self.host}:{self.client_conf['drpc.http.port']}/drpc"
+
     def leader(self) -> Daemon | None:
         """The nimbus daemon that leads now (None when none does)."""
         try:

@@ -34,6 +34,8 @@ def test_remote_drpc_topologies_answer_through_drpc_client_and_http(dev_cluster,
     cluster = dev_cluster(supervisors=1)
     conf = cluster.client_conf()
     assert conf["drpc.servers"] == ["127.0.0.1"]
+    assert f"drpc: 127.0.0.1:{conf['drpc.port']} (HTTP: http://127.0.0.1:{conf['drpc.http.port']}/drpc)" in (
+        cluster.output())
     cluster.cli("submit", str(wheel), "examples.reach:build", "--name", "reach")
     cluster.cli("submit", str(wheel), "examples.basic_drpc:build", "--name", "exclamation")
     # a request waits at the server until the topology's spout fetches it: no polling needed
