@@ -10,6 +10,7 @@ import click
 import storm_py
 from storm_py import build
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
+from storm_py.cli.drpc import drpc, drpc_client
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
@@ -37,7 +38,7 @@ def version() -> None:
 cli.add_command(local)
 for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, monitor, set_log_level,
                  submit, jar, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job,
-                 dev_kafka):
+                 dev_kafka, drpc, drpc_client):
     cli.add_command(_command)
 
 

@@ -135,6 +135,18 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.bolts.watermark.event.interval.ms", INT, 1000, "windowed bolts", "event time: ms between watermarks", min=1, per_component=True),
         Key("topology.bolts.late.tuple.stream", STR, None, "windowed bolts", "event time: stream late tuples are emitted on as [late_tuple] (null: acked and logged)", per_component=True),
     ),
+    "drpc": (
+        Key("drpc.servers", STRS, None, "drpc spouts, drpc-client", "DRPC servers (\"host\" or \"host:port\"; topologies add drpc.invocations.port, clients drpc.port)"),
+        Key("drpc.host", STR, "127.0.0.1", "drpc", "interface the DRPC server's three ports listen on"),
+        Key("drpc.port", INT, 3772, "drpc, drpc-client", "port of the DRPC server for clients (0: a free port)", min=0, max=65535),
+        Key("drpc.invocations.port", INT, 3773, "drpc, drpc spouts", "port of the DRPC server for topologies: fetch requests, return results (0: a free port)", min=0, max=65535),
+        Key("drpc.http.port", INT, 3774, "drpc", "port of the DRPC server's HTTP endpoint GET /drpc/FUNC/ARGS, POST /drpc/FUNC (0: a free port; -1: off)", min=-1, max=65535),
+        Key("drpc.request.timeout.secs", NUMBER, 600, "drpc, LocalDRPC", "a request not answered in this time fails with a timeout", min=0),
+        Key("drpc.max.pending.requests", INT, 1000, "drpc, LocalDRPC", "requests waiting or in flight at once; more are refused as busy", min=1),
+        Key("drpc.max.request.bytes", INT, 1048576, "drpc", "largest request body (function, arguments or result) accepted", min=1),
+        Key("drpc.max.connections", INT, 1100, "drpc", "connections served at once per port; a client waiting for its result holds one", min=1),
+        Key("drpc.connection.timeout.secs", NUMBER, 30, "drpc", "seconds a connection may stay silent while a request is read or a reply written", min=0),
+    ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),

@@ -1,10 +1,12 @@
-"""This module owns the development cluster: ZooKeeper, nimbus(es) and supervisors as processes on one machine.
+"""This module owns the development cluster: ZooKeeper, nimbus(es), supervisors and a DRPC server as processes
+on one machine.
 
 :class:`DevCluster` picks free loopback ports, writes one configuration file per daemon plus the client
 configuration ``<workdir>/storm.yaml``, starts each daemon as ``python -m storm_py <daemon> --config FILE``
 (output in ``<workdir>/logs/<daemon>.log``), records what runs in ``<workdir>/dev-cluster.json`` and waits
-until a nimbus leads and every supervisor is registered.  It is not a process manager: a daemon that dies
-stays dead (the chaos tests kill them on purpose).
+until a nimbus leads, every supervisor is registered and the DRPC server listens.  Every configuration names
+the DRPC server (``drpc.servers`` and its ports), so topologies and ``storm-py drpc-client`` find it.  It is
+not a process manager: a daemon that dies stays dead (the chaos tests kill them on purpose).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -125,6 +128,14 @@ class DevCluster:
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
         return f"http://{self.host}:{port}"
 
+    def drpc_address(self) -> str:
+        """``host:port`` of the DRPC server's client port."""
+        return f"{self.host}:{self.client_conf['drpc.port']}"
+
+    def drpc_http_url(self) -> str:
+        """The DRPC server's HTTP endpoint (``GET <url>/FUNC/ARGS``)."""
+        return f"http://{self.host}:{self.client_conf['drpc.http.port']}/drpc"
+
     def leader(self) -> Daemon | None:
         """The nimbus daemon that leads now (None when none does)."""
         try:
@@ -159,6 +170,7 @@ class DevCluster:
             self.zookeeper.start()
             zk_host, zk_port = self.host, str(self.zookeeper.port)
         nimbus_ports = [free_port(self.host) for _ in range(self.num_nimbuses)]
+        drpc_ports = [free_port(self.host) for _ in range(3)]
         common = {
             **self.base_conf,
             "storm.zookeeper.servers": [zk_host],
@@ -169,6 +181,11 @@ class DevCluster:
             "storm.local.hostname": self.host,
             "storm.log.dir": str(logs),
             "storm.local.dir": str(self.workdir / "client"),
+            "drpc.servers": [self.host],
+            "drpc.host": self.host,
+            "drpc.port": drpc_ports[0],
+            "drpc.invocations.port": drpc_ports[1],
+            "drpc.http.port": drpc_ports[2],
         }
         common = with_secrets(common)  # authentication on: a fresh token and ZooKeeper payload per cluster
         self.client_conf = common
@@ -181,6 +198,7 @@ class DevCluster:
             self._spawn(f"supervisor-{i}", "supervisor", {**common, "supervisor.slots.ports": slots,
                                                           "storm.local.dir": str(self.workdir / f"supervisor-{i}"),
                                                           "logviewer.port": 0})
+        self._spawn("drpc", "drpc", {**common, "storm.local.dir": str(self.workdir / "drpc")}, drpc_ports[0])
         self._record()
         self._wait_ready(timeout)
 
@@ -225,7 +243,10 @@ class DevCluster:
                 problem = err.message
                 return False
             problem = f"{registered} of {self.num_supervisors} supervisors registered"
-            return registered >= self.num_supervisors
+            if registered < self.num_supervisors:
+                return False
+            problem = "the DRPC server does not listen yet"
+            return _listens(self.host, int(self.client_conf["drpc.port"]))
 
         try:
             wait_until(ready, timeout, interval=0.1, what="the dev cluster")
@@ -237,8 +258,8 @@ class DevCluster:
         return [d for d in self.daemons if d.proc is not None and not d.alive()]
 
     def stop(self) -> None:
-        """Stop supervisors (they stop their workers), then nimbuses, then ZooKeeper."""
-        for kind in ("supervisor", "nimbus"):
+        """Stop supervisors (they stop their workers), then nimbuses and the DRPC server, then ZooKeeper."""
+        for kind in ("supervisor", "nimbus", "drpc"):
             group = [d for d in self.daemons if d.kind == kind and d.alive()]
             for d in group:
                 assert d.proc is not None
@@ -253,6 +274,14 @@ class DevCluster:
                     d.proc.wait()
         if self.zookeeper is not None:
             self.zookeeper.stop()
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def _tail(path: Path, lines: int = 5) -> str:

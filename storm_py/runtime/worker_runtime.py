@@ -39,6 +39,9 @@ ErrorSink = Callable[[str, int, str], None]
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
 #: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
 TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
+#: resource key of the worker loop's wake-up event: a component fed from a thread of its own (the DRPC spout)
+#: sets it so its next step runs at once instead of after the idle back-off
+WAKE_RESOURCE: Final = "storm_py.worker.wake"
 
 
 class WorkerRuntime:
@@ -115,6 +118,7 @@ class WorkerRuntime:
         self.executors.sort(key=lambda e: 0 if e.is_spout else (2 if e.is_acker else 1))
         self.local_executor: dict[int, Executor] = {t: ex for ex in self.executors for t in ex.task_ids}
         self.wake = threading.Event()
+        self.resources[WAKE_RESOURCE] = self.wake  # a component fed by a thread of its own sets it
         #: a periodic duty run on the loop thread before the executors' steps (the metrics buckets): called at
         #: ``timer_at`` with ``now``, it may put tuples into executors' out-buffers and returns its next time
         self.timer: Callable[[float], float] | None = None
