@@ -24,11 +24,13 @@ from storm_py.errors import (
     NotAliveException,
     ReportedFailedException,
 )
+from storm_py.stateful import BaseStatefulBolt, KeyValueState, StatefulSpout
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyAliveException",
+    "BaseStatefulBolt",
     "BasicBolt",
     "Bolt",
     "BoltDeclarer",
@@ -37,6 +39,7 @@ __all__ = [
     "FailedException",
     "Fields",
     "InvalidTopologyException",
+    "KeyValueState",
     "LocalCluster",
     "MessageId",
     "NotAliveException",
@@ -44,6 +47,7 @@ __all__ = [
     "ReportedFailedException",
     "Spout",
     "SpoutDeclarer",
+    "StatefulSpout",
     "StormTopology",
     "TopologyBuilder",
     "TopologyContext",

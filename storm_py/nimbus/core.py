@@ -31,6 +31,7 @@ from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, component_counts, num_ackers, system_topology
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
+from storm_py.stateful.wiring import check_topology as check_stateful
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class Nimbus:
             topology = self.loader(code, topo_conf)
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
             validate_topology(topology)
+            check_stateful(topology, topo_conf)
             system = system_topology(topology, topo_conf)
             validate_topology(system, system=True)
             counts = component_counts(system, topo_conf)

@@ -1,0 +1,97 @@
+"""This module owns the checkpoint spout (``$checkpointspout``): it drives the checkpoint protocol's core with the
+cluster's clock and keeps the protocol's state in its own managed state (namespace ``$checkpointspout-<task>``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
+from storm_py.api.context import TopologyContext
+from storm_py.clock import Clock
+from storm_py.stateful.checkpoint import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM_ID,
+    INITIAL,
+    MIN_INTERVAL_MS,
+    CheckpointCoordinator,
+    TxState,
+)
+from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.state import KeyValueState
+
+log = logging.getLogger(__name__)
+
+#: the key of the protocol's state in the spout's managed state
+TX_STATE_KEY = "__state"
+
+
+def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
+    """``topology.state.checkpoint.interval.ms`` in seconds, never below Storm's floor of 100 ms."""
+    return max(MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms", 1000))) / 1000.0
+
+
+class CheckpointSpout(Spout):
+    """Emits ``[txid, action]`` on ``$checkpoint`` with message id ``txid``; one task per topology."""
+
+    def __init__(self) -> None:
+        self._clock: Clock | None = None
+        self._collector: SpoutOutputCollector | None = None
+        self._state: KeyValueState | None = None
+        self.core: CheckpointCoordinator | None = None
+
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        self._clock = context.clock
+        self._collector = collector
+        self._state = state = new_state(state_namespace(context), conf, context)
+        saved = state.get(TX_STATE_KEY)
+        if saved is None:
+            current = INITIAL
+            state.put(TX_STATE_KEY, current.to_list())
+            state.commit()
+        else:
+            current = TxState.from_saved(saved)
+        log.info("checkpoint spout starts at %s (interval %.3fs)", current, checkpoint_interval_secs(conf))
+        self.core = CheckpointCoordinator(current, checkpoint_interval_secs(conf), self._clock.now())
+
+    def next_tuple(self) -> None:
+        core, clock, collector = self.core, self._clock, self._collector
+        assert core is not None and clock is not None and collector is not None
+        now = clock.now()
+        emit, to_save = core.next_emit(now)
+        if emit is None:
+            return
+        if to_save is not None and not self._save(to_save, now):
+            return
+        core.emitted(emit, to_save, now)
+        log.debug("checkpoint: txid %d %s", emit.txid, emit.action)
+        collector.emit([emit.txid, emit.action], msg_id=emit.txid, stream=CHECKPOINT_STREAM_ID)
+
+    def ack(self, msg_id: Any) -> None:
+        core, clock = self.core, self._clock
+        assert core is not None and clock is not None
+        nxt = core.acked(int(msg_id))
+        if nxt is not None and self._save(nxt, clock.now()):
+            core.advanced(nxt, clock.now())
+
+    def fail(self, msg_id: Any) -> None:
+        core, clock = self.core, self._clock
+        assert core is not None and clock is not None
+        log.warning("checkpoint txid %s failed: recovering from %s", msg_id, core.current)
+        core.failed(clock.now())
+
+    def _save(self, tx: TxState, now: float) -> bool:
+        """Save ``tx`` in the spout's state; a backend that fails makes the step fail (and be retried)."""
+        state, core = self._state, self.core
+        assert state is not None and core is not None
+        try:
+            state.put(TX_STATE_KEY, tx.to_list())
+            state.commit()
+        except Exception as exc:
+            log.warning("checkpoint spout cannot save %s: %s", tx, exc)
+            core.failed(now)
+            return False
+        return True
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))
