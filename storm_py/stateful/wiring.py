@@ -73,7 +73,7 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
     """Submit-time checks of managed state: the provider's name and config, and under ``exactly_once`` that every
     spout keeps its position in state (:class:`StatefulSpout`); the error names what is wrong.  Components
     without their object (a topology's skeleton) are not checked."""
-    if not any(is_stateful(s.obj) for s in topology.bolts.values()):
+    if CHECKPOINT_COMPONENT_ID not in topology.spouts and not any(is_stateful(s.obj) for s in topology.bolts.values()):
         return
     try:
         check_provider(conf)

@@ -21,6 +21,7 @@ class Run:
     states: dict[int, Any] = field(default_factory=dict)
     raised: set[str] = field(default_factory=set)
     seen_streams: set[str] = field(default_factory=set)
+    go: bool = True  # the word spout emits only while it is set
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def hook_names(self) -> list[str]:
@@ -48,7 +49,7 @@ class ReplayingWordSpout(Spout):
         self.todo = list(range(len(self.words)))[::-1]
 
     def next_tuple(self):
-        if self.todo:
+        if self.todo and RUNS[self.run].go:
             i = self.todo.pop()
             self.collector.emit([self.words[i]], msg_id=i)
 
