@@ -20,6 +20,8 @@ from storm_py.stateful.state import NO_TXID, KeyValueState
 
 try:
     import redis
+    import redis.backoff
+    import redis.retry
 except ImportError as _err:  # the redis extra is not installed
     redis = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = _err
@@ -50,9 +52,12 @@ def redis_client(config: Mapping[str, Any]) -> Any:
         )
     conf = {**DEFAULTS, **config}
     timeout = float(conf["timeout_secs"])
+    # no retries inside the client: a failed call fails its checkpoint (or its tuple), which the checkpoint
+    # protocol retries; the worker's loop is never held up by a client's backoff
     return redis.Redis(
         host=str(conf["host"]), port=int(conf["port"]), db=int(conf["database"]), password=conf["password"],
         socket_timeout=timeout, socket_connect_timeout=timeout,
+        retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
     )
 
 
@@ -171,6 +176,9 @@ class RedisKeyValueState(KeyValueState):
 
     def committed_txid(self) -> int:
         return self._txids.get(COMMIT_TXID, NO_TXID)
+
+    def __repr__(self) -> str:
+        return f"RedisKeyValueState({self._hash!r}, committed txid {self.committed_txid()})"
 
     def keys_in_redis(self) -> list[str]:
         """The Redis keys this state may use."""
