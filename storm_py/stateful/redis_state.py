@@ -87,6 +87,20 @@ class RedisKeyValueState(KeyValueState):
         prefix = config.get("key_prefix", DEFAULTS["key_prefix"])
         return cls(redis_client(config), namespace, str(prefix))
 
+    @classmethod
+    def committed_of(cls, component: str, config: Mapping[str, Any]) -> dict[int, dict[Any, Any]]:
+        """The committed state of every task of ``component`` found in Redis, by task id (for tools and tests)."""
+        prefix = str(config.get("key_prefix", DEFAULTS["key_prefix"]))
+        client = redis_client(config)
+        out: dict[int, dict[Any, Any]] = {}
+        with _backend_errors(f"cannot list the states of {component!r} in Redis"):
+            for raw in client.scan_iter(match=f"{prefix}{component}-*"):
+                namespace = raw.decode()[len(prefix):]
+                task = namespace[len(component) + 1:]
+                if task.isdigit():
+                    out[int(task)] = dict(cls(client, namespace, prefix))
+        return out
+
     def _errors(self, what: str) -> contextlib.AbstractContextManager[None]:
         return _backend_errors(f"Redis state {self._hash!r} cannot {what}")
 
