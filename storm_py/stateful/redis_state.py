@@ -191,6 +191,10 @@ class RedisKeyValueState(KeyValueState):
     def committed_txid(self) -> int:
         return self._txids.get(COMMIT_TXID, NO_TXID)
 
+    def prepared_txid(self) -> int | None:
+        prepared = self._txids.get(PREPARE_TXID, NO_TXID)
+        return prepared if prepared > self.committed_txid() else None
+
     def __repr__(self) -> str:
         return f"RedisKeyValueState({self._hash!r}, committed txid {self.committed_txid()})"
 

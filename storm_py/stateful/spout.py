@@ -4,6 +4,7 @@ cluster's clock and keeps the protocol's state in its own managed state (namespa
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
@@ -17,13 +18,17 @@ from storm_py.stateful.checkpoint import (
     CheckpointCoordinator,
     TxState,
 )
+from storm_py.stateful.exactly_once import INITIAL as INITIAL_DECISION
+from storm_py.stateful.exactly_once import ExactlyOnceCoordinator, Published, Report
 from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.spout_executor import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
+from storm_py.stateful.spout_executor import TX_STATE_KEY as SPOUT_TX_STATE_KEY
 from storm_py.stateful.state import KeyValueState
 
 log = logging.getLogger(__name__)
 
-#: the key of the protocol's state in the spout's managed state
-TX_STATE_KEY = "__state"
+#: the key of the protocol's state in the spout's managed state (the one spouts read)
+TX_STATE_KEY = SPOUT_TX_STATE_KEY
 
 
 def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
@@ -32,18 +37,25 @@ def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
 
 
 class CheckpointSpout(Spout):
-    """Emits ``[txid, action]`` on ``$checkpoint`` with message id ``txid``; one task per topology."""
+    """Emits ``[txid, action]`` on ``$checkpoint`` with message id ``txid``; one task per topology.  Under
+    exactly_once it emits nothing: it publishes its decisions in its state (see
+    :mod:`storm_py.stateful.exactly_once`), reading the reports of the tasks of ``stateful_spouts``."""
 
-    def __init__(self) -> None:
+    def __init__(self, stateful_spouts: Sequence[str] = ()) -> None:
+        self.stateful_spouts = tuple(stateful_spouts)
         self._clock: Clock | None = None
         self._collector: SpoutOutputCollector | None = None
         self._state: KeyValueState | None = None
         self.core: CheckpointCoordinator | None = None
+        self.eo: ExactlyOnceCoordinator | None = None
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._clock = context.clock
         self._collector = collector
         self._state = state = new_state(state_namespace(context), conf, context)
+        if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
+            self._open_exactly_once(conf, context, state)
+            return
         saved = state.get(TX_STATE_KEY)
         if saved is None:
             current = INITIAL
@@ -54,7 +66,52 @@ class CheckpointSpout(Spout):
         log.info("checkpoint spout starts at %s (interval %.3fs)", current, checkpoint_interval_secs(conf))
         self.core = CheckpointCoordinator(current, checkpoint_interval_secs(conf), self._clock.now())
 
+    def _open_exactly_once(self, conf: dict[str, Any], context: TopologyContext, state: KeyValueState) -> None:
+        saved = state.get(TX_STATE_KEY)
+        current = INITIAL_DECISION if saved is None else Published.from_saved(saved)
+        assert self._clock is not None
+        self._conf, self._context = conf, context
+        self._poll = poll_secs(conf)
+        self._next_poll = float("-inf")
+        self._controls = [
+            control_namespace(c, t) for c in self.stateful_spouts for t in context.get_component_tasks(c)
+        ]
+        stuck = float(conf.get("topology.message.timeout.secs", 30))
+        log.info("checkpoint coordinator (exactly_once) starts at %s", current)
+        self.eo = ExactlyOnceCoordinator(current, checkpoint_interval_secs(conf), stuck, self._clock.now())
+
+    def _exactly_once_step(self, eo: ExactlyOnceCoordinator, now: float) -> None:
+        if now < self._next_poll:
+            return
+        self._next_poll = now + self._poll
+        state = self._state
+        assert state is not None
+        try:
+            reports = {
+                i: Report.from_saved(new_state(ns, self._conf, self._context).get(REPORT_KEY))
+                for i, ns in enumerate(self._controls)
+            }
+        except Exception as exc:
+            log.warning("checkpoint coordinator cannot read the spouts' reports: %s", exc)
+            return
+        decision = eo.decide(reports, now)
+        if decision is None:
+            return
+        try:
+            state.put(TX_STATE_KEY, decision.to_list())
+            state.commit()
+        except Exception as exc:
+            log.warning("checkpoint coordinator cannot save %s: %s", decision, exc)
+            eo.publish_failed(now)
+            return
+        log.debug("checkpoint decision: %s", decision)
+        eo.published(decision, now)
+
     def next_tuple(self) -> None:
+        if self.eo is not None:
+            assert self._clock is not None
+            self._exactly_once_step(self.eo, self._clock.now())
+            return
         core, clock, collector = self.core, self._clock, self._collector
         assert core is not None and clock is not None and collector is not None
         now = clock.now()

@@ -104,6 +104,11 @@ class KeyValueState:
         """The txid of the last commit (``-1``: none yet)."""
         return self._store.committed_txid
 
+    def prepared_txid(self) -> int | None:
+        """The txid prepared and not yet committed or rolled back (``None``: none)."""
+        store = self._store
+        return store.prepared_txid if store.prepared is not None else None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} keys, committed txid {self.committed_txid()})"
 

@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from storm_py import BaseStatefulBolt, Bolt, Spout, TopologyBuilder
+from storm_py import BaseStatefulBolt, Bolt, Spout, StatefulSpout, TopologyBuilder
+from storm_py.stateful.state import MEMORY_STORES
 
 
 @dataclass
@@ -22,6 +23,8 @@ class Run:
     raised: set[str] = field(default_factory=set)
     seen_streams: set[str] = field(default_factory=set)
     go: bool = True  # the word spout emits only while it is set
+    topology_id: str = ""
+    emitted: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def hook_names(self) -> list[str]:
@@ -101,6 +104,7 @@ class CountBolt(BaseStatefulBolt):
     def prepare(self, conf, context, collector):
         self.collector = collector
         self.task = context.this_task_id
+        RUNS[self.run].topology_id = context.topology_id
 
     def init_state(self, state):
         self.state = state
@@ -159,10 +163,43 @@ class SinkBolt(Bolt):
         self.collector.ack(tup)
 
 
-def word_count_topology(run: str, words: list[str], counters: int = 2, **bolt_args: Any):
+class PositionSpout(StatefulSpout):
+    """Emits ``words`` in order from a position kept in its state (a StatefulSpout); tuples carry no message id."""
+
+    def __init__(self, run: str, words: list[str]) -> None:
+        self.run = run
+        self.words = words
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.pos = 0
+
+    def init_state(self, state):
+        self.state = state
+        self.pos = state.get("pos", 0)
+        run = RUNS[self.run]
+        with run.lock:
+            run.hooks.append(("spout_init", self.pos))
+
+    def pre_prepare(self, txid):
+        self.state.put("pos", self.pos)
+
+    def next_tuple(self):
+        if self.pos < len(self.words) and RUNS[self.run].go:
+            self.collector.emit([self.words[self.pos]], msg_id=self.pos)
+            self.pos += 1
+            RUNS[self.run].emitted += 1
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word"])
+
+
+def word_count_topology(run: str, words: list[str], counters: int = 2, stateful_spout: bool = False,
+                        **bolt_args: Any):
     """spout -> split (shuffle) -> count (fields on word, stateful) -> sink."""
     builder = TopologyBuilder()
-    builder.set_spout("words", ReplayingWordSpout(run, words))
+    spout = PositionSpout(run, words) if stateful_spout else ReplayingWordSpout(run, words)
+    builder.set_spout("words", spout)
     builder.set_bolt("split", SplitBolt(run), 2).shuffle_grouping("words")
     builder.set_bolt("count", CountBolt(run, **bolt_args), counters).fields_grouping("split", ["word"])
     builder.set_bolt("sink", SinkBolt(run)).shuffle_grouping("count")
@@ -181,4 +218,14 @@ def counts(run: Run) -> Counter[str]:
     for state in states:
         for word, n in state:
             out[word] += n
+    return out
+
+
+def committed_counts(run: Run) -> Counter[str]:
+    """The committed counts of the in-memory provider, over every counter task."""
+    out: Counter[str] = Counter()
+    with run.lock:
+        tasks = list(run.states)
+    for task in tasks:
+        out.update(MEMORY_STORES.store(run.topology_id, f"count-{task}").committed)
     return out
