@@ -100,6 +100,11 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
         raise InvalidTopologyException(str(err)) from err
     if conf.get("topology.state.guarantee", AT_LEAST_ONCE) != EXACTLY_ONCE:
         return
+    if conf.get("topology.acker.executors") == 0:
+        raise InvalidTopologyException(
+            "topology.state.guarantee exactly_once needs ackers (its barriers are tracked): "
+            "topology.acker.executors is 0"
+        )
     for cid, spec in sorted(topology.spouts.items()):
         obj = spec.obj
         if cid != CHECKPOINT_COMPONENT_ID and obj is not None and not isinstance(
