@@ -87,6 +87,7 @@ class StatefulSpoutExecutor(Spout):
         self.report = Report()
         self.started = False
         self._prepared = -1  # at_least_once: the txid the spout's state is prepared as
+        self._unsaved = False  # a report waits to be saved
         self._next_poll = float("-inf")
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
@@ -111,6 +112,8 @@ class StatefulSpoutExecutor(Spout):
         now = self._clock.now()
         if now >= self._next_poll:
             self._next_poll = now + self._poll
+            if self._unsaved:
+                self._save_report()
             try:
                 saved = self._decision()
                 if saved is not None:
@@ -177,8 +180,19 @@ class StatefulSpoutExecutor(Spout):
         self.report = Report(r.prepared if prepared is None else max(r.prepared, prepared),
                              r.restarted if restarted is None else max(r.restarted, restarted),
                              r.failed if failed is None else max(r.failed, failed))
-        self._control.put(REPORT_KEY, self.report.to_dict())
-        self._control.commit()
+        self._unsaved = True
+        self._save_report()
+
+    def _save_report(self) -> None:
+        """Save the report; one that cannot be saved now (the backend is away) is saved at a later poll."""
+        try:
+            self._control.put(REPORT_KEY, self.report.to_dict())
+            self._control.commit()
+        except Exception as exc:
+            log.warning("spout %s task %d cannot save its report %s: %s", self._context.this_component_id,
+                        self._context.this_task_id, self.report, exc)
+            return
+        self._unsaved = False
 
     def ack(self, msg_id: Any) -> None:
         if self.exactly_once:

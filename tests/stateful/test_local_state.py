@@ -56,3 +56,21 @@ def test_acks_wait_for_the_checkpoint_and_checkpoints_follow_the_cluster_clock()
         assert run.hook_names().count("pre_commit") == 2
         assert counts(run) == truth(WORDS)
         cluster.kill_topology("clock", wait_secs=0)
+
+
+def test_a_stateful_spout_is_checkpointed_with_the_bolts_under_at_least_once():
+    from storm_py.stateful.state import MEMORY_STORES
+
+    run = new_run("spout-state")
+    words = WORDS[:60]
+    topo = word_count_topology("spout-state", words, counters=1, stateful_spout=True)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("spout-state", FAST, topo)
+        tid = cluster.get_topology_id("spout-state")
+        spout_tasks = [t for w in cluster.workers(tid) for ex in w.runtime.executors if ex.component_id == "words"
+                       for t in ex.task_ids]
+        store = MEMORY_STORES.store(tid, f"words-{spout_tasks[0]}")
+        wait_until(lambda: store.committed.get("pos") == len(words), 30, what="the spout's position committed")
+        wait_until(lambda: counts(run) == truth(words), 30, what="the counts")
+        assert run.hook_names().count("spout_init") == 1  # init_state after open, no recovery happened
+        cluster.kill_topology("spout-state", wait_secs=0)
