@@ -150,5 +150,9 @@ class CheckpointSpout(Spout):
             return False
         return True
 
+    def is_exhausted(self) -> bool:
+        """Never holds up ``complete_topology``: it runs while the user's spouts have tuples in flight."""
+        return True
+
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))

@@ -74,3 +74,15 @@ def test_a_stateful_spout_is_checkpointed_with_the_bolts_under_at_least_once():
         wait_until(lambda: counts(run) == truth(words), 30, what="the counts")
         assert run.hook_names().count("spout_init") == 1  # init_state after open, no recovery happened
         cluster.kill_topology("spout-state", wait_secs=0)
+
+
+def test_complete_topology_runs_a_stateful_topology_to_the_end():
+    from storm_py.testing import complete_topology, read_tuples
+
+    new_run("complete")
+    topo = word_count_topology("complete", [], counters=2)
+    with LocalCluster(simulated_time=True) as cluster:
+        results = complete_topology(cluster, topo, mocked_sources={"words": [["a"], ["b"], ["a"]]},
+                                    storm_conf=FAST)
+    assert sorted(read_tuples(results, "count")) == [["a", 1], ["a", 2], ["b", 1]]
+    assert read_tuples(results, CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID)[0] == [-1, "INITSTATE"]
