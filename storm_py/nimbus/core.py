@@ -375,6 +375,7 @@ class Nimbus:
             "name": base.name,
             "window": window,
             "topologyStats": rest.topology_stats(self.stats_book, tid, found, wall),
+            "lastCheckpoint": rest.checkpoint_status(found, wall),
             "status": base.status.upper(),
             "uptimeSeconds": int(uptime),
             "tasksTotal": sum(base.component_tasks.values()),

@@ -13,6 +13,7 @@ from storm_py.clock import Clock
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
+    COMMITTED,
     INITIAL,
     MIN_INTERVAL_MS,
     CheckpointCoordinator,
@@ -26,6 +27,10 @@ from storm_py.stateful.spout_executor import TX_STATE_KEY as SPOUT_TX_STATE_KEY
 from storm_py.stateful.state import KeyValueState
 
 log = logging.getLogger(__name__)
+
+#: the heartbeat gauges of the last committed checkpoint (read by nimbus's REST API and /metrics)
+GAUGE_TXID = "checkpoint.txid"
+GAUGE_COMMITTED_AT = "checkpoint.committed.wall"
 
 #: the key of the protocol's state in the spout's managed state (the one spouts read)
 TX_STATE_KEY = SPOUT_TX_STATE_KEY
@@ -149,6 +154,25 @@ class CheckpointSpout(Spout):
             core.failed(now)
             return False
         return True
+
+    def checkpoint_gauges(self) -> dict[str, float]:
+        """For the worker's heartbeat: the last committed checkpoint's txid and, once one committed since this task
+        started, when (wall-clock seconds)."""
+        clock = self._clock
+        if clock is None:
+            return {}
+        if self.eo is not None:
+            txid, committed_at = self.eo.current.committed, self.eo.committed_at
+        elif self.core is not None:
+            cur = self.core.current
+            txid = cur.txid if cur.state == COMMITTED else cur.txid - 1
+            committed_at = self.core.committed_at
+        else:
+            return {}
+        gauges = {GAUGE_TXID: float(txid)}
+        if committed_at is not None:
+            gauges[GAUGE_COMMITTED_AT] = clock.wall() - (clock.now() - committed_at)
+        return gauges
 
     def is_exhausted(self) -> bool:
         """Never holds up ``complete_topology``: it runs while the user's spouts have tuples in flight."""
