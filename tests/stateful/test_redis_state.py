@@ -137,6 +137,6 @@ def test_exactly_once_counts_survive_a_redis_outage(redis_server, outage_secs):
         outage = Deadline(outage_secs)
         wait_until(outage.expired, outage_secs + 5, interval=0.1, what="the outage")
         redis_server.start()
+        # (whether the outage hit a write, and so restarted every component, depends on where it struck)
         wait_until(lambda: committed() == truth(words), 120, interval=0.2, what="the exact counts committed")
-        assert run.hook_names().count("spout_init") >= 2  # the outage restarted every component
         cluster.kill_topology(name, wait_secs=0)
