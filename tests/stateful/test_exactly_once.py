@@ -20,7 +20,7 @@ def test_counts_are_exact_after_a_bolt_raises_and_a_prepare_fails():
         cluster.submit_topology("eo-raise", EXACTLY_ONCE, topo)
         wait_until(lambda: "failed_prepare" in run.hook_names(), 60, what="the failed prepare")
         wait_until(lambda: committed_counts(run) == truth(WORDS), 60, what="the exact counts committed")
-        assert run.hook_names().count("spout_init") >= 3  # two restarts after the first start
+        assert run.hook_names().count("spout_init") >= 2  # restarted (both failures may fall in one restart)
         assert run.emitted > len(WORDS)  # the spout replayed from its restored position
         assert counts(run) == truth(WORDS)  # and nothing runs ahead uncommitted
         cluster.kill_topology("eo-raise", wait_secs=0)
