@@ -169,6 +169,8 @@ class AlignedBoltExecutor:
             self._run(tup)
         elif decision == HOLD:
             self.held.append(tup)
+        else:  # dropped: done with (it carries no tree unless a component anchored it to one)
+            self.collector.ack(tup)
 
     def _run(self, tup: Tuple) -> None:
         try:

@@ -85,3 +85,45 @@ def test_alignment_holds_the_channels_that_delivered_the_barrier_and_fences_afte
     a.broken = True
     assert a.arrive(1, 1, 1) == "fail"
     assert a.restart(3, 2) is True and not a.broken
+
+
+def test_aligned_executor_holds_until_aligned_prepares_and_fences_after_a_restart():
+    from storm_py import KeyValueState
+    from storm_py.stateful.aligned import AlignedBoltExecutor
+    from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
+    from storm_py.testing import test_tuple
+    from tests.unit.test_stateful_executors import Counter, Recorder, context
+
+    def marker(action, txid, gen, committed, task):
+        return test_tuple([txid, action, gen, committed], component="words", stream=BARRIER_STREAM_ID,
+                          fields=["txid", "action", "generation", "committed"], task=task)
+
+    def word(w, task):
+        return test_tuple([w], component="words", fields=["word"], task=task)
+
+    ex = AlignedBoltExecutor(Counter(), ["words"], stateful=True)
+    rec = Recorder()
+    ex.prepare({}, context(sources={"words": [2, 3]}), rec)
+    state = KeyValueState()
+    ex.state = state
+    ex.execute(word("a", 2))  # before any restart marker: dropped
+    ex.execute(marker("RESTART", -1, 1, -1, 2))
+    assert rec.take() == [("ack", ["a"]), ("emit", (BARRIER_STREAM_ID, [-1, "RESTART", 1, -1])),
+                          ("ack", [-1, "RESTART", 1, -1])]
+    ex.execute(word("b", 3))  # channel 3 is fenced until its own marker
+    ex.execute(marker("RESTART", -1, 1, -1, 3))
+    ex.execute(word("c", 3))
+    assert dict(state) == {"c": 1}
+    ex.execute(marker("PREPARE", 0, 1, -1, 2))
+    ex.execute(word("d", 2))  # channel 2 delivered barrier 0: held
+    assert state.get("d") is None
+    rec.take()
+    ex.execute(marker("PREPARE", 0, 1, -1, 3))
+    assert state.prepared_txid() == 0 and state.get("d") == 1  # prepared, then the held input ran
+    assert rec.take()[:2] == [("emit", (BARRIER_STREAM_ID, [0, "PREPARE", 1, -1])), ("ack", [0, "PREPARE", 1, -1])]
+    ex.execute(marker("PREPARE", 1, 1, 0, 2))
+    ex.execute(marker("PREPARE", 1, 1, 0, 3))  # barrier 1 says 0 is committed: 0 is committed before 1 prepares
+    assert state.committed_txid() == 0 and state.prepared_txid() == 1
+    ex.alignment.broken = True  # as after a raise: the next barrier fails
+    ex.execute(marker("PREPARE", 2, 1, 1, 2))
+    assert rec.take()[-1] == ("fail", [2, "PREPARE", 1, 1])
