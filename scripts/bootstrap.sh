@@ -3,7 +3,8 @@
 #   - a virtualenv in .venv with the package and its extras: dev (tests, linters), kafka, spark, redis;
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
-#     docker-compose.yml without a Docker engine), gcc (the compiled build's test run).
+#     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis
+#     state provider's tests, storm-py dev-redis).
 # Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
