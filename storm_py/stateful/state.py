@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py.errors import StateBackendError
+from storm_py.protocol.codec import pack_value, unpack_value
 
 #: the txid of a state nothing has been committed to yet
 NO_TXID = -1
@@ -30,6 +31,17 @@ class MemoryStore:
     prepared: dict[Any, Any] | None = None
     prepared_txid: int = NO_TXID
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _PackedKey:
+    """An unhashable key (a list, a dict: the codec carries them) kept by its msgpack body."""
+
+    body: bytes
+
+
+def _unpacked(key: Any) -> Any:
+    return unpack_value(key.body) if type(key) is _PackedKey else key
 
 
 class KeyValueState:
@@ -47,18 +59,27 @@ class KeyValueState:
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value`` in the current map."""
-        self._current[key] = value
+        try:
+            self._current[key] = value
+        except TypeError:  # unhashable: kept by its encoding
+            self._current[_PackedKey(pack_value(key))] = value
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The current value of ``key``, or ``default``."""
-        return self._current.get(key, default)
+        try:
+            return self._current.get(key, default)
+        except TypeError:
+            return self._current.get(_PackedKey(pack_value(key)), default)
 
     def delete(self, key: Any) -> None:
         """Remove ``key`` from the current map (nothing happens when it is absent)."""
-        self._current.pop(key, None)
+        try:
+            self._current.pop(key, None)
+        except TypeError:
+            self._current.pop(_PackedKey(pack_value(key)), None)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        return iter(list(self._current.items()))
+        return iter([(_unpacked(k), v) for k, v in self._current.items()])
 
     def __len__(self) -> int:
         return len(self._current)

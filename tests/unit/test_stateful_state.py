@@ -28,6 +28,17 @@ def test_put_get_delete_iterate_and_len():
     assert s.get("a") is None and len(s) == 1
 
 
+def test_keys_may_be_anything_the_codec_carries():
+    s = KeyValueState()
+    s.put(["user", 7], 1)
+    s.put({"k": [1, 2]}, 2)
+    assert s.get(["user", 7]) == 1 and s.get({"k": [1, 2]}) == 2 and s.get(["user", 8]) is None
+    s.prepare_commit(0)
+    s.commit(0)
+    s.delete({"k": [1, 2]})
+    assert list(s) == [(["user", 7], 1)]
+
+
 def test_rollback_returns_to_the_last_commit_and_commit_needs_a_prepare():
     s = KeyValueState()
     s.put("a", 1)
