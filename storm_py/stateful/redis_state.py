@@ -11,6 +11,7 @@ found there), a commit moves them into ``<ns>`` in one MULTI/EXEC transaction, a
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -37,8 +38,13 @@ DEFAULTS: Mapping[str, Any] = {
 }
 
 
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def redis_client(config: Mapping[str, Any]) -> Any:
-    """A redis-py client from a provider config (``host``, ``port``, ``database``, ``password``, ``timeout_secs``)."""
+    """The process's redis-py client (a connection pool, shared by every state of the same server) for a provider
+    config (``host``, ``port``, ``database``, ``password``, ``timeout_secs``)."""
     if redis is None:
         raise ConfigError(
             "topology.state.provider 'redis' needs redis-py: pip install 'storm_py[redis]'",
@@ -51,12 +57,25 @@ def redis_client(config: Mapping[str, Any]) -> Any:
             key="topology.state.provider.config",
         )
     conf = {**DEFAULTS, **config}
-    timeout = float(conf["timeout_secs"])
+    try:
+        key = (str(conf["host"]), int(conf["port"]), int(conf["database"]), conf["password"],
+               float(conf["timeout_secs"]))
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"topology.state.provider.config {dict(config)!r} is invalid: {err}",
+                          key="topology.state.provider.config") from err
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = _new_client(*key)
+        return client
+
+
+def _new_client(host: str, port: int, database: int, password: str | None, timeout: float) -> Any:
+    assert redis is not None
     # no retries inside the client: a failed call fails its checkpoint (or its tuple), which the checkpoint
     # protocol retries; the worker's loop is never held up by a client's backoff
     return redis.Redis(
-        host=str(conf["host"]), port=int(conf["port"]), db=int(conf["database"]), password=conf["password"],
-        socket_timeout=timeout, socket_connect_timeout=timeout,
+        host=host, port=port, db=database, password=password, socket_timeout=timeout, socket_connect_timeout=timeout,
         retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
     )
 

@@ -11,7 +11,7 @@ import pytest
 from storm_py import LocalCluster, NotAliveException
 from storm_py.clock import Deadline, wait_until
 from storm_py.dev.redis import RedisServerProcess
-from storm_py.errors import StateBackendError
+from storm_py.errors import ConfigError, StateBackendError
 from storm_py.stateful.redis_state import RedisKeyValueState, redis_client
 from tests.stateful.components import counts, new_run, truth, word_count_topology
 
@@ -56,6 +56,13 @@ def test_redis_state_commits_in_two_phases_and_a_restart_finds_the_prepared_chan
         fresh.commit(2)
     client = redis_client({"port": redis_server.port})
     assert all(k.startswith(b"unit:") for k in client.keys("*"))
+
+
+def test_bad_redis_settings_name_the_key():
+    with pytest.raises(ConfigError, match=r"unknown keys \[.hots.\]"):
+        redis_client({"hots": "x"})
+    with pytest.raises(ConfigError, match=r"topology\.state\.provider\.config .* is invalid"):
+        redis_client({"port": "six"})
 
 
 def test_a_stopped_redis_is_a_state_backend_error(redis_server):
