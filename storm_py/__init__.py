@@ -24,12 +24,14 @@ from storm_py.errors import (
     NotAliveException,
     ReportedFailedException,
 )
+from storm_py.stateful import BaseStatefulBolt, KeyValueState, StatefulSpout
 from storm_py.windowing import BaseWindowedBolt, Count, Duration
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyAliveException",
+    "BaseStatefulBolt",
     "BaseWindowedBolt",
     "BasicBolt",
     "Bolt",
@@ -41,6 +43,7 @@ __all__ = [
     "FailedException",
     "Fields",
     "InvalidTopologyException",
+    "KeyValueState",
     "LocalCluster",
     "MessageId",
     "NotAliveException",
@@ -48,6 +51,7 @@ __all__ = [
     "ReportedFailedException",
     "Spout",
     "SpoutDeclarer",
+    "StatefulSpout",
     "StormTopology",
     "TopologyBuilder",
     "TopologyContext",

@@ -62,6 +62,12 @@ class StateError(StormPyError):
     code = "state_error"
 
 
+class StateBackendError(StormPyError):
+    """A managed-state backend (``topology.state.provider``) failed or refused an operation."""
+
+    code = "state_backend_error"
+
+
 class TransportError(StormPyError):
     """Sending or receiving between workers failed."""
 

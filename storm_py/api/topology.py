@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,6 +182,17 @@ def _as_fields(fields: Fields | Sequence[str] | str) -> Fields:
     return Fields(list(fields))
 
 
+#: Rewrites ``create_topology`` applies to what it built, in order; a package above ``api`` registers its own
+#: with :func:`register_topology_rewrite` (managed state wires its checkpoint spout and stream this way).
+_REWRITES: list[Callable[[StormTopology], StormTopology]] = []
+
+
+def register_topology_rewrite(rewrite: Callable[[StormTopology], StormTopology]) -> None:
+    """Have every builder apply ``rewrite`` to the topologies it creates (once, however often registered)."""
+    if rewrite not in _REWRITES:
+        _REWRITES.append(rewrite)
+
+
 class TopologyBuilder:
     """Builds a :class:`StormTopology` from spouts and bolts."""
 
@@ -225,6 +236,8 @@ class TopologyBuilder:
         topo = StormTopology(dict(self._spouts), dict(self._bolts))
         for spec in topo.components().values():
             fill_component(spec)
+        for rewrite in _REWRITES:
+            topo = rewrite(topo)
         return topo
 
 

@@ -15,6 +15,7 @@ from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.monitor import monitor, set_log_level
+from storm_py.cli.redis import dev_redis
 from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
@@ -40,6 +41,7 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, mon
                  submit, jar, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job,
                  dev_kafka, drpc, drpc_client):
     cli.add_command(_command)
+cli.add_command(dev_redis)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

@@ -24,6 +24,7 @@ from storm_py.config.keys import (
     KEYS,
     LIST,
     MAP,
+    MAP_OR_JSON,
     NUMBER,
     PASS_THROUGH_COMPONENT_KEYS,
     PORTS,
@@ -148,6 +149,8 @@ def _problem(key: Key, value: Any) -> str | None:
         return "must be a list"
     elif kind == MAP and not isinstance(value, dict):
         return "must be a mapping"
+    elif kind == MAP_OR_JSON and not isinstance(value, (dict, str)):
+        return "must be a mapping or a JSON object in a string"
     if key.choices is not None and value not in key.choices:
         return f"must be one of {', '.join(map(repr, key.choices))}"
     return None

@@ -22,6 +22,8 @@ from typing import Any
 
 #: Kinds of values.  ``NUMBER`` accepts ints and floats; ``STRS`` a list of strings; ``PORTS`` a list of ports.
 INT, NUMBER, BOOL, STR, STRS, PORTS, LIST, MAP = "int", "number", "bool", "str", "strs", "ports", "list", "map"
+#: a mapping, or a string holding one as JSON
+MAP_OR_JSON = "map-or-json"
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
     ),
+    "state": (
+        Key("topology.state.provider", STR, "memory", "nimbus, stateful components", "where managed state lives: \"memory\" (lost on kill), \"redis\" or \"module:Class\" with new_state(namespace, conf, context)"),
+        Key("topology.state.provider.config", MAP_OR_JSON, None, "state providers", "the provider's settings (a mapping or a JSON object); redis: host, port, database, password, key_prefix, timeout_secs"),
+        Key("topology.state.checkpoint.interval.ms", INT, 1000, "checkpoint spout", "ms between checkpoints of a topology with stateful bolts (at least 100)", min=1),
+        Key("topology.state.guarantee", STR, "at_least_once", "nimbus, stateful components", "at_least_once (Storm's: a recovery may count a tuple twice) or exactly_once (every spout a StatefulSpout)", choices=("at_least_once", "exactly_once")),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself
@@ -160,8 +168,6 @@ PASS_THROUGH_COMPONENT_KEYS = frozenset(
         "topology.sleep.spout.wait.strategy.time.ms",
         "topology.spout.wait.strategy",
         "topology.bolts.message.id.field.name",
-        "topology.state.provider",
-        "topology.state.provider.config",
     }
 )
 

@@ -25,7 +25,7 @@ import re
 from collections import deque
 from typing import Any
 
-from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
+from storm_py.api.components import OutputFieldsDeclarer, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
 from storm_py.errors import StormPyError
@@ -40,8 +40,10 @@ from storm_py.kafka.client import (
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
 from storm_py.kafka.flow import ack_message, emit_waiting, emit_waiting_trees, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets
+from storm_py.kafka.positions import POSITIONS_KEY, from_saved, positions, to_saved
 from storm_py.kafka.spout_metrics import KafkaSpoutStats, lag_report
 from storm_py.kafka.stores import CALL_TIMEOUT, KafkaOffsetStore, OffsetStore, ZkOffsetStore
+from storm_py.stateful import KeyValueState, StatefulSpout
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +69,14 @@ class KafkaSpoutError(StormPyError):
 KafkaMessageId = tuple[str, int, int] | tuple[str, int, list[int]]
 
 
-class KafkaSpout(Spout):
-    """Reads topics into tuples with at-least-once (default), at-most-once or no guarantee (API.md §5)."""
+class KafkaSpout(StatefulSpout):
+    """Reads topics into tuples with at-least-once (default), at-most-once or no guarantee.
+
+    It is a :class:`StatefulSpout`: in a topology with ``topology.state.guarantee: exactly_once`` its records are
+    emitted untracked, its position (the next offset of each partition) is saved with every checkpoint and
+    restored by ``init_state`` after a restart, and the checkpointed offsets are committed to Kafka (for the lag
+    view) when the checkpoint commits.  Under the other guarantees its state is not used.
+    """
 
     def __init__(self, config: KafkaSpoutConfig) -> None:
         self.config = config
@@ -92,7 +100,11 @@ class KafkaSpout(Spout):
         self.num_tasks = max(1, len(context.get_component_tasks(context.this_component_id)))
         name = getattr(context, "topology_name", "topology")
         self.group_id = cfg.group_id or f"storm-py.{name}.{context.this_component_id}"
-        self.tracked = cfg.processing_guarantee == "AT_LEAST_ONCE"
+        #: exactly_once managed state: the position lives in the state, records need no tuple tree
+        self.exactly_once = conf.get("topology.state.guarantee") == "exactly_once"
+        self.restored: dict[TopicPartition, int] = {}
+        self.prepared: dict[int, dict[TopicPartition, int]] = {}
+        self.tracked = cfg.processing_guarantee == "AT_LEAST_ONCE" and not self.exactly_once
         #: the most records one tuple tree holds (tracked only)
         self.per_tree = cfg.records_per_tree if self.tracked else 1
         pending = conf.get("topology.max.spout.pending")
@@ -128,6 +140,35 @@ class KafkaSpout(Spout):
         # whose interpreted frame cost about 380 instructions per record more
         self.ack = functools.partial(ack_message, self.managers, self.stats)  # type: ignore[method-assign]
         context.register_metric("kafkaOffset", self.stats.offset_metric(self), cfg.metrics_time_bucket_secs)
+
+    # ------------------------------------------------------------------------------------ managed state
+    def init_state(self, state: KeyValueState) -> None:
+        """exactly_once: go on from the restored position (every owned partition is assigned again)."""
+        self.state = state
+        if not self.exactly_once:
+            return
+        self.restored = from_saved(state.get(POSITIONS_KEY))
+        self.prepared = {}
+        self.waiting.clear()
+        self.managers.clear()  # in place: the bound ack function holds this dict
+        self.paused = set()
+        self.next_refresh = self.clock.now()
+
+    def pre_prepare(self, txid: int) -> None:
+        if self.exactly_once:
+            pos = positions(self.managers, self.waiting)
+            self.state.put(POSITIONS_KEY, to_saved(pos))
+            self.prepared = {t: p for t, p in self.prepared.items() if t > txid - 8}
+            self.prepared[txid] = pos
+
+    def pre_commit(self, txid: int) -> None:
+        pos = self.prepared.pop(txid, None) if self.exactly_once else None
+        if pos:
+            try:
+                self.store.commit(pos, False)
+            except (KafkaClientError, StormPyError) as err:
+                self.stats.commit_errors += 1
+                self._report("commit", err, self.clock.now())
 
     def activate(self) -> None:
         self.next_refresh = self.clock.now()
@@ -417,6 +458,8 @@ class KafkaSpout(Spout):
             self._commit(now, sync=True, only=revoked)
         added = sorted(new - old)
         starts = self.store.start_positions(added) if added else {}
+        if self.exactly_once:
+            starts.update({tp: self.restored[tp] for tp in added if tp in self.restored})
         for tp in revoked:
             self.managers.pop(tp)
             self.paused.discard(tp)
@@ -432,7 +475,7 @@ class KafkaSpout(Spout):
 
     # ------------------------------------------------------------------------------------------ commits
     def _commit(self, now: float, sync: bool, only: set[TopicPartition] | None = None) -> None:
-        if self.config.processing_guarantee == "AT_MOST_ONCE" or not self.managers:
+        if self.config.processing_guarantee == "AT_MOST_ONCE" or not self.managers or self.exactly_once:
             return
         offsets: dict[TopicPartition, int] = {}
         for tp, m in self.managers.items():

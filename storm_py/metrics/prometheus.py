@@ -137,6 +137,10 @@ def topology_families(
             "storm_kafka_spout_lag", "gauge", "Log end minus the spout's committed offset, per partition."),
         "records": MetricFamily(
             "storm_kafka_spout_records_per_second", "gauge", "Records a Kafka spout emitted per second."),
+        "checkpoint_txid": MetricFamily(
+            "storm_topology_checkpoint_txid", "gauge", "The txid of the last committed checkpoint of managed state."),
+        "checkpoint_age": MetricFamily(
+            "storm_topology_checkpoint_age_seconds", "gauge", "Seconds since the last checkpoint committed."),
     }
     for row, components in topologies:
         topo = str(row.get("name", ""))
@@ -172,4 +176,8 @@ def topology_families(
                 fams["lag"].add(lag, topology=topo, component=comp, topic=topic, partition=str(partition))
             if series.records_per_sec is not None:
                 fams["records"].add(series.records_per_sec, topology=topo, component=comp)
+            if "checkpoint.txid" in series.gauges:
+                fams["checkpoint_txid"].add(series.gauges["checkpoint.txid"], topology=topo)
+            if "checkpoint.age.secs" in series.gauges:
+                fams["checkpoint_age"].add(series.gauges["checkpoint.age.secs"], topology=topo)
     return list(fams.values())

@@ -193,9 +193,27 @@ def combined(rows: Iterable[tuple[Report, ExecutorFigures]]) -> ComponentFigures
     return stats.combine(f for _, f in rows)
 
 
+#: the heartbeat gauges of managed state's checkpoint spout: last committed txid, when it committed (wall secs)
+CHECKPOINT_TXID = "checkpoint.txid"
+CHECKPOINT_COMMITTED_AT = "checkpoint.committed.wall"
+CHECKPOINT_AGE = "checkpoint.age.secs"
+
+
 def is_system(component: str) -> bool:
-    """Storm's system components (``__acker``, ``__system``, ``__metrics_*``)."""
-    return component.startswith("__")
+    """Storm's system components (``__acker``, ``__system``, ``__metrics_*``) and managed state's checkpoint
+    spout (``$checkpointspout``)."""
+    return component.startswith(("__", "$"))
+
+
+def checkpoint_status(found: Iterable[Report], now: float) -> dict[str, Any] | None:
+    """The last committed checkpoint of a topology with managed state: ``{"txid", "ageSecs"}`` (the age is
+    ``None`` until a checkpoint commits in the checkpoint spout's current run); ``None`` without one."""
+    for r in found:
+        txid = r.gauges.get(CHECKPOINT_TXID)
+        if txid is not None:
+            at = r.gauges.get(CHECKPOINT_COMMITTED_AT)
+            return {"txid": int(txid), "ageSecs": round(max(0.0, now - at), 3) if at is not None else None}
+    return None
 
 
 def topology_stats(book: StatsBook, topology_id: str, found: list[Report], now: float) -> list[dict[str, Any]]:
@@ -299,7 +317,7 @@ def visualization(
         rates = stats.stream_rates(fig)
         inputs = []
         for source, stream, grouping in base.component_inputs.get(cid, []):
-            if is_system(source) or stream.startswith("__"):
+            if is_system(source) or stream.startswith(("__", "$")):
                 continue
             inputs.append({
                 ":component": source, ":stream": stream, ":sani-stream": stream, ":grouping": grouping,
@@ -330,6 +348,8 @@ def prometheus_series(
         for r, _ in rows:
             for k, v in r.gauges.items():
                 gauges[k] = gauges.get(k, 0.0) + v
+        if CHECKPOINT_COMMITTED_AT in gauges:
+            gauges[CHECKPOINT_AGE] = max(0.0, now - gauges[CHECKPOINT_COMMITTED_AT])
         lag = {(p.topic, p.partition): p.lag for r, _ in rows if r.lag is not None for p in r.lag.partitions}
         rate = sum(r.lag.records_per_sec for r, _ in rows if r.lag is not None)
         out[cid] = ComponentSeries(

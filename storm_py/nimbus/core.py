@@ -31,6 +31,7 @@ from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, component_counts, num_ackers, system_topology
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
+from storm_py.stateful.wiring import check_topology as check_stateful
 from storm_py.windowing.spec import check_windowed_components
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class Nimbus:
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
             validate_topology(topology)
             check_windowed_components({cid: c.conf for cid, c in topology.components().items()}, topo_conf)
+            check_stateful(topology, topo_conf)
             system = system_topology(topology, topo_conf)
             validate_topology(system, system=True)
             counts = component_counts(system, topo_conf)
@@ -375,6 +377,7 @@ class Nimbus:
             "name": base.name,
             "window": window,
             "topologyStats": rest.topology_stats(self.stats_book, tid, found, wall),
+            "lastCheckpoint": rest.checkpoint_status(found, wall),
             "status": base.status.upper(),
             "uptimeSeconds": int(uptime),
             "tasksTotal": sum(base.component_tasks.values()),

@@ -93,6 +93,7 @@ def _check(request: Mapping[str, Any]) -> dict[str, Any]:
     from storm_py.packaging.code_loader import load_topology
     from storm_py.packaging.package import unpack
     from storm_py.runtime.system_topology import system_topology
+    from storm_py.stateful.wiring import check_topology as check_stateful
 
     conf = dict(request.get("conf") or {})
     with tempfile.TemporaryDirectory(prefix="storm-py-check-") as tmp:
@@ -100,6 +101,7 @@ def _check(request: Mapping[str, Any]) -> dict[str, Any]:
         unpack(Path(request["package"]).read_bytes(), code)
         topology = load_topology(str(request["entry"]), conf, path=code)
         validate_topology(topology)
+        check_stateful(topology, conf)
         validate_topology(system_topology(topology, conf), system=True)
         return {"ok": True, "topology": skeleton_of(topology)}
 

@@ -80,6 +80,13 @@ def executor_gauges(ex: Executor) -> dict[str, float]:
     gauges: dict[str, float] = {stats.QUEUE_POPULATION: population}
     if isinstance(ex, SpoutExecutor):
         gauges[stats.PENDING] = len(ex.pending)
+        for spout in list(ex.spouts.values()):  # the checkpoint spout of managed state reports its last commit
+            more = getattr(spout, "checkpoint_gauges", None)
+            if callable(more):
+                try:
+                    gauges.update({str(k): float(v) for k, v in more().items()})
+                except Exception as err:  # a spout's gauges must not stop the heartbeat
+                    log.warning("the checkpoint gauges of %s are left out: %r", ex.component_id, err)
     return gauges
 
 

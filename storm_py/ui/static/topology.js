@@ -29,6 +29,8 @@
       { label: "Num tasks", key: "tasksTotal", num: true },
       { label: "Message timeout", key: "msgTimeout", num: true },
       { label: "Scheduler info", key: "schedulerInfo" },
+      { label: "Last checkpoint", render: r => r.lastCheckpoint ? "txid " + r.lastCheckpoint.txid +
+        (r.lastCheckpoint.ageSecs === null ? "" : ", " + r.lastCheckpoint.ageSecs.toFixed(1) + " s ago") : "" },
     ], [page]);
     table($("topology-stats"), [
       { label: "Window", render: r => Storm.link(Storm.topologyHref(topologyId, r.window), r.windowPretty) },

@@ -1,0 +1,24 @@
+"""Managed state (Storm 2.x stateful bolts and checkpoints): :class:`KeyValueState`, :class:`BaseStatefulBolt`,
+the state providers and the checkpoint spout and stream the builder wires through a topology with stateful bolts.
+"""
+
+from __future__ import annotations
+
+from storm_py.api.topology import register_topology_rewrite
+from storm_py.stateful.bolt import BaseStatefulBolt
+from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
+from storm_py.stateful.providers import StateProvider
+from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.stateful_spout import StatefulSpout
+from storm_py.stateful.wiring import with_checkpoints
+
+register_topology_rewrite(with_checkpoints)
+
+__all__ = [
+    "CHECKPOINT_COMPONENT_ID",
+    "CHECKPOINT_STREAM_ID",
+    "BaseStatefulBolt",
+    "KeyValueState",
+    "StateProvider",
+    "StatefulSpout",
+]

@@ -1,0 +1,307 @@
+"""This module owns the bolts that wrap every user bolt of a topology with a stateful bolt (Storm's
+``CheckpointTupleForwarder`` and ``StatefulBoltExecutor``) and the barrier core both share.
+
+A wrapped bolt never sees checkpoint tuples.  A checkpoint ``(action, txid)`` is handled once it has arrived from
+every task feeding the bolt's ``$checkpoint`` inputs (the ones before are acked at once; they belong to the same
+tuple tree); it is then passed on downstream anchored to the last one, which is acked.  A forwarder only passes it
+on; a stateful bolt prepares, commits or rolls back its state first, and holds the acks of its inputs until the
+checkpoint that covers them commits (a rollback fails them, so their spouts replay them).
+
+:class:`CheckpointHandler` is the shared base: a windowed or otherwise specialised executor subclasses it and
+implements ``handle_tuple`` and ``handle_checkpoint``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+from storm_py.api.components import Anchors, BasicBolt, Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.errors import FailedException, ReportedFailedException
+from storm_py.stateful.bolt import BaseStatefulBolt
+from storm_py.stateful.checkpoint import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM_ID,
+    COMMIT,
+    INITSTATE,
+    PREPARE,
+    ROLLBACK,
+)
+from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.state import KeyValueState
+
+log = logging.getLogger(__name__)
+
+# what the barrier says of an arriving checkpoint tuple
+WAIT: Final = "wait"  # more inputs must deliver it: ack this one
+STALE: Final = "stale"  # an older transaction than the last handled: ack it, do nothing
+HANDLE: Final = "handle"  # every input delivered it: handle it now
+
+
+class CheckpointBarrier:
+    """Counts each ``(action, txid)`` over the input tasks and says when to handle it (Storm's rule)."""
+
+    def __init__(self, input_tasks: int) -> None:
+        self.input_tasks = input_tasks
+        self.counts: dict[tuple[str, int], int] = {}
+        self.last_txid: float = float("-inf")
+
+    def arrive(self, action: str, txid: int) -> str:
+        """One input task delivered ``(action, txid)``."""
+        key = (action, txid)
+        count = self.counts.get(key, 0) + 1
+        if count < self.input_tasks:
+            self.counts[key] = count
+            return WAIT
+        self.counts.pop(key, None)
+        return HANDLE if txid >= self.last_txid else STALE
+
+    def handled(self, action: str, txid: int) -> None:
+        """``(action, txid)`` was handled: older transactions are stale from now on."""
+        self.last_txid = txid - 1 if action == ROLLBACK else txid
+
+
+class CheckpointHandler(Bolt):
+    """Splits the input into checkpoint tuples (through the barrier) and the wrapped bolt's tuples."""
+
+    def __init__(self, bolt: Any, checkpoint_sources: Sequence[str]) -> None:
+        self.bolt = bolt
+        self.checkpoint_sources = tuple(checkpoint_sources)
+        self.collector: OutputCollector | None = None
+        self.barrier = CheckpointBarrier(0)
+
+    def init_checkpoints(self, context: TopologyContext, collector: OutputCollector) -> None:
+        """Count the tasks that send this bolt checkpoint tuples; keep the collector."""
+        self.collector = collector
+        self.barrier = CheckpointBarrier(sum(len(context.get_component_tasks(c)) for c in self.checkpoint_sources))
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.process_checkpoint(tup)
+        else:
+            self.handle_tuple(tup)
+
+    def process_checkpoint(self, tup: Tuple) -> None:
+        """Pass a checkpoint tuple through the barrier and handle it when every input delivered it."""
+        collector = self.collector
+        assert collector is not None
+        txid, action = int(tup.values[0]), str(tup.values[1])
+        decision = self.barrier.arrive(action, txid)
+        if decision != HANDLE:
+            collector.ack(tup)
+            return
+        try:
+            self.handle_checkpoint(tup, action, txid)
+        except Exception as exc:
+            log.error("%s failed to handle checkpoint %s of txid %d: %s", type(self.bolt).__name__, action, txid, exc)
+            collector.fail(tup)
+            collector.report_error(exc)
+            return
+        self.barrier.handled(action, txid)
+
+    def forward(self, tup: Tuple, action: str, txid: int) -> None:
+        """Send the checkpoint on downstream, anchored to ``tup``, and ack ``tup``."""
+        collector = self.collector
+        assert collector is not None
+        collector.emit([txid, action], anchors=tup, stream=CHECKPOINT_STREAM_ID)
+        collector.ack(tup)
+
+    def handle_tuple(self, tup: Tuple) -> None:
+        """A tuple of the wrapped bolt's own inputs."""
+        raise NotImplementedError
+
+    def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
+        """A checkpoint every input delivered."""
+        raise NotImplementedError
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+        declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        own = getattr(self.bolt, "get_component_configuration", None)
+        return own() if own is not None else None
+
+    def cleanup(self) -> None:
+        self.bolt.cleanup()
+
+
+class _AnchoredCollector:
+    """The collector a wrapped :class:`BasicBolt` emits through: every emit anchored to the current input."""
+
+    def __init__(self, collector: OutputCollector) -> None:
+        self._collector = collector
+        self.input: Tuple | None = None
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        return self._collector.emit(values, anchors=self.input, stream=stream)
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        self._collector.emit_direct(task_id, values, anchors=self.input, stream=stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._collector.report_error(exc)
+
+
+class CheckpointTupleForwarder(CheckpointHandler):
+    """Wraps a bolt without state (rich or basic) in a topology that checkpoints: it only passes checkpoints on."""
+
+    def __init__(self, bolt: Any, checkpoint_sources: Sequence[str]) -> None:
+        super().__init__(bolt, checkpoint_sources)
+        self._basic: _AnchoredCollector | None = None
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.init_checkpoints(context, collector)
+        if isinstance(self.bolt, BasicBolt):
+            self._basic = _AnchoredCollector(collector)
+            self.bolt.prepare(conf, context)
+        else:
+            self.bolt.prepare(conf, context, collector)
+
+    def handle_tuple(self, tup: Tuple) -> None:
+        basic = self._basic
+        if basic is None:
+            self.bolt.execute(tup)
+            return
+        collector = self.collector
+        assert collector is not None
+        basic.input = tup
+        try:
+            self.bolt.execute(tup, basic)
+        except ReportedFailedException as exc:
+            collector.report_error(exc)
+            collector.fail(tup)
+            return
+        except FailedException:
+            collector.fail(tup)
+            return
+        finally:
+            basic.input = None
+        collector.ack(tup)
+
+    def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
+        self.forward(tup, action, txid)
+
+
+class AckTrackingCollector:
+    """The collector a stateful bolt sees: acks are held (see :class:`StatefulBoltExecutor`), emits must be
+    anchored, everything else goes straight through."""
+
+    def __init__(self, delegate: OutputCollector, component_id: str) -> None:
+        self.delegate = delegate
+        self.component_id = component_id
+        self.acked: list[Tuple] = []
+
+    def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        if anchors is None:
+            self._unanchored(stream)
+        return self.delegate.emit(values, anchors=anchors, stream=stream)
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        if anchors is None:
+            self._unanchored(stream)
+        self.delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
+
+    def _unanchored(self, stream: str) -> None:
+        raise ValueError(
+            f"stateful bolt {self.component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
+            "stateful topology must anchor their emits"
+        )
+
+    def ack(self, tup: Tuple) -> None:
+        self.acked.append(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self.delegate.fail(tup)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        self.delegate.reset_timeout(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self.delegate.report_error(exc)
+
+    def take_acked(self) -> list[Tuple]:
+        """The inputs acked since the last call."""
+        acked, self.acked = self.acked, []
+        return acked
+
+
+class StatefulBoltExecutor(CheckpointHandler):
+    """Wraps a :class:`BaseStatefulBolt`: gives it its state and runs Storm's actions on it.
+
+    - ``PREPARE(n)``: ``pre_prepare(n)``, the state is prepared, the inputs acked so far become *prepared*; a bolt
+      whose state is not initialised yet (restarted in between) fails the checkpoint, which starts recovery.
+    - ``COMMIT(n)``: ``pre_commit(n)``, the state is committed, the prepared inputs are acked upstream.
+    - ``ROLLBACK``: ``pre_rollback()``, the state is rolled back, prepared and acked inputs are failed.
+    - ``INITSTATE``: ``init_state(state)``; the first one also runs the inputs that arrived before it.
+    """
+
+    def __init__(self, bolt: BaseStatefulBolt, checkpoint_sources: Sequence[str]) -> None:
+        super().__init__(bolt, checkpoint_sources)
+        self.bolt: BaseStatefulBolt = bolt
+        self.state: KeyValueState | None = None
+        self.initialized = False
+        self.pending: list[Tuple] = []
+        self.prepared: list[Tuple] = []
+        self.tracking: AckTrackingCollector | None = None
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.prepare_with_state(conf, context, collector, new_state(state_namespace(context), conf, context))
+
+    def prepare_with_state(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector, state: KeyValueState
+    ) -> None:
+        """``prepare`` with a given state (what unit tests call)."""
+        self.init_checkpoints(context, collector)
+        self.tracking = AckTrackingCollector(collector, context.this_component_id)
+        self.bolt.prepare(conf, context, self.tracking)
+        self.state = state
+
+    def handle_tuple(self, tup: Tuple) -> None:
+        if self.initialized:
+            self.bolt.execute(tup)
+        else:
+            self.pending.append(tup)
+
+    def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
+        state, tracking, collector = self.state, self.tracking, self.collector
+        assert state is not None and tracking is not None and collector is not None
+        if action == PREPARE:
+            if not self.initialized:
+                log.info("%s: PREPARE %d before the state is initialised: failing it to recover", tracking.component_id,
+                         txid)
+                collector.fail(tup)
+                return
+            self.bolt.pre_prepare(txid)
+            state.prepare_commit(txid)
+            self.prepared.extend(tracking.take_acked())
+        elif action == COMMIT:
+            self.bolt.pre_commit(txid)
+            state.commit(txid)
+            prepared, self.prepared = self.prepared, []
+            for t in prepared:
+                collector.ack(t)
+        elif action == ROLLBACK:
+            self.bolt.pre_rollback()
+            state.rollback()
+            failed, self.prepared = self.prepared + tracking.take_acked(), []
+            for t in failed:
+                collector.fail(t)
+        elif action == INITSTATE:
+            self.bolt.init_state(state)
+            if not self.initialized:
+                self.initialized = True
+                pending, self.pending = self.pending, []
+                for t in pending:
+                    try:
+                        self.bolt.execute(t)
+                    except Exception as exc:  # as the bolt executor does with a tuple that raises
+                        log.error("%s raised on %r: %s", tracking.component_id, t, exc)
+                        collector.report_error(exc)
+                        collector.fail(t)
+        self.forward(tup, action, txid)

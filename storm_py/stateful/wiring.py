@@ -1,0 +1,116 @@
+"""This module owns the checkpoint wiring of a topology with stateful bolts (what Storm's builder does in
+``createTopology``): the ``$checkpointspout`` component, the ``$checkpoint`` stream through every bolt, and each
+bolt wrapped in a :class:`~storm_py.stateful.managed.ManagedBolt` (which runs Storm's stateful executor, its
+checkpoint forwarder or, under exactly_once, the aligned executor); each :class:`StatefulSpout` is wrapped in a
+:class:`~storm_py.stateful.spout_executor.StatefulSpoutExecutor`.
+
+A bolt fed by a spout takes ``$checkpoint`` from the checkpoint spout; a bolt fed by a bolt takes that bolt's
+``$checkpoint``; all with all-grouping, so every task sees every checkpoint from every task upstream.  The
+``$barrier`` stream of exactly_once follows the data instead: a bolt takes it from every bolt and every stateful
+spout it reads.
+:func:`with_checkpoints` is registered with the builder by :mod:`storm_py.stateful`; a topology without a stateful
+bolt is left as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from storm_py.api.topology import ALL, ComponentSpec, Grouping, StormTopology
+from storm_py.api.tuple import Fields
+from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.stateful.bolt import BaseStatefulBolt
+from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
+from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
+from storm_py.stateful.managed import ManagedBolt
+from storm_py.stateful.providers import check_provider
+from storm_py.stateful.spout import CheckpointSpout
+from storm_py.stateful.spout_executor import StatefulSpoutExecutor
+from storm_py.stateful.stateful_spout import StatefulSpout
+
+AT_LEAST_ONCE: Final = "at_least_once"
+EXACTLY_ONCE: Final = "exactly_once"
+
+
+def is_stateful(obj: object) -> bool:
+    """Whether a bolt object keeps managed state."""
+    return isinstance(obj, BaseStatefulBolt)
+
+
+def with_checkpoints(topology: StormTopology) -> StormTopology:
+    """``topology`` with the checkpoint spout and stream wired through it, when it has a stateful bolt."""
+    if CHECKPOINT_COMPONENT_ID in topology.spouts or not any(is_stateful(s.obj) for s in topology.bolts.values()):
+        return topology
+    if CHECKPOINT_COMPONENT_ID in topology.bolts:
+        raise InvalidTopologyException(
+            f"component id {CHECKPOINT_COMPONENT_ID!r} is the checkpoint spout's", component=CHECKPOINT_COMPONENT_ID
+        )
+    fields = Fields(list(CHECKPOINT_FIELDS))
+    barrier_fields = Fields(list(BARRIER_FIELDS))
+    stateful_spouts = sorted(cid for cid, spec in topology.spouts.items() if isinstance(spec.obj, StatefulSpout))
+    spout = ComponentSpec(CHECKPOINT_COMPONENT_ID, CheckpointSpout(stateful_spouts), 1, True)
+    spout.streams = {CHECKPOINT_STREAM_ID: (fields, False)}
+    spouts = {CHECKPOINT_COMPONENT_ID: spout}
+    for cid, spec in topology.spouts.items():
+        if cid in stateful_spouts:
+            wrapped_spout = ComponentSpec(cid, StatefulSpoutExecutor(spec.obj), spec.parallelism, True,
+                                          dict(spec.inputs), dict(spec.conf), dict(spec.streams))
+            wrapped_spout.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+            spouts[cid] = wrapped_spout
+        else:
+            spouts[cid] = spec
+    bolts: dict[str, ComponentSpec] = {}
+    for cid, spec in topology.bolts.items():
+        for stream in (CHECKPOINT_STREAM_ID, BARRIER_STREAM_ID):
+            if stream in spec.streams:
+                raise InvalidTopologyException(
+                    f"bolt {cid!r} declares stream {stream!r}, which carries the checkpoints of a topology "
+                    "with stateful bolts",
+                    component=cid,
+                )
+        sources = sorted(
+            {CHECKPOINT_COMPONENT_ID if src in topology.spouts else src for src, _ in spec.inputs}
+        )
+        barrier_sources = sorted(
+            {src for src, _ in spec.inputs if src in topology.bolts or src in stateful_spouts}
+        )
+        wrapper = ManagedBolt(spec.obj, is_stateful(spec.obj), sources, barrier_sources)
+        wrapped = ComponentSpec(cid, wrapper, spec.parallelism, False, dict(spec.inputs), dict(spec.conf),
+                                dict(spec.streams))
+        wrapped.streams[CHECKPOINT_STREAM_ID] = (fields, False)
+        wrapped.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+        for src in sources:
+            wrapped.inputs[(src, CHECKPOINT_STREAM_ID)] = Grouping(ALL)
+        for src in barrier_sources:
+            wrapped.inputs[(src, BARRIER_STREAM_ID)] = Grouping(ALL)
+        bolts[cid] = wrapped
+    return StormTopology(spouts, bolts)
+
+
+def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
+    """Submit-time checks of managed state: the provider's name and config, and under ``exactly_once`` that every
+    spout keeps its position in state (:class:`StatefulSpout`); the error names what is wrong.  Components
+    without their object (a topology's skeleton) are not checked."""
+    if CHECKPOINT_COMPONENT_ID not in topology.spouts and not any(is_stateful(s.obj) for s in topology.bolts.values()):
+        return
+    try:
+        check_provider(conf)
+    except ConfigError as err:
+        raise InvalidTopologyException(str(err)) from err
+    if conf.get("topology.state.guarantee", AT_LEAST_ONCE) != EXACTLY_ONCE:
+        return
+    if conf.get("topology.acker.executors") == 0:
+        raise InvalidTopologyException(
+            "topology.state.guarantee exactly_once needs ackers (its barriers are tracked): "
+            "topology.acker.executors is 0"
+        )
+    for cid, spec in sorted(topology.spouts.items()):
+        obj = spec.obj
+        if cid != CHECKPOINT_COMPONENT_ID and obj is not None and not isinstance(
+                obj, (StatefulSpout, StatefulSpoutExecutor)):
+            raise InvalidTopologyException(
+                f"spout {cid!r} ({type(obj).__name__}) is not a StatefulSpout: topology.state.guarantee "
+                "exactly_once needs every spout to keep its position in state",
+                component=cid,
+            )

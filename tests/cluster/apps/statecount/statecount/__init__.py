@@ -1,0 +1,1 @@
+"""A stateful word count for the dev-cluster tests of managed state."""

@@ -1,0 +1,57 @@
+"""KafkaSpout as a StatefulSpout under topology.state.guarantee exactly_once (in-memory state, LocalCluster):
+records from a two-partition topic are counted exactly once by a stateful bolt, through a bolt raising, a failed
+prepare and a worker dying (each restarts every component from the last checkpoint, the spout from its saved
+offsets)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from storm_py import Bolt, LocalCluster, TopologyBuilder
+from storm_py.clock import wait_until
+from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+from tests.kafka.conftest import Broker
+from tests.stateful.components import CountBolt, committed_counts, new_run
+
+VOCABULARY = ["apple", "pear", "fig", "kiwi", "plum", "lime", "date"]
+RECORDS = 3000
+
+
+class ValueWord(Bolt):
+    """The record's value as the word, anchored."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+
+    def execute(self, tup):
+        self.collector.emit([tup.get_value_by_field("value").decode()], tup)
+        self.collector.ack(tup)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word"])
+
+
+def test_kafka_records_counted_exactly_once_through_failures(broker: Broker) -> None:
+    topic = broker.topic(2, "eo")
+    words = [VOCABULARY[i % len(VOCABULARY)] for i in range(RECORDS)]
+    broker.produce(topic, ((i % 2, None, w.encode()) for i, w in enumerate(words)))
+    run = new_run("kafka-eo")
+    builder = TopologyBuilder()
+    builder.set_spout("records", KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}",
+                                                             first_poll_offset_strategy="EARLIEST")), 2)
+    builder.set_bolt("word", ValueWord(), 2).shuffle_grouping("records")
+    builder.set_bolt("count", CountBolt("kafka-eo", raise_on=("fig",), fail_prepare=3), 2).fields_grouping(
+        "word", ["word"])
+    conf = {"topology.state.guarantee": "exactly_once", "topology.state.checkpoint.interval.ms": 100,
+            "topology.workers": 3, "topology.message.timeout.secs": 10}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kafka-eo", conf, builder.create_topology())
+        tid = cluster.get_topology_id("kafka-eo")
+        wait_until(lambda: sum(committed_counts(run).values()) >= 500, 60, what="a checkpoint with records")
+        victim = next(w for w in cluster.workers(tid) if any(ex.component_id == "records"
+                                                              for ex in w.runtime.executors))
+        victim.stop()
+        wait_until(lambda: "failed_prepare" in run.hook_names(), 60, what="the failed prepare")
+        wait_until(lambda: committed_counts(run) == Counter(words), 120, interval=0.2,
+                   what="every record counted exactly once")
+        cluster.kill_topology("kafka-eo", wait_secs=0)
