@@ -9,11 +9,14 @@ import click
 
 import storm_py
 from storm_py import build
+from storm_py.cli.blobstore import blobstore
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
+from storm_py.cli.inspect import get_errors, heartbeats, localconfvalue, remoteconfvalue
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.monitor import monitor, set_log_level
+from storm_py.cli.node import kill_workers, node_health_check
 from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
@@ -38,6 +41,9 @@ cli.add_command(local)
 for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, monitor, set_log_level,
                  submit, jar, kill, activate, deactivate, rebalance, list_topologies, logs, spark_job,
                  dev_kafka):
+    cli.add_command(_command)
+for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
+                 blobstore):
     cli.add_command(_command)
 
 

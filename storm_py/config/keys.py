@@ -129,6 +129,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
     ),
+    "operations": (
+        Key("storm.health.check.dir", STR, "healthchecks", "supervisor, node-health-check", "directory of the node health-check scripts (each executable runs; a non-zero exit or an output line starting with ERROR fails the node)"),
+        Key("storm.health.check.timeout.ms", INT, 5000, "supervisor, node-health-check", "time each health-check script has", min=1),
+        Key("storm.health.check.fail.on.timeouts", BOOL, True, "supervisor, node-health-check", "whether a script running out of time fails the node"),
+        Key("topology.blobstore.map", MAP, None, "supervisor", "user blobs in each worker's directory: {blob key: {localname: name}} (localname defaults to the key)"),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself
