@@ -17,6 +17,7 @@ from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.monitor import monitor, set_log_level
 from storm_py.cli.node import kill_workers, node_health_check
+from storm_py.cli.shell import shell
 from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
@@ -43,7 +44,7 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, mon
                  dev_kafka):
     cli.add_command(_command)
 for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
-                 blobstore):
+                 blobstore, shell):
     cli.add_command(_command)
 
 

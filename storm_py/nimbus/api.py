@@ -25,6 +25,7 @@ from storm_py.nimbus import api_views
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
@@ -348,7 +349,8 @@ class NimbusApi:
         return {"namedLoggerLevels": config, **self._done("logconfig", tid)}
 
     def upload(self, req: Request) -> dict[str, Any]:
-        """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``."""
+        """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``, or
+        ``packageBlob`` (the key of a package uploaded to the blob store) in place of ``package``."""
         self._require_leader()
         body = req.json()
         if not isinstance(body, Mapping):
@@ -359,10 +361,14 @@ class NimbusApi:
         if not isinstance(name, str) or not isinstance(entry, str) or not isinstance(conf, Mapping):
             raise BadRequestError("submit needs a string name, a string entry and an object conf")
         parse_entry(entry)
-        try:
-            data = base64.b64decode(str(body.get("package") or ""), validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise BadRequestError(f"package is not base64: {err}") from err
+        blob_key = body.get("packageBlob")
+        if isinstance(blob_key, str) and blob_key:  # uploaded before, as `storm-py shell` does
+            data = UserBlobs(self.node.blobs, self.node.state, self.node.id).read(blob_key)[1]
+        else:
+            try:
+                data = base64.b64decode(str(body.get("package") or ""), validate=True)
+            except (binascii.Error, ValueError) as err:
+                raise BadRequestError(f"package is not base64: {err}") from err
         filename = str(body.get("filename") or "topology.zip")
         check_archive(data, filename)
         package = TopologyPackage(data, entry, filename)

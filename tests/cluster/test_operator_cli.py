@@ -4,6 +4,7 @@ blob store and ``topology.blobstore.map``, log search, node health checks and ``
 from __future__ import annotations
 
 import json
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 
 from storm_py.client import LogViewerClient
 from storm_py.clock import wait_until
-from tests.cluster.harness import DevClusterProcess, alive
+from tests.cluster.harness import DevClusterProcess, alive, word_count_project
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(300)]
 
@@ -166,6 +167,27 @@ def test_log_search_finds_a_line_in_a_worker_log_and_wants_the_token(ops) -> Non
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(ops.dc.nimbus_url() + path, timeout=10)
         assert refused.value.code == 401
+
+
+SUBMITTER = """import json, sys, urllib.request
+token, name, host, port, key = sys.argv[1:]
+body = {"name": name, "entry": "examples.word_count:build", "packageBlob": key, "conf": {"topology.workers": 1}}
+req = urllib.request.Request(f"http://{host}:{port}/api/v1/uploadTopology", data=json.dumps(body).encode(),
+                             method="POST", headers={"Authorization": f"Bearer {token}"})
+print(json.load(urllib.request.urlopen(req, timeout=200))["id"])
+"""
+
+
+def test_shell_uploads_the_folder_and_runs_the_command_that_submits_it(ops) -> None:
+    dc, root = ops.dc, ops.root
+    project = word_count_project(root / "shell-src")
+    (root / "submitter.py").write_text(SUBMITTER, encoding="utf-8")
+    out = dc.cli("shell", str(project), sys.executable, str(root / "submitter.py"), TOKEN, "from-shell").stdout
+    assert out.strip() == dc.client().topology_id("from-shell")
+    assert "shell-" not in dc.cli("blobstore", "list").stdout  # the uploaded package is gone
+    dc.cli("kill", "from-shell", "-w", "0")
+    assert "RESOURCESDIR" in failed(dc.cli("shell", str(root / "missing"), "true", check=False), 2)
+    assert dc.cli("shell", str(project), "false", check=False).returncode == 1  # the command's exit code
 
 
 def test_a_failing_health_check_takes_the_supervisor_out_of_scheduling(ops) -> None:
