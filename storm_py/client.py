@@ -305,13 +305,17 @@ class NimbusClient:
         wait_secs: float | None = None,
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
+        conf_overrides: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``)."""
+        """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``,
+        ``topologyConfOverrides``)."""
         options: dict[str, Any] = {}
         if num_workers is not None:
             options["numWorkers"] = num_workers
         if executors:
             options["executors"] = dict(executors)
+        if conf_overrides:
+            options["topologyConfOverrides"] = dict(conf_overrides)
         return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})
 
 

@@ -292,7 +292,8 @@ class NimbusApi:
         return self._done("kill", tid)
 
     def rebalance(self, req: Request) -> dict[str, Any]:
-        """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body."""
+        """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
+        ``executors``, and ``topologyConfOverrides``: ``rebalance -t``)."""
         self._require_leader()
         wait = _wait_param(req)
         body = req.json()
@@ -308,8 +309,11 @@ class NimbusApi:
             num_workers = None if workers is None else int(workers)
         except (TypeError, ValueError) as err:
             raise BadRequestError(f"rebalance options must be integers: {err}") from err
+        overrides = options.get("topologyConfOverrides") or {}
+        if not isinstance(overrides, Mapping):
+            raise BadRequestError("rebalanceOptions.topologyConfOverrides must be an object of config keys")
         tid, base = self._base(req.params["id"])
-        self.node.nimbus.rebalance(base.name, wait, num_workers, counts)
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides)
         return self._done("rebalance", tid)
 
     def log_config(self, req: Request) -> dict[str, Any]:

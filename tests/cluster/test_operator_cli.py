@@ -169,6 +169,22 @@ def test_log_search_finds_a_line_in_a_worker_log_and_wants_the_token(ops) -> Non
         assert refused.value.code == 401
 
 
+def test_rebalance_t_overrides_the_topology_conf_and_r_is_refused(ops) -> None:
+    dc = ops.dc
+    dc.cli("rebalance", NAME, "-w", "0", "-t", '{"topology.message.timeout.secs": 45}')
+
+    def applied() -> bool:
+        page = dc.client().request("GET", f"/topology/{ops.tid}")
+        return bool(page["msgTimeout"] == 45 and page["status"] == "ACTIVE")
+
+    wait_until(applied, 60, interval=0.2, what="the new message timeout")
+    assert "-t / --topology-conf" in failed(dc.cli("rebalance", NAME, "-t", "{nope", check=False), 2)
+    assert "topology.workers" in failed(dc.cli("rebalance", NAME, "-t", '{"topology.workers": 3}', check=False))
+    assert "topology.message.timeout.secs" in failed(
+        dc.cli("rebalance", NAME, "-t", '{"topology.message.timeout.secs": "soon"}', check=False))
+    assert "-r / --resources" in failed(dc.cli("rebalance", NAME, "-r", '{"split": {"cpu": 50}}', check=False), 2)
+
+
 SUBMITTER = """import json, sys, urllib.request
 token, name, host, port, key = sys.argv[1:]
 body = {"name": name, "entry": "examples.word_count:build", "packageBlob": key, "conf": {"topology.workers": 1}}
