@@ -375,6 +375,8 @@ class NimbusApi:
                 raise BadRequestError(f"package is not base64: {err}") from err
         filename = str(body.get("filename") or "topology.zip")
         check_archive(data, filename)
+        UserBlobs(self.node.blobs, self.node.state, self.node.id).check_map(
+            conf.get("topology.blobstore.map", self.node.conf.get("topology.blobstore.map")))
         package = TopologyPackage(data, entry, filename)
         tid = self.node.nimbus.submit_topology(name, dict(conf), package, bool(body.get("inactive", False)))
         replication = self._await_replication(tid, {**self.node.conf, **conf})

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storm_py.errors import StormPyError
+from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.blobstore import LocalFsBlobStore
 from storm_py.node.http_api import BadRequestError, NotFoundError
 from storm_py.state.cluster_state import ClusterState
@@ -144,3 +144,16 @@ class UserBlobs:
         names = [k[len(PREFIX):] for k in self.state.blob_keys() if k.startswith(PREFIX)]
         wanted = sorted(set(keys)) if keys else sorted(names)
         return [self.read(k)[0] for k in wanted]
+
+    def check_map(self, mapping: Any) -> None:
+        """Refuse a ``topology.blobstore.map`` that is not ``{key: {localname: name}}`` or names a blob that does
+        not exist (Storm refuses such a submit too)."""
+        if mapping is None:
+            return
+        if not isinstance(mapping, Mapping) or not all(isinstance(v, Mapping) for v in mapping.values()):
+            raise InvalidTopologyException("topology.blobstore.map must map blob keys to {localname: name}")
+        missing = sorted(str(k) for k in mapping if not KEY_RE.match(str(k)) or not self.version(str(k)))
+        if missing:
+            raise InvalidTopologyException(
+                f"topology.blobstore.map names blobs not in the blob store: {', '.join(missing)}", keys=missing
+            )

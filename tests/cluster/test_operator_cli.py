@@ -103,8 +103,10 @@ def test_heartbeats_list_and_get(ops) -> None:
     assert "'..'" in failed(dc.cli("heartbeats", "list", "/../x", check=False), 2)
 
 
-def test_blobstore_commands_and_their_bad_input(ops) -> None:
+def test_blobstore_commands_and_their_bad_input(ops, wheels) -> None:
     dc, root = ops.dc, ops.root
+    assert "ghost" in failed(dc.cli("submit", str(wheels["wordcount"]), "examples.word_count:build", "--name",
+                                    "mapless", "-c", 'topology.blobstore.map={"ghost": {}}', check=False))
     assert dc.cli("blobstore", "list").stdout == "words:cfg 1 12 (u:alice:rwa,o::r)\n"
     assert dc.cli("blobstore", "cat", "words:cfg").stdout == "version one\n"
     (root / "other.bin").write_bytes(b"\x00\x01")

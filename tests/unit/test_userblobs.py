@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from storm_py.errors import StormPyError
+from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore
 from storm_py.nimbus.userblobs import BlobExistsError, UserBlobs, check_key, decode, parse_acl, store_key
 from storm_py.node.http_api import NotFoundError
@@ -67,3 +67,14 @@ def test_a_standby_copies_each_new_version(tmp_path: Path, state: ClusterState) 
     assert stored is not None and decode(stored, "cfg")[1] == b"v2"
     assert state.blob_holders(store_key("cfg")) == {"leader:1": 2, "standby:2": 2}
     assert standby.sync() == 0
+
+
+def test_a_blob_map_must_name_existing_blobs(tmp_path: Path, state: ClusterState) -> None:
+    blobs = UserBlobs(LocalFsBlobStore(tmp_path / "n1"), state, "n1:1")
+    blobs.create("cfg", b"x", ["o::rwa"])
+    blobs.check_map(None)
+    blobs.check_map({"cfg": {"localname": "cfg.txt"}})
+    with pytest.raises(InvalidTopologyException, match="ghost"):
+        blobs.check_map({"cfg": {}, "ghost": {}})
+    with pytest.raises(InvalidTopologyException, match="localname"):
+        blobs.check_map({"cfg": "cfg.txt"})
