@@ -9,6 +9,7 @@ import click
 
 import storm_py
 from storm_py import build
+from storm_py.cli.admin import admin
 from storm_py.cli.blobstore import blobstore
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.inspect import get_errors, heartbeats, localconfvalue, remoteconfvalue
@@ -44,7 +45,7 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, mon
                  dev_kafka):
     cli.add_command(_command)
 for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
-                 blobstore, shell):
+                 blobstore, shell, admin):
     cli.add_command(_command)
 
 

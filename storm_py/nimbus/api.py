@@ -22,6 +22,7 @@ from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus, rest
 from storm_py.metrics.windows import ALL_TIME, parse_window
 from storm_py.nimbus import api_views
+from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -108,6 +109,7 @@ class NimbusApi:
             post("/uploadTopology", self.upload),
             Route("GET", API + "/blobs/{key}", self.blob, protected=True),
             *blob_routes(self.node),
+            *admin_routes(self.node),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page),
             Route("GET", "/{page}", self.ui_page),

@@ -208,6 +208,29 @@ def test_shell_uploads_the_folder_and_runs_the_command_that_submits_it(ops) -> N
     assert dc.cli("shell", str(project), "false", check=False).returncode == 1  # the command's exit code
 
 
+def test_admin_removes_topologies_whose_code_is_gone(ops, wheels) -> None:
+    from storm_py.nimbus.blobstore import jar_key
+    from storm_py.node.session import open_storage
+    from storm_py.state.cluster_state import ClusterState
+
+    dc = ops.dc
+    dc.cli("submit", str(wheels["wordcount"]), "examples.word_count:build", "--name", "victim", "--inactive",
+           "-c", "topology.workers=1")
+    tid = dc.client().topology_id("victim")
+    state = ClusterState(open_storage(dc.client_conf()), dc.client_conf())
+    try:
+        state.remove_blob(jar_key(tid))
+    finally:
+        state.close()
+    out = dc.cli("admin", "remove_corrupt_topologies").stdout
+    assert out == f"Removed corrupt topology victim ({tid}): missing {jar_key(tid)}\n"
+    wait_until(lambda: "victim" not in {r["name"] for r in dc.client().topology_summaries()}, 60, interval=0.2,
+               what="the corrupt topology to go")
+    assert dc.cli("admin", "remove_corrupt_topologies").stdout == "No corrupt topologies.\n"
+    assert NAME in {r["name"] for r in dc.client().topology_summaries()}
+    assert "nope" in failed(dc.cli("admin", "nope", check=False), 2)
+
+
 def test_a_failing_health_check_takes_the_supervisor_out_of_scheduling(ops) -> None:
     dc = ops.dc
     sick = ops.supervisor_id(1)
