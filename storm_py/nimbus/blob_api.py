@@ -12,6 +12,7 @@ Changes are answered by the leader only (a standby answers ``503 not_leader``, w
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -44,13 +45,16 @@ def blob_routes(node: BlobNode) -> list[Route]:
     def store() -> UserBlobs:
         return UserBlobs(node.blobs, node.state, node.id)
 
+    changing = threading.Lock()  # one change at a time: a version is read, then the next one written
+
     def leader_only(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         def run(req: Request) -> Any:
             if not node.is_leader():
                 leader = node.leader_id()
                 raise NotLeaderError(f"this nimbus is not the leader (the leader is {leader or 'not elected yet'})",
                                      leader=leader or "")
-            out = fn(req)
+            with changing:
+                out = fn(req)
             node.wake()
             return out
         return run

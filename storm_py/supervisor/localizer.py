@@ -55,6 +55,7 @@ class BlobLocalizer:
         self.fetch = fetch
         self.leader = leader
         self._placed: dict[tuple[str, int, str], int] = {}  # (topology, port, key) -> version in place
+        self._failing: set[tuple[str, int, str]] = set()  # warned about once, until placed
 
     def sync(self, slots: Mapping[int, str]) -> int:
         """Bring the blobs of the workers in ``slots`` (port -> topology id) up to date; how many were written."""
@@ -68,10 +69,14 @@ class BlobLocalizer:
                 live.add((tid, port, key))
                 try:
                     written += self._place(tid, port, key, name)
+                    self._failing.discard((tid, port, key))
                 except StormPyError as err:
-                    log.warning("cannot place blob %s for %s on port %d: %s", key, tid, port, err.message)
+                    if (tid, port, key) not in self._failing:
+                        log.warning("cannot place blob %s for %s on port %d: %s", key, tid, port, err.message)
+                    self._failing.add((tid, port, key))
         for gone in [k for k in self._placed if k not in live]:
             del self._placed[gone]
+        self._failing &= live
         return written
 
     def _place(self, tid: str, port: int, key: str, name: str) -> int:
