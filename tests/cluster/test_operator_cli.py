@@ -165,10 +165,15 @@ def test_log_search_finds_a_line_in_a_worker_log_and_wants_the_token(ops) -> Non
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(base + path, timeout=10)
         assert refused.value.code == 401
-    for path in ("/api/v1/blobstore", "/api/v1/blobstore/words:cfg"):
+    for method, path in (("GET", "/api/v1/blobstore"), ("GET", "/api/v1/blobstore/words:cfg"),
+                         ("POST", "/api/v1/blobstore/intruder"), ("PUT", "/api/v1/blobstore/words:cfg"),
+                         ("DELETE", "/api/v1/blobstore/words:cfg"), ("POST", "/api/v1/blobstore/words:cfg/acl"),
+                         ("POST", "/api/v1/admin/removeCorruptTopologies")):
+        req = urllib.request.Request(ops.dc.nimbus_url() + path, data=b"x" if method != "GET" else None,
+                                     method=method)
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(ops.dc.nimbus_url() + path, timeout=10)
-        assert refused.value.code == 401
+            urllib.request.urlopen(req, timeout=10)
+        assert refused.value.code == 401, (method, path)
 
 
 def test_rebalance_t_overrides_the_topology_conf_and_r_is_refused(ops) -> None:
