@@ -263,6 +263,7 @@ def test_a_failing_health_check_takes_the_supervisor_out_of_scheduling(ops) -> N
 
 def test_kill_workers_stops_this_machines_workers_and_they_come_back(ops) -> None:
     dc = ops.dc
+    assert "nope" in failed(dc.cli("kill_workers", "nope", check=False), 2)
     before = {dc.worker_pid(ops.tid, r["port"]) for r in ops.slots()}
     out = dc.cli("kill_workers").stdout
     assert out.count("Stopping worker") == 2
