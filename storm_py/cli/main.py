@@ -11,8 +11,8 @@ import storm_py
 from storm_py import build
 from storm_py.cli.admin import admin
 from storm_py.cli.blobstore import blobstore
+from storm_py.cli.cluster_info import get_errors, heartbeats, localconfvalue, remoteconfvalue
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
-from storm_py.cli.inspect import get_errors, heartbeats, localconfvalue, remoteconfvalue
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
