@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import (
@@ -171,16 +171,19 @@ class NimbusClient:
         *,
         timeout: float = REQUEST_TIMEOUT_SECS,
         raw: bool = False,
+        data: bytes | None = None,
     ) -> Any:
-        """Send ``method path`` to the leader (retrying as configured); the decoded JSON reply, or bytes."""
-        body = None if payload is None else json.dumps(payload).encode("utf-8")
+        """Send ``method path`` to the leader (retrying as configured); the decoded JSON reply, or bytes.
+        ``data`` sends raw bytes as the body in place of the JSON ``payload``."""
+        body = data if data is not None else None if payload is None else json.dumps(payload).encode("utf-8")
+        content_type = "application/octet-stream" if data is not None else "application/json"
         attempt = 0
         delay = self.retry_interval
         while True:
             try:
                 leader = self._leader or self.find_leader()
-                data = self._http(method, f"{self._base(leader)}{API}{path}", body, timeout)
-                return data if raw else json.loads(data.decode("utf-8") or "null")
+                reply = self._http(method, f"{self._base(leader)}{API}{path}", body, timeout, content_type)
+                return reply if raw else json.loads(reply.decode("utf-8") or "null")
             except (NimbusUnreachableError, NotLeaderError) as err:
                 self._leader = None
                 attempt += 1
@@ -302,13 +305,17 @@ class NimbusClient:
         wait_secs: float | None = None,
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
+        conf_overrides: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``)."""
+        """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``,
+        ``topologyConfOverrides``)."""
         options: dict[str, Any] = {}
         if num_workers is not None:
             options["numWorkers"] = num_workers
         if executors:
             options["executors"] = dict(executors)
+        if conf_overrides:
+            options["topologyConfOverrides"] = dict(conf_overrides)
         return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})
 
 
@@ -321,15 +328,20 @@ class LogViewerError(StormPyError):
 class LogViewerClient:
     """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.supervisor.logviewer`)."""
 
-    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS) -> None:
+    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS, token: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.token = token  # the cluster's nimbus.auth.token, which log viewers ask for too
 
-    def _get(self, path: str) -> Any:
+    def _get(self, path: str, raw: bool = False) -> Any:
         url = f"{self.base_url}{API}{path}"
+        req = urllib.request.Request(url)
+        if self.token:
+            req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as resp:
-                return json.loads(resp.read())
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                body = resp.read()
+                return body if raw else json.loads(body)
         except urllib.error.HTTPError as err:
             reply = error_from_reply(err.code, err.read(), url)
             raise LogViewerError(f"log viewer {self.base_url}: {reply.message}", url=url) from err
@@ -345,3 +357,17 @@ class LogViewerClient:
         """One chunk of a file from ``start``: ``{"file", "start", "next", "size", "data"}``."""
         return dict(self._get(f"/log?file={quote(rel, safe='/')}&start={int(start)}"))
 
+    def search(self, rel: str, text: str, num_matches: int = 10, start: int = 0) -> dict[str, Any]:
+        """Storm's ``search`` in one worker file: ``{"matches": [{"byteOffset", "matchString", ...}], ...}``."""
+        query = urlencode({"file": rel, "search-string": text, "num-matches": num_matches, "start-byte-offset": start})
+        return dict(self._get(f"/search?{query}"))
+
+    def deep_search(self, topology_id: str, text: str, num_matches: int = 1, port: str = "*") -> dict[str, Any]:
+        """Storm's ``deepSearch``: matches in the worker logs of ``topology_id`` on that host."""
+        query = urlencode({"search-string": text, "num-matches": num_matches, "port": port})
+        return dict(self._get(f"/deepSearch/{quote(topology_id, safe='')}?{query}"))
+
+    def download(self, rel: str) -> bytes:
+        """A whole worker file."""
+        data: bytes = self._get(f"/download?{urlencode({'file': rel})}", raw=True)
+        return data

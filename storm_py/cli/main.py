@@ -9,13 +9,18 @@ import click
 
 import storm_py
 from storm_py import build
+from storm_py.cli.admin import admin
+from storm_py.cli.blobstore import blobstore
+from storm_py.cli.cluster_info import get_errors, heartbeats, localconfvalue, remoteconfvalue
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.drpc import drpc, drpc_client
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.monitor import monitor, set_log_level
+from storm_py.cli.node import kill_workers, node_health_check
 from storm_py.cli.redis import dev_redis
+from storm_py.cli.shell import shell
 from storm_py.cli.spark import spark_job
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
@@ -42,6 +47,9 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, mon
                  dev_kafka, drpc, drpc_client):
     cli.add_command(_command)
 cli.add_command(dev_redis)
+for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
+                 blobstore, shell, admin):
+    cli.add_command(_command)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

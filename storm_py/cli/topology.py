@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -120,25 +121,46 @@ def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+def _json_object(text: str, hint: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise click.BadParameter(f"not JSON: {err}", param_hint=hint) from err
+    if not isinstance(value, dict):
+        raise click.BadParameter(f"must be a JSON object, got {text!r}", param_hint=hint)
+    return value
+
+
 @click.command("rebalance")
 @click.argument("name")
 @click.option("-w", "--wait", "wait", type=FiniteFloatRange(min=0), default=None,
               help="Seconds to stay deactivated before rescheduling (default: its message timeout).")
 @click.option("-n", "--num-workers", type=click.IntRange(min=1), default=None, help="New number of workers.")
 @click.option("-e", "--executors", multiple=True, metavar="COMPONENT=N", help="New executor count; repeatable.")
+@click.option("-t", "--topology-conf", "topology_conf", default=None, metavar="JSON",
+              help="Topology conf overrides, a JSON object (workers started from the rebalance on use them).")
+@click.option("-r", "--resources", default=None, metavar="JSON",
+              help="Storm's resource overrides: refused, storm_py schedules slots, not resources.")
 @config_options
 def rebalance(
     name: str,
     wait: float | None,
     num_workers: int | None,
     executors: tuple[str, ...],
+    topology_conf: str | None,
+    resources: str | None,
     config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
-    """Spread topology NAME anew over the cluster, optionally with new worker/executor counts."""
+    """Spread topology NAME anew over the cluster, optionally with new worker/executor counts and conf."""
     counts = _executor_counts(executors)
+    conf_overrides = _json_object(topology_conf, "-t / --topology-conf") if topology_conf is not None else None
+    if resources is not None:
+        _json_object(resources, "-r / --resources")
+        raise click.BadParameter("storm_py has no resource-aware scheduler: executors go to slots, so there are no "
+                                 "component resources to override", param_hint="-r / --resources")
     try:
-        _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts)
+        _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts, conf_overrides)
     except StormPyError as err:
         raise command_error(err, config_file) from err
     click.echo(f"Topology {name} is rebalancing")

@@ -159,6 +159,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.state.checkpoint.interval.ms", INT, 1000, "checkpoint spout", "ms between checkpoints of a topology with stateful bolts (at least 100)", min=1),
         Key("topology.state.guarantee", STR, "at_least_once", "nimbus, stateful components", "at_least_once (Storm's: a recovery may count a tuple twice) or exactly_once (every spout a StatefulSpout)", choices=("at_least_once", "exactly_once")),
     ),
+    "operations": (
+        Key("storm.health.check.dir", STR, "healthchecks", "supervisor, node-health-check", "directory of the node health-check scripts (each executable runs; a non-zero exit or an output line starting with ERROR fails the node)"),
+        Key("storm.health.check.timeout.ms", INT, 5000, "supervisor, node-health-check", "time each health-check script has", min=1),
+        Key("storm.health.check.fail.on.timeouts", BOOL, True, "supervisor, node-health-check", "whether a script running out of time fails the node"),
+        Key("topology.blobstore.map", MAP, None, "supervisor", "user blobs in each worker's directory: {blob key: {localname: name}} (localname defaults to the key)"),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself

@@ -22,8 +22,11 @@ from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus, rest
 from storm_py.metrics.windows import ALL_TIME, parse_window
 from storm_py.nimbus import api_views
+from storm_py.nimbus.admin_api import admin_routes
+from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
@@ -105,6 +108,8 @@ class NimbusApi:
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
             Route("GET", API + "/blobs/{key}", self.blob, protected=True),
+            *blob_routes(self.node),
+            *admin_routes(self.node),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page),
             Route("GET", "/{page}", self.ui_page),
@@ -289,7 +294,8 @@ class NimbusApi:
         return self._done("kill", tid)
 
     def rebalance(self, req: Request) -> dict[str, Any]:
-        """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body."""
+        """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
+        ``executors``, and ``topologyConfOverrides``: ``rebalance -t``)."""
         self._require_leader()
         wait = _wait_param(req)
         body = req.json()
@@ -305,8 +311,11 @@ class NimbusApi:
             num_workers = None if workers is None else int(workers)
         except (TypeError, ValueError) as err:
             raise BadRequestError(f"rebalance options must be integers: {err}") from err
+        overrides = options.get("topologyConfOverrides") or {}
+        if not isinstance(overrides, Mapping):
+            raise BadRequestError("rebalanceOptions.topologyConfOverrides must be an object of config keys")
         tid, base = self._base(req.params["id"])
-        self.node.nimbus.rebalance(base.name, wait, num_workers, counts)
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides)
         return self._done("rebalance", tid)
 
     def log_config(self, req: Request) -> dict[str, Any]:
@@ -346,7 +355,8 @@ class NimbusApi:
         return {"namedLoggerLevels": config, **self._done("logconfig", tid)}
 
     def upload(self, req: Request) -> dict[str, Any]:
-        """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``."""
+        """``POST /uploadTopology``: ``{name, entry, filename, conf, inactive, package (base64)}``, or
+        ``packageBlob`` (the key of a package uploaded to the blob store) in place of ``package``."""
         self._require_leader()
         body = req.json()
         if not isinstance(body, Mapping):
@@ -357,12 +367,18 @@ class NimbusApi:
         if not isinstance(name, str) or not isinstance(entry, str) or not isinstance(conf, Mapping):
             raise BadRequestError("submit needs a string name, a string entry and an object conf")
         parse_entry(entry)
-        try:
-            data = base64.b64decode(str(body.get("package") or ""), validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise BadRequestError(f"package is not base64: {err}") from err
+        blob_key = body.get("packageBlob")
+        if isinstance(blob_key, str) and blob_key:  # uploaded before, as `storm-py shell` does
+            data = UserBlobs(self.node.blobs, self.node.state, self.node.id).read(blob_key)[1]
+        else:
+            try:
+                data = base64.b64decode(str(body.get("package") or ""), validate=True)
+            except (binascii.Error, ValueError) as err:
+                raise BadRequestError(f"package is not base64: {err}") from err
         filename = str(body.get("filename") or "topology.zip")
         check_archive(data, filename)
+        UserBlobs(self.node.blobs, self.node.state, self.node.id).check_map(
+            conf.get("topology.blobstore.map", self.node.conf.get("topology.blobstore.map")))
         package = TopologyPackage(data, entry, filename)
         tid = self.node.nimbus.submit_topology(name, dict(conf), package, bool(body.get("inactive", False)))
         replication = self._await_replication(tid, {**self.node.conf, **conf})

@@ -26,7 +26,8 @@ from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 
-#: Every blob is written once; its version in the cluster state is always this.
+#: A topology's blobs are written once; their version in the cluster state is always this (a user blob's
+#: version grows with each update, :mod:`storm_py.nimbus.userblobs`).
 BLOB_VERSION = 1
 #: A local blob missing from the cluster state is deleted only when older than this (it may be mid-submit).
 ORPHAN_GRACE_SECS = 60.0
@@ -181,14 +182,15 @@ class BlobReplicator:
             copied = 0
             for key in sorted(registered):
                 holders = self.state.blob_holders(key)
-                if self.blobs.has(key):
+                newest = max(holders.values(), default=BLOB_VERSION)  # user blobs gain versions
+                if self.blobs.has(key) and holders.get(self.holder_id, newest) >= newest:
                     if self.holder_id not in holders:
-                        self.state.register_blob_holder(key, self.holder_id, BLOB_VERSION)
+                        self.state.register_blob_holder(key, self.holder_id, newest)
                     continue
                 retry_at, delay = self._retry.get(key, (0.0, COPY_RETRY_SECS / 2))
                 if self.clock.now() < retry_at:
                     continue
-                if self._copy(key, [h for h in holders if h != self.holder_id]):
+                if self._copy(key, [h for h, v in holders.items() if h != self.holder_id and v >= newest], newest):
                     copied += 1
                     self._retry.pop(key, None)
                 else:
@@ -202,7 +204,7 @@ class BlobReplicator:
                     self.blobs.delete(key)
             return copied
 
-    def _copy(self, key: str, holders: list[str]) -> bool:
+    def _copy(self, key: str, holders: list[str], version: int = BLOB_VERSION) -> bool:
         for holder in holders:
             try:
                 data = self.fetch(holder, key)
@@ -210,7 +212,7 @@ class BlobReplicator:
                 log.warning("could not copy blob %s from %s: %s", key, holder, err)
                 continue
             self.blobs.put(key, data)
-            self.state.register_blob_holder(key, self.holder_id, BLOB_VERSION)
+            self.state.register_blob_holder(key, self.holder_id, version)
             log.info("copied blob %s (%d bytes) from %s", key, len(data), holder)
             return True
         if holders:

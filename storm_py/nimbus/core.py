@@ -36,6 +36,11 @@ from storm_py.windowing.spec import check_windowed_components
 
 log = logging.getLogger(__name__)
 
+#: Keys ``rebalance -t`` may not change: they shape the topology (``-n`` and ``-e`` change workers and executors).
+REBALANCE_FIXED_KEYS = frozenset(
+    {"topology.name", "topology.workers", "topology.acker.executors", "topology.tasks", "topology.max.task.parallelism",
+     "topology.eventlogger.executors"}
+)
 #: Longest wait of a kill or rebalance (a week): anything longer, or not a finite number, is refused.
 MAX_WAIT_SECS = 7 * 24 * 3600
 
@@ -223,10 +228,13 @@ class Nimbus:
         wait_secs: float | None = None,
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
+        conf_overrides: Mapping[str, Any] | None = None,
     ) -> None:
-        """Deactivate for ``wait_secs`` (default: message timeout), then reschedule with new counts."""
+        """Deactivate for ``wait_secs`` (default: message timeout), then reschedule with new counts; the topology
+        conf gains ``conf_overrides`` (Storm's ``rebalance -t``), which workers started from then on run with."""
         with self._lock:
             tid, base = self._require(name)
+            overrides = self._conf_overrides(name, base, conf_overrides or {})
             if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
                 raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")
             if num_workers is not None:
@@ -249,11 +257,28 @@ class Nimbus:
                 "at": self.clock.wall() + wait,
                 "num_workers": num_workers,
                 "num_executors": dict(executors or {}),
+                "topology_conf": overrides,
             }
             self.state.set_storm_base(
                 tid, _replace(base, status=status, prev_status=base.status, topology_action_options=options)
             )
         self.step()
+
+    def _conf_overrides(self, name: str, base: StormBase, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """``overrides`` checked against the key table with the topology's conf; keys that shape the topology
+        (its name, workers, tasks, ackers) are refused: ``-n`` and ``-e`` change those."""
+        fixed = sorted(k for k in overrides if k in REBALANCE_FIXED_KEYS)
+        if fixed:
+            raise InvalidTopologyException(
+                f"rebalance cannot change {', '.join(fixed)} of {name!r} (use -n / -e for workers and executors)"
+            )
+        out = dict(overrides)
+        try:
+            json.dumps(out)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"topology conf overrides of {name!r} are not JSON: {err}", topology=name) from err
+        validate_conf({**base.topology_conf, **out}, f"rebalance conf of {name!r}:")
+        return out
 
     def _wait(self, base: StormBase, wait_secs: float | None) -> float:
         if wait_secs is None:
@@ -329,6 +354,7 @@ class Nimbus:
             topology_action_options=None,
             num_workers=int(workers),
             component_executors=execs,
+            topology_conf={**base.topology_conf, **(opts.get("topology_conf") or {})},
         )
         self.state.set_storm_base(tid, new)
         self._schedule(tid, new, fresh=True)

@@ -51,6 +51,8 @@ class Supervisor:
         )
         self._launched: dict[int, WantedSlot] = {}  # what each port was last launched for
         self.logviewer_port = 0  # set by the daemon that serves this host's worker logs
+        #: why the last health check failed (empty: healthy); while it fails, no slot is offered
+        self.health_failures: list[str] = []
 
     def heartbeat(self) -> None:
         """Register or refresh this supervisor in the cluster state."""
@@ -58,10 +60,11 @@ class Supervisor:
             hostname=self.hostname,
             time_secs=self.clock.wall(),
             uptime_secs=self.clock.now() - self.started,
-            ports=list(self.ports),
+            ports=[] if self.health_failures else list(self.ports),
             used_ports=sorted(self.workers),
             version=storm_py.__version__,
             logviewer_port=self.logviewer_port,
+            scheduler_meta={"health": "; ".join(self.health_failures)} if self.health_failures else {},
         )
         self.state.set_supervisor_info(self.id, info)
 

@@ -27,7 +27,9 @@ from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
 from storm_py.supervisor.core import Supervisor
+from storm_py.supervisor.healthcheck import run_health_checks
 from storm_py.supervisor.launcher import ProcessLauncher
+from storm_py.supervisor.localizer import BlobLocalizer
 from storm_py.supervisor.logviewer import LogViewer
 from storm_py.supervisor.stormdist import StormDist
 
@@ -70,6 +72,7 @@ class SupervisorDaemon:
         worker_conf = {k: v for k, v in self.conf.items() if k != "storm.zookeeper.auth.payload"}
         self.worker_conf.write_text(yaml.safe_dump(worker_conf, sort_keys=True), encoding="utf-8")
         self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
+        self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
@@ -102,7 +105,9 @@ class SupervisorDaemon:
     def round(self) -> float:
         """One sync: heartbeat, stop and launch workers, forget code nobody needs; the wait until the next."""
         freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        self._check_health()
         try:
+            self.localizer.sync({port: want.topology_id for port, want in self.supervisor.wanted().items()})
             self.supervisor.sync()
             assigned = set(self.state.assignment_ids())
             running = {w.topology_id for w in self.supervisor.workers.values()}
@@ -115,6 +120,15 @@ class SupervisorDaemon:
         except OSError as err:
             log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
+
+    def _check_health(self) -> None:
+        """Run the node health check; a failing one takes this supervisor's slots out of scheduling."""
+        failures = run_health_checks(self.conf).failures
+        if failures and not self.supervisor.health_failures:
+            log.warning("supervisor %s failed its health check (%s): it takes no work", self.id, "; ".join(failures))
+        elif not failures and self.supervisor.health_failures:
+            log.info("supervisor %s passes its health check again: its slots are back", self.id)
+        self.supervisor.health_failures = failures
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Loop until ``stop`` (or :meth:`stop`) is set."""

@@ -9,6 +9,17 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /log?file=<id>/<port>/<name>[&start=N&length=M]`` -> the same bytes as plain text, for people (the UI's
   worker links): without ``start``, the file's last ``length`` bytes (at most 1 MiB).
 
+* ``GET /api/v1/search?file=<id>/<port>/<name>&search-string=S[&num-matches=N&start-byte-offset=B&is-daemon=yes]``
+  -> Storm's search reply ``{"searchString", "startByteOffset", "matches": [{"byteOffset", "beforeString",
+  "matchString", "afterString", "logviewerURL"}], "nextByteOffset"?}`` (``is-daemon=yes``: ``file`` names a daemon log).
+* ``GET /api/v1/deepSearch/{topology_id}?search-string=S[&num-matches=N&port=P|*&start-byte-offset=B]`` -> the
+  matches in the ``worker.log`` of each of the topology's workers on this host: ``{"matches": [{"fileName",
+  "port", "host", "matches": [...]}]}``.
+* ``GET /api/v1/download?file=...`` and ``GET /api/v1/daemondownload?file=<name>.log`` -> a whole file as an attachment.
+* ``GET /api/v1/daemonlog?file=<name>.log&start=N&length=M`` -> a page of a daemon's log (``<storm.log.dir>/*.log``),
+  as ``/api/v1/log``; ``GET /api/v1/daemonlogs`` lists them.
+
+Every ``/api/v1`` route needs the cluster's ``nimbus.auth.token`` when one is set, as nimbus's changing routes do.
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
 opened without following links) is refused with an error naming it.
@@ -21,9 +32,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
+from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, search_file
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +44,8 @@ log = logging.getLogger(__name__)
 WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err")
 #: Largest read one request returns.
 MAX_READ_BYTES = 1 << 20
+#: Largest file one download returns (bigger ones are read in pages).
+MAX_DOWNLOAD_BYTES = 64 << 20
 
 
 class LogFiles:
@@ -58,6 +73,12 @@ class LogFiles:
     def read(self, rel: str, start: int = 0, length: int = MAX_READ_BYTES) -> dict[str, Any]:
         """Up to ``length`` bytes of ``rel`` (``<topology-id>/<port>/<file>``) from ``start``, as
         ``{"file", "start", "next", "size", "data"}`` (``next``: where the following read starts)."""
+        if start < 0 or length < 0:
+            raise BadRequestError(f"start and length must not be negative (got {start}, {length})", file=rel)
+        return read_range(self.path_of(rel), rel, start, length)
+
+    def path_of(self, rel: str) -> Path:
+        """The path of worker file ``rel`` (``<topology-id>/<port>/<file>``), refused unless it is one."""
         parts = rel.split("/")
         if len(parts) != 3 or parts[2] not in WORKER_FILES:
             raise BadRequestError(
@@ -66,33 +87,69 @@ class LogFiles:
             )
         for part in parts[:2]:
             self._check_part(part, "log file part")
-        if start < 0 or length < 0:
-            raise BadRequestError(f"start and length must not be negative (got {start}, {length})", file=rel)
         path = self.root.joinpath(*parts)
         if path.exists() and not self._real(path):
             raise BadRequestError(f"log file {rel!r} is a link or lies outside workers-artifacts", file=rel)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as f:
-                size = f.seek(0, 2)
-                begin = f.seek(min(start, size))
-                data = f.read(min(length, MAX_READ_BYTES))
-        except FileNotFoundError:
-            raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
-        except OSError as err:
-            raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
-        return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
-                "data": data.decode("utf-8", "replace")}
+        return path
+
+    def ports(self, topology_id: str) -> list[str]:
+        """The ports of this host that ran workers of ``topology_id``."""
+        return sorted({f["file"].split("/")[1] for f in self.files(topology_id)}, key=lambda p: (len(p), p))
 
     def _real(self, path: Path) -> bool:
         """Whether ``path`` is what it says: no link in it, and its real path inside the root."""
-        real = Path(os.path.realpath(path))
-        return real == path and real.is_relative_to(self.root)
+        return _is_real(path, self.root)
 
     @staticmethod
     def _check_part(part: str, what: str) -> None:
         if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
             raise BadRequestError(f"bad {what} {part!r}", part=part)
+
+
+class DaemonLogFiles:
+    """Read access to the daemons' own logs: the ``*.log`` files directly in ``storm.log.dir``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def names(self) -> list[str]:
+        """The daemon log files here, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.name.endswith(".log") and p.is_file()
+                      and not p.is_symlink())
+
+    def path_of(self, name: str) -> Path:
+        """The path of daemon log ``name``, refused unless it is one."""
+        if not name.endswith(".log") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
+            raise BadRequestError(f"daemon log {name!r} is not a <name>.log file of the log directory", file=name)
+        path = self.root / name
+        if path.exists() and not _is_real(path, self.root):
+            raise BadRequestError(f"daemon log {name!r} is a link", file=name)
+        return path
+
+
+def _is_real(path: Path, root: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == path and real.is_relative_to(root)
+
+
+def read_range(path: Path, rel: str, start: int, length: int) -> dict[str, Any]:
+    """Up to ``length`` bytes of ``path`` from ``start`` as ``{"file", "start", "next", "size", "data"}``."""
+    if start < 0 or length < 0:
+        raise BadRequestError(f"start and length must not be negative (got {start}, {length})", file=rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            size = f.seek(0, 2)
+            begin = f.seek(min(start, size))
+            data = f.read(min(length, MAX_READ_BYTES))
+    except FileNotFoundError:
+        raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
+    except OSError as err:
+        raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
+    return {"file": rel, "start": begin, "next": begin + len(data), "size": size,
+            "data": data.decode("utf-8", "replace")}
 
 
 def _int_param(req: Request, name: str, default: int) -> int:
@@ -103,8 +160,108 @@ def _int_param(req: Request, name: str, default: int) -> int:
         raise BadRequestError(f"parameter {name!r} must be an integer, got {raw!r}", parameter=name) from None
 
 
+def _required(req: Request, name: str) -> str:
+    value = req.query.get(name, [""])[0]
+    if not value:
+        raise BadRequestError(f"parameter {name!r} is missing", parameter=name)
+    return value
+
+
+def _needle(req: Request) -> bytes:
+    needle = _required(req, "search-string").encode("utf-8")
+    if len(needle) > MAX_SEARCH_BYTES:
+        raise BadRequestError(f"parameter 'search-string' is over {MAX_SEARCH_BYTES} bytes", parameter="search-string")
+    return needle
+
+
+def _bounded(req: Request, name: str, default: int, low: int, high: int) -> int:
+    value = _int_param(req, name, default)
+    if not low <= value <= high:
+        raise BadRequestError(f"parameter {name!r} must be between {low} and {high}, got {value}", parameter=name)
+    return value
+
+
+def _attachment(path: Path, rel: str) -> Reply:
+    chunk_size = read_range(path, rel, 0, 0)["size"]
+    if chunk_size > MAX_DOWNLOAD_BYTES:
+        raise BadRequestError(f"{rel!r} is {chunk_size} bytes, over the {MAX_DOWNLOAD_BYTES} a download may be "
+                              "(read it in pages with start and length)", file=rel)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    name = rel.replace("/", "-")
+    return Reply(200, data, "application/octet-stream",
+                 {"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"})
+
+
+def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str) -> list[Route]:
+    """Storm's ``search``, ``deepSearch``, downloads and daemon-log routes over ``files`` and ``daemons``."""
+
+    def with_urls(rel: str, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for m in matches:
+            m["logviewerURL"] = f"/log?file={quote(rel, safe='/')}&start={m['byteOffset']}"
+        return matches
+
+    def search(req: Request) -> Any:
+        rel = _required(req, "file")
+        daemon = req.query.get("is-daemon", ["no"])[0] == "yes"
+        path = daemons.path_of(rel) if daemon else files.path_of(rel)
+        start = _bounded(req, "start-byte-offset", 0, 0, 1 << 62)
+        found, following = _search(path, rel, _needle(req), start, _bounded(req, "num-matches", 10, 1, MAX_MATCHES))
+        reply: dict[str, Any] = {"isDaemon": "yes" if daemon else "no", "searchString": _required(req, "search-string"),
+                                 "startByteOffset": start, "matches": with_urls(rel, found)}
+        if following is not None:
+            reply["nextByteOffset"] = following
+        return reply
+
+    def deep_search(req: Request) -> Any:
+        tid = req.params["topology_id"]
+        needle = _needle(req)
+        limit = _bounded(req, "num-matches", 1, 1, MAX_MATCHES)
+        start = _bounded(req, "start-byte-offset", 0, 0, 1 << 62)
+        port = req.query.get("port", ["*"])[0]
+        ports = files.ports(tid)
+        if port != "*":
+            if not port.isdigit():
+                raise BadRequestError(f"parameter 'port' must be a port or '*', got {port!r}", parameter="port")
+            ports = [p for p in ports if p == port]
+        out = []
+        for p in ports:
+            rel = f"{tid}/{p}/worker.log"
+            found, following = _search(files.path_of(rel), rel, needle, start, limit)
+            if found:
+                out.append({"fileName": rel, "port": int(p), "host": host, "matches": with_urls(rel, found),
+                            **({"nextByteOffset": following} if following is not None else {})})
+        return {"topologyId": tid, "searchString": needle.decode("utf-8"), "matches": out}
+
+    def daemon_log(req: Request) -> Any:
+        name = _required(req, "file")
+        return read_range(daemons.path_of(name), name, _int_param(req, "start", 0),
+                          _int_param(req, "length", MAX_READ_BYTES))
+
+    return [
+        Route("GET", "/api/v1/search", search, protected=True),
+        Route("GET", "/api/v1/deepSearch/{topology_id}", deep_search, protected=True),
+        Route("GET", "/api/v1/download", lambda req: _attachment(files.path_of(_required(req, "file")),
+                                                                 _required(req, "file")), protected=True),
+        Route("GET", "/api/v1/daemondownload", lambda req: _attachment(daemons.path_of(_required(req, "file")),
+                                                                       _required(req, "file")), protected=True),
+        Route("GET", "/api/v1/daemonlog", daemon_log, protected=True),
+        Route("GET", "/api/v1/daemonlogs", lambda req: {"files": daemons.names()}, protected=True),
+    ]
+
+
+def _search(path: Path, rel: str, needle: bytes, start: int, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+    try:
+        return search_file(path, needle, start, limit)
+    except FileNotFoundError:
+        raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
+    except OSError as err:
+        raise NotFoundError(f"cannot read log file {rel!r}: {err.strerror}", file=rel) from err
+
+
 def logviewer_routes(files: LogFiles) -> list[Route]:
-    """The log viewer's routes over ``files``."""
+    """The log viewer's routes over ``files`` (the ``/api/v1`` ones need the token when the server has one)."""
 
     def list_logs(req: Request) -> Any:
         return {"topology": req.params["topology_id"], "files": files.files(req.params["topology_id"])}
@@ -130,8 +287,8 @@ def logviewer_routes(files: LogFiles) -> list[Route]:
                      {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
 
     return [
-        Route("GET", "/api/v1/logs/{topology_id}", list_logs),
-        Route("GET", "/api/v1/log", read_log),
+        Route("GET", "/api/v1/logs/{topology_id}", list_logs, protected=True),
+        Route("GET", "/api/v1/log", read_log, protected=True),
         Route("GET", "/log", show_log),
     ]
 
@@ -143,8 +300,11 @@ class LogViewer:
     def __init__(self, conf: Mapping[str, Any], root: Path, host: str) -> None:
         port = int(conf.get("logviewer.port", 8000) or 0)
         bind = str(conf.get("logviewer.host") or host)
+        files = LogFiles(root)
+        routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host)
+        token = conf.get("nimbus.auth.token")
         try:
-            self.server = JsonApiServer(bind, port, logviewer_routes(LogFiles(root)), name="logviewer")
+            self.server = JsonApiServer(bind, port, routes, token=str(token) if token else None, name="logviewer")
         except OSError as err:
             raise StormPyError(
                 f"the log viewer cannot listen on {bind}:{port} (logviewer.port): {err.strerror}", port=port
