@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from storm_py.api.topology import StormTopology, validate_topology
+from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
@@ -27,12 +27,11 @@ from storm_py.metrics import rest
 from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
+from storm_py.nimbus.validation import checked_system_topology
 from storm_py.packaging.code_store import CodeStore
-from storm_py.runtime.system_topology import SYSTEM_IDS, component_counts, num_ackers, system_topology
+from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
-from storm_py.stateful.wiring import check_topology as check_stateful
-from storm_py.windowing.spec import check_windowed_components
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +109,7 @@ class Nimbus:
             self._check_caps(name, workers, int(topo_conf["topology.acker.executors"]))
             topology = self.loader(code, topo_conf)
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
-            validate_topology(topology)
-            check_windowed_components({cid: c.conf for cid, c in topology.components().items()}, topo_conf)
-            check_stateful(topology, topo_conf)
-            system = system_topology(topology, topo_conf)
-            validate_topology(system, system=True)
-            counts = component_counts(system, topo_conf)
-            for cid, (tasks, execs) in counts.items():
-                if execs <= 0 and tasks > 0:
-                    raise InvalidTopologyException(f"component {cid!r} has no executors", component=cid)
+            system, counts = checked_system_topology(topology, topo_conf)
             self._check_caps(name, 1, sum(e for _, e in counts.values()))
             self._counter += 1
             tid = f"{name}-{self._counter}-{int(self.clock.wall())}"
