@@ -102,25 +102,25 @@ def compile_mode() -> str:
 
 
 def decide(mode: str) -> tuple[bool, str]:
-    """Whether to compile, and why not (printed when a build runs)."""
+    """Whether to compile, and why not (printed when a build runs, and recorded in a pure build)."""
     asked = mode == "on"
     if mode == "off":
-        return False, "pure Python (STORM_PY_COMPILE=0)"
+        return False, "STORM_PY_COMPILE=0"
     if "editable_wheel" in sys.argv or "develop" in sys.argv:
         if asked:
             sys.exit("storm_py build: STORM_PY_COMPILE=1 cannot make an editable install (compiled modules in the "
                      "source tree would shadow edits); build a wheel or run `pip install .`")
-        return False, "pure Python (editable install)"
+        return False, "editable install"
     if c_compiler() is None:
         if asked:
             sys.exit("storm_py build: STORM_PY_COMPILE=1 but no C compiler was found (set CC)")
-        return False, "pure Python (no C compiler found; install one, e.g. gcc, to compile the hot modules)"
+        return False, "no C compiler found; install one, e.g. gcc, to compile the hot modules"
     try:
         import mypyc.build  # noqa: F401
     except ImportError:
         if asked:
             sys.exit("storm_py build: STORM_PY_COMPILE=1 but mypy (mypyc) is not installed in the build environment")
-        return False, "pure Python (mypy is not installed in the build environment; it provides mypyc)"
+        return False, "mypy is not installed in the build environment; it provides mypyc"
     return True, ""
 
 
@@ -191,7 +191,7 @@ def main() -> None:
                 if len(modules) < len(hot_modules(narrowed=False)):
                     BuildPy.pure_reason = "STORM_PY_COMPILE_MODULES named the others"
         elif mode == "off" or "editable" in reason:
-            notice(reason)  # asked for, or needed
+            notice(f"pure Python ({reason})")  # asked for, or needed
         else:
             loud_notice(reason)
         if not ext_modules:

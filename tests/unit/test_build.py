@@ -134,7 +134,7 @@ def test_setup_compiles_a_wheel_when_a_compiler_and_mypy_are_there(setup_py, mon
 
 def test_setup_never_compiles_an_editable_install(setup_py, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["setup.py", "editable_wheel", "--dist-info-dir", "x"])
-    assert setup_py.decide("auto") == (False, "pure Python (editable install)")
+    assert setup_py.decide("auto") == (False, "editable install")
     with pytest.raises(SystemExit, match="cannot make an editable install"):
         setup_py.decide("on")
 
@@ -146,7 +146,7 @@ def test_setup_falls_back_to_pure_python_without_a_compiler_and_says_why(setup_p
     assert not compile_ and "no C compiler" in reason
     with pytest.raises(SystemExit, match="no C compiler"):
         setup_py.decide("on")
-    assert setup_py.decide("off") == (False, "pure Python (STORM_PY_COMPILE=0)")
+    assert setup_py.decide("off") == (False, "STORM_PY_COMPILE=0")
 
 
 def test_setup_falls_back_loudly_with_the_type_errors_and_fails_when_asked_to_compile(setup_py, monkeypatch,
