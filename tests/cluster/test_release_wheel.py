@@ -49,21 +49,25 @@ def _fresh_venv(path: Path) -> Path:
     return path / "bin"
 
 
-def _build_stage() -> tuple[list[tuple[list[str], str]], list[str]]:
-    """The Dockerfile's build stage: its ``COPY src... dest`` instructions and its ``pip wheel`` command."""
+def _build_stage() -> tuple[list[tuple[list[str], str]], dict[str, str], list[str]]:
+    """The Dockerfile's build stage: its ``COPY src... dest`` instructions, its ``ENV`` and its ``pip wheel``."""
     stage = (REPO / "Dockerfile").read_text(encoding="utf-8").split("\nFROM ", 2)[1]
-    copies = [(args[:-1], args[-1]) for args in (line.split()[1:] for line in stage.splitlines()
-                                                 if line.startswith("COPY ")) if not args[0].startswith("--")]
-    (run,) = [line[len("RUN "):] for line in stage.splitlines() if line.startswith("RUN pip wheel ")]
-    return copies, shlex.split(run)
+    lines = stage.splitlines()
+    copies = [(args[:-1], args[-1]) for args in (line.split()[1:] for line in lines if line.startswith("COPY "))
+              if not args[0].startswith("--")]
+    env = dict(item.split("=", 1) for line in lines if line.startswith("ENV ") for item in shlex.split(line)[1:])
+    (run,) = [line[len("RUN "):] for line in lines if line.startswith("RUN pip wheel ")]
+    return copies, env, shlex.split(run)
 
 
 @pytest.fixture(scope="module")
 def stage_build(tmp_path_factory: pytest.TempPathFactory) -> StageBuild:
     """The build stage replayed without a Docker engine: exactly what it COPYs, then its ``pip wheel`` command with
-    the fresh virtualenv's pip (and ``-v``, to read the build's messages), ``/wheels`` in a temporary directory."""
+    the fresh virtualenv's pip (and ``-v``, to read the build's messages), ``/wheels`` in a temporary directory.
+    The stage sets ``STORM_PY_COMPILE=1``, which fails where a plain ``pip install .`` would fall back; what is
+    compiled and how is the same."""
     root = tmp_path_factory.mktemp("stage")
-    copies, command = _build_stage()
+    copies, stage_env, command = _build_stage()
     context = root / "src"
     context.mkdir()
     for sources, dest in copies:
@@ -78,7 +82,8 @@ def stage_build(tmp_path_factory: pytest.TempPathFactory) -> StageBuild:
     assert command[:2] == ["pip", "wheel"] and "--wheel-dir" in command
     command[command.index("--wheel-dir") + 1] = str(wheel_dir)
     command = [str(bin_dir / "pip"), *command[1:2], "-v", *command[2:]]
-    proc = subprocess.run(command, cwd=context, env=_clean_env(), capture_output=True, text=True, timeout=1100,
+    proc = subprocess.run(command, cwd=context, env={**_clean_env(), **stage_env}, capture_output=True, text=True,
+                          timeout=1100,
                           check=False)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     (wheel,) = wheel_dir.glob("storm_py-*.whl")
@@ -86,8 +91,9 @@ def stage_build(tmp_path_factory: pytest.TempPathFactory) -> StageBuild:
 
 
 def test_the_docker_build_stage_compiles_every_hot_module_quietly(stage_build: StageBuild) -> None:
-    _, dockerfile_command = _build_stage()
+    _, stage_env, dockerfile_command = _build_stage()
     assert dockerfile_command == ["pip", "wheel", "--no-cache-dir", "--wheel-dir", "/wheels", "."]
+    assert stage_env == {"STORM_PY_COMPILE": "1"}  # an image that cannot be compiled is not built
     assert "--no-build-isolation" not in stage_build.command
     log = stage_build.log
     assert f"storm_py build: compiling {len(build.HOT_MODULES)} hot modules with mypyc" in log, log[-5000:]
