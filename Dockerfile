@@ -1,9 +1,11 @@
 # storm_py: one image for nimbus, supervisors, the UI relay and the command line.
 #   docker build -t storm-py .
 #   docker run --rm storm-py version
-# the full image has a C compiler, so the wheel gets its hot modules compiled (setup.py); the runtime image does not
+# the full image has a C compiler, so the wheel gets its hot modules compiled (setup.py); the runtime image does not.
+# STORM_PY_COMPILE=1: a build that cannot compile them fails instead of making a pure-Python image
 FROM python:3.11 AS build
 WORKDIR /src
+ENV STORM_PY_COMPILE=1
 COPY pyproject.toml setup.cfg setup.py README.md ./
 COPY storm_py ./storm_py
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

@@ -10,9 +10,9 @@ hash the build recorded in ``compiled.json``.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
+import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
@@ -49,6 +49,8 @@ HOT_MODULES: tuple[str, ...] = (
 
 #: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from
 MANIFEST = "compiled.json"
+#: written by a build next to this file when hot modules stay pure Python: why (setup.py's ``NOTE``)
+NOTE = "build-note.txt"
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -109,14 +111,26 @@ def refuse_stale() -> None:
         )
 
 
+def _runs_compiled(module: str, listing: dict[Path, set[str]]) -> bool:
+    """Whether ``module`` runs (or, imported, would run) from an extension; never imports it, so a hot module of an
+    extra that is not installed (the Kafka client's) can be asked about."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return str(getattr(loaded, "__file__", "") or "").endswith(tuple(EXTENSION_SUFFIXES))
+    return _extension_of(source_path(module), listing) is not None  # the path finder prefers an extension
+
+
 def compiled_modules() -> list[str]:
-    """The hot modules that run compiled in this process (imports them)."""
-    compiled = []
-    for module in HOT_MODULES:
-        origin = str(getattr(importlib.import_module(module), "__file__", "") or "")
-        if origin.endswith(tuple(EXTENSION_SUFFIXES)):
-            compiled.append(module)
-    return compiled
+    """The hot modules that run compiled in this process."""
+    listing: dict[Path, set[str]] = {}
+    return [module for module in HOT_MODULES if _runs_compiled(module, listing)]
+
+
+def pure_reason() -> str:
+    """Why this install's pure hot modules are not compiled, as its build recorded (``""`` when it recorded none:
+    a source checkout or an editable install)."""
+    note = _PACKAGE_DIR / NOTE
+    return note.read_text(encoding="utf-8").strip() if note.exists() else ""
 
 
 def describe() -> str:
@@ -127,6 +141,18 @@ def describe() -> str:
     if len(compiled) == len(HOT_MODULES):
         return f"compiled (mypyc): all {len(compiled)} hot modules"
     return f"partly compiled (mypyc): {len(compiled)} of {len(HOT_MODULES)} hot modules"
+
+
+def report() -> list[str]:
+    """``storm-py version``'s lines after the first: each compiled hot module, then the pure ones and why."""
+    compiled = compiled_modules()
+    pure = [m for m in HOT_MODULES if m not in compiled]
+    lines = [f"  compiled: {m}" for m in compiled]
+    if pure:
+        why = pure_reason() or "no compiled modules beside the sources: a source checkout or an editable install"
+        lines.append(f"  pure Python ({why}):")
+        lines += [f"    {m}" for m in pure]
+    return lines
 
 
 refuse_stale()  # on import: ``storm_py/__init__.py`` imports this module before any hot module

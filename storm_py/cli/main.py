@@ -37,8 +37,8 @@ def cli(log_level: str) -> None:
 def version() -> None:
     """Print the storm_py version and which build runs (pure Python, or the hot modules compiled)."""
     click.echo(f"storm_py {storm_py.__version__} (Python {sys.version.split()[0]}; {build.describe()})")
-    for module in build.compiled_modules():
-        click.echo(f"  compiled: {module}")
+    for line in build.report():
+        click.echo(line)
 
 
 cli.add_command(local)

@@ -86,7 +86,32 @@ def test_version_says_which_build_runs():
     assert result.exit_code == 0
     first, *rest = result.output.splitlines()
     assert first.startswith("storm_py ") and build.describe() in first
-    assert rest == [f"  compiled: {m}" for m in build.compiled_modules()]
+    assert rest == build.report()
+    compiled = build.compiled_modules()
+    assert rest[:len(compiled)] == [f"  compiled: {m}" for m in compiled]
+    assert {line.strip() for line in rest[len(compiled) + 1:]} == set(build.HOT_MODULES) - set(compiled)
+
+
+def test_version_works_without_the_kafka_extra_and_names_every_hot_module():
+    """Kafka's hot modules are in a package that imports confluent_kafka; ``version`` must not import them."""
+    run = ("import sys; sys.modules['confluent_kafka'] = None; sys.argv[0] = 'storm-py'; "  # None: not installed
+           "from storm_py.cli.main import main; main()")
+    proc = subprocess.run([sys.executable, "-c", run, "version"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    for module in build.HOT_MODULES:
+        assert module in proc.stdout
+
+
+def test_version_says_why_the_hot_modules_are_pure_when_the_build_recorded_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "_PACKAGE_DIR", tmp_path)
+    assert build.pure_reason() == ""
+    (tmp_path / build.NOTE).write_text("mypyc could not compile the hot modules: 1 type error(s)\n")
+    monkeypatch.setattr(build, "compiled_modules", lambda: list(build.HOT_MODULES[:2]))
+    lines = build.report()
+    assert lines[:2] == [f"  compiled: {m}" for m in build.HOT_MODULES[:2]]
+    assert lines[2] == "  pure Python (mypyc could not compile the hot modules: 1 type error(s)):"
+    assert [line.strip() for line in lines[3:]] == list(build.HOT_MODULES[2:])
 
 
 @pytest.fixture
@@ -109,7 +134,7 @@ def test_setup_compiles_a_wheel_when_a_compiler_and_mypy_are_there(setup_py, mon
 
 def test_setup_never_compiles_an_editable_install(setup_py, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["setup.py", "editable_wheel", "--dist-info-dir", "x"])
-    assert setup_py.decide("auto") == (False, "pure Python (editable install)")
+    assert setup_py.decide("auto") == (False, "editable install")
     with pytest.raises(SystemExit, match="cannot make an editable install"):
         setup_py.decide("on")
 
@@ -121,7 +146,20 @@ def test_setup_falls_back_to_pure_python_without_a_compiler_and_says_why(setup_p
     assert not compile_ and "no C compiler" in reason
     with pytest.raises(SystemExit, match="no C compiler"):
         setup_py.decide("on")
-    assert setup_py.decide("off") == (False, "pure Python (STORM_PY_COMPILE=0)")
+    assert setup_py.decide("off") == (False, "STORM_PY_COMPILE=0")
+
+
+def test_setup_falls_back_loudly_with_the_type_errors_and_fails_when_asked_to_compile(setup_py, monkeypatch,
+                                                                                      tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hot.py").write_text("X: int = 'not an int'\n")
+    monkeypatch.setattr(setup_py, "source_of", lambda module: Path(f"{module}.py"))
+    extensions, reason = setup_py.compiled_extensions(["hot"], asked=False)
+    assert extensions == [] and "1 type error(s)" in reason and "hot.py:1: error:" in reason
+    notice = capsys.readouterr().err.splitlines()
+    assert len(notice) >= 5 and "NOT compiled" in notice[1] and "hot.py:1: error:" in "\n".join(notice)
+    with pytest.raises(SystemExit):
+        setup_py.compiled_extensions(["hot"], asked=True)
 
 
 def test_setup_compiles_exactly_the_hot_modules(setup_py, monkeypatch):
