@@ -125,6 +125,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.kryo.register", LIST, None, "nimbus", "serializations; merged from every component, topology wins"),
         Key("topology.kryo.decorators", STRS, None, "nimbus", "serialization decorators; union over the components"),
     ),
+    "multilang": (
+        Key("topology.multilang.serializer", STR, "json", "shell components", "how shell components talk to their process: json (Storm's JsonSerializer; its class name is accepted too) or msgpack (pystorm's framing)", choices=("json", "msgpack", "org.apache.storm.multilang.JsonSerializer"), per_component=True),
+        Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples written to a shell bolt's process and not yet acked or failed; execute blocks when this many are out", min=1, per_component=True),
+        Key("topology.subprocess.timeout.secs", NUMBER, 30, "shell components", "a shell component's process that answers nothing (heartbeats included) this long is killed and restarted", min=0.001, per_component=True),
+    ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),

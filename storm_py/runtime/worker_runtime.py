@@ -145,6 +145,7 @@ class WorkerRuntime:
             resources=self.resources,
             conf=self.conf,
             clock=self.clock,
+            topology=self.topology,
         )
 
     def routes_for(self, task: int) -> dict[str, StreamRoute]:

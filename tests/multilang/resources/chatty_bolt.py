@@ -1,0 +1,53 @@
+"""A bolt written against the bare protocol (no library): records its handshake to a file, then for each tuple
+logs at warn level, updates the metric "seen", reports an error, emits the tuple on with task ids, and acks.
+
+usage: chatty_bolt.py HANDSHAKE_FILE
+"""
+
+import json
+import os
+import sys
+
+
+def read():
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if line.rstrip("\n") == "end":
+            return json.loads("".join(lines))
+        lines.append(line)
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\nend\n")
+    sys.stdout.flush()
+
+
+def main():
+    hello = read()
+    open(os.path.join(hello["pidDir"], str(os.getpid())), "w").close()
+    with open(sys.argv[1], "w") as f:
+        json.dump({"handshake": hello, "cwd": os.getcwd(),
+                   "pid_file": os.path.exists(os.path.join(hello["pidDir"], str(os.getpid())))}, f)
+    send({"pid": os.getpid()})
+    while True:
+        msg = read()
+        if isinstance(msg, list):
+            continue
+        if msg["stream"] == "__heartbeat":
+            send({"command": "sync"})
+            continue
+        send({"command": "log", "msg": "chatty got %s" % msg["tuple"], "level": 3})
+        send({"command": "metrics", "name": "seen", "params": 1})
+        send({"command": "error", "msg": "chatty complains about %s" % msg["tuple"]})
+        send({"command": "emit", "anchors": [msg["id"]], "tuple": msg["tuple"]})
+        tasks = read()
+        while not isinstance(tasks, list):
+            tasks = read()
+        send({"command": "log", "msg": "chatty task ids %s" % json.dumps(tasks), "level": 2})
+        send({"command": "ack", "id": msg["id"]})
+
+
+main()
