@@ -8,6 +8,18 @@ import json
 import os
 import sys
 
+QUEUED = []
+
+
+def read_tuple():
+    """The next tuple or heartbeat (queued while waiting for task ids), never a task-id list."""
+    if QUEUED:
+        return QUEUED.pop(0)
+    msg = read()
+    while isinstance(msg, list):
+        msg = read()
+    return msg
+
 
 def read():
     lines = []
@@ -33,20 +45,19 @@ def main():
                    "pid_file": os.path.exists(os.path.join(hello["pidDir"], str(os.getpid())))}, f)
     send({"pid": os.getpid()})
     while True:
-        msg = read()
-        if isinstance(msg, list):
-            continue
+        msg = read_tuple()
         if msg["stream"] == "__heartbeat":
             send({"command": "sync"})
             continue
-        send({"command": "log", "msg": "chatty got %s" % msg["tuple"], "level": 3})
+        send({"command": "log", "msg": "chatty got {}".format(msg["tuple"]), "level": 3})
         send({"command": "metrics", "name": "seen", "params": 1})
-        send({"command": "error", "msg": "chatty complains about %s" % msg["tuple"]})
+        send({"command": "error", "msg": "chatty complains about {}".format(msg["tuple"])})
         send({"command": "emit", "anchors": [msg["id"]], "tuple": msg["tuple"]})
         tasks = read()
         while not isinstance(tasks, list):
+            QUEUED.append(tasks)
             tasks = read()
-        send({"command": "log", "msg": "chatty task ids %s" % json.dumps(tasks), "level": 2})
+        send({"command": "log", "msg": f"chatty task ids {json.dumps(tasks)}", "level": 2})
         send({"command": "ack", "id": msg["id"]})
 
 

@@ -1,4 +1,4 @@
-"""pystorm bolt: counts words and emits [word, count] (auto-anchored, auto-acked).  usage: count_bolt.py [json|msgpack]"""
+"""pystorm bolt: counts words, emits [word, count] (auto-anchored, auto-acked).  usage: count_bolt.py [json|msgpack]"""
 
 import sys
 from collections import Counter

@@ -20,13 +20,13 @@ class ProtocolSpout(Spout):
         tup_id = self.todo.pop(0)
         tasks = self.emit(["value"], tup_id=tup_id, need_task_ids=first)
         if first:
-            self.log("task ids %s" % json.dumps(tasks))
+            self.log(f"task ids {json.dumps(tasks)}")
 
     def ack(self, tup_id):
-        self.log("acked %s" % json.dumps(tup_id, sort_keys=True))
+        self.log(f"acked {json.dumps(tup_id, sort_keys=True)}")
 
     def fail(self, tup_id):
-        self.log("failed %s" % json.dumps(tup_id, sort_keys=True))
+        self.log(f"failed {json.dumps(tup_id, sort_keys=True)}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ usage: sentence_spout.py N [json|msgpack]
 import sys
 
 from pystorm import Spout
-
 from sentences import SENTENCES
 
 
@@ -30,7 +29,7 @@ class SentenceSpout(Spout):
     def ack(self, tup_id):
         self.acked.add(tup_id)
         if len(self.acked) == self.total:
-            self.log("all %d sentences acked" % self.total)
+            self.log(f"all {self.total} sentences acked")
 
     def fail(self, tup_id):
         self.replay.append(tup_id)
