@@ -189,16 +189,17 @@ def test_protocol_ids_task_ids_log_error_metrics_and_handshake(
 ) -> None:
     token = shared()
     record = tmp_path / "handshake.json"
-    caplog.set_level(logging.INFO, logger="storm_py.multilang")
+    caplog.set_level(logging.DEBUG, logger="storm_py.multilang")
     builder = TopologyBuilder()
     builder.set_spout("ids", ProtocolSpout(serializer))
     # the bare-protocol bolt speaks JSON only: its component conf overrides the topology's serializer
     builder.set_bolt("chatty", Chatty(str(record))).shuffle_grouping("ids").add_configuration(
         "topology.multilang.serializer", "json")
     builder.set_bolt("sink", WordCounter(shared(counts=Counter()))).shuffle_grouping("chatty")
-    conf = {"topology.multilang.serializer": serializer, "test.token": token}
+    conf = {"topology.multilang.serializer": serializer, "test.token": token, "topology.subprocess.timeout.secs": 1.5}
     with LocalCluster() as cluster:
         cluster.submit_topology("proto", conf, builder.create_topology())
+        wait_until(lambda: "spout activated" in caplog.text, 30, what="activate sent to the spout")
         ids = [0, 7, "zero", 1.5, [1, "a"], {"k": [2]}, True]
         for i in ids:
             line = f"acked {json.dumps(i, sort_keys=True)}"
@@ -227,6 +228,31 @@ def test_protocol_ids_task_ids_log_error_metrics_and_handshake(
         chatty = summary_of(cluster, "proto", "chatty")
         assert "chatty complains about" in chatty["lastError"]
         assert "'chatty'" in chatty["lastError"]
+        # idle longer than the 1.5 s timeout: heartbeats (every second) keep the process alive
+        wait_until(lambda: caplog.text.count("chatty heartbeat from task -1") >= 3, 30, what="three heartbeats")
+        assert "answered nothing" not in caplog.text
+        cluster.deactivate("proto")
+        wait_until(lambda: "spout deactivated" in caplog.text, 30, what="deactivate sent to the spout")
+
+
+class Missing(ShellBolt):
+    def __init__(self) -> None:
+        super().__init__("no-such-command-here", "x.py")
+
+
+def test_a_command_that_cannot_start_is_reported_naming_the_component() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(shared(acked=set(), failed=0), 1))
+    builder.set_bolt("missing", Missing()).shuffle_grouping("sentences")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("missing", {}, builder.create_topology())
+
+        def error() -> str:
+            return summary_of(cluster, "missing", "missing").get("lastError") or ""
+
+        wait_until(lambda: "cannot start" in error(), 30, what="the error of the missing command")
+        assert "shell bolt 'missing'" in error()
+        assert "no-such-command-here" in error()
 
 
 class Faulty(ShellBolt):

@@ -47,6 +47,7 @@ def main():
     while True:
         msg = read_tuple()
         if msg["stream"] == "__heartbeat":
+            send({"command": "log", "msg": "chatty heartbeat from task {}".format(msg["task"]), "level": 1})
             send({"command": "sync"})
             continue
         send({"command": "log", "msg": "chatty got {}".format(msg["tuple"]), "level": 3})

@@ -25,6 +25,12 @@ class ProtocolSpout(Spout):
     def ack(self, tup_id):
         self.log(f"acked {json.dumps(tup_id, sort_keys=True)}")
 
+    def activate(self):
+        self.log("spout activated")
+
+    def deactivate(self):
+        self.log("spout deactivated")
+
     def fail(self, tup_id):
         self.log(f"failed {json.dumps(tup_id, sort_keys=True)}")
 
