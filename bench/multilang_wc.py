@@ -5,7 +5,9 @@ Topology: an in-process spout emits N sentences (8 words each; tracked, one acke
 (pystorm) -> ShellBolt "count" (pystorm, no emits); throughput = sentences acked per second.  The bare driver
 writes the sentences to a split process, turns each of its emits into a tuple for a count process and reads the
 acks, from three threads (as the peer measurement ``wc_multilang.py`` does); throughput = sentences per second
-until the count process acked every word.
+until the count process acked every word.  Both report the CPU seconds of the two pystorm processes together
+(``getrusage`` of reaped children) and of this process (the driver, or storm_py's worker with its spout, acker
+and the shell bolts' threads): on a shared machine the wall rates move with the load, the CPU per sentence less.
 
 usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import threading
@@ -169,15 +172,27 @@ def run_bare(n: int, serializer: str) -> float:
     return rate
 
 
+def measured(run: Any, n: int, serializer: str) -> dict[str, float]:
+    """Sentences per second, and CPU seconds of the pystorm processes and of this process, for one run."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = time.process_time()
+    rate = run(n, serializer)
+    own = time.process_time() - own
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    bolts = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    return {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
+            "this_process_cpu_s": round(own, 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--serializer", default="json", choices=("json", "msgpack"))
     a = ap.parse_args()
-    bare = run_bare(a.n, a.serializer)
-    shell = run_topology(a.n, a.serializer)
-    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare_sentences_per_s": round(bare),
-                      "shellbolt_sentences_per_s": round(shell), "ratio": round(shell / bare, 3)}))
+    bare = measured(run_bare, a.n, a.serializer)
+    shell = measured(run_topology, a.n, a.serializer)
+    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell,
+                      "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3)}))
 
 
 if __name__ == "__main__":
