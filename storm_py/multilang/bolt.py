@@ -8,8 +8,11 @@ ledger; the process answers with ``emit`` (anchored to pending ids; answered wit
 for ``topology.subprocess.timeout.secs`` is killed.  A process that exits, hangs, writes what is not the protocol
 or sends what the bolt cannot carry out (an emit on an undeclared stream, an ack of an unknown id) is a fault:
 the error, naming the component, goes to the topology's errors, every pending input is failed (so spouts replay
-it) and a new process is started, as the runtime treats a bolt that raises.  At most
-``topology.shellbolt.max.pending`` inputs are out at once; ``execute`` waits for answers when that many are.
+it) and a new process is started, as the runtime treats a bolt that raises; a process that will not start is
+reported the same way and tried again, backing off up to 30 s, its inputs failed meanwhile.  At most
+``topology.shellbolt.max.pending`` inputs are out at once: :meth:`ShellBolt.room` tells the executor how many
+more it takes now, and the rest waits in the executor's inbox (``execute`` itself waits for answers should it be
+handed more).
 
 The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
 (called on every pass of the worker loop, which the reader thread wakes) writes it and handles what came back.
@@ -55,16 +58,26 @@ class ShellBolt(ShellComponent, Bolt):
         self._outbuf: list[bytes] = []
         self._failures = 0
         self._restart_at = 0.0
-        # a process that cannot start here takes the task down, as Storm's prepare does
-        self._process = self._launch(self._wake)
+        self._process = None
         self._beat = Heartbeat(self._timeout, self._clock.now())
+        # a process that cannot start is reported and tried again (backing off) rather than taking the worker
+        # down: its inputs fail at once meanwhile, and the rest of the worker runs on
+        self._restart(self._clock.now())
 
     # -------------------------------------------------------------------------------------------------- input
 
+    def room(self) -> int:
+        """How many more inputs may be written now (without a process: any number, each failed at once)."""
+        if self._process is None:
+            return 1 << 30
+        return self._ledger.max_pending - len(self._ledger)
+
     def execute(self, tup: Tuple) -> None:
-        if self._process is None and not self._restart(self._clock.now()):
-            self._collector.fail(tup)  # no process to run it: the spout replays it
-            return
+        if self._process is None:
+            now = self._clock.now()
+            if now < self._restart_at or not self._restart(now):
+                self._collector.fail(tup)  # no process to run it: the spout replays it
+                return
         tid = self._ledger.add(tup)
         try:
             data = self._serializer.encode({

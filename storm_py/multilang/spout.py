@@ -37,8 +37,9 @@ class ShellSpout(ShellComponent, Spout):
         self._collector = collector
         self._failures = 0
         self._restart_at = 0.0
-        self._process = self._launch()
+        self._process = None
         self._beat = Heartbeat(self._timeout, self._clock.now())
+        self._restart()  # one that will not start is reported and tried again, backing off
 
     def next_tuple(self) -> None:
         self._command("next")

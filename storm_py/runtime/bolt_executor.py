@@ -4,8 +4,10 @@ A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.ap
 emits anchored to the input and the input acked (or failed) for it.  A bolt whose work also arrives from outside
 its inputs (a shell bolt's process) defines ``background_step(now) -> bool`` and ``bind_wake(wake)``: the
 executor hands it the worker loop's wake-up before ``prepare`` and calls ``background_step`` on every pass, on
-its own thread, so what it emits, acks and fails there goes out like the rest.  Acks of consecutive inputs of
-one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`).
+its own thread, so what it emits, acks and fails there goes out like the rest.  Such a bolt may also bound its
+inputs with ``room() -> int``: the executor hands it no more tuples than that and keeps the rest in its inbox
+(still counted in the worker's backlog, which pauses the spouts), while the loop goes on with other executors.
+Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ class BoltExecutor(Executor):
         #: the collector's ``ack`` takes it out); basic bolts ack inline, where process time is execute time
         self.process_samples: dict[int, float] = {}
         self.sampled_tasks: set[int] = set()
-        #: ``background_step`` of the tasks' bolts that have one (see the module's docstring)
+        #: ``background_step`` of the tasks' bolts that have one, and their ``room`` (see the module's docstring)
         self.background: list[Callable[[float], bool]] = []
+        self.rooms: dict[int, Callable[[], int]] = {}
 
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
@@ -54,6 +57,9 @@ class BoltExecutor(Executor):
             if background is not None:
                 bolt.bind_wake(wake.set if wake is not None else _no_wake)
                 self.background.append(background)
+                room = getattr(bolt, "room", None)
+                if room is not None:
+                    self.rooms[t] = room
             try:
                 if isinstance(bolt, BasicBolt):
                     bolt.prepare(conf, self.context_for(t))
@@ -136,8 +142,17 @@ class BoltExecutor(Executor):
             start = clock.now()
             samples = self.process_samples
             sampled = self.sampled_tasks
+            rooms = self.rooms
             while inbox:
                 task, batch = inbox.popleft()
+                if rooms:
+                    room = rooms[task]() if task in rooms else len(batch)
+                    if room < len(batch):  # the bolt takes no more now: the rest waits in the inbox
+                        if room <= 0:
+                            inbox.appendleft((task, batch))
+                            break
+                        inbox.appendleft((task, batch[room:]))
+                        batch = batch[:room]
                 n += len(batch)
                 if task in sampled and batch:
                     if len(samples) >= 64:  # inputs never acked (failed, timed out): forget old samples
@@ -164,6 +179,7 @@ class BoltExecutor(Executor):
                     self._count_mixed(batch, secs)
             self.stats.executed += n
             self.rt.backlog -= n
+            did = n > 0 or not rooms  # inputs held back for room are no work done (the loop may wait)
         if now >= self.next_tick:
             did = True
             self.next_tick = now + (self.tick_freq or 0.0)
