@@ -92,45 +92,48 @@ class JsonSerializer:
 
 
 class JsonDecoder:
-    """Splits a process's output into lines and lines into messages ended by ``end``.
+    """Splits a process's output into messages ended by a line ``end``.
 
-    A message starts with ``{`` (every message a process sends is an object); a first line that does not is not
-    the protocol (text printed to stdout, say) and fails at once, quoted, rather than when an ``end`` comes.
-    Blank lines between messages are skipped.
+    A message starts with ``{`` (every message a process sends is an object); text that does not (a line printed
+    to stdout, say) is not the protocol and fails at once, quoted, rather than when an ``end`` comes.  Blank lines
+    between messages are skipped.  The stream is cut on ``\nend\n`` (a JSON document cannot hold a raw newline
+    inside a string), so each message costs one ``json.loads``.
     """
 
     def __init__(self) -> None:
-        self._partial = b""
-        self._lines: list[bytes] = []
+        self._rest = b""
+        self._loads = json.loads
 
     def feed(self, data: bytes) -> list[Any]:
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
+        parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
+        rest = self._rest = parts.pop()
         out: list[Any] = []
-        acc = self._lines
-        for line in lines:
-            if line == b"end" or line == b"end\r":
-                if not acc:
-                    raise ProtocolError("an 'end' line with no message before it")
-                text = b"\n".join(acc)
-                acc.clear()
-                try:
-                    msg = json.loads(text)
-                except ValueError as exc:
-                    raise ProtocolError(f"not a JSON message: {quote(text)} ({exc})") from exc
-                if not isinstance(msg, dict):
-                    raise ProtocolError(f"a message must be a JSON object, got {quote(text)}")
-                out.append(msg)
-            elif acc:
-                acc.append(line)
-            elif line.strip():
-                if not line.lstrip().startswith(b"{"):
-                    raise ProtocolError(f"not the multilang protocol: {quote(line)}")
-                acc.append(line)
-        head = self._partial.lstrip()
-        if not acc and head and not head.startswith(b"{") and not b"end".startswith(head):
-            raise ProtocolError(f"not the multilang protocol: {quote(self._partial)}")
+        loads = self._loads
+        for part in parts:
+            if part[:1] != b"{":
+                _check_start(part, complete=True)
+            try:
+                msg = loads(part)
+            except ValueError as exc:
+                raise ProtocolError(f"not a JSON message: {quote(part)} ({exc})") from exc
+            out.append(msg)  # an object: it starts with "{"
+        if rest[:1] != b"{" and rest:
+            _check_start(rest, complete=False)
         return out
+
+
+def _check_start(text: bytes, complete: bool) -> None:
+    """Raise for text where a message should start that cannot start one (blank lines may come first; an
+    incomplete ``text`` may be the start of an ``end`` line)."""
+    head = text.lstrip()
+    if not head or head.startswith(b"{"):
+        return
+    if head.startswith(b"end\n") or (complete and head.rstrip() == b"end"):
+        raise ProtocolError("an 'end' line with no message before it")
+    if not complete and b"end".startswith(head):
+        return
+    line = head.split(b"\n", 1)[0]
+    raise ProtocolError(f"not the multilang protocol: {quote(line)}")
 
 
 class MsgpackSerializer:

@@ -39,15 +39,24 @@ def test_json_decoder_accepts_a_message_over_several_lines() -> None:
     assert JsonSerializer().decoder().feed(b'{"command":\n "ack", "id": "1"}\nend\n') == [{"command": "ack", "id": "1"}]
 
 
-@pytest.mark.parametrize("data", [b"hello world\n", b"hello", b'{"command": "sync"}\nend\nDebug: x\n'])
+@pytest.mark.parametrize("data", [b"hello world\n", b"hello", b'{"command": "sync"}\nend\nDebug: x\n',
+                                  b'\nhello\n{"command": "sync"}\nend\n'])
 def test_json_decoder_rejects_text_that_is_not_the_protocol_quoting_it(data: bytes) -> None:
     with pytest.raises(ProtocolError, match=r"not the multilang protocol: '(hello|Debug)"):
         JsonSerializer().decoder().feed(data)
 
 
+def test_json_decoder_waits_for_what_may_still_become_a_message() -> None:
+    dec = JsonSerializer().decoder()
+    assert dec.feed(b"\n\n") == [] and dec.feed(b'{"command": "sy') == [] and dec.feed(b'nc"}\ne') == []
+    assert dec.feed(b"nd\n") == [{"command": "sync"}]
+
+
 def test_json_decoder_rejects_bad_json_and_non_objects() -> None:
     with pytest.raises(ProtocolError, match="not a JSON message"):
         JsonSerializer().decoder().feed(b"{oops\nend\n")
+    with pytest.raises(ProtocolError, match="not a JSON message"):
+        JsonSerializer().decoder().feed(b'{"command": "sync"}\nprinted\nend\n')
     with pytest.raises(ProtocolError, match="'end' line with no message"):
         JsonSerializer().decoder().feed(b"end\n")
 
