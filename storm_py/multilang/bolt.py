@@ -78,6 +78,11 @@ class ShellBolt(ShellComponent, Bolt):
             if now < self._restart_at or not self._restart(now):
                 self._collector.fail(tup)  # no process to run it: the spout replays it
                 return
+        if self._ledger.full():  # handed more than room() allowed (a tick tuple, say): wait for an answer
+            self._wait_for_room()
+            if self._process is None:
+                self._collector.fail(tup)
+                return
         tid = self._ledger.add(tup)
         try:
             data = self._serializer.encode({
@@ -91,8 +96,6 @@ class ShellBolt(ShellComponent, Bolt):
             self._collector.fail(tup)
             return
         self._outbuf.append(data)
-        if self._ledger.full():
-            self._wait_for_room()
 
     def background_step(self, now: float) -> bool:
         """Write what ``execute`` queued, handle what the process wrote, send heartbeats, notice faults."""
