@@ -301,3 +301,28 @@ def test_value_the_serializer_cannot_carry_fails_that_tuple() -> None:
         error = summary_of(cluster, "unencodable", "split")["lastError"]
         assert "shell bolt 'split'" in error
         assert "cannot send a tuple" in error
+
+
+class FaultySentences(ShellSpout):
+    def __init__(self, mode: str, marker: str) -> None:
+        super().__init__("python3", "faulty_spout.py", mode, "20", "5", marker)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["sentence"])
+
+
+@pytest.mark.parametrize(("mode", "reported"), [("exit", "exit code 4"), ("hang", "left 'next' unanswered")])
+def test_faulty_spout_is_reported_and_restarted(
+    mode: str, reported: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = shared(counts=Counter())
+    caplog.set_level(logging.INFO, logger="storm_py.multilang")
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", FaultySentences(mode, str(tmp_path / "armed")))
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("sentences")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("spout-faults", {"topology.subprocess.timeout.secs": 2}, builder.create_topology())
+        wait_until(lambda: "all 20 sentences acked" in caplog.text, 60, what="the new process's sentences acked")
+        error = summary_of(cluster, "spout-faults", "sentences")["lastError"]
+        assert "shell spout 'sentences'" in error
+        assert reported in error
