@@ -106,6 +106,8 @@ class ShellBolt(ShellComponent, Bolt):
         if self._outbuf:
             self._flush(proc)
             did = True
+        elif proc.unsent:
+            proc.flush()
         if proc.inbox:
             self._drain(proc, now)
             did = True
@@ -135,6 +137,8 @@ class ShellBolt(ShellComponent, Bolt):
                 return
             if self._outbuf:
                 self._flush(proc)
+            elif proc.unsent:
+                proc.flush()
             proc.arrived.clear()
             if not proc.inbox:
                 proc.arrived.wait(WAIT_SLICE)
@@ -197,7 +201,10 @@ class ShellBolt(ShellComponent, Bolt):
         if not isinstance(values, list):
             raise ProtocolError(f"an emit needs a 'tuple' list, got {quote(repr(msg))}")
         stream = msg.get("stream") or DEFAULT_STREAM
-        anchors = self._ledger.anchors(msg.get("anchors"))
+        ids = msg.get("anchors")
+        anchors: Tuple | list[Tuple] | None = None
+        if ids:  # one anchor goes as the tuple itself: the collector's fast path
+            anchors = self._ledger.anchor(ids[0]) if type(ids) is list and len(ids) == 1 else self._ledger.anchors(ids)
         task = msg.get("task")
         if task:
             self._collector.emit_direct(int(task), values, anchors, stream)

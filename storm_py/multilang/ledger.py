@@ -49,9 +49,16 @@ class PendingLedger(Generic[T]):
 
     def answer(self, tid: Any, what: str) -> T:
         """The item the process acks or fails (``what``) under ``tid``; an unknown id is a protocol error."""
-        item = self._pending.pop(_key(tid), None) if _hashable(tid) else None
+        item = self._pending.pop(tid if type(tid) is str else _key(tid), None) if _hashable(tid) else None
         if item is None:
             raise ProtocolError(f"{what} of an id that is not pending (unknown, or already acked or failed): {tid!r}")
+        return item
+
+    def anchor(self, tid: Any) -> T:
+        """The pending item an emit anchors to; an id that is not pending is a protocol error."""
+        item = self._pending.get(tid if type(tid) is str else _key(tid)) if _hashable(tid) else None
+        if item is None:
+            raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
         return item
 
     def anchors(self, ids: Any) -> list[T]:
@@ -76,7 +83,9 @@ class PendingLedger(Generic[T]):
 
 
 def _hashable(tid: Any) -> bool:
-    return isinstance(tid, (str, int)) and not isinstance(tid, bool)
+    """Whether ``tid`` can name a pending id (ids are strings; a number echoing one is accepted)."""
+    t = type(tid)
+    return t is str or t is int
 
 
 def _key(tid: Any) -> str:

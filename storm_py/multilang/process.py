@@ -1,9 +1,10 @@
 """This module owns a shell component's process: launching it, its pipes and the threads that serve them.
 
 :class:`ShellProcess` is the thin driver under :class:`~storm_py.multilang.bolt.ShellBolt` and
-:class:`~storm_py.multilang.spout.ShellSpout`: a writer thread drains what the component sends (so the
-executor never blocks on a full pipe), a reader thread decodes stdout into messages and wakes the executor, and
-a third thread copies stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in
+:class:`~storm_py.multilang.spout.ShellSpout`: stdin is non-blocking, so the executor writes what it can and
+keeps the rest for its next pass (a process that stops reading never blocks the worker, and no thread handoff
+is paid per write); a reader thread decodes stdout into messages and wakes the executor, and another copies
+stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in
 the message queue as a :class:`Fault`, after every message read before it.  All decisions are the component's.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import shutil
 import subprocess
 import sys
@@ -68,7 +68,9 @@ class ShellProcess:
         #: decoded messages and faults, in the order they were read
         self.inbox: deque[Any] = deque()
         self.arrived = threading.Event()
-        self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        #: bytes for stdin that the pipe did not take yet (see :meth:`flush`)
+        self.unsent = bytearray()
+        self._stdin_fd = -1
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._threads: list[threading.Thread] = []
         self._proc: subprocess.Popen[bytes] | None = None
@@ -95,10 +97,13 @@ class ShellProcess:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._start("reader", self._read, proc.stdout)
         self._start("stderr", self._read_stderr, proc.stderr)
-        self._start("writer", self._write, proc.stdin)
+        self._stdin_fd = proc.stdin.fileno()
+        os.set_blocking(self._stdin_fd, False)
         self.send(self.serializer.encode_lenient(handshake))
         deadline = clock.now() + timeout
         while not self.inbox:
+            if self.unsent:
+                self.flush()
             if proc.poll() is not None and not self.inbox:
                 self.arrived.wait(WAIT_SLICE)  # what it wrote before exiting may still be on its way
                 if not self.inbox:
@@ -153,30 +158,6 @@ class ShellProcess:
         except (OSError, ValueError):
             pass
 
-    def _write(self, stdin: IO[bytes]) -> None:
-        out = self._out
-        try:
-            while True:
-                data = out.get()
-                if data is None:
-                    return
-                chunks = [data]
-                while len(chunks) < 256:  # what queued meanwhile goes in the same write
-                    try:
-                        more = out.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stdin.write(b"".join(chunks))
-                        stdin.flush()
-                        return
-                    chunks.append(more)
-                stdin.write(b"".join(chunks) if len(chunks) > 1 else data)
-                stdin.flush()
-        except (OSError, ValueError) as exc:
-            if not self._closing:
-                self._fault(f"its stdin was closed: {exc}")
-
     def _fault(self, reason: str) -> None:
         self.inbox.append(Fault(reason))
         self._notify()
@@ -189,8 +170,39 @@ class ShellProcess:
     # ---------------------------------------------------------------------------------------------------- use
 
     def send(self, data: bytes) -> None:
-        """Queue bytes for the process's stdin (written by the writer thread, in order)."""
-        self._out.put(data)
+        """Write ``data`` to the process's stdin, or as much as the pipe takes now (the rest waits in ``unsent``
+        for :meth:`flush`, in order)."""
+        if self.unsent:
+            self.unsent += data
+            self.flush()
+            return
+        try:
+            n = os.write(self._stdin_fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            self._lost_stdin(exc)
+            return
+        if n < len(data):
+            self.unsent += data[n:]
+
+    def flush(self) -> None:
+        """Write what the pipe did not take before, as far as it takes it now."""
+        unsent = self.unsent
+        while unsent:
+            try:
+                n = os.write(self._stdin_fd, unsent)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self._lost_stdin(exc)
+                return
+            del unsent[:n]
+
+    def _lost_stdin(self, exc: OSError) -> None:
+        self.unsent.clear()
+        if not self._closing:
+            self._fault(f"its stdin was closed: {exc}")
 
     def exited(self) -> bool:
         """Whether the process has exited."""
@@ -215,7 +227,7 @@ class ShellProcess:
     def kill(self) -> None:
         """Kill the process, stop its threads and remove its pid directory."""
         self._closing = True
-        self._out.put(None)
+        self.unsent.clear()
         proc = self._proc
         if proc is not None:
             if proc.poll() is None:

@@ -83,6 +83,8 @@ class ShellSpout(ShellComponent, Spout):
         inbox = proc.inbox
         while True:
             if not inbox:
+                if proc.unsent:
+                    proc.flush()
                 proc.arrived.clear()
                 if not inbox:
                     proc.arrived.wait(WAIT_SLICE)
