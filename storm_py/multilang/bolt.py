@@ -113,6 +113,10 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         if self._process is proc:
             self._timers(proc, now)
+            if self._clock.simulated and (len(self._ledger) or self._beat.outstanding):
+                # simulated time must not run ahead of a process still working: the loop counts as busy
+                # (LocalCluster advances the clock only when every worker is idle)
+                return True
         return did
 
     def cleanup(self) -> None:

@@ -103,16 +103,20 @@ class Heartbeat:
         self.interval = interval
         self.last_heard = now
         self.next_beat = now + interval
+        #: a heartbeat went out and the process has said nothing since
+        self.outstanding = False
 
     def heard(self, now: float) -> None:
         """The process said something: it is alive."""
         self.last_heard = now
+        self.outstanding = False
 
     def due(self, now: float) -> bool:
         """Whether a heartbeat should be sent now (and schedule the next one if so)."""
         if now < self.next_beat:
             return False
         self.next_beat = now + self.interval
+        self.outstanding = True
         return True
 
     def expired(self, now: float) -> bool:

@@ -326,3 +326,20 @@ def test_faulty_spout_is_reported_and_restarted(
         error = summary_of(cluster, "spout-faults", "sentences")["lastError"]
         assert "shell spout 'sentences'" in error
         assert reported in error
+
+
+def test_simulated_time_waits_for_the_process_and_heartbeats_keep_it_alive() -> None:
+    token = shared(counts=Counter(), acked=set(), failed=0)
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(token, 20))
+    # heartbeats answered 0.3 s (real) late: without waiting for them, the clock would run past the 3 s timeout
+    builder.set_bolt("split", Split("python3", "slow_heartbeat_bolt.py", "0.3")).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("split")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("simulated", {"topology.subprocess.timeout.secs": 3}, builder.create_topology())
+        cluster.advance_cluster_time(1)  # each step waits until the cluster, the shell bolt's process included, idles
+        state = SHARED[token]
+        assert len(state["acked"]) == 20
+        assert state["counts"] == expected_counts(20)
+        cluster.advance_cluster_time(6)  # six heartbeats, each answered before the clock moves on
+        assert not summary_of(cluster, "simulated", "split").get("lastError")

@@ -110,11 +110,13 @@ def test_ledger_ids_answers_anchors_bound_and_drain() -> None:
 
 def test_heartbeat_due_every_interval_and_expiry_from_last_heard() -> None:
     beat = Heartbeat(timeout=3.0, now=100.0)
-    assert not beat.due(100.5)
+    assert not beat.due(100.5) and not beat.outstanding
     assert beat.due(101.0) and not beat.due(101.5) and beat.due(102.0)
+    assert beat.outstanding
     assert not beat.expired(103.0)
     assert beat.expired(103.1)
     beat.heard(103.1)
+    assert not beat.outstanding
     assert not beat.expired(106.0) and beat.expired(106.2)
     assert beat.silence(106.2) == pytest.approx(3.1)
 
