@@ -167,25 +167,28 @@ class ShellBolt(ShellComponent, Bolt):
     def _drain(self, proc: ShellProcess, now: float) -> None:
         inbox = proc.inbox
         self._beat.heard(now)
-        while inbox:
-            msg = inbox.popleft()
-            if type(msg) is Fault:
-                self._fault(proc, msg.reason, now)
-                return
-            try:
-                self._handle(msg, proc)
-            except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here
-                reason = exc.message if isinstance(exc, ShellProcessError) else f"{type(exc).__name__}: {exc}"
-                self._fault(proc, reason, now)
-                return
+        emit = self._emit
+        answer = self._ledger.answer
+        ack = self._collector.ack
+        try:
+            while inbox:
+                msg = inbox.popleft()
+                if type(msg) is Fault:
+                    self._fault(proc, msg.reason, now)
+                    return
+                command = msg.get("command")  # the two messages of every tuple first, then the rest
+                if command == "emit":
+                    emit(msg)
+                elif command == "ack":
+                    ack(answer(msg.get("id"), "ack"))
+                else:
+                    self._handle(msg, command)
+        except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here
+            reason = exc.message if isinstance(exc, ShellProcessError) else f"{type(exc).__name__}: {exc}"
+            self._fault(proc, reason, now)
 
-    def _handle(self, msg: dict[str, Any], proc: ShellProcess) -> None:
-        command = msg.get("command")
-        if command == "emit":
-            self._emit(msg)
-        elif command == "ack":
-            self._collector.ack(self._ledger.answer(msg.get("id"), "ack"))
-        elif command == "fail":
+    def _handle(self, msg: dict[str, Any], command: Any) -> None:
+        if command == "fail":
             self._collector.fail(self._ledger.answer(msg.get("id"), "fail"))
         elif command == "sync":
             pass
