@@ -67,10 +67,9 @@ class ShellBolt(ShellComponent, Bolt):
     # -------------------------------------------------------------------------------------------------- input
 
     def room(self) -> int:
-        """How many more inputs may be written now (without a process: any number, each failed at once)."""
-        if self._process is None:
-            return 1 << 30
-        return self._ledger.max_pending - len(self._ledger)
+        """How many more inputs may be written now (:meth:`PendingLedger.room`; without a process: any number,
+        each failed at once)."""
+        return 1 << 30 if self._process is None else self._ledger.room()
 
     def execute(self, tup: Tuple) -> None:
         if self._process is None:

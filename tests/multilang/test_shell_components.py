@@ -193,10 +193,10 @@ def test_protocol_ids_task_ids_log_error_metrics_and_handshake(
     builder = TopologyBuilder()
     builder.set_spout("ids", ProtocolSpout(serializer))
     # the bare-protocol bolt speaks JSON only: its component conf overrides the topology's serializer
-    builder.set_bolt("chatty", Chatty(str(record))).shuffle_grouping("ids").add_configuration(
-        "topology.multilang.serializer", "json")
+    builder.set_bolt("chatty", Chatty(str(record))).shuffle_grouping("ids").add_configurations(
+        {"topology.multilang.serializer": "json", "topology.subprocess.timeout.secs": 2.5})
     builder.set_bolt("sink", WordCounter(shared(counts=Counter()))).shuffle_grouping("chatty")
-    conf = {"topology.multilang.serializer": serializer, "test.token": token, "topology.subprocess.timeout.secs": 1.5}
+    conf = {"topology.multilang.serializer": serializer, "test.token": token}
     with LocalCluster() as cluster:
         cluster.submit_topology("proto", conf, builder.create_topology())
         wait_until(lambda: "spout activated" in caplog.text, 30, what="activate sent to the spout")
@@ -228,8 +228,8 @@ def test_protocol_ids_task_ids_log_error_metrics_and_handshake(
         chatty = summary_of(cluster, "proto", "chatty")
         assert "chatty complains about" in chatty["lastError"]
         assert "'chatty'" in chatty["lastError"]
-        # idle longer than the 1.5 s timeout: heartbeats (every second) keep the process alive
-        wait_until(lambda: caplog.text.count("chatty heartbeat from task -1") >= 3, 30, what="three heartbeats")
+        # idle longer than its 2.5 s timeout: heartbeats (every second) keep the process alive
+        wait_until(lambda: caplog.text.count("chatty heartbeat from task -1") >= 5, 30, what="five heartbeats")
         assert "answered nothing" not in caplog.text
         cluster.deactivate("proto")
         wait_until(lambda: "spout deactivated" in caplog.text, 30, what="deactivate sent to the spout")
@@ -276,7 +276,9 @@ def test_faulty_bolt_is_reported_restarted_and_nothing_is_lost(mode: str, report
     builder.set_spout("sentences", SentenceSpout(token, n))
     builder.set_bolt("faulty", Faulty(mode, str(tmp_path / "armed"))).shuffle_grouping("sentences")
     builder.set_bolt("count", WordCounter(token)).shuffle_grouping("faulty")
-    conf = {"topology.subprocess.timeout.secs": 2, "topology.message.timeout.secs": 60}
+    conf: dict[str, Any] = {"topology.message.timeout.secs": 60}
+    if mode == "hang":
+        conf["topology.subprocess.timeout.secs"] = 2
     with LocalCluster() as cluster:
         cluster.submit_topology("faults", conf, builder.create_topology())
         state = SHARED[token]
@@ -321,7 +323,8 @@ def test_faulty_spout_is_reported_and_restarted(
     builder.set_spout("sentences", FaultySentences(mode, str(tmp_path / "armed")))
     builder.set_bolt("count", WordCounter(token)).shuffle_grouping("sentences")
     with LocalCluster() as cluster:
-        cluster.submit_topology("spout-faults", {"topology.subprocess.timeout.secs": 2}, builder.create_topology())
+        conf = {"topology.subprocess.timeout.secs": 2} if mode == "hang" else {}
+        cluster.submit_topology("spout-faults", conf, builder.create_topology())
         wait_until(lambda: "all 20 sentences acked" in caplog.text, 60, what="the new process's sentences acked")
         error = summary_of(cluster, "spout-faults", "sentences")["lastError"]
         assert "shell spout 'sentences'" in error

@@ -108,6 +108,24 @@ def test_ledger_ids_answers_anchors_bound_and_drain() -> None:
     assert ledger.drain() == ["B", "C"] and len(ledger) == 0
 
 
+def test_ledger_room_refills_by_quarters_once_tuples_are_out() -> None:
+    ledger: PendingLedger[int] = PendingLedger(8)
+    assert ledger.room() == 8
+    ids = [ledger.add(i) for i in range(8)]
+    assert ledger.room() == 0
+    ledger.answer(ids[0], "ack")
+    assert ledger.room() == 0  # one free slot: wait for a quarter
+    ledger.answer(ids[1], "ack")
+    assert ledger.room() == 2
+    for tid in ids[2:]:
+        ledger.answer(tid, "ack")
+    assert ledger.room() == 8
+    one: PendingLedger[int] = PendingLedger(1)
+    assert one.room() == 1
+    one.add(0)
+    assert one.room() == 0
+
+
 def test_heartbeat_due_every_interval_and_expiry_from_last_heard() -> None:
     beat = Heartbeat(timeout=3.0, now=100.0)
     assert not beat.due(100.5) and not beat.outstanding
