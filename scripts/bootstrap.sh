@@ -53,6 +53,7 @@ if [ "${1:-}" = "--with-services" ]; then
     check chromium /usr/bin/chromium
     check chromium-driver /usr/bin/chromedriver
     check redis-server redis-server  # the Redis state provider's tests and storm-py dev-redis
+    check nodejs node  # runs the Node.js multilang components of tests/multilang
     check gcc gcc  # compiles the hot modules for STORM_PY_BUILD=compiled (the suite's second run in CI)
     if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then
         say "service docker-compose: present"

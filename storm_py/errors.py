@@ -110,6 +110,12 @@ class StaleBuildError(StormPyError, ImportError):
     code = "stale_build"
 
 
+class ShellProcessError(StormPyError):
+    """A shell component's process died, hung, broke the multilang protocol or reported an error."""
+
+    code = "shell_process_error"
+
+
 _E = TypeVar("_E", bound=BaseException)
 
 

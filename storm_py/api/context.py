@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storm_py.api.tuple import Fields
 from storm_py.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from storm_py.api.topology import StormTopology
 
 
 class TopologyContext:
@@ -28,6 +31,7 @@ class TopologyContext:
         conf: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         sources: Mapping[tuple[str, str], Any] | None = None,
+        topology: StormTopology | None = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -44,6 +48,8 @@ class TopologyContext:
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self.metrics: dict[str, tuple[Any, float]] = {}
         self._sources = dict(sources or {})
+        #: the running topology (its components' inputs and groupings), when the runtime hands it over
+        self.topology = topology
         tasks = component_tasks.get(component_id, [task_id])
         self.this_task_index = tasks.index(task_id) if task_id in tasks else 0
 
@@ -85,6 +91,14 @@ class TopologyContext:
     def get_component_ids(self) -> list[str]:
         """All component ids of the topology (system components included)."""
         return sorted(self._component_tasks)
+
+    def get_task_to_component(self) -> dict[int, str]:
+        """Every task id of the topology with its component (system components included)."""
+        return dict(self._task_to_component)
+
+    def get_component_streams(self, component_id: str) -> list[str]:
+        """The streams ``component_id`` declares."""
+        return list(self._component_streams.get(component_id, {}))
 
     def get_resource(self, key: str) -> Any:
         """A worker-wide shared resource set by a worker hook (``None`` when unset)."""

@@ -149,6 +149,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("drpc.max.connections", INT, 1100, "drpc", "connections served at once per port; a client waiting for its result holds one", min=1),
         Key("drpc.connection.timeout.secs", NUMBER, 30, "drpc", "seconds a connection may stay silent while a request is read or a reply written", min=0),
     ),
+    "multilang": (
+        Key("topology.multilang.serializer", STR, "json", "shell components", "how shell components talk to their process: json (Storm's JsonSerializer; its class name is accepted too) or msgpack (pystorm's framing)", choices=("json", "msgpack", "org.apache.storm.multilang.JsonSerializer"), per_component=True),
+        Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples written to a shell bolt's process and not yet acked or failed; execute blocks when this many are out", min=1, per_component=True),
+        Key("topology.subprocess.timeout.secs", NUMBER, 30, "shell components", "a shell component's process that answers nothing (heartbeats included) this long is killed and restarted", min=0.001, per_component=True),
+    ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),

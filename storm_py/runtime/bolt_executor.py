@@ -1,8 +1,13 @@
 """This module owns the bolt executor: it runs input batches through a bolt's tasks and sends their acks.
 
 A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.api.components.BasicBolt` has its
-emits anchored to the input and the input acked (or failed) for it.  Acks of consecutive inputs of one tree are
-XORed into one ack row (:meth:`BoltExecutor.ack_root`).
+emits anchored to the input and the input acked (or failed) for it.  A bolt whose work also arrives from outside
+its inputs (a shell bolt's process) defines ``background_step(now) -> bool`` and ``bind_wake(wake)``: the
+executor hands it the worker loop's wake-up before ``prepare`` and calls ``background_step`` on every pass, on
+its own thread, so what it emits, acks and fails there goes out like the rest.  Such a bolt may also bound its
+inputs with ``room() -> int``: the executor hands it no more tuples than that and keeps the rest in its inbox
+(still counted in the worker's backlog, which pauses the spouts), while the loop goes on with other executors.
+Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`).
 """
 
 from __future__ import annotations
@@ -36,14 +41,25 @@ class BoltExecutor(Executor):
         #: the collector's ``ack`` takes it out); basic bolts ack inline, where process time is execute time
         self.process_samples: dict[int, float] = {}
         self.sampled_tasks: set[int] = set()
+        #: ``background_step`` of the tasks' bolts that have one, and their ``room`` (see the module's docstring)
+        self.background: list[Callable[[float], bool]] = []
+        self.rooms: dict[int, Callable[[], int]] = {}
 
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
+        wake = getattr(self.rt, "wake", None)
         for t in self.task_ids:
             bolt = self.rt.instantiate(self.component_id, t)
             collector = BoltCollector(self, t)
             self.bolts[t] = bolt
             self.collectors[t] = collector
+            background = getattr(bolt, "background_step", None)
+            if background is not None:
+                bolt.bind_wake(wake.set if wake is not None else _no_wake)
+                self.background.append(background)
+                room = getattr(bolt, "room", None)
+                if room is not None:
+                    self.rooms[t] = room
             try:
                 if isinstance(bolt, BasicBolt):
                     bolt.prepare(conf, self.context_for(t))
@@ -126,8 +142,17 @@ class BoltExecutor(Executor):
             start = clock.now()
             samples = self.process_samples
             sampled = self.sampled_tasks
+            rooms = self.rooms
             while inbox:
                 task, batch = inbox.popleft()
+                if rooms:
+                    room = rooms[task]() if task in rooms else len(batch)
+                    if room < len(batch):  # the bolt takes no more now: the rest waits in the inbox
+                        if room <= 0:
+                            inbox.appendleft((task, batch))
+                            break
+                        inbox.appendleft((task, batch[room:]))
+                        batch = batch[:room]
                 n += len(batch)
                 if task in sampled and batch:
                     if len(samples) >= 64:  # inputs never acked (failed, timed out): forget old samples
@@ -154,12 +179,16 @@ class BoltExecutor(Executor):
                     self._count_mixed(batch, secs)
             self.stats.executed += n
             self.rt.backlog -= n
+            did = n > 0 or not rooms  # inputs held back for room are no work done (the loop may wait)
         if now >= self.next_tick:
             did = True
             self.next_tick = now + (self.tick_freq or 0.0)
             tick = make_tick_tuple(self.tick_freq or 0)
             for run in self.runners.values():
                 run([tick])
+        for background in self.background:
+            if background(now):
+                did = True
         last = self.last_root
         if last is not None:  # the step's last run of acks
             self._ack_row(last, self.last_val)
@@ -210,8 +239,13 @@ class BoltExecutor(Executor):
         self.collectors[task].fail(tup)
 
     def shutdown(self) -> None:
+        self.background = []
         for t, bolt in self.bolts.items():
             try:
                 bolt.cleanup()
             except Exception as exc:
                 self.report_error(t, exc)
+
+
+def _no_wake() -> None:
+    """The wake-up of a host without a loop to wake (the loop then finds the work on its next pass)."""

@@ -150,6 +150,7 @@ class WorkerRuntime:
             conf=self.conf,
             clock=self.clock,
             sources=getattr(self.topology.components().get(component_id), "inputs", None),
+            topology=self.topology,
         )
 
     def routes_for(self, task: int) -> dict[str, StreamRoute]:

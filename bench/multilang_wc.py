@@ -1,0 +1,199 @@
+"""Multilang word count: pystorm split and count bolts behind ShellBolt, against a bare driver feeding the same
+processes (the ceiling: what the pystorm processes do with nothing but pipes around them), in the same run.
+
+Topology: an in-process spout emits N sentences (8 words each; tracked, one acker) -> ShellBolt "split"
+(pystorm) -> ShellBolt "count" (pystorm, no emits); throughput = sentences acked per second.  The bare driver
+writes the sentences to a split process, turns each of its emits into a tuple for a count process and reads the
+acks, from three threads (as the peer measurement ``wc_multilang.py`` does); throughput = sentences per second
+until the count process acked every word.  Both report the CPU seconds of the two pystorm processes together
+(``getrusage`` of reaped children) and of this process (the driver, or storm_py's worker with its spout, acker
+and the shell bolts' threads): on a shared machine the wall rates move with the load, the CPU per sentence less.
+
+usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from storm_py import LocalCluster, Spout, TopologyBuilder
+from storm_py.clock import wait_until
+from storm_py.multilang import ShellBolt
+
+RESOURCES = Path(__file__).parent / "resources"
+SENTENCES = [
+    "the quick brown fox jumps over the lazy", "storm processes unbounded streams of tuples very fast",
+    "a spout emits tuples and bolts process them", "every tuple tree is tracked by the acker",
+    "python workers exchange messages over zeromq with msgpack", "the counter bolt keeps a count per word",
+    "fields grouping sends the same word to one", "at least once processing replays failed tuple trees",
+    "batches make the transport cheap and the acker", "words flow from the splitter into the counter",
+]
+ACKED: list[int] = [0]
+
+
+class SentenceSpout(Spout):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < self.n:
+            self.collector.emit([SENTENCES[self.i % 10]], self.i)
+            self.i += 1
+
+    def ack(self, msg_id: Any) -> None:
+        ACKED[0] += 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["sentence"])
+
+
+class Bolt(ShellBolt):
+    def __init__(self, kind: str, serializer: str) -> None:
+        super().__init__(sys.executable, "wc_bolts.py", kind, serializer)
+        self.kind = kind
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        if self.kind == "split":
+            declarer.declare(["word"])
+
+
+def run_topology(n: int, serializer: str) -> float:
+    ACKED[0] = 0
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(n)).set_max_spout_pending(1000)
+    builder.set_bolt("split", Bolt("split", serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", Bolt("count", serializer)).fields_grouping("split", ["word"])
+    conf = {"topology.multilang.serializer": serializer, "topology.message.timeout.secs": 300}
+    with LocalCluster() as cluster:
+        t0 = time.perf_counter()
+        cluster.submit_topology("mlwc", conf, builder.create_topology())
+        wait_until(lambda: ACKED[0] >= n, 600, interval=0.01, what="every sentence acked")
+        return n / (time.perf_counter() - t0)
+
+
+class Bare:
+    """One pystorm process fed by hand."""
+
+    def __init__(self, kind: str, serializer: str, pid_dir: str) -> None:
+        import subprocess
+
+        self.json = serializer == "json"
+        self.proc = subprocess.Popen([sys.executable, str(RESOURCES / "wc_bolts.py"), kind, serializer],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=1 << 16)
+        self.unpacker = msgpack.Unpacker(raw=False)
+        self.write([self.encode({"conf": {}, "context": {"taskid": 1, "componentid": kind}, "pidDir": pid_dir})])
+        self.read()
+
+    def encode(self, msg: Any) -> bytes:
+        return (json.dumps(msg) + "\nend\n").encode() if self.json else msgpack.packb(msg)
+
+    def write(self, chunks: list[bytes]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"".join(chunks))
+        self.proc.stdin.flush()
+
+    def read(self) -> Any:
+        out = self.proc.stdout
+        assert out is not None
+        if self.json:
+            lines = []
+            while (line := out.readline()) != b"end\n":
+                lines.append(line)
+            return json.loads(b"".join(lines))
+        while True:
+            for msg in self.unpacker:
+                return msg
+            self.unpacker.feed(out.read1(1 << 16))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def run_bare(n: int, serializer: str) -> float:
+    pid_dir = tempfile.mkdtemp(prefix="mlwc-")
+    split, count = Bare("split", serializer, pid_dir), Bare("count", serializer, pid_dir)
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def feed() -> None:
+        for start in range(0, n, 500):
+            split.write([split.encode({"id": str(i), "comp": "s", "stream": "default", "task": 9,
+                                       "tuple": [SENTENCES[i % 10]]}) for i in range(start, min(n, start + 500))])
+
+    def relay() -> None:
+        acks = k = 0
+        buf: list[bytes] = []
+        while acks < n:
+            msg = split.read()
+            if msg.get("command") == "emit":
+                k += 1
+                buf.append(count.encode({"id": str(k), "comp": "split", "stream": "default", "task": 1,
+                                         "tuple": msg["tuple"]}))
+                if len(buf) >= 500:
+                    with lock:
+                        count.write(buf)
+                    buf = []
+            elif msg.get("command") == "ack":
+                acks += 1
+        with lock:
+            count.write(buf)
+
+    def drain() -> None:
+        acks = 0
+        while acks < 8 * n:
+            if count.read().get("command") == "ack":
+                acks += 1
+        done.set()
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (feed, relay, drain)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    done.wait()
+    rate = n / (time.perf_counter() - t0)
+    split.close()
+    count.close()
+    return rate
+
+
+def measured(run: Any, n: int, serializer: str) -> dict[str, float]:
+    """Sentences per second, and CPU seconds of the pystorm processes and of this process, for one run."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = time.process_time()
+    rate = run(n, serializer)
+    own = time.process_time() - own
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    bolts = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    return {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
+            "this_process_cpu_s": round(own, 2)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--serializer", default="json", choices=("json", "msgpack"))
+    a = ap.parse_args()
+    bare = measured(run_bare, a.n, a.serializer)
+    shell = measured(run_topology, a.n, a.serializer)
+    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell,
+                      "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""This module owns :class:`ShellBolt`: a bolt whose tuples are processed by another process over Storm's
+multilang protocol.
+
+Each input goes to the process as ``{"id", "comp", "stream", "task", "tuple"}`` under an id of the pending
+ledger; the process answers with ``emit`` (anchored to pending ids; answered with the target task ids unless
+``need_task_ids`` is false or the emit is direct), ``ack``, ``fail``, ``log``, ``error``, ``metrics`` and
+``sync``.  Every second a heartbeat tuple (task -1, stream ``__heartbeat``) is sent; a process that says nothing
+for ``topology.subprocess.timeout.secs`` is killed.  A process that exits, hangs, writes what is not the protocol
+or sends what the bolt cannot carry out (an emit on an undeclared stream, an ack of an unknown id) is a fault:
+the error, naming the component, goes to the topology's errors, every pending input is failed (so spouts replay
+it) and a new process is started, as the runtime treats a bolt that raises; a process that will not start is
+reported the same way and tried again, backing off up to 30 s, its inputs failed meanwhile.  At most
+``topology.shellbolt.max.pending`` inputs are out at once: :meth:`ShellBolt.room` tells the executor how many
+more it takes now, and the rest waits in the executor's inbox (``execute`` itself waits for answers should it be
+handed more).
+
+The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
+(called on every pass of the worker loop, which the reader thread wakes) writes it and handles what came back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from storm_py.api.components import Bolt, OutputCollector
+from storm_py.api.context import TopologyContext
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.errors import ShellProcessError
+from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
+from storm_py.multilang.serializer import EncodeError, ProtocolError, quote
+from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent, setting
+
+#: Storm's heartbeat stream and the task id its heartbeat tuples come from
+HEARTBEAT_STREAM: Final = "__heartbeat"
+SYSTEM_TASK: Final = -1
+#: longest wait between attempts to start a process that would not start
+MAX_RESTART_BACKOFF: Final = 30.0
+
+
+class ShellBolt(ShellComponent, Bolt):
+    """Storm's ``ShellBolt``: the process is ``[command, *args]``; subclass it to declare the output fields."""
+
+    kind = "shell bolt"
+
+    def __init__(self, command: str, *args: str) -> None:
+        super().__init__(command, *args)
+        self._wake: Any = None
+
+    def bind_wake(self, wake: Any) -> None:
+        """The worker loop's wake-up, called when the process wrote something."""
+        self._wake = wake
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self._setup(conf, context)
+        self._collector = collector
+        self._ledger: PendingLedger[Tuple] = PendingLedger(int(setting(conf, MAX_PENDING_KEY)))
+        self._outbuf: list[bytes] = []
+        self._failures = 0
+        self._restart_at = 0.0
+        self._process = None
+        self._beat = Heartbeat(self._timeout, self._clock.now())
+        # a process that cannot start is reported and tried again (backing off) rather than taking the worker
+        # down: its inputs fail at once meanwhile, and the rest of the worker runs on
+        self._restart(self._clock.now())
+
+    # -------------------------------------------------------------------------------------------------- input
+
+    def room(self) -> int:
+        """How many more inputs may be written now (:meth:`PendingLedger.room`; without a process: any number,
+        each failed at once)."""
+        return 1 << 30 if self._process is None else self._ledger.room()
+
+    def execute(self, tup: Tuple) -> None:
+        if self._process is None:
+            now = self._clock.now()
+            if now < self._restart_at or not self._restart(now):
+                self._collector.fail(tup)  # no process to run it: the spout replays it
+                return
+        if self._ledger.full():  # handed more than room() allowed (a tick tuple, say): wait for an answer
+            self._wait_for_room()
+            if self._process is None:
+                self._collector.fail(tup)
+                return
+        tid = self._ledger.add(tup)
+        try:
+            data = self._serializer.encode({
+                "id": tid, "comp": tup.source_component, "stream": tup.source_stream, "task": tup.source_task,
+                "tuple": tup.values,
+            })
+        except EncodeError as exc:
+            self._ledger.discard(tid)
+            self._collector.report_error(self._error(f"cannot send a tuple of {tup.source_component!r} "
+                                                     f"stream {tup.source_stream!r}: {exc.message}"))
+            self._collector.fail(tup)
+            return
+        self._outbuf.append(data)
+
+    def background_step(self, now: float) -> bool:
+        """Write what ``execute`` queued, handle what the process wrote, send heartbeats, notice faults."""
+        did = False
+        proc = self._process
+        if proc is None:
+            return self._restart(now) if now >= self._restart_at else False
+        if self._outbuf:
+            self._flush(proc)
+            did = True
+        elif proc.unsent:
+            proc.flush()
+        if proc.inbox:
+            self._drain(proc, now)
+            did = True
+        if self._process is proc:
+            self._timers(proc, now)
+            if self._clock.simulated and (len(self._ledger) or self._beat.outstanding):
+                # simulated time must not run ahead of a process still working: the loop counts as busy
+                # (LocalCluster advances the clock only when every worker is idle)
+                return True
+        return did
+
+    def cleanup(self) -> None:
+        proc = getattr(self, "_process", None)
+        self._process = None
+        if proc is not None:
+            proc.kill()
+
+    # ------------------------------------------------------------------------------------------------ helpers
+
+    def _flush(self, proc: ShellProcess) -> None:
+        out = self._outbuf
+        proc.send(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
+
+    def _wait_for_room(self) -> None:
+        """Block (the executor's backpressure) until the process answers one of the pending inputs."""
+        clock = self._clock
+        while self._ledger.full():
+            proc = self._process
+            if proc is None:
+                return
+            if self._outbuf:
+                self._flush(proc)
+            elif proc.unsent:
+                proc.flush()
+            proc.arrived.clear()
+            if not proc.inbox:
+                proc.arrived.wait(WAIT_SLICE)
+            now = clock.now()
+            if proc.inbox:
+                self._drain(proc, now)
+            if self._process is proc:
+                self._timers(proc, now)
+
+    def _timers(self, proc: ShellProcess, now: float) -> None:
+        beat = self._beat
+        if beat.expired(now):
+            self._fault(proc, f"answered nothing for {beat.silence(now):.1f} s (topology.subprocess.timeout.secs "
+                              f"is {beat.timeout:g}): killed{proc.exit_info()}", now)
+            return
+        if beat.due(now):
+            self._outbuf.append(self._serializer.encode({
+                "id": "heartbeat", "comp": None, "stream": HEARTBEAT_STREAM, "task": SYSTEM_TASK, "tuple": [],
+            }))
+            self._flush(proc)
+
+    def _drain(self, proc: ShellProcess, now: float) -> None:
+        inbox = proc.inbox
+        self._beat.heard(now)
+        emit = self._emit
+        answer = self._ledger.answer
+        ack = self._collector.ack
+        try:
+            while inbox:
+                msg = inbox.popleft()
+                if type(msg) is Fault:
+                    self._fault(proc, msg.reason, now)
+                    return
+                command = msg.get("command")  # the two messages of every tuple first, then the rest
+                if command == "emit":
+                    emit(msg)
+                elif command == "ack":
+                    ack(answer(msg.get("id"), "ack"))
+                else:
+                    self._handle(msg, command)
+        except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here
+            reason = exc.message if isinstance(exc, ShellProcessError) else f"{type(exc).__name__}: {exc}"
+            self._fault(proc, reason, now)
+
+    def _handle(self, msg: dict[str, Any], command: Any) -> None:
+        if command == "fail":
+            self._collector.fail(self._ledger.answer(msg.get("id"), "fail"))
+        elif command == "sync":
+            pass
+        elif command == "log":
+            self._handle_log(msg)
+        elif command == "error":
+            self._collector.report_error(self._error(f"the process reported: {msg.get('msg')}"))
+        elif command == "metrics":
+            self._handle_metrics(msg)
+        elif command is None:
+            raise ProtocolError(f"a message without a command: {quote(repr(msg))}")
+        else:
+            self._log.warning("ignored a message with the unknown command %r", command)
+
+    def _emit(self, msg: dict[str, Any]) -> None:
+        values = msg.get("tuple")
+        if not isinstance(values, list):
+            raise ProtocolError(f"an emit needs a 'tuple' list, got {quote(repr(msg))}")
+        stream = msg.get("stream") or DEFAULT_STREAM
+        ids = msg.get("anchors")
+        anchors: Tuple | list[Tuple] | None = None
+        if ids:  # one anchor goes as the tuple itself: the collector's fast path
+            anchors = self._ledger.anchor(ids[0]) if type(ids) is list and len(ids) == 1 else self._ledger.anchors(ids)
+        task = msg.get("task")
+        if task:
+            self._collector.emit_direct(int(task), values, anchors, stream)
+            return
+        targets = self._collector.emit(values, anchors, stream)
+        if msg.get("need_task_ids", True) is not False:
+            self._outbuf.append(self._serializer.encode(targets))
+
+    def _fault(self, proc: ShellProcess, reason: str, now: float) -> None:
+        """The process is lost: report it naming the component, fail what was pending, start another."""
+        error = self._error(reason)
+        self._log.error("%s", error.message)
+        self._collector.report_error(error)
+        self._process = None
+        proc.kill()
+        self._outbuf.clear()
+        for tup in self._ledger.drain():
+            self._collector.fail(tup)
+        self._restart(now)
+
+    def _restart(self, now: float) -> bool:
+        """Start a new process; on failure report it and try again later (backing off)."""
+        try:
+            self._process = self._launch(self._wake)
+        except ShellProcessError as exc:
+            self._failures += 1
+            self._restart_at = now + min(MAX_RESTART_BACKOFF, 0.5 * 2 ** self._failures)
+            self._log.error("%s", exc.message)
+            self._collector.report_error(exc)
+            return False
+        self._failures = 0
+        self._beat = Heartbeat(self._timeout, self._clock.now())
+        return True

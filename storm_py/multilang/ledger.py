@@ -1,0 +1,137 @@
+"""This module owns the pure core of a shell component: its pending tuples and its heartbeat deadlines.
+
+:class:`PendingLedger` maps the ids written to a shell bolt's process to the input tuples they stand for, bounds
+how many are out (``topology.shellbolt.max.pending``), resolves anchors and answers, and hands back everything
+pending when the process is lost.  :class:`Heartbeat` decides from ``now`` when a heartbeat is due and when the
+process has been silent too long (``topology.subprocess.timeout.secs``).  Neither reads a clock nor touches a
+process: the drivers in :mod:`storm_py.multilang.bolt` and :mod:`storm_py.multilang.spout` feed them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Generic, TypeVar
+
+from storm_py.multilang.serializer import ProtocolError
+
+#: seconds between heartbeats sent to a shell bolt (Storm's fixed one second)
+HEARTBEAT_INTERVAL: Final = 1.0
+
+T = TypeVar("T")
+
+
+class PendingLedger(Generic[T]):
+    """Ids written to the process and the tuples they stand for, until the process acks or fails them."""
+
+    def __init__(self, max_pending: int) -> None:
+        if max_pending < 1:
+            raise ValueError(f"max pending must be at least 1, got {max_pending}")
+        self.max_pending = max_pending
+        self._refill = max(1, max_pending // 4)
+        self._pending: dict[str, T] = {}
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def full(self) -> bool:
+        """Whether as many tuples are out as may be: the next one must wait for an answer."""
+        return len(self._pending) >= self.max_pending
+
+    def room(self) -> int:
+        """How many more items may be written now: none until a quarter of ``max_pending`` is free, once any are
+        out.  The process still holds three quarters, and it reads many tuples per wake-up instead of one per
+        answer (fed one at a time, pystorm's JSON reading cost ~30 % more CPU in ``bench/multilang_wc.py``)."""
+        out = len(self._pending)
+        free = self.max_pending - out
+        return free if (free >= self._refill or not out) else 0
+
+    def add(self, item: T) -> str:
+        """Record ``item`` as written and return the id it is written under (never reused)."""
+        self._next += 1
+        tid = str(self._next)
+        self._pending[tid] = item
+        return tid
+
+    def discard(self, tid: str) -> T | None:
+        """Forget ``tid`` (a tuple that could not be written); return its item."""
+        return self._pending.pop(tid, None)
+
+    def answer(self, tid: Any, what: str) -> T:
+        """The item the process acks or fails (``what``) under ``tid``; an unknown id is a protocol error."""
+        item = self._pending.pop(tid if type(tid) is str else _key(tid), None) if _hashable(tid) else None
+        if item is None:
+            raise ProtocolError(f"{what} of an id that is not pending (unknown, or already acked or failed): {tid!r}")
+        return item
+
+    def anchor(self, tid: Any) -> T:
+        """The pending item an emit anchors to; an id that is not pending is a protocol error."""
+        item = self._pending.get(tid if type(tid) is str else _key(tid)) if _hashable(tid) else None
+        if item is None:
+            raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
+        return item
+
+    def anchors(self, ids: Any) -> list[T]:
+        """The pending items an emit anchors to; an id that is not pending is a protocol error."""
+        if ids is None:
+            return []
+        if not isinstance(ids, list):
+            raise ProtocolError(f"anchors must be a list of ids, got {ids!r}")
+        out = []
+        for tid in ids:
+            item = self._pending.get(_key(tid)) if _hashable(tid) else None
+            if item is None:
+                raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
+            out.append(item)
+        return out
+
+    def drain(self) -> list[T]:
+        """Everything pending, in the order it was written; the ledger is empty afterwards."""
+        items = list(self._pending.values())
+        self._pending.clear()
+        return items
+
+
+def _hashable(tid: Any) -> bool:
+    """Whether ``tid`` can name a pending id (ids are strings; a number echoing one is accepted)."""
+    t = type(tid)
+    return t is str or t is int
+
+
+def _key(tid: Any) -> str:
+    """Ids go out as strings; a process that echoes them as numbers means the same id."""
+    return tid if isinstance(tid, str) else str(tid)
+
+
+class Heartbeat:
+    """When to send the next heartbeat and whether the process has been silent too long."""
+
+    def __init__(self, timeout: float, now: float, interval: float = HEARTBEAT_INTERVAL) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self.timeout = timeout
+        self.interval = interval
+        self.last_heard = now
+        self.next_beat = now + interval
+        #: a heartbeat went out and the process has said nothing since
+        self.outstanding = False
+
+    def heard(self, now: float) -> None:
+        """The process said something: it is alive."""
+        self.last_heard = now
+        self.outstanding = False
+
+    def due(self, now: float) -> bool:
+        """Whether a heartbeat should be sent now (and schedule the next one if so)."""
+        if now < self.next_beat:
+            return False
+        self.next_beat = now + self.interval
+        self.outstanding = True
+        return True
+
+    def expired(self, now: float) -> bool:
+        """Whether the process has said nothing for longer than the timeout."""
+        return now - self.last_heard > self.timeout
+
+    def silence(self, now: float) -> float:
+        """Seconds since the process last said anything."""
+        return now - self.last_heard

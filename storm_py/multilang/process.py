@@ -1,0 +1,249 @@
+"""This module owns a shell component's process: launching it, its pipes and the threads that serve them.
+
+:class:`ShellProcess` is the thin driver under :class:`~storm_py.multilang.bolt.ShellBolt` and
+:class:`~storm_py.multilang.spout.ShellSpout`: stdin is non-blocking, so the executor writes what it can and
+keeps the rest for its next pass (a process that stops reading never blocks the worker, and no thread handoff
+is paid per write); a reader thread decodes stdout into messages and wakes the executor, and another copies
+stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in
+the message queue as a :class:`Fault`, after every message read before it.  All decisions are the component's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any, Final
+
+from storm_py.clock import Clock
+from storm_py.errors import ShellProcessError
+from storm_py.multilang.serializer import ProtocolError, Serializer, quote
+
+#: how much of a process's stdout is read at once
+CHUNK: Final = 1 << 16
+#: stderr lines kept to explain a process's death
+STDERR_TAIL: Final = 5
+#: real seconds between looks at the clock while waiting for a process to answer
+WAIT_SLICE: Final = 0.05
+
+
+class Fault:
+    """Why a process can no longer be talked to (queued after the messages read before it)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def component_logger(component_id: str) -> logging.Logger:
+    """The logger a shell component's ``log`` messages and stderr go to."""
+    return logging.getLogger(f"storm_py.multilang.{component_id}")
+
+
+class ShellProcess:
+    """One running process of a shell component and the threads serving its pipes."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        cwd: Path,
+        serializer: Serializer,
+        component_id: str,
+        env: dict[str, str] | None = None,
+        wake: Callable[[], None] | None = None,
+    ) -> None:
+        self.command = list(command)
+        self.cwd = cwd
+        self.serializer = serializer
+        self.component_id = component_id
+        self.log = component_logger(component_id)
+        self._env = env
+        self._wake = wake
+        #: decoded messages and faults, in the order they were read
+        self.inbox: deque[Any] = deque()
+        self.arrived = threading.Event()
+        #: bytes for stdin that the pipe did not take yet (see :meth:`flush`)
+        self.unsent = bytearray()
+        self._stdin_fd = -1
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._threads: list[threading.Thread] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.pid_dir = tempfile.mkdtemp(prefix=f"storm-py-shell-{component_id}-")
+        self._closing = False
+
+    # ------------------------------------------------------------------------------------------------ starting
+
+    def launch(self, handshake: dict[str, Any], clock: Clock, timeout: float) -> int:
+        """Start the process, send the handshake and wait for its pid (``timeout`` seconds of ``clock``)."""
+        env = dict(os.environ if self._env is None else self._env)
+        # the worker's own interpreter comes first on PATH: "python3" is the environment the worker runs in
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        try:
+            self._proc = proc = subprocess.Popen(
+                self.command, cwd=self.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise ShellProcessError(
+                f"cannot start {self.command!r} in {str(self.cwd)!r}: {exc}", component=self.component_id
+            ) from exc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self._start("reader", self._read, proc.stdout)
+        self._start("stderr", self._read_stderr, proc.stderr)
+        self._stdin_fd = proc.stdin.fileno()
+        os.set_blocking(self._stdin_fd, False)
+        self.send(self.serializer.encode_lenient(handshake))
+        deadline = clock.now() + timeout
+        while not self.inbox:
+            if self.unsent:
+                self.flush()
+            if proc.poll() is not None and not self.inbox:
+                self.arrived.wait(WAIT_SLICE)  # what it wrote before exiting may still be on its way
+                if not self.inbox:
+                    raise ShellProcessError(f"exited during the handshake{self.exit_info()}")
+            if clock.now() > deadline:
+                raise ShellProcessError(f"did not answer the handshake within {timeout} s")
+            self.arrived.wait(WAIT_SLICE)
+            self.arrived.clear()
+        first = self.inbox.popleft()
+        if isinstance(first, Fault):
+            raise ShellProcessError(f"broke the handshake: {first.reason}")
+        pid = first.get("pid") if isinstance(first, dict) else None
+        if not isinstance(pid, int) or isinstance(pid, bool):
+            raise ProtocolError(f"the handshake's answer must be {{\"pid\": N}}, got {quote(repr(first))}")
+        self.pid = pid
+        return pid
+
+    def _start(self, role: str, target: Callable[[Any], None], stream: IO[bytes]) -> None:
+        t = threading.Thread(target=target, args=(stream,), name=f"shell-{self.component_id}-{role}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    # ------------------------------------------------------------------------------------------------- threads
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        decoder = self.serializer.decoder()
+        fd = stdout.fileno()
+        inbox = self.inbox
+        try:
+            while True:
+                data = os.read(fd, CHUNK)
+                if not data:
+                    self._fault(f"exited{self.exit_info(wait=True)}")
+                    return
+                messages = decoder.feed(data)
+                if messages:
+                    inbox.extend(messages)
+                    self._notify()
+        except ProtocolError as exc:
+            self._fault(exc.message)
+        except OSError as exc:
+            if not self._closing:
+                self._fault(f"its stdout failed: {exc}")
+
+    def _read_stderr(self, stderr: IO[bytes]) -> None:
+        try:
+            for raw in stderr:
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    self._stderr_tail.append(line)
+                    self.log.warning("stderr: %s", line)
+        except (OSError, ValueError):
+            pass
+
+    def _fault(self, reason: str) -> None:
+        self.inbox.append(Fault(reason))
+        self._notify()
+
+    def _notify(self) -> None:
+        self.arrived.set()
+        if self._wake is not None:
+            self._wake()
+
+    # ---------------------------------------------------------------------------------------------------- use
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the process's stdin, or as much as the pipe takes now (the rest waits in ``unsent``
+        for :meth:`flush`, in order)."""
+        if self.unsent:
+            self.unsent += data
+            self.flush()
+            return
+        try:
+            n = os.write(self._stdin_fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            self._lost_stdin(exc)
+            return
+        if n < len(data):
+            self.unsent += data[n:]
+
+    def flush(self) -> None:
+        """Write what the pipe did not take before, as far as it takes it now."""
+        unsent = self.unsent
+        while unsent:
+            try:
+                n = os.write(self._stdin_fd, unsent)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self._lost_stdin(exc)
+                return
+            del unsent[:n]
+
+    def _lost_stdin(self, exc: OSError) -> None:
+        self.unsent.clear()
+        if not self._closing:
+            self._fault(f"its stdin was closed: {exc}")
+
+    def exited(self) -> bool:
+        """Whether the process has exited."""
+        return self._proc is not None and self._proc.poll() is not None
+
+    def exit_info(self, wait: bool = False) -> str:
+        """`` (exit code N; stderr: ...)``, for an error message."""
+        proc = self._proc
+        if proc is None:
+            return ""
+        code = proc.poll()
+        if code is None and wait:
+            try:
+                code = proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+        parts = [f"exit code {code}" if code is not None else "still running"]
+        if self._stderr_tail:
+            parts.append("stderr: " + " | ".join(self._stderr_tail))
+        return " (" + "; ".join(parts) + ")"
+
+    def kill(self) -> None:
+        """Kill the process, stop its threads and remove its pid directory."""
+        self._closing = True
+        self.unsent.clear()
+        proc = self._proc
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self.log.error("process %s of %s did not die", proc.pid, self.component_id)
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(2.0)
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+        shutil.rmtree(self.pid_dir, ignore_errors=True)

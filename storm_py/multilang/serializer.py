@@ -1,0 +1,195 @@
+"""This module owns the multilang wire formats: Storm's JSON framing and pystorm's msgpack framing.
+
+JSON (Storm's ``JsonSerializer``): every message is one JSON document followed by a line ``end``.  msgpack
+(pystorm's): messages are msgpack maps written back to back, with no ``end`` line.  Encoders turn one message
+into bytes and raise :class:`EncodeError` for a value the format cannot carry; decoders are fed raw bytes as
+they arrive and return the complete messages, raising :class:`ProtocolError` (with the offending text quoted) for
+anything that is not the protocol.  Nothing here touches a process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+import msgpack
+
+from storm_py.errors import ConfigError, ShellProcessError
+
+#: Storm's class name for the JSON serializer, accepted as a synonym of ``"json"``
+STORM_JSON_CLASS: Final = "org.apache.storm.multilang.JsonSerializer"
+#: how much of a bad line or message an error quotes
+QUOTE_LIMIT: Final = 200
+
+
+class ProtocolError(ShellProcessError):
+    """The process wrote something that is not the multilang protocol."""
+
+    code = "multilang_protocol_error"
+
+
+class EncodeError(ShellProcessError):
+    """A message holds a value the serializer cannot carry."""
+
+    code = "multilang_encode_error"
+
+
+def quote(data: bytes | str) -> str:
+    """``data`` as a short quoted string for an error message."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    if len(text) > QUOTE_LIMIT:
+        text = text[:QUOTE_LIMIT] + "..."
+    return repr(text)
+
+
+class Decoder(Protocol):
+    """Turns bytes read from a process into messages."""
+
+    def feed(self, data: bytes) -> list[Any]:
+        """The messages completed by ``data`` (possibly none)."""
+        ...
+
+
+class Serializer(Protocol):
+    """One wire format: how to encode a message and how to decode a stream of them."""
+
+    name: str
+
+    def encode(self, message: Any) -> bytes:
+        """One message as bytes, framing included."""
+        ...
+
+    def encode_lenient(self, message: Any) -> bytes:
+        """Like :meth:`encode`, with values the format cannot carry written as their ``str`` (the handshake's conf)."""
+        ...
+
+    def decoder(self) -> Decoder:
+        """A fresh decoder for one process's output."""
+        ...
+
+
+class JsonSerializer:
+    """Storm's JSON framing: a document, a newline, ``end``, a newline."""
+
+    name = "json"
+
+    def __init__(self) -> None:
+        self._dumps: Callable[[Any], str] = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+        self._lenient: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+    def encode(self, message: Any) -> bytes:
+        try:
+            return (self._dumps(message) + "\nend\n").encode()
+        except (TypeError, ValueError) as exc:
+            raise EncodeError(f"cannot encode as JSON: {exc}") from exc
+
+    def encode_lenient(self, message: Any) -> bytes:
+        return (self._lenient(message) + "\nend\n").encode()
+
+    def decoder(self) -> JsonDecoder:
+        return JsonDecoder()
+
+
+class JsonDecoder:
+    """Splits a process's output into messages ended by a line ``end``.
+
+    A message starts with ``{`` (every message a process sends is an object); text that does not (a line printed
+    to stdout, say) is not the protocol and fails at once, quoted, rather than when an ``end`` comes.  Blank lines
+    between messages are skipped.  The stream is cut on ``\nend\n`` (a JSON document cannot hold a raw newline
+    inside a string), so each message costs one ``json.loads``.
+    """
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._loads = json.loads
+
+    def feed(self, data: bytes) -> list[Any]:
+        parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
+        rest = self._rest = parts.pop()
+        out: list[Any] = []
+        loads = self._loads
+        for part in parts:
+            if part[:1] != b"{":
+                _check_start(part, complete=True)
+            try:
+                msg = loads(part)
+            except ValueError as exc:
+                raise ProtocolError(f"not a JSON message: {quote(part)} ({exc})") from exc
+            out.append(msg)  # an object: it starts with "{"
+        if rest[:1] != b"{" and rest:
+            _check_start(rest, complete=False)
+        return out
+
+
+def _check_start(text: bytes, complete: bool) -> None:
+    """Raise for text where a message should start that cannot start one (blank lines may come first; an
+    incomplete ``text`` may be the start of an ``end`` line)."""
+    head = text.lstrip()
+    if not head or head.startswith(b"{"):
+        return
+    if head.startswith(b"end\n") or (complete and head.rstrip() == b"end"):
+        raise ProtocolError("an 'end' line with no message before it")
+    if not complete and b"end".startswith(head):
+        return
+    line = head.split(b"\n", 1)[0]
+    raise ProtocolError(f"not the multilang protocol: {quote(line)}")
+
+
+class MsgpackSerializer:
+    """pystorm's msgpack framing: maps written back to back (strings as str, bytes as bin)."""
+
+    name = "msgpack"
+
+    def __init__(self) -> None:
+        self._packer = msgpack.Packer(use_bin_type=True)
+        self._lenient = msgpack.Packer(use_bin_type=True, default=str)
+
+    def encode(self, message: Any) -> bytes:
+        try:
+            data: bytes = self._packer.pack(message)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self._packer.reset()
+            raise EncodeError(f"cannot encode as msgpack: {exc}") from exc
+        return data
+
+    def encode_lenient(self, message: Any) -> bytes:
+        data: bytes = self._lenient.pack(message)
+        return data
+
+    def decoder(self) -> MsgpackDecoder:
+        return MsgpackDecoder()
+
+
+class MsgpackDecoder:
+    """Unpacks back-to-back msgpack objects; anything but a map is not the protocol."""
+
+    def __init__(self) -> None:
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+        self._recent = b""
+
+    def feed(self, data: bytes) -> list[Any]:
+        self._unpacker.feed(data)
+        self._recent = (self._recent + data)[-4 * QUOTE_LIMIT:]
+        out: list[Any] = []
+        try:
+            for msg in self._unpacker:
+                if not isinstance(msg, dict):
+                    raise ProtocolError(f"not the multilang protocol (a msgpack {type(msg).__name__}): "
+                                        f"{quote(self._recent)}")
+                out.append(msg)
+        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+            raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
+        return out
+
+
+def serializer_for(name: Any, component_id: str) -> Serializer:
+    """The serializer ``topology.multilang.serializer`` names; raise naming the component for anything else."""
+    if name in (None, "json", STORM_JSON_CLASS):
+        return JsonSerializer()
+    if name == "msgpack":
+        return MsgpackSerializer()
+    raise ConfigError(
+        f"topology.multilang.serializer of {component_id!r} must be 'json', 'msgpack' or {STORM_JSON_CLASS!r}, "
+        f"got {name!r}", key="topology.multilang.serializer", component=component_id,
+    )

@@ -1,0 +1,1 @@
+"""Multilang word count for the dev-cluster test."""

@@ -1,0 +1,198 @@
+"""The pure parts of storm_py.multilang: the wire formats, the pending ledger, heartbeats and the handshake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from storm_py import Fields, TopologyBuilder
+from storm_py.api.context import TopologyContext
+from storm_py.errors import ConfigError
+from storm_py.multilang import ShellBolt, ShellSpout
+from storm_py.multilang.handshake import context_json, resources_dir
+from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.serializer import (
+    STORM_JSON_CLASS,
+    EncodeError,
+    JsonSerializer,
+    MsgpackSerializer,
+    ProtocolError,
+    serializer_for,
+)
+
+
+def test_json_framing_round_trip_across_chunk_boundaries() -> None:
+    ser = JsonSerializer()
+    data = ser.encode({"command": "emit", "tuple": ["a", 1]}) + b"\n" + ser.encode({"command": "sync"})
+    assert data.startswith(b'{"command":"emit","tuple":["a",1]}\nend\n')
+    dec = ser.decoder()
+    out = []
+    for i in range(len(data)):  # one byte at a time
+        out += dec.feed(data[i:i + 1])
+    assert out == [{"command": "emit", "tuple": ["a", 1]}, {"command": "sync"}]
+    assert ser.encode([3, 4]) == b"[3,4]\nend\n"  # task ids
+
+
+def test_json_decoder_accepts_a_message_over_several_lines() -> None:
+    assert JsonSerializer().decoder().feed(b'{"command":\n "ack", "id": "1"}\nend\n') == [{"command": "ack", "id": "1"}]
+
+
+@pytest.mark.parametrize("data", [b"hello world\n", b"hello", b'{"command": "sync"}\nend\nDebug: x\n',
+                                  b'\nhello\n{"command": "sync"}\nend\n'])
+def test_json_decoder_rejects_text_that_is_not_the_protocol_quoting_it(data: bytes) -> None:
+    with pytest.raises(ProtocolError, match=r"not the multilang protocol: '(hello|Debug)"):
+        JsonSerializer().decoder().feed(data)
+
+
+def test_json_decoder_waits_for_what_may_still_become_a_message() -> None:
+    dec = JsonSerializer().decoder()
+    assert dec.feed(b"\n\n") == [] and dec.feed(b'{"command": "sy') == [] and dec.feed(b'nc"}\ne') == []
+    assert dec.feed(b"nd\n") == [{"command": "sync"}]
+
+
+def test_json_decoder_rejects_bad_json_and_non_objects() -> None:
+    with pytest.raises(ProtocolError, match="not a JSON message"):
+        JsonSerializer().decoder().feed(b"{oops\nend\n")
+    with pytest.raises(ProtocolError, match="not a JSON message"):
+        JsonSerializer().decoder().feed(b'{"command": "sync"}\nprinted\nend\n')
+    with pytest.raises(ProtocolError, match="'end' line with no message"):
+        JsonSerializer().decoder().feed(b"end\n")
+
+
+def test_encoders_refuse_values_they_cannot_carry() -> None:
+    with pytest.raises(EncodeError, match="JSON"):
+        JsonSerializer().encode({"tuple": [{1, 2}]})
+    with pytest.raises(EncodeError, match="JSON"):
+        JsonSerializer().encode({"tuple": [float("nan")]})
+    with pytest.raises(EncodeError, match="msgpack"):
+        MsgpackSerializer().encode({"tuple": [{1, 2}]})
+    assert b"{1, 2}" in JsonSerializer().encode_lenient({"conf": {1, 2}})
+
+
+def test_msgpack_framing_back_to_back_and_garbage() -> None:
+    ser = MsgpackSerializer()
+    data = ser.encode({"command": "emit", "tuple": ["x", b"raw"]}) + msgpack.packb({"command": "sync"})
+    dec = ser.decoder()
+    assert dec.feed(data[:5]) == []
+    assert dec.feed(data[5:]) == [{"command": "emit", "tuple": ["x", b"raw"]}, {"command": "sync"}]
+    with pytest.raises(ProtocolError, match=r"not the multilang protocol.*hello"):
+        ser.decoder().feed(b"hello\n")
+
+
+def test_serializer_names() -> None:
+    assert serializer_for("json", "c").name == "json"
+    assert serializer_for(STORM_JSON_CLASS, "c").name == "json"
+    assert serializer_for("msgpack", "c").name == "msgpack"
+    with pytest.raises(ConfigError, match=r"'split'.*'yaml'"):
+        serializer_for("yaml", "split")
+
+
+def test_ledger_ids_answers_anchors_bound_and_drain() -> None:
+    ledger: PendingLedger[str] = PendingLedger(2)
+    a = ledger.add("A")
+    b = ledger.add("B")
+    assert a != b and ledger.full() and len(ledger) == 2
+    assert ledger.anchors([a, int(b)]) == ["A", "B"]  # an id echoed as a number is the same id
+    assert ledger.answer(a, "ack") == "A"
+    assert not ledger.full()
+    with pytest.raises(ProtocolError, match=r"ack of an id that is not pending.*'1'"):
+        ledger.answer(a, "ack")
+    with pytest.raises(ProtocolError, match="anchored to"):
+        ledger.anchors([a])
+    with pytest.raises(ProtocolError, match="not pending"):
+        ledger.answer([1], "fail")
+    c = ledger.add("C")
+    assert c not in (a, b)  # ids are never reused
+    assert ledger.drain() == ["B", "C"] and len(ledger) == 0
+
+
+def test_ledger_room_refills_by_quarters_once_tuples_are_out() -> None:
+    ledger: PendingLedger[int] = PendingLedger(8)
+    assert ledger.room() == 8
+    ids = [ledger.add(i) for i in range(8)]
+    assert ledger.room() == 0
+    ledger.answer(ids[0], "ack")
+    assert ledger.room() == 0  # one free slot: wait for a quarter
+    ledger.answer(ids[1], "ack")
+    assert ledger.room() == 2
+    for tid in ids[2:]:
+        ledger.answer(tid, "ack")
+    assert ledger.room() == 8
+    one: PendingLedger[int] = PendingLedger(1)
+    assert one.room() == 1
+    one.add(0)
+    assert one.room() == 0
+
+
+def test_heartbeat_due_every_interval_and_expiry_from_last_heard() -> None:
+    beat = Heartbeat(timeout=3.0, now=100.0)
+    assert not beat.due(100.5) and not beat.outstanding
+    assert beat.due(101.0) and not beat.due(101.5) and beat.due(102.0)
+    assert beat.outstanding
+    assert not beat.expired(103.0)
+    assert beat.expired(103.1)
+    beat.heard(103.1)
+    assert not beat.outstanding
+    assert not beat.expired(106.0) and beat.expired(106.2)
+    assert beat.silence(106.2) == pytest.approx(3.1)
+
+
+class _Split(ShellBolt):
+    def __init__(self) -> None:
+        super().__init__("python3", "split.py")
+
+    def declare_output_fields(self, declarer):  # type: ignore[no-untyped-def]
+        declarer.declare(["word"])
+
+
+class _Words(ShellSpout):
+    def __init__(self) -> None:
+        super().__init__("python3", "words.py")
+
+    def declare_output_fields(self, declarer):  # type: ignore[no-untyped-def]
+        declarer.declare(["word"])
+
+
+def test_handshake_context_has_storms_keys() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("s", _Words())
+    builder.set_bolt("split", _Split(), 2).global_grouping("s")
+    builder.set_bolt("sink", _Split()).shuffle_grouping("split")
+    topology = builder.create_topology()
+    context = TopologyContext(
+        topology_id="t-1", topology_name="t", task_id=2, component_id="split",
+        task_to_component={1: "s", 2: "split", 3: "split", 4: "sink", 5: "__acker"},
+        component_tasks={"s": [1], "split": [2, 3], "sink": [4], "__acker": [5]},
+        component_streams={c: {"default": Fields(["word"]), "__ack_ack": Fields(["id", "ack-val"])}
+                           for c in ("s", "split", "sink")},
+        worker_tasks=[1, 2, 3, 4, 5], topology=topology,
+    )
+    ctx = context_json(context)
+    assert ctx["taskid"] == 2 and ctx["componentid"] == "split"
+    assert ctx["task->component"] == {"1": "s", "2": "split", "3": "split", "4": "sink", "5": "__acker"}
+    assert ctx["streams"] == ["default"]
+    assert ctx["stream->outputfields"] == {"default": ["word"]}
+    assert ctx["stream->target->grouping"] == {"default": {"sink": {"type": "shuffle"}}}
+    assert ctx["source->stream->grouping"] == {"s": {"default": {"type": "fields", "fields": []}}}
+    assert ctx["source->stream->fields"] == {"s": {"default": ["word"]}}
+
+
+def test_working_directory_is_the_resources_folder_beside_or_above(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pkg = tmp_path / "code" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    module = pkg / "topology.py"
+    module.write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert resources_dir(str(module)) == tmp_path  # none: the current directory
+    (tmp_path / "code" / "resources").mkdir()
+    assert resources_dir(str(module)) == tmp_path / "code" / "resources"
+    (pkg / "resources").mkdir()
+    assert resources_dir(str(module)) == pkg / "resources"
+    assert resources_dir(None) == tmp_path
+
+
+def test_shell_component_remembers_the_module_that_built_it() -> None:
+    assert _Split()._origin == __file__
