@@ -1,0 +1,63 @@
+"""storm_py.trident: Storm 2.x Trident, the exactly-once high-level API over transactional batches.
+
+Streams are declared on a :class:`TridentTopology` (:mod:`~storm_py.trident.stream`), planned into bolts
+(:mod:`~storm_py.trident.planner`) that run fused processors (:mod:`~storm_py.trident.processors`,
+:mod:`~storm_py.trident.bolt`), fed by Trident spouts (:mod:`~storm_py.trident.spout`) through the
+transactional coordinator, and kept in Trident state (:mod:`~storm_py.trident.state`).
+"""
+
+from storm_py.transactional.map_state import OpaqueValue, TransactionalValue
+from storm_py.trident.builtin import Count, Debug, FilterNull, FirstN, MapGet, Sum
+from storm_py.trident.operation import (
+    Assembly,
+    BaseAggregator,
+    BaseFilter,
+    BaseFunction,
+    CombinerAggregator,
+    ReducerAggregator,
+    TridentCollector,
+)
+from storm_py.trident.spout import FixedBatchSpout, TridentSpout
+from storm_py.trident.state import (
+    BaseQueryFunction,
+    BaseStateUpdater,
+    CachedMap,
+    MapState,
+    MemoryMapState,
+    State,
+    StateFactory,
+)
+from storm_py.trident.stream import GroupedStream, Stream, TridentState, TridentTopology
+from storm_py.trident.tuple import TridentTuple
+
+__all__ = [
+    "Assembly",
+    "BaseAggregator",
+    "BaseFilter",
+    "BaseFunction",
+    "BaseQueryFunction",
+    "BaseStateUpdater",
+    "CachedMap",
+    "CombinerAggregator",
+    "Count",
+    "Debug",
+    "FilterNull",
+    "FirstN",
+    "FixedBatchSpout",
+    "GroupedStream",
+    "MapGet",
+    "MapState",
+    "MemoryMapState",
+    "OpaqueValue",
+    "ReducerAggregator",
+    "State",
+    "StateFactory",
+    "Stream",
+    "Sum",
+    "TransactionalValue",
+    "TridentCollector",
+    "TridentSpout",
+    "TridentState",
+    "TridentTopology",
+    "TridentTuple",
+]

@@ -1,0 +1,390 @@
+"""The per-operation processors a Trident bolt runs: each, filter, map, aggregate, join, merge, persist, query.
+
+A processor is built when the stream is declared and copied into every task with its bolt.  Per batch the
+bolt opens a :class:`BatchRun` holding each processor's batch state; ``execute(run, parent, values)`` takes
+one tuple (its values in the parent's fields), ``finish(run)`` runs once the batch is complete (in the order
+the operations were declared, so parents finish before their children), and ``emit(run, values)`` hands an
+output tuple to the processors of the same bolt that read it and, if another bolt reads it, onto the wire as
+``[attempt, *values]`` on the processor's stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from storm_py.trident.operation import BaseAggregator, CombinerAggregator, ReducerAggregator
+from storm_py.trident.tuple import Schema, TridentTuple
+
+if TYPE_CHECKING:
+    from storm_py.trident.bolt import TaskScope
+
+
+class BatchRun:
+    """One batch in one task: its attempt, each processor's batch state, where wire tuples go."""
+
+    __slots__ = ("attempt", "states", "task")
+
+    def __init__(self, attempt: Any, task: TaskScope, size: int) -> None:
+        self.attempt = attempt
+        self.task = task
+        self.states: list[Any] = [None] * size
+
+
+class Processor:
+    """A node of a Trident bolt; subclasses override ``execute`` (and ``start``/``finish`` when they keep
+    batch state)."""
+
+    #: a short word for plans and logs
+    kind = "op"
+
+    def __init__(self, schema: Schema) -> None:
+        #: the fields of this processor's output
+        self.schema = schema
+        #: (processor, parent index) of the same bolt that read this output
+        self.children: list[tuple[Processor, int]] = []
+        #: the stream this output is sent on to other bolts (None when no other bolt reads it)
+        self.stream: str | None = None
+        #: this processor's position in its bolt (its batch state is ``run.states[slot]``)
+        self.slot = 0
+
+    def operations(self) -> list[Any]:
+        """The user objects to ``prepare`` and ``cleanup`` with the task."""
+        return []
+
+    def prepare(self, task: TaskScope) -> None:
+        """Once per task, before the first batch."""
+        for op in self.operations():
+            prepare = getattr(op, "prepare", None)
+            if prepare is not None:
+                prepare(task.conf, task.context)
+
+    def cleanup(self) -> None:
+        """When the task shuts down."""
+        for op in self.operations():
+            cleanup = getattr(op, "cleanup", None)
+            if cleanup is not None:
+                cleanup()
+
+    def start(self, run: BatchRun) -> Any:
+        """The batch state of a new batch (None when the processor keeps none)."""
+        return None
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        """Process one input tuple."""
+        raise NotImplementedError
+
+    def finish(self, run: BatchRun) -> None:
+        """The batch is complete."""
+
+    def emit(self, run: BatchRun, values: list[Any]) -> None:
+        """Send one output tuple on."""
+        for child, index in self.children:
+            child.execute(run, index, values)
+        if self.stream is not None:
+            run.task.emit([run.attempt, *values], self.stream)
+
+
+class _Collector:
+    """The collector operations emit through: each emit becomes ``prefix + values``."""
+
+    __slots__ = ("prefix", "proc", "run")
+
+    def __init__(self, proc: Processor) -> None:
+        self.proc = proc
+        self.run: BatchRun | None = None
+        self.prefix: list[Any] = []
+
+    def emit(self, values: Sequence[Any]) -> None:
+        assert self.run is not None
+        self.proc.emit(self.run, [*self.prefix, *values])
+
+    def report_error(self, exc: BaseException) -> None:
+        assert self.run is not None
+        self.run.task.report_error(exc)
+
+
+class _Projecting(Processor):
+    """A processor whose operation sees its input projected to ``in_positions``."""
+
+    def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int]) -> None:
+        super().__init__(schema)
+        self.in_schema = in_schema
+        self.in_positions = in_positions
+        self.collector = _Collector(self)
+
+    def project(self, values: list[Any]) -> TridentTuple:
+        return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
+
+
+class EachProcessor(_Projecting):
+    """``each(in_fields, function, out_fields)``: what the function emits is appended to the input."""
+
+    kind = "each"
+
+    def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int], function: Any) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.function = function
+
+    def operations(self) -> list[Any]:
+        return [self.function]
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        collector = self.collector
+        collector.run = run
+        collector.prefix = values
+        self.function.execute(self.project(values), collector)
+
+
+class FilterProcessor(_Projecting):
+    """``filter(in_fields, filter)``: keeps the tuples the filter keeps."""
+
+    kind = "filter"
+
+    def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int], filter: Any) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.filter = filter
+
+    def operations(self) -> list[Any]:
+        return [self.filter]
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        if self.filter.is_keep(self.project(values)):
+            self.emit(run, values)
+
+
+class MapProcessor(Processor):
+    """``map`` (one output per input), ``flat_map`` (any number) and ``peek`` (the input, after a look)."""
+
+    def __init__(self, schema: Schema, in_schema: Schema, function: Any, kind: str) -> None:
+        super().__init__(schema)
+        self.in_schema = in_schema
+        self.kind = kind
+        method = {"map": "execute", "flat_map": "execute", "peek": "accept"}[kind]
+        self.function = function
+        self.call = getattr(function, method, None) or function
+
+    def operations(self) -> list[Any]:
+        return [self.function]
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        tup = TridentTuple(values, self.in_schema)
+        if self.kind == "map":
+            self.emit(run, list(self.call(tup)))
+        elif self.kind == "flat_map":
+            for out in self.call(tup):
+                self.emit(run, list(out))
+        else:
+            self.call(tup)
+            self.emit(run, values)
+
+
+class ProjectProcessor(Processor):
+    """``project(fields)`` (and the renaming side of ``merge``)."""
+
+    kind = "project"
+
+    def __init__(self, schema: Schema, positions: list[int]) -> None:
+        super().__init__(schema)
+        self.positions = positions
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        self.emit(run, [values[i] for i in self.positions])
+
+
+class MergeProcessor(Processor):
+    """``merge(*streams)``: every input tuple passes, under the first stream's field names."""
+
+    kind = "merge"
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        self.emit(run, values)
+
+
+class JoinProcessor(Processor):
+    """``join``: an inner join of two streams within a batch, emitting ``key + left rest + right rest``."""
+
+    kind = "join"
+
+    def __init__(self, schema: Schema, keys: tuple[list[int], list[int]], rests: tuple[list[int], list[int]]) -> None:
+        super().__init__(schema)
+        self.keys = keys
+        self.rests = rests
+
+    def start(self, run: BatchRun) -> Any:
+        return {}
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        table: dict[tuple[Any, ...], tuple[list[list[Any]], list[list[Any]]]] = run.states[self.slot]
+        key = tuple(values[i] for i in self.keys[parent])
+        sides = table.get(key)
+        if sides is None:
+            sides = table[key] = ([], [])
+        sides[parent].append([values[i] for i in self.rests[parent]])
+
+    def finish(self, run: BatchRun) -> None:
+        for key, (lefts, rights) in run.states[self.slot].items():
+            for left in lefts:
+                for right in rights:
+                    self.emit(run, [*key, *left, *right])
+
+
+class _AggregatorAdapter:
+    """One interface over the three aggregator kinds: ``init``, ``aggregate -> state``, ``complete``."""
+
+    def __init__(self, agg: Any) -> None:
+        self.agg = agg
+        if isinstance(agg, CombinerAggregator) or callable(getattr(agg, "combine", None)):
+            self.kind = "combiner"
+        elif isinstance(agg, ReducerAggregator) or callable(getattr(agg, "reduce", None)):
+            self.kind = "reducer"
+        elif isinstance(agg, BaseAggregator) or callable(getattr(agg, "complete", None)):
+            self.kind = "aggregator"
+        else:
+            raise TypeError(f"{type(agg).__name__} is no CombinerAggregator, ReducerAggregator or Aggregator")
+
+    def init(self, attempt: Any, collector: _Collector) -> Any:
+        if self.kind == "combiner":
+            return self.agg.zero()
+        if self.kind == "reducer":
+            return self.agg.init()
+        return self.agg.init(attempt, collector)
+
+    def aggregate(self, state: Any, tup: TridentTuple, collector: _Collector) -> Any:
+        if self.kind == "combiner":
+            return self.agg.combine(state, self.agg.init(tup))
+        if self.kind == "reducer":
+            return self.agg.reduce(state, tup)
+        self.agg.aggregate(state, tup, collector)
+        return state
+
+    def complete(self, state: Any, collector: _Collector) -> None:
+        if self.kind == "aggregator":
+            self.agg.complete(state, collector)
+        else:
+            collector.emit([state])
+
+
+class AggregateProcessor(_Projecting):
+    """``partition_aggregate`` (grouped or not) in one task: per batch one state (per group), completed when
+    the batch is; an ungrouped empty batch still yields the ``zero()`` / ``init()`` result."""
+
+    kind = "aggregate"
+
+    def __init__(
+        self, schema: Schema, in_schema: Schema, in_positions: list[int], agg: Any, group: list[int] | None
+    ) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.adapter = _AggregatorAdapter(agg)
+        self.group = group
+
+    def operations(self) -> list[Any]:
+        return [self.adapter.agg]
+
+    def start(self, run: BatchRun) -> Any:
+        if self.group is not None:
+            return {}
+        self.collector.run = run
+        self.collector.prefix = []
+        return [self.adapter.init(run.attempt, self.collector)]
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        collector = self.collector
+        collector.run = run
+        adapter = self.adapter
+        if self.group is None:
+            holder = run.states[self.slot]
+            collector.prefix = []
+            holder[0] = adapter.aggregate(holder[0], self.project(values), collector)
+            return
+        groups: dict[tuple[Any, ...], list[Any]] = run.states[self.slot]
+        key = tuple(values[i] for i in self.group)
+        collector.prefix = list(key)
+        holder = groups.get(key)
+        if holder is None:
+            holder = groups[key] = [adapter.init(run.attempt, collector)]
+        holder[0] = adapter.aggregate(holder[0], self.project(values), collector)
+
+    def finish(self, run: BatchRun) -> None:
+        collector = self.collector
+        collector.run = run
+        if self.group is None:
+            collector.prefix = []
+            self.adapter.complete(run.states[self.slot][0], collector)
+            return
+        for key, holder in run.states[self.slot].items():
+            collector.prefix = list(key)
+            self.adapter.complete(holder[0], collector)
+
+
+class PersistProcessor(_Projecting):
+    """``partition_persist``: the batch's tuples go to the updater in the commit phase, between the state's
+    ``begin_commit(txid)`` and ``commit(txid)``; what the updater emits is the new-values stream."""
+
+    kind = "persist"
+
+    def __init__(
+        self, schema: Schema, in_schema: Schema, in_positions: list[int], state_id: int, updater: Any
+    ) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.state_id = state_id
+        self.updater = updater
+
+    def operations(self) -> list[Any]:
+        return [self.updater]
+
+    def start(self, run: BatchRun) -> Any:
+        return []
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        run.states[self.slot].append(self.project(values))
+
+    def finish(self, run: BatchRun) -> None:
+        state = run.task.states[self.state_id]
+        txid = run.attempt.transaction_id
+        collector = self.collector
+        collector.run = run
+        collector.prefix = []
+        state.begin_commit(txid)
+        self.updater.update_state(state, run.states[self.slot], collector)
+        state.commit(txid)
+
+
+class QueryProcessor(_Projecting):
+    """``state_query``: the batch's tuples are looked up together (``batch_retrieve``), then each result is
+    handed to ``execute`` whose emits are appended to the tuple."""
+
+    kind = "query"
+
+    def __init__(
+        self, schema: Schema, in_schema: Schema, in_positions: list[int], state_id: int, function: Any
+    ) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.state_id = state_id
+        self.function = function
+
+    def operations(self) -> list[Any]:
+        return [self.function]
+
+    def start(self, run: BatchRun) -> Any:
+        return []
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        run.states[self.slot].append(values)
+
+    def finish(self, run: BatchRun) -> None:
+        inputs: list[list[Any]] = run.states[self.slot]
+        if not inputs:
+            return
+        tuples = [self.project(v) for v in inputs]
+        results = self.function.batch_retrieve(run.task.states[self.state_id], tuples)
+        if len(results) != len(tuples):
+            raise ValueError(
+                f"{type(self.function).__name__}.batch_retrieve returned {len(results)} results "
+                f"for {len(tuples)} tuples"
+            )
+        collector = self.collector
+        collector.run = run
+        for values, tup, result in zip(inputs, tuples, results, strict=True):
+            collector.prefix = values
+            self.function.execute(tup, result, collector)
