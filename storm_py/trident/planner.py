@@ -48,7 +48,7 @@ class Plan:
     """The planned topology: the transactional id, the spouts and the bolts."""
 
     tx_id: str
-    spouts: dict[str, tuple[Any, str]]
+    spouts: dict[str, tuple[Any, list[str]]]
     bolts: list[BoltPlan]
 
     def build(self) -> StormTopology:
@@ -72,7 +72,8 @@ class Plan:
 
 
 def stream_id(node: Node) -> str:
-    """The stream a node's output travels on between components."""
+    """The stream of a node: a repartition's (its source's output, partitioned), or a spout's or processor's
+    output read by another bolt without one."""
     return f"s{node.id}"
 
 
@@ -120,11 +121,15 @@ def plan(topology: TridentTopology) -> Plan:
         names = [name for n in nodes for name in n.names]
         bolt_id = f"b-{i}" + "".join(f"-{name}" for name in names)
         committer = any(isinstance(n.proc, (PersistProcessor, QueryProcessor)) for n in nodes)
-        parallelism = max((n.parallelism or 1) for n in nodes)
+        hints = [n.parallelism for n in nodes]
+        hints += [q.parallelism for n in nodes for q in n.parents if q.kind == PARTITION]
+        parallelism = max(h or 1 for h in hints)
         bolts.append(BoltPlan(bolt_id, nodes, parallelism, committer))
         for n in nodes:
             component[n.id] = bolt_id
-    read_outside: set[int] = set()
+    #: the streams each spout or processor sends to other bolts: one per repartition reading it (named
+    #: after the partition node), or its own for a direct edge
+    streams: dict[int, dict[str, list[str]]] = {}
     for bolt in bolts:
         members = {n.id for n in bolt.nodes}
         for node in bolt.nodes:
@@ -137,22 +142,18 @@ def plan(topology: TridentTopology) -> Plan:
                             f"({src!r} -> {node!r}); repartition both sides before merging them"
                         )
                     continue
-                read_outside.add(src.id)
-                key = (component[src.id], stream_id(src))
-                grouping = partition or ("shuffle", [])
-                if bolt.inputs.get(key, grouping) != grouping:
-                    raise InvalidTopologyException(
-                        f"bolt {bolt.id} reads {key[1]} of {key[0]} partitioned two ways: "
-                        f"{bolt.inputs[key]} and {grouping}"
-                    )
-                bolt.inputs[key] = grouping
+                stream = stream_id(parent)
+                streams.setdefault(src.id, {})[stream] = list(src.schema.fields)
+                bolt.inputs[(component[src.id], stream)] = partition or ("shuffle", [])
     for bolt in bolts:
-        bolt.executor = _executor(bolt, read_outside, component)
+        bolt.executor = _executor(bolt, streams, component)
     tx_id = "+".join(sorted(n.txid for n in spouts))
-    return Plan(tx_id, {n.txid: (n.spout, stream_id(n)) for n in spouts}, bolts)
+    return Plan(tx_id, {n.txid: (n.spout, sorted(streams.get(n.id, {}))) for n in spouts}, bolts)
 
 
-def _executor(bolt: BoltPlan, read_outside: set[int], component: dict[int, str]) -> SubtopologyExecutor:
+def _executor(
+    bolt: BoltPlan, streams: dict[int, dict[str, list[str]]], component: dict[int, str]
+) -> SubtopologyExecutor:
     members = {n.id for n in bolt.nodes}
     procs: list[Processor] = []
     for slot, node in enumerate(bolt.nodes):
@@ -160,7 +161,7 @@ def _executor(bolt: BoltPlan, read_outside: set[int], component: dict[int, str])
         assert proc is not None
         proc.slot = slot
         proc.children = []
-        proc.stream = stream_id(node) if node.id in read_outside else None
+        proc.streams = sorted(streams.get(node.id, {}))
         procs.append(proc)
     routes: dict[tuple[str, str], list[tuple[Processor, int]]] = {}
     for node in bolt.nodes:
@@ -171,8 +172,8 @@ def _executor(bolt: BoltPlan, read_outside: set[int], component: dict[int, str])
                 assert src.proc is not None
                 src.proc.children.append((node.proc, index))
             else:
-                routes.setdefault((component[src.id], stream_id(src)), []).append((node.proc, index))
-    outputs = {stream_id(n): list(n.schema.fields) for n in bolt.nodes if n.id in read_outside}
+                routes.setdefault((component[src.id], stream_id(parent)), []).append((node.proc, index))
+    outputs = {stream: fields for n in bolt.nodes for stream, fields in streams.get(n.id, {}).items()}
     states = {n.id: n.state_factory for n in bolt.nodes if n.state_factory is not None}
     kinds = {kind for kind, _ in bolt.inputs.values()}
     single = kinds.pop() if len(kinds) == 1 and kinds <= {"global", "batch_global"} else None

@@ -4,8 +4,8 @@ A processor is built when the stream is declared and copied into every task with
 bolt opens a :class:`BatchRun` holding each processor's batch state; ``execute(run, parent, values)`` takes
 one tuple (its values in the parent's fields), ``finish(run)`` runs once the batch is complete (in the order
 the operations were declared, so parents finish before their children), and ``emit(run, values)`` hands an
-output tuple to the processors of the same bolt that read it and, if another bolt reads it, onto the wire as
-``[attempt, *values]`` on the processor's stream.
+output tuple to the processors of the same bolt that read it and, if other bolts read it, onto the wire as
+``[attempt, *values]`` on each of the processor's streams.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class Processor:
         self.schema = schema
         #: (processor, parent index) of the same bolt that read this output
         self.children: list[tuple[Processor, int]] = []
-        #: the stream this output is sent on to other bolts (None when no other bolt reads it)
-        self.stream: str | None = None
+        #: the streams this output is sent on to other bolts (one per repartition reading it)
+        self.streams: list[str] = []
         #: this processor's position in its bolt (its batch state is ``run.states[slot]``)
         self.slot = 0
 
@@ -81,8 +81,10 @@ class Processor:
         """Send one output tuple on."""
         for child, index in self.children:
             child.execute(run, index, values)
-        if self.stream is not None:
-            run.task.emit([run.attempt, *values], self.stream)
+        if self.streams:
+            wire = [run.attempt, *values]
+            for stream in self.streams:
+                run.task.emit(wire, stream)
 
 
 class _Collector:
@@ -170,13 +172,22 @@ class MapProcessor(Processor):
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
         tup = TridentTuple(values, self.in_schema)
         if self.kind == "map":
-            self.emit(run, list(self.call(tup)))
+            self.emit(run, self._checked(self.call(tup)))
         elif self.kind == "flat_map":
             for out in self.call(tup):
-                self.emit(run, list(out))
+                self.emit(run, self._checked(out))
         else:
             self.call(tup)
             self.emit(run, values)
+
+
+    def _checked(self, out: Any) -> list[Any]:
+        values = list(out)
+        if len(values) != len(self.schema.fields):
+            raise ValueError(
+                f"{self.kind} returned {values!r}: {len(values)} values for the fields {list(self.schema.fields)}"
+            )
+        return values
 
 
 class ProjectProcessor(Processor):

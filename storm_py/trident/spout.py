@@ -7,7 +7,7 @@ collector)`` runs in the emitter task and emits it (``collector.emit(values)``, 
 
 :class:`TridentSpoutsExecutor` is the :class:`~storm_py.transactional.spouts.TransactionalSpout` a Trident
 topology hands the transactional builder: its metadata is ``{txid name: that spout's metadata}`` and it
-emits each spout's batch on the spout's own stream, so every spout of the topology shares the coordinator,
+emits each spout's batch on the spout's streams, so every spout of the topology shares the coordinator,
 its txids and its ordered commits.
 """
 
@@ -96,17 +96,19 @@ class FixedBatchSpout(TridentSpout):
 
 
 class _StreamCollector:
-    """A Trident spout's collector: each emit goes out as ``[attempt, *values]`` on the spout's stream."""
+    """A Trident spout's collector: each emit goes out as ``[attempt, *values]`` on the spout's streams."""
 
-    __slots__ = ("attempt", "out", "stream")
+    __slots__ = ("attempt", "out", "streams")
 
-    def __init__(self, out: BatchOutputCollector, attempt: Any, stream: str) -> None:
+    def __init__(self, out: BatchOutputCollector, attempt: Any, streams: list[str]) -> None:
         self.out = out
         self.attempt = attempt
-        self.stream = stream
+        self.streams = streams
 
     def emit(self, values: Sequence[Any]) -> None:
-        self.out.emit([self.attempt, *values], self.stream)
+        wire = [self.attempt, *values]
+        for stream in self.streams:
+            self.out.emit(wire, stream)
 
     def report_error(self, exc: BaseException) -> None:
         self.out.report_error(exc)
@@ -116,10 +118,10 @@ class TridentSpoutsExecutor(TransactionalSpout):
     """Every Trident spout of a topology as one transactional spout (its coordinator and its emitter).
 
     Args:
-        spouts: ``{txid name: (spout, stream)}``.
+        spouts: ``{txid name: (spout, streams)}``: each spout's batch goes out on its streams.
     """
 
-    def __init__(self, spouts: dict[str, tuple[Any, str]]) -> None:
+    def __init__(self, spouts: dict[str, tuple[Any, list[str]]]) -> None:
         self.spouts = spouts
 
     def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> TridentSpoutsExecutor:
@@ -138,16 +140,17 @@ class TridentSpoutsExecutor(TransactionalSpout):
         return {name: spout.initialize_transaction(txid, prev.get(name)) for name, (spout, _) in self.spouts.items()}
 
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
-        for name, (spout, stream) in self.spouts.items():
-            spout.emit_batch(tx, meta.get(name), _StreamCollector(collector, tx, stream))
+        for name, (spout, streams) in self.spouts.items():
+            spout.emit_batch(tx, meta.get(name), _StreamCollector(collector, tx, streams))
 
     def close(self) -> None:
         for spout, _ in self.spouts.values():
             spout.close()
 
     def declare_output_fields(self, declarer: Any) -> None:
-        for spout, stream in self.spouts.values():
-            declarer.declare_stream(stream, [BATCH_FIELD, *spout.get_output_fields()])
+        for spout, streams in self.spouts.values():
+            for stream in streams:
+                declarer.declare_stream(stream, [BATCH_FIELD, *spout.get_output_fields()])
 
     def get_component_configuration(self) -> dict[str, Any] | None:
         merged: dict[str, Any] = {}

@@ -245,9 +245,13 @@ class Stream:
         return self._partition("batch_global")
 
     def parallelism_hint(self, n: int) -> Stream:
-        """Run every operation since the last repartition in ``n`` tasks."""
+        """Run every operation since the last repartition in ``n`` tasks (right after a repartition: the
+        operations after it)."""
         if not isinstance(n, int) or n < 1:
             raise InvalidTopologyException(f"parallelism_hint must be a positive integer, got {n!r}")
+        if self.node.kind == PARTITION:  # right after a repartition: the operations that follow it
+            self.node.parallelism = n
+            return self
         todo, seen = [self.node], set()
         while todo:
             node = todo.pop()
