@@ -50,6 +50,9 @@ class TridentSpout:
         """Emit the batch ``meta`` describes; a replay (same txid) gets the same metadata."""
         raise NotImplementedError(f"{type(self).__name__} must implement emit_batch")
 
+    def cleanup_before(self, txid: int) -> None:
+        """Every batch below ``txid`` is committed (called in the emitter task)."""
+
     def close(self) -> None:
         """The task is shutting down."""
 
@@ -142,6 +145,12 @@ class TridentSpoutsExecutor(TransactionalSpout):
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
         for name, (spout, streams) in self.spouts.items():
             spout.emit_batch(tx, meta.get(name), _StreamCollector(collector, tx, streams))
+
+    def cleanup_before(self, txid: int) -> None:
+        for spout, _ in self.spouts.values():
+            cleanup = getattr(spout, "cleanup_before", None)
+            if cleanup is not None:
+                cleanup(txid)
 
     def close(self) -> None:
         for spout, _ in self.spouts.values():

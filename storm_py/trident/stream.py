@@ -62,6 +62,8 @@ class TridentTopology:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
+        #: DRPC streams whose answer is yet to be added (at build): (spout node, ReturnResults factory)
+        self.drpc_returns: list[tuple[Node, Any]] = []
 
     def add(self, kind: str, schema: Schema, parents: list[Node]) -> Node:
         node = Node(len(self.nodes), kind, schema, parents)
@@ -69,13 +71,18 @@ class TridentTopology:
         return node
 
     def new_stream(self, txid: str, spout: Any) -> Stream:
-        """A stream of the batches of ``spout``; ``txid`` names its persisted metadata (unique per topology)."""
+        """A stream of the batches of ``spout`` (a Trident spout, or a regular spout whose tuples are taken
+        in batches); ``txid`` names its persisted metadata (unique per topology)."""
         if not isinstance(txid, str) or not txid or "/" in txid or "+" in txid:
             raise InvalidTopologyException(
                 f"new_stream: txid must be a non-empty string without '/' or '+', got {txid!r}"
             )
         if any(n.kind == SPOUT and n.txid == txid for n in self.nodes):
             raise InvalidTopologyException(f"new_stream: txid {txid!r} is already used by another stream")
+        if callable(getattr(spout, "next_tuple", None)) and not callable(getattr(spout, "emit_batch", None)):
+            from storm_py.trident.rich import RichSpoutBatch
+
+            spout = RichSpoutBatch(spout)
         if not callable(getattr(spout, "emit_batch", None)) or not callable(getattr(spout, "get_output_fields", None)):
             raise InvalidTopologyException(f"new_stream: {type(spout).__name__} is not a Trident spout")
         node = self.add(SPOUT, Schema(spout.get_output_fields()), [])
@@ -84,15 +91,12 @@ class TridentTopology:
         return Stream(self, node)
 
     def new_drpc_stream(self, function: str, local_drpc: Any = None) -> Stream:
-        """A stream of the DRPC requests for ``function`` (field ``args``), answered with the stream's tuples."""
-        try:
-            from storm_py.trident import drpc  # type: ignore[attr-defined]
-        except ImportError:
-            drpc = None
-        if drpc is None:
-            raise InvalidTopologyException("new_drpc_stream: DRPC is not available in this build")
-        stream: Stream = drpc.new_drpc_stream(self, function, local_drpc)
-        return stream
+        """A stream of the DRPC requests of ``function`` (fields ``args``, ``return-info``), each request a
+        batch answered with the tuples the stream ends with; without ``local_drpc`` the requests come from
+        the servers of ``drpc.servers``."""
+        from storm_py.trident.drpc import new_drpc_stream
+
+        return new_drpc_stream(self, function, local_drpc)
 
     def merge(self, *streams: Stream) -> Stream:
         """One stream of every tuple of ``streams``, under the first stream's field names."""
@@ -134,8 +138,10 @@ class TridentTopology:
     def build(self) -> StormTopology:
         """The topology: one bolt per group of operations between repartitions, batches coordinated by the
         transactional coordinator."""
+        from storm_py.trident.drpc import complete_drpc
         from storm_py.trident.planner import plan
 
+        complete_drpc(self)
         return plan(self).build()
 
 

@@ -165,3 +165,26 @@ def test_bad_declarations_are_refused_with_the_name_of_what_is_wrong() -> None:
     merged.each(["a"], Split(), ["w"])
     with pytest.raises(InvalidTopologyException, match="repartitioned and then combined"):
         bad.build()
+
+
+class Requests:
+    def next_tuple(self) -> None:
+        pass
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["args", "return-info"])
+
+
+def test_a_drpc_stream_ends_in_a_batch_global_return_step() -> None:
+    """Storm's completeDRPC: the stream's last operation and the request's return info meet in one task."""
+    from storm_py.trident.drpc import drpc_stream
+
+    topology = TridentTopology()
+    stream = drpc_stream(topology, "f", Requests(), object)
+    stream.each(["args"], Split(), ["word"]).aggregate(Count(), ["count"])
+    topology.build()  # adds the return step (once)
+    p = plan(topology)
+    assert kinds(p)[-1] == ["return"]
+    assert sorted(inputs(p, len(p.bolts) - 1).values()) == [("batch_global", []), ("batch_global", [])]
+    assert p.bolts[-1].executor is not None and p.bolts[-1].executor.single == "batch_global"
+    assert list(p.spouts) == ["drpc-f"]
