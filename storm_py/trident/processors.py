@@ -10,9 +10,11 @@ output tuple to the processors of the same bolt that read it and, if other bolts
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, cast
 
+from storm_py.trident.builtin import Count, Sum
 from storm_py.trident.operation import BaseAggregator, CombinerAggregator, ReducerAggregator
 from storm_py.trident.tuple import Schema, TridentTuple
 
@@ -288,6 +290,7 @@ class AggregateProcessor(_Projecting):
         super().__init__(schema, in_schema, in_positions)
         self.adapter = _AggregatorAdapter(agg)
         self.group = group
+        self.key_of = _key_getter(group or [])
 
     def operations(self) -> list[Any]:
         return [self.adapter.agg]
@@ -309,7 +312,7 @@ class AggregateProcessor(_Projecting):
             holder[0] = adapter.aggregate(holder[0], self.project(values), collector)
             return
         groups: dict[tuple[Any, ...], list[Any]] = run.states[self.slot]
-        key = tuple(values[i] for i in self.group)
+        key = self.key_of(values)
         collector.prefix = list(key)
         holder = groups.get(key)
         if holder is None:
@@ -399,3 +402,99 @@ class QueryProcessor(_Projecting):
         for values, tup, result in zip(inputs, tuples, results, strict=True):
             collector.prefix = values
             self.function.execute(tup, result, collector)
+
+
+def _key_getter(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """A function taking a group's key (a tuple) out of a tuple's values."""
+    if len(positions) == 1:
+        (only,) = positions
+        return lambda values: (values[only],)
+    return cast("Callable[[list[Any]], tuple[Any, ...]]", itemgetter(*positions)) if positions else lambda v: ()
+
+
+class CombineValues(CombinerAggregator):
+    """The second phase of a two-phase combiner: combines the partial results (the input's one field)."""
+
+    def __init__(self, agg: Any) -> None:
+        self.agg = agg
+
+    def init(self, tuple: Any) -> Any:
+        return tuple.get_value(0)
+
+    def combine(self, val1: Any, val2: Any) -> Any:
+        return self.agg.combine(val1, val2)
+
+    def zero(self) -> Any:
+        return self.agg.zero()
+
+
+#: how a combiner's per-tuple value is taken: ``init(tuple)``, the constant 1 (Count) or one field (Sum and the
+#: second phase of a two-phase combiner)
+GENERAL, ONE, FIELD = 0, 1, 2
+_MISSING = object()
+
+
+class CombinerProcessor(_Projecting):
+    """``partition_aggregate`` of a :class:`CombinerAggregator` (grouped or not): per batch ``zero()`` (per
+    group: the first tuple's ``init``) combined with every tuple's ``init``.
+
+    The built-in ``Count`` and ``Sum`` (and the combine phase over their partial results) take the tuple's
+    value without building a Trident tuple and add with ``+``, the same results with fewer calls.
+    """
+
+    kind = "aggregate"
+
+    def __init__(
+        self, schema: Schema, in_schema: Schema, in_positions: list[int], agg: Any, group: list[int] | None
+    ) -> None:
+        super().__init__(schema, in_schema, in_positions)
+        self.agg = agg
+        self.group = group
+        self.single = group[0] if group is not None and len(group) == 1 else None
+        self.key_of = _key_getter(group or [])
+        inner = agg.agg if isinstance(agg, CombineValues) else agg
+        self.additive = type(inner) in (Count, Sum)
+        if isinstance(agg, CombineValues) or type(agg) is Sum:
+            self.mode = FIELD
+        elif type(agg) is Count:
+            self.mode = ONE
+        else:
+            self.mode = GENERAL
+        self.position = in_positions[0] if in_positions else 0
+
+    def operations(self) -> list[Any]:
+        return [self.agg]
+
+    def start(self, run: BatchRun) -> Any:
+        return {} if self.group is not None else [self.agg.zero()]
+
+    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
+        mode = self.mode
+        if mode == ONE:
+            value: Any = 1
+        elif mode == FIELD:
+            value = values[self.position]
+        else:
+            value = self.agg.init(self.project(values))
+        if self.group is None:
+            holder = run.states[self.slot]
+            holder[0] = holder[0] + value if self.additive else self.agg.combine(holder[0], value)
+            return
+        groups: dict[Any, Any] = run.states[self.slot]
+        key = values[self.single] if self.single is not None else self.key_of(values)
+        old = groups.get(key, _MISSING)
+        if old is _MISSING:
+            groups[key] = value
+        else:
+            groups[key] = old + value if self.additive else self.agg.combine(old, value)
+
+    def finish(self, run: BatchRun) -> None:
+        state = run.states[self.slot]
+        if self.group is None:
+            self.emit(run, [state[0]])
+        elif self.single is not None:
+            for key, value in state.items():
+                self.emit(run, [key, value])
+        else:
+            for key, value in state.items():
+                self.emit(run, [*key, value])

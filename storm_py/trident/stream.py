@@ -291,6 +291,8 @@ class Stream:
         keys = group or []
         schema = Schema([*keys, *out])
         group_pos = None if group is None else self.node.schema.positions(keys, "aggregate")
+        if isinstance(agg, CombinerAggregator):
+            return self._then(p.CombinerProcessor(schema, in_schema, positions, agg, group_pos))
         return self._then(p.AggregateProcessor(schema, in_schema, positions, agg, group_pos))
 
     def aggregate(self, *args: Any) -> Stream:
@@ -298,7 +300,7 @@ class Stream:
         in_fields, agg, out = _agg_args(args, "aggregate")
         if isinstance(agg, CombinerAggregator):
             partial = self._aggregate(in_fields, agg, out, None)
-            return partial.global_()._aggregate(out, _CombineValues(agg), out, None)
+            return partial.global_()._aggregate(out, p.CombineValues(agg), out, None)
         return self.global_()._aggregate(in_fields, agg, out, None)
 
     def persistent_aggregate(self, state_factory: Any, *args: Any) -> TridentState:
@@ -342,22 +344,6 @@ class Stream:
         return out
 
 
-class _CombineValues(CombinerAggregator):
-    """The second phase of a combiner: combines the partial results (the input's one field)."""
-
-    def __init__(self, agg: CombinerAggregator) -> None:
-        self.agg = agg
-
-    def init(self, tuple: Any) -> Any:
-        return tuple.get_value(0)
-
-    def combine(self, val1: Any, val2: Any) -> Any:
-        return self.agg.combine(val1, val2)
-
-    def zero(self) -> Any:
-        return self.agg.zero()
-
-
 def _agg_args(args: tuple[Any, ...], what: str) -> tuple[Any, Any, list[str]]:
     if len(args) == 2:
         return None, args[0], as_names(args[1], what)
@@ -388,7 +374,7 @@ class GroupedStream:
         keys = self.group_fields
         if isinstance(agg, CombinerAggregator):
             partial = self.stream._aggregate(in_fields, agg, out, keys)
-            return partial.partition_by(keys)._aggregate(out, _CombineValues(agg), out, keys)
+            return partial.partition_by(keys)._aggregate(out, p.CombineValues(agg), out, keys)
         return self.stream.partition_by(keys)._aggregate(in_fields, agg, out, keys)
 
     def persistent_aggregate(self, state_factory: Any, *args: Any) -> TridentState:
