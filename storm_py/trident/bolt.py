@@ -89,6 +89,7 @@ class SubtopologyExecutor:
         self._open: dict[Any, BatchRun] = {}
         self._tasks: list[int] = []
         self._this_task = -1
+        self._entries: dict[tuple[str, str], list[tuple[Any, int]]] = {}
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         """Make the group's states for this task and prepare every operation."""
@@ -102,6 +103,7 @@ class SubtopologyExecutor:
         self._open = {}
         for proc in self.processors:
             proc.prepare(task)
+        self._entries = {key: [(proc.entry(), i) for proc, i in readers] for key, readers in self.routes.items()}
 
     def _run(self, attempt: Any) -> BatchRun:
         run = self._open.get(attempt)
@@ -121,8 +123,8 @@ class SubtopologyExecutor:
         run = self._run(values[0])
         body = values[1:]
         try:
-            for proc, parent in self.routes[(tup.source_component, tup.source_stream)]:
-                proc.execute(run, parent, body)
+            for execute, parent in self._entries[(tup.source_component, tup.source_stream)]:
+                execute(run, parent, body)
         except FailedException as exc:
             log.info("failed a tuple of batch %r: %s", values[0], exc)
             task.collector.fail(tup)

@@ -49,13 +49,16 @@ class Processor:
         self.streams: list[str] = []
         #: this processor's position in its bolt (its batch state is ``run.states[slot]``)
         self.slot = 0
+        #: ``(entry, parent index)`` of the children, bound per task by ``prepare``
+        self.targets: list[tuple[Callable[[BatchRun, int, list[Any]], None], int]] = []
 
     def operations(self) -> list[Any]:
         """The user objects to ``prepare`` and ``cleanup`` with the task."""
         return []
 
     def prepare(self, task: TaskScope) -> None:
-        """Once per task, before the first batch."""
+        """Once per task, before the first batch: bind the children's entry points."""
+        self.targets = [(child.entry(), index) for child, index in self.children]
         for op in self.operations():
             prepare = getattr(op, "prepare", None)
             if prepare is not None:
@@ -67,6 +70,10 @@ class Processor:
             cleanup = getattr(op, "cleanup", None)
             if cleanup is not None:
                 cleanup()
+
+    def entry(self) -> Callable[[BatchRun, int, list[Any]], None]:
+        """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
+        return self.execute
 
     def start(self, run: BatchRun) -> Any:
         """The batch state of a new batch (None when the processor keeps none)."""
@@ -81,27 +88,48 @@ class Processor:
 
     def emit(self, run: BatchRun, values: list[Any]) -> None:
         """Send one output tuple on."""
-        for child, index in self.children:
-            child.execute(run, index, values)
+        for execute, index in self.targets:
+            execute(run, index, values)
         if self.streams:
-            wire = [run.attempt, *values]
-            for stream in self.streams:
-                run.task.emit(wire, stream)
+            self.send(run, values)
+
+    def send(self, run: BatchRun, values: list[Any]) -> None:
+        """Put one output tuple on the wire to the other bolts reading it."""
+        wire = [run.attempt, *values]
+        for stream in self.streams:
+            run.task.emit(wire, stream)
 
 
 class _Collector:
     """The collector operations emit through: each emit becomes ``prefix + values``."""
-
-    __slots__ = ("prefix", "proc", "run")
 
     def __init__(self, proc: Processor) -> None:
         self.proc = proc
         self.run: BatchRun | None = None
         self.prefix: list[Any] = []
 
+    def bind(self) -> None:
+        """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
+        emit straight to it (the common case of a function feeding an aggregation)."""
+        proc = self.proc
+        if len(proc.targets) != 1 or proc.streams:
+            self.__dict__.pop("emit", None)
+            return
+        ((entry, index),) = proc.targets
+
+        def emit(values: Sequence[Any]) -> None:
+            entry(self.run, index, [*self.prefix, *values])  # type: ignore[arg-type]
+
+        self.emit = emit  # type: ignore[method-assign]
+
     def emit(self, values: Sequence[Any]) -> None:
-        assert self.run is not None
-        self.proc.emit(self.run, [*self.prefix, *values])
+        out = [*self.prefix, *values]
+        proc, run = self.proc, self.run
+        assert run is not None
+        for execute, index in proc.targets:
+            execute(run, index, out)
+        if proc.streams:
+            proc.send(run, out)
 
     def report_error(self, exc: BaseException) -> None:
         assert self.run is not None
@@ -116,6 +144,10 @@ class _Projecting(Processor):
         self.in_schema = in_schema
         self.in_positions = in_positions
         self.collector = _Collector(self)
+
+    def prepare(self, task: TaskScope) -> None:
+        super().prepare(task)
+        self.collector.bind()
 
     def project(self, values: list[Any]) -> TridentTuple:
         return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
@@ -464,6 +496,27 @@ class CombinerProcessor(_Projecting):
 
     def operations(self) -> list[Any]:
         return [self.agg]
+
+    def entry(self) -> Callable[[BatchRun, int, list[Any]], None]:
+        if self.single is None or not self.additive or self.mode == GENERAL:
+            return self.execute
+        slot, key_at, value_at = self.slot, self.single, self.position
+        if self.mode == ONE:
+
+            def count(run: BatchRun, parent: int, values: list[Any]) -> None:
+                groups = run.states[slot]
+                key = values[key_at]
+                groups[key] = groups.get(key, 0) + 1
+
+            return count
+
+        def add(run: BatchRun, parent: int, values: list[Any]) -> None:
+            groups = run.states[slot]
+            key = values[key_at]
+            old = groups.get(key, _MISSING)
+            groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
+
+        return add
 
     def start(self, run: BatchRun) -> Any:
         return {} if self.group is not None else [self.agg.zero()]
