@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what storm_py needs on a fresh machine and prints each thing it installs, one line each:
-#   - a virtualenv in .venv with the package and its extras: dev (tests, linters), kafka, spark;
+#   - a virtualenv in .venv with the package and its extras: dev (tests, linters), kafka, spark, redis;
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
-#     docker-compose.yml without a Docker engine), gcc (the compiled build's test run).
+#     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (Trident's
+#     RedisMapState).
 # Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-EXTRAS="dev,kafka,spark"
+EXTRAS="dev,kafka,spark,redis"
 say() { echo "bootstrap: $*"; }
 
 if [ ! -x .venv/bin/python ]; then
@@ -51,6 +52,7 @@ if [ "${1:-}" = "--with-services" ]; then
     check default-jre-headless java
     check chromium /usr/bin/chromium
     check chromium-driver /usr/bin/chromedriver
+    check redis-server redis-server  # Trident's RedisMapState tests
     check gcc gcc  # compiles the hot modules for STORM_PY_BUILD=compiled (the suite's second run in CI)
     if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then
         say "service docker-compose: present"

@@ -17,6 +17,7 @@ from storm_py.trident.operation import (
     ReducerAggregator,
     TridentCollector,
 )
+from storm_py.trident.redis_state import RedisMapState
 from storm_py.trident.spout import FixedBatchSpout, TridentSpout
 from storm_py.trident.state import (
     BaseQueryFunction,
@@ -49,6 +50,7 @@ __all__ = [
     "MapState",
     "MemoryMapState",
     "OpaqueValue",
+    "RedisMapState",
     "ReducerAggregator",
     "State",
     "StateFactory",

@@ -11,11 +11,8 @@ output tuple to the processors of the same bolt that read it and, if other bolts
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from storm_py.trident.builtin import Count, Sum
-from storm_py.trident.operation import BaseAggregator, CombinerAggregator, ReducerAggregator
 from storm_py.trident.tuple import Schema, TridentTuple
 
 if TYPE_CHECKING:
@@ -100,7 +97,7 @@ class Processor:
             run.task.emit(wire, stream)
 
 
-class _Collector:
+class OperationCollector:
     """The collector operations emit through: each emit becomes ``prefix + values``."""
 
     def __init__(self, proc: Processor) -> None:
@@ -136,14 +133,14 @@ class _Collector:
         self.run.task.report_error(exc)
 
 
-class _Projecting(Processor):
+class ProjectingProcessor(Processor):
     """A processor whose operation sees its input projected to ``in_positions``."""
 
     def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int]) -> None:
         super().__init__(schema)
         self.in_schema = in_schema
         self.in_positions = in_positions
-        self.collector = _Collector(self)
+        self.collector = OperationCollector(self)
 
     def prepare(self, task: TaskScope) -> None:
         super().prepare(task)
@@ -153,7 +150,7 @@ class _Projecting(Processor):
         return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
 
 
-class EachProcessor(_Projecting):
+class EachProcessor(ProjectingProcessor):
     """``each(in_fields, function, out_fields)``: what the function emits is appended to the input."""
 
     kind = "each"
@@ -172,7 +169,7 @@ class EachProcessor(_Projecting):
         self.function.execute(self.project(values), collector)
 
 
-class FilterProcessor(_Projecting):
+class FilterProcessor(ProjectingProcessor):
     """``filter(in_fields, filter)``: keeps the tuples the filter keeps."""
 
     kind = "filter"
@@ -274,96 +271,7 @@ class JoinProcessor(Processor):
                     self.emit(run, [*key, *left, *right])
 
 
-class _AggregatorAdapter:
-    """One interface over the three aggregator kinds: ``init``, ``aggregate -> state``, ``complete``."""
-
-    def __init__(self, agg: Any) -> None:
-        self.agg = agg
-        if isinstance(agg, CombinerAggregator) or callable(getattr(agg, "combine", None)):
-            self.kind = "combiner"
-        elif isinstance(agg, ReducerAggregator) or callable(getattr(agg, "reduce", None)):
-            self.kind = "reducer"
-        elif isinstance(agg, BaseAggregator) or callable(getattr(agg, "complete", None)):
-            self.kind = "aggregator"
-        else:
-            raise TypeError(f"{type(agg).__name__} is no CombinerAggregator, ReducerAggregator or Aggregator")
-
-    def init(self, attempt: Any, collector: _Collector) -> Any:
-        if self.kind == "combiner":
-            return self.agg.zero()
-        if self.kind == "reducer":
-            return self.agg.init()
-        return self.agg.init(attempt, collector)
-
-    def aggregate(self, state: Any, tup: TridentTuple, collector: _Collector) -> Any:
-        if self.kind == "combiner":
-            return self.agg.combine(state, self.agg.init(tup))
-        if self.kind == "reducer":
-            return self.agg.reduce(state, tup)
-        self.agg.aggregate(state, tup, collector)
-        return state
-
-    def complete(self, state: Any, collector: _Collector) -> None:
-        if self.kind == "aggregator":
-            self.agg.complete(state, collector)
-        else:
-            collector.emit([state])
-
-
-class AggregateProcessor(_Projecting):
-    """``partition_aggregate`` (grouped or not) in one task: per batch one state (per group), completed when
-    the batch is; an ungrouped empty batch still yields the ``zero()`` / ``init()`` result."""
-
-    kind = "aggregate"
-
-    def __init__(
-        self, schema: Schema, in_schema: Schema, in_positions: list[int], agg: Any, group: list[int] | None
-    ) -> None:
-        super().__init__(schema, in_schema, in_positions)
-        self.adapter = _AggregatorAdapter(agg)
-        self.group = group
-        self.key_of = _key_getter(group or [])
-
-    def operations(self) -> list[Any]:
-        return [self.adapter.agg]
-
-    def start(self, run: BatchRun) -> Any:
-        if self.group is not None:
-            return {}
-        self.collector.run = run
-        self.collector.prefix = []
-        return [self.adapter.init(run.attempt, self.collector)]
-
-    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        collector = self.collector
-        collector.run = run
-        adapter = self.adapter
-        if self.group is None:
-            holder = run.states[self.slot]
-            collector.prefix = []
-            holder[0] = adapter.aggregate(holder[0], self.project(values), collector)
-            return
-        groups: dict[tuple[Any, ...], list[Any]] = run.states[self.slot]
-        key = self.key_of(values)
-        collector.prefix = list(key)
-        holder = groups.get(key)
-        if holder is None:
-            holder = groups[key] = [adapter.init(run.attempt, collector)]
-        holder[0] = adapter.aggregate(holder[0], self.project(values), collector)
-
-    def finish(self, run: BatchRun) -> None:
-        collector = self.collector
-        collector.run = run
-        if self.group is None:
-            collector.prefix = []
-            self.adapter.complete(run.states[self.slot][0], collector)
-            return
-        for key, holder in run.states[self.slot].items():
-            collector.prefix = list(key)
-            self.adapter.complete(holder[0], collector)
-
-
-class PersistProcessor(_Projecting):
+class PersistProcessor(ProjectingProcessor):
     """``partition_persist``: the batch's tuples go to the updater in the commit phase, between the state's
     ``begin_commit(txid)`` and ``commit(txid)``; what the updater emits is the new-values stream."""
 
@@ -396,7 +304,7 @@ class PersistProcessor(_Projecting):
         state.commit(txid)
 
 
-class QueryProcessor(_Projecting):
+class QueryProcessor(ProjectingProcessor):
     """``state_query``: the batch's tuples are looked up together (``batch_retrieve``), then each result is
     handed to ``execute`` whose emits are appended to the tuple."""
 
@@ -435,119 +343,3 @@ class QueryProcessor(_Projecting):
             collector.prefix = values
             self.function.execute(tup, result, collector)
 
-
-def _key_getter(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
-    """A function taking a group's key (a tuple) out of a tuple's values."""
-    if len(positions) == 1:
-        (only,) = positions
-        return lambda values: (values[only],)
-    return cast("Callable[[list[Any]], tuple[Any, ...]]", itemgetter(*positions)) if positions else lambda v: ()
-
-
-class CombineValues(CombinerAggregator):
-    """The second phase of a two-phase combiner: combines the partial results (the input's one field)."""
-
-    def __init__(self, agg: Any) -> None:
-        self.agg = agg
-
-    def init(self, tuple: Any) -> Any:
-        return tuple.get_value(0)
-
-    def combine(self, val1: Any, val2: Any) -> Any:
-        return self.agg.combine(val1, val2)
-
-    def zero(self) -> Any:
-        return self.agg.zero()
-
-
-#: how a combiner's per-tuple value is taken: ``init(tuple)``, the constant 1 (Count) or one field (Sum and the
-#: second phase of a two-phase combiner)
-GENERAL, ONE, FIELD = 0, 1, 2
-_MISSING = object()
-
-
-class CombinerProcessor(_Projecting):
-    """``partition_aggregate`` of a :class:`CombinerAggregator` (grouped or not): per batch ``zero()`` (per
-    group: the first tuple's ``init``) combined with every tuple's ``init``.
-
-    The built-in ``Count`` and ``Sum`` (and the combine phase over their partial results) take the tuple's
-    value without building a Trident tuple and add with ``+``, the same results with fewer calls.
-    """
-
-    kind = "aggregate"
-
-    def __init__(
-        self, schema: Schema, in_schema: Schema, in_positions: list[int], agg: Any, group: list[int] | None
-    ) -> None:
-        super().__init__(schema, in_schema, in_positions)
-        self.agg = agg
-        self.group = group
-        self.single = group[0] if group is not None and len(group) == 1 else None
-        self.key_of = _key_getter(group or [])
-        inner = agg.agg if isinstance(agg, CombineValues) else agg
-        self.additive = type(inner) in (Count, Sum)
-        if isinstance(agg, CombineValues) or type(agg) is Sum:
-            self.mode = FIELD
-        elif type(agg) is Count:
-            self.mode = ONE
-        else:
-            self.mode = GENERAL
-        self.position = in_positions[0] if in_positions else 0
-
-    def operations(self) -> list[Any]:
-        return [self.agg]
-
-    def entry(self) -> Callable[[BatchRun, int, list[Any]], None]:
-        if self.single is None or not self.additive or self.mode == GENERAL:
-            return self.execute
-        slot, key_at, value_at = self.slot, self.single, self.position
-        if self.mode == ONE:
-
-            def count(run: BatchRun, parent: int, values: list[Any]) -> None:
-                groups = run.states[slot]
-                key = values[key_at]
-                groups[key] = groups.get(key, 0) + 1
-
-            return count
-
-        def add(run: BatchRun, parent: int, values: list[Any]) -> None:
-            groups = run.states[slot]
-            key = values[key_at]
-            old = groups.get(key, _MISSING)
-            groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
-
-        return add
-
-    def start(self, run: BatchRun) -> Any:
-        return {} if self.group is not None else [self.agg.zero()]
-
-    def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        mode = self.mode
-        if mode == ONE:
-            value: Any = 1
-        elif mode == FIELD:
-            value = values[self.position]
-        else:
-            value = self.agg.init(self.project(values))
-        if self.group is None:
-            holder = run.states[self.slot]
-            holder[0] = holder[0] + value if self.additive else self.agg.combine(holder[0], value)
-            return
-        groups: dict[Any, Any] = run.states[self.slot]
-        key = values[self.single] if self.single is not None else self.key_of(values)
-        old = groups.get(key, _MISSING)
-        if old is _MISSING:
-            groups[key] = value
-        else:
-            groups[key] = old + value if self.additive else self.agg.combine(old, value)
-
-    def finish(self, run: BatchRun) -> None:
-        state = run.states[self.slot]
-        if self.group is None:
-            self.emit(run, [state[0]])
-        elif self.single is not None:
-            for key, value in state.items():
-                self.emit(run, [key, value])
-        else:
-            for key, value in state.items():
-                self.emit(run, [*key, value])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from storm_py.api.tuple import Fields
 from storm_py.errors import InvalidTopologyException
+from storm_py.trident import aggregate as a
 from storm_py.trident import processors as p
 from storm_py.trident.builtin import (
     CombinerAggStateUpdater,
@@ -292,15 +293,15 @@ class Stream:
         schema = Schema([*keys, *out])
         group_pos = None if group is None else self.node.schema.positions(keys, "aggregate")
         if isinstance(agg, CombinerAggregator):
-            return self._then(p.CombinerProcessor(schema, in_schema, positions, agg, group_pos))
-        return self._then(p.AggregateProcessor(schema, in_schema, positions, agg, group_pos))
+            return self._then(a.CombinerProcessor(schema, in_schema, positions, agg, group_pos))
+        return self._then(a.AggregateProcessor(schema, in_schema, positions, agg, group_pos))
 
     def aggregate(self, *args: Any) -> Stream:
         """``aggregate([in_fields,] aggregator, out_fields)``: one result per batch over all partitions."""
         in_fields, agg, out = _agg_args(args, "aggregate")
         if isinstance(agg, CombinerAggregator):
             partial = self._aggregate(in_fields, agg, out, None)
-            return partial.global_()._aggregate(out, p.CombineValues(agg), out, None)
+            return partial.global_()._aggregate(out, a.CombineValues(agg), out, None)
         return self.global_()._aggregate(in_fields, agg, out, None)
 
     def persistent_aggregate(self, state_factory: Any, *args: Any) -> TridentState:
@@ -374,7 +375,7 @@ class GroupedStream:
         keys = self.group_fields
         if isinstance(agg, CombinerAggregator):
             partial = self.stream._aggregate(in_fields, agg, out, keys)
-            return partial.partition_by(keys)._aggregate(out, p.CombineValues(agg), out, keys)
+            return partial.partition_by(keys)._aggregate(out, a.CombineValues(agg), out, keys)
         return self.stream.partition_by(keys)._aggregate(in_fields, agg, out, keys)
 
     def persistent_aggregate(self, state_factory: Any, *args: Any) -> TridentState:
