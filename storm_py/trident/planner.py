@@ -19,7 +19,7 @@ from storm_py.errors import InvalidTopologyException
 from storm_py.transactional.builder import TransactionalTopologyBuilder
 from storm_py.trident.bolt import BatchGlobalGrouping, SubtopologyExecutor
 from storm_py.trident.processors import PersistProcessor, Processor, QueryProcessor
-from storm_py.trident.spout import TridentSpoutsExecutor
+from storm_py.trident.spout import CommitterTridentSpoutsExecutor, TridentSpoutsExecutor
 from storm_py.trident.stream import PARTITION, PROCESSOR, SPOUT, Node
 
 if TYPE_CHECKING:
@@ -50,10 +50,14 @@ class Plan:
     tx_id: str
     spouts: dict[str, tuple[Any, list[str]]]
     bolts: list[BoltPlan]
+    #: emitter tasks: the largest hint of a partitioned spout (the others emit in the first task only)
+    spout_parallelism: int = 1
 
     def build(self) -> StormTopology:
         """The :class:`StormTopology` of this plan."""
-        builder = TransactionalTopologyBuilder(self.tx_id, SPOUT_ID, TridentSpoutsExecutor(self.spouts), 1)
+        committer = any(getattr(spout, "committer", False) for spout, _ in self.spouts.values())
+        spouts = (CommitterTridentSpoutsExecutor if committer else TridentSpoutsExecutor)(self.spouts)
+        builder = TransactionalTopologyBuilder(self.tx_id, SPOUT_ID, spouts, self.spout_parallelism)
         for bolt in self.bolts:
             add = builder.set_committer_bolt if bolt.committer else builder.set_bolt
             decl = add(bolt.id, bolt.executor, bolt.parallelism)
@@ -148,7 +152,8 @@ def plan(topology: TridentTopology) -> Plan:
     for bolt in bolts:
         bolt.executor = _executor(bolt, streams, component)
     tx_id = "+".join(sorted(n.txid for n in spouts))
-    return Plan(tx_id, {n.txid: (n.spout, sorted(streams.get(n.id, {}))) for n in spouts}, bolts)
+    emitters = max([n.parallelism or 1 for n in spouts if getattr(n.spout, "partitioned", False)], default=1)
+    return Plan(tx_id, {n.txid: (n.spout, sorted(streams.get(n.id, {}))) for n in spouts}, bolts, emitters)
 
 
 def _executor(

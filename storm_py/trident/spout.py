@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from storm_py.api.tuple import Fields
 from storm_py.errors import InvalidTopologyException
-from storm_py.transactional.spouts import TransactionalSpout
+from storm_py.transactional.spouts import CommitterTransactionalSpout, TransactionalSpout
 from storm_py.trident.bolt import BATCH_FIELD
 
 if TYPE_CHECKING:
@@ -120,20 +120,35 @@ class _StreamCollector:
 class TridentSpoutsExecutor(TransactionalSpout):
     """Every Trident spout of a topology as one transactional spout (its coordinator and its emitter).
 
+    Partitioned spouts emit in every emitter task (each owns some partitions), the others in the first.
+
     Args:
         spouts: ``{txid name: (spout, streams)}``: each spout's batch goes out on its streams.
     """
 
     def __init__(self, spouts: dict[str, tuple[Any, list[str]]]) -> None:
         self.spouts = spouts
+        self._first_task = True
 
     def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> TridentSpoutsExecutor:
+        for spout, _ in self.spouts.values():
+            opener = getattr(spout, "open_coordinator", None)
+            if opener is not None:
+                opener(conf, context)
         return self
 
     def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> TridentSpoutsExecutor:
-        for spout, _ in self.spouts.values():
+        self._first_task = context.this_task_index == 0
+        for spout, _ in self._emitting():
             spout.open(conf, context)
         return self
+
+    def _emitting(self) -> list[tuple[Any, list[str]]]:
+        return [
+            (spout, streams)
+            for spout, streams in self.spouts.values()
+            if self._first_task or getattr(spout, "partitioned", False)
+        ]
 
     def is_ready(self) -> bool:
         return all(spout.is_ready() for spout, _ in self.spouts.values())
@@ -144,7 +159,8 @@ class TridentSpoutsExecutor(TransactionalSpout):
 
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
         for name, (spout, streams) in self.spouts.items():
-            spout.emit_batch(tx, meta.get(name), _StreamCollector(collector, tx, streams))
+            if self._first_task or getattr(spout, "partitioned", False):
+                spout.emit_batch(tx, meta.get(name), _StreamCollector(collector, tx, streams))
 
     def cleanup_before(self, txid: int) -> None:
         for spout, _ in self.spouts.values():
@@ -166,3 +182,17 @@ class TridentSpoutsExecutor(TransactionalSpout):
         for spout, _ in self.spouts.values():
             merged.update(spout.get_component_configuration() or {})
         return merged or None
+
+
+class CommitterTridentSpoutsExecutor(TridentSpoutsExecutor, CommitterTransactionalSpout):
+    """The spouts of a topology with an opaque partitioned spout: its emitter also commits each batch."""
+
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> CommitterTridentSpoutsExecutor:
+        super().get_emitter(conf, context)
+        return self
+
+    def commit(self, tx: TransactionAttempt) -> None:
+        for spout, _ in self.spouts.values():
+            commit = getattr(spout, "commit", None)
+            if commit is not None:
+                commit(tx)

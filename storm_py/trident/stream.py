@@ -72,15 +72,20 @@ class TridentTopology:
         return node
 
     def new_stream(self, txid: str, spout: Any) -> Stream:
-        """A stream of the batches of ``spout`` (a Trident spout, or a regular spout whose tuples are taken
-        in batches); ``txid`` names its persisted metadata (unique per topology)."""
+        """A stream of the batches of ``spout``: a Trident spout, a (opaque-)partitioned transactional spout
+        (e.g. the Kafka Trident spouts) or a regular spout whose tuples are taken in batches; ``txid`` names
+        its persisted metadata (unique per topology)."""
         if not isinstance(txid, str) or not txid or "/" in txid or "+" in txid:
             raise InvalidTopologyException(
                 f"new_stream: txid must be a non-empty string without '/' or '+', got {txid!r}"
             )
         if any(n.kind == SPOUT and n.txid == txid for n in self.nodes):
             raise InvalidTopologyException(f"new_stream: txid {txid!r} is already used by another stream")
-        if callable(getattr(spout, "next_tuple", None)) and not callable(getattr(spout, "emit_batch", None)):
+        from storm_py.trident.partitioned import PartitionedTridentSpout, is_partitioned
+
+        if is_partitioned(spout):
+            spout = PartitionedTridentSpout(spout, txid)
+        elif callable(getattr(spout, "next_tuple", None)) and not callable(getattr(spout, "emit_batch", None)):
             from storm_py.trident.rich import RichSpoutBatch
 
             spout = RichSpoutBatch(spout)
