@@ -299,6 +299,9 @@ class PersistProcessor(ProjectingProcessor):
         collector = self.collector
         collector.run = run
         collector.prefix = []
+        begin_attempt = getattr(state, "begin_attempt", None)
+        if begin_attempt is not None:  # a state that tells attempts apart (e.g. ParquetState)
+            begin_attempt(run.attempt)
         state.begin_commit(txid)
         self.updater.update_state(state, run.states[self.slot], collector)
         state.commit(txid)
