@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, cast
 
@@ -187,6 +187,22 @@ class CombinerProcessor(ProjectingProcessor):
             groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
 
         return add
+
+    def fused_emit(self, collector: OperationCollector, width: int) -> Callable[[Sequence[Any]], None] | None:
+        """Count (or sum) straight from a function's emits when the group field (and the summed one) are among
+        the emitted values: one call per emit instead of building the tuple and calling ``execute``."""
+        if self.single is None or not self.additive or self.mode == GENERAL or self.single < width:
+            return None
+        slot, key_at = self.slot, self.single - width
+        if self.mode == ONE:
+
+            def count(values: Sequence[Any]) -> None:
+                groups = collector.run.states[slot]  # type: ignore[union-attr]
+                key = values[key_at]
+                groups[key] = groups.get(key, 0) + 1
+
+            return count
+        return None
 
     def start(self, run: BatchRun) -> Any:
         return {} if self.group is not None else [self.agg.zero()]

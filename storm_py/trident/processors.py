@@ -72,6 +72,11 @@ class Processor:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
+    def fused_emit(self, collector: OperationCollector, width: int) -> Callable[[Sequence[Any]], None] | None:
+        """An ``emit`` for the collector of this processor's only parent, doing this processor's step on
+        ``collector.prefix + values`` directly (None when there is none; ``width`` = the prefix's length)."""
+        return None
+
     def start(self, run: BatchRun) -> Any:
         """The batch state of a new batch (None when the processor keeps none)."""
         return None
@@ -100,10 +105,12 @@ class Processor:
 class OperationCollector:
     """The collector operations emit through: each emit becomes ``prefix + values``."""
 
-    def __init__(self, proc: Processor) -> None:
+    def __init__(self, proc: Processor, prefix_width: list[str] | None = None) -> None:
         self.proc = proc
         self.run: BatchRun | None = None
         self.prefix: list[Any] = []
+        #: the fields every prefix has (a function's input tuple), when fixed: lets a child fuse its step in
+        self.prefix_width = prefix_width
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
@@ -113,6 +120,11 @@ class OperationCollector:
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
+        child = proc.children[0][0]
+        fused = child.fused_emit(self, len(self.prefix_width)) if self.prefix_width is not None else None
+        if fused is not None:
+            self.emit = fused  # type: ignore[method-assign, assignment]
+            return
 
         def emit(values: Sequence[Any]) -> None:
             entry(self.run, index, [*self.prefix, *values])  # type: ignore[arg-type]
@@ -155,9 +167,11 @@ class EachProcessor(ProjectingProcessor):
 
     kind = "each"
 
-    def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int], function: Any) -> None:
+    def __init__(self, schema: Schema, in_schema: Schema, in_positions: list[int], function: Any,
+                 parent_fields: list[str] | None = None) -> None:
         super().__init__(schema, in_schema, in_positions)
         self.function = function
+        self.collector = OperationCollector(self, parent_fields)
 
     def operations(self) -> list[Any]:
         return [self.function]

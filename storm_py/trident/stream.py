@@ -194,7 +194,7 @@ class Stream:
         added = as_names(out_fields, "each")
         in_schema, positions = self._in(in_fields, "each")
         schema = _out_schema(self.node.schema, added, "each")
-        return self._then(p.EachProcessor(schema, in_schema, positions, function))
+        return self._then(p.EachProcessor(schema, in_schema, positions, function, list(self.node.schema.fields)))
 
     def filter(self, in_fields: Any, filter: Any = None) -> Stream:
         """Keep the tuples the filter keeps (``filter(filter)`` sees every field)."""
