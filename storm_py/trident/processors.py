@@ -153,12 +153,19 @@ class ProjectingProcessor(Processor):
         self.in_schema = in_schema
         self.in_positions = in_positions
         self.collector = OperationCollector(self)
+        #: the projection as a slice when the positions are consecutive (the common case: one field)
+        first = in_positions[0] if in_positions else 0
+        consecutive = in_positions == list(range(first, first + len(in_positions)))
+        self.span = (first, first + len(in_positions)) if consecutive else None
 
     def prepare(self, task: TaskScope) -> None:
         super().prepare(task)
         self.collector.bind()
 
     def project(self, values: list[Any]) -> TridentTuple:
+        span = self.span
+        if span is not None:
+            return TridentTuple(values[span[0]:span[1]], self.in_schema)
         return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
 
 
