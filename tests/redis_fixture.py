@@ -1,4 +1,4 @@
-"""A real ``redis-server`` for the Trident state tests (a missing server fails the test with the fix to apply)."""
+"""Pytest plugin: a real ``redis-server`` for the session (a missing server fails the test with the fix to apply)."""
 
 from __future__ import annotations
 
