@@ -6,6 +6,8 @@ Streams are declared on a :class:`TridentTopology` (:mod:`~storm_py.trident.stre
 transactional coordinator, and kept in Trident state (:mod:`~storm_py.trident.state`).
 """
 
+import importlib
+
 from storm_py.transactional.map_state import OpaqueValue, TransactionalValue
 from storm_py.trident.builtin import Count, Debug, FilterNull, FirstN, MapGet, Sum
 from storm_py.trident.operation import (
@@ -31,6 +33,17 @@ from storm_py.trident.state import (
 from storm_py.trident.stream import GroupedStream, Stream, TridentState, TridentTopology
 from storm_py.trident.tuple import TridentTuple
 
+#: names served from the packages above this one, imported on first use (the Spark side's Parquet state)
+_LAZY = {"ParquetState": "storm_py.spark.trident", "ParquetUpdater": "storm_py.spark.trident"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'storm_py.trident' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "Assembly",
     "BaseAggregator",
@@ -50,6 +63,8 @@ __all__ = [
     "MapState",
     "MemoryMapState",
     "OpaqueValue",
+    "ParquetState",
+    "ParquetUpdater",
     "RedisMapState",
     "ReducerAggregator",
     "State",

@@ -187,6 +187,18 @@ def test_global_aggregate_is_one_tuple_per_batch_whatever_the_parallelism() -> N
     assert count.tasks_completed(1) == 1 and by_batch.tasks_completed(2) == 1
 
 
+def test_broadcast_sends_every_tuple_to_every_partition() -> None:
+    """broadcast: every task of the next bolt gets the whole batch; shuffle: each tuple goes to one task."""
+    topology = TridentTopology()
+    stream = topology.new_stream("broadcast", FixedBatchSpout(["v"], 3, [1], [2], [3]))
+    counts = record(stream.broadcast().partition_aggregate(Count(), ["count"]).parallelism_hint(3))
+    shuffled = record(stream.shuffle().partition_aggregate(Count(), ["count"]).parallelism_hint(3))
+    with running(topology):
+        wait(lambda: counts.has(1) and shuffled.has(1), "a batch")
+    assert counts.rows(1) == [[3], [3], [3]]
+    assert len(shuffled.rows(1)) == 3 and sum(r[0] for r in shuffled.rows(1)) == 3  # each tuple to one task
+
+
 def test_empty_batches_yield_zero_and_init_results() -> None:
     """Once the spout is exhausted its batches are empty: a combiner gives zero(), a reducer init(), an
     aggregator its init state; grouped aggregates give nothing."""
