@@ -232,8 +232,6 @@ class CombinerProcessor(ProjectingProcessor):
         if self.group is None:
             self.emit(run, [state[0]])
         elif self.single is not None:
-            for key, value in state.items():
-                self.emit(run, [key, value])
+            self.emit_all(run, [[key, value] for key, value in state.items()])
         else:
-            for key, value in state.items():
-                self.emit(run, [*key, value])
+            self.emit_all(run, [[*key, value] for key, value in state.items()])

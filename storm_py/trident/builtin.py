@@ -168,8 +168,12 @@ class MapCombinerAggStateUpdater(BaseStateUpdater):
     def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
         n, agg = self.num_keys, self.agg
         keys = [tuple(t.values[:n]) for t in tuples]
-        updaters = [_combine_with(agg, t.values[n]) for t in tuples]
-        for key, new in zip(keys, state.multi_update(keys, updaters), strict=True):
+        combine = _add if type(agg) in (Count, Sum) else _combine_with(agg)
+        updaters = [combine(t.values[n]) for t in tuples]
+        news = state.multi_update(keys, updaters)
+        if getattr(collector, "discards", False):
+            return
+        for key, new in zip(keys, news, strict=True):
             collector.emit([*key, new])
 
 
@@ -198,8 +202,18 @@ class MapReducerAggStateUpdater(BaseStateUpdater):
             collector.emit([*key, new])
 
 
-def _combine_with(agg: Any, value: Any) -> Any:
-    return lambda curr: value if curr is None else agg.combine(curr, value)
+def _combine_with(agg: Any) -> Any:
+    """Makes, per batch value, the update combining it into a stored value (the value itself when none)."""
+
+    def updater(value: Any) -> Any:
+        return lambda curr: value if curr is None else agg.combine(curr, value)
+
+    return updater
+
+
+def _add(value: Any) -> Any:
+    """``_combine_with`` for the built-in Count and Sum, whose combine is ``+``."""
+    return lambda curr: value if curr is None else curr + value
 
 
 def _reduce_with(agg: Any, tuples: list[Any]) -> Any:

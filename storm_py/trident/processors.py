@@ -88,6 +88,19 @@ class Processor:
     def finish(self, run: BatchRun) -> None:
         """The batch is complete."""
 
+    def execute_all(self, run: BatchRun, parent: int, rows: list[list[Any]]) -> None:
+        """Process several input tuples (a processor that keeps them may take the list at once)."""
+        for values in rows:
+            self.execute(run, parent, values)
+
+    def emit_all(self, run: BatchRun, rows: list[list[Any]]) -> None:
+        """Send several output tuples on (what an aggregation emits when its batch completes)."""
+        for child, index in self.children:
+            child.execute_all(run, index, rows)
+        if self.streams:
+            for values in rows:
+                self.send(run, values)
+
     def emit(self, run: BatchRun, values: list[Any]) -> None:
         """Send one output tuple on."""
         for execute, index in self.targets:
@@ -111,6 +124,11 @@ class OperationCollector:
         self.prefix: list[Any] = []
         #: the fields every prefix has (a function's input tuple), when fixed: lets a child fuse its step in
         self.prefix_width = prefix_width
+
+    @property
+    def discards(self) -> bool:
+        """Nothing reads what is emitted here (an updater may then skip building its new values)."""
+        return not self.proc.targets and not self.proc.streams
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
@@ -313,6 +331,14 @@ class PersistProcessor(ProjectingProcessor):
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
         run.states[self.slot].append(self.project(values))
+
+    def execute_all(self, run: BatchRun, parent: int, rows: list[list[Any]]) -> None:
+        span, schema = self.span, self.in_schema
+        if span is None:
+            run.states[self.slot].extend(self.project(values) for values in rows)
+        else:
+            first, end = span
+            run.states[self.slot].extend([TridentTuple(values[first:end], schema) for values in rows])
 
     def finish(self, run: BatchRun) -> None:
         state = run.task.states[self.state_id]
