@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from storm_py.api.components import CustomStreamGrouping, OutputCollector
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
+from storm_py.transactional.attempt import TransactionAttempt
 from storm_py.trident.processors import BatchRun, Processor
 
 if TYPE_CHECKING:
@@ -28,6 +29,11 @@ log = logging.getLogger(__name__)
 
 #: the name of the batch id, the first field of every stream between Trident bolts
 BATCH_FIELD = "$tx"
+
+
+def _key(attempt: TransactionAttempt) -> int:
+    """An open batch's key: its txid and attempt id in one int (hashing an attempt is a Python call)."""
+    return (attempt.transaction_id << 64) | attempt.attempt_id
 
 
 class BatchGlobalGrouping(CustomStreamGrouping):
@@ -86,7 +92,7 @@ class SubtopologyExecutor:
         self.state_factories = states
         self.single = single
         self._task: TaskScope | None = None
-        self._open: dict[Any, BatchRun] = {}
+        self._open: dict[int, BatchRun] = {}
         self._tasks: list[int] = []
         self._this_task = -1
         self._entries: dict[tuple[str, str], list[tuple[Any, int]]] = {}
@@ -106,13 +112,13 @@ class SubtopologyExecutor:
         self._entries = {key: [(proc.entry(), i) for proc, i in readers] for key, readers in self.routes.items()}
 
     def _run(self, attempt: Any) -> BatchRun:
-        run = self._open.get(attempt)
+        run = self._open.get(_key(attempt))
         if run is None:
             assert self._task is not None, "Trident bolt used before prepare"
             run = BatchRun(attempt, self._task, len(self.processors))
             for proc in self.processors:
                 run.states[proc.slot] = proc.start(run)
-            self._open[attempt] = run
+            self._open[_key(attempt)] = run
         return run
 
     def execute(self, tup: Tuple) -> None:
@@ -120,7 +126,8 @@ class SubtopologyExecutor:
         task = self._task
         assert task is not None, "Trident bolt used before prepare"
         values = tup.values
-        run = self._run(values[0])
+        attempt = values[0]
+        run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
         body = values[1:]
         try:
             for execute, parent in self._entries[(tup.source_component, tup.source_stream)]:
@@ -141,16 +148,16 @@ class SubtopologyExecutor:
     def finished_id(self, attempt: Any) -> None:
         """The whole batch is here: finish every processor in declaration order."""
         if not self._receives(attempt):
-            self._open.pop(attempt, None)
+            self._open.pop(_key(attempt), None)
             return
         run = self._run(attempt)
-        del self._open[attempt]
+        del self._open[_key(attempt)]
         for proc in self.processors:
             proc.finish(run)
 
     def timeout_id(self, attempt: Any) -> None:
         """The batch will not complete here: forget it."""
-        self._open.pop(attempt, None)
+        self._open.pop(_key(attempt), None)
 
     def cleanup(self) -> None:
         """Clean up the operations."""
