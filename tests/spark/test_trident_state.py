@@ -50,6 +50,7 @@ def test_trident_batches_land_exactly_once(tmp_path: Path, parallelism: int) -> 
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_spark_reads_the_trident_dataset(tmp_path: Path, spark: Any) -> None:
     topology, _, batches = build(tmp_path, 2)
     with LocalCluster() as cluster:
