@@ -75,6 +75,9 @@ class RichSpoutBatch(TridentSpout):
 
     def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.spout.open(conf, context, self._collector)
+        activate = getattr(self.spout, "activate", None)
+        if activate is not None:  # a spout is opened on its topology's activation
+            activate()
 
     def initialize_transaction(self, txid: int, prev_meta: Any) -> Any:
         return None
