@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.zk_fixture"]
+pytest_plugins = ["tests.zk_fixture", "tests.redis_fixture"]
 
 _UNIT = Path(__file__).parent / "unit"
 

@@ -5,6 +5,8 @@
 * :class:`KafkaBolt`: writes tuples, acking each input once the broker confirmed it.
 * :class:`TransactionalKafkaSpout` and :class:`OpaqueKafkaSpout`: partitioned spouts for
   ``TransactionalTopologyBuilder``.
+* :class:`KafkaTridentSpoutOpaque` and :class:`KafkaTridentSpoutTransactional`: the same as Trident spouts
+  (``TridentTopology.new_stream``).
 
 Needs the ``kafka`` extra (``pip install 'storm_py[kafka]'``).  The Kafka client is imported only by
 :mod:`storm_py.kafka.client`.
@@ -24,6 +26,7 @@ from storm_py.kafka.config import (
 )
 from storm_py.kafka.spout import KafkaMessageId, KafkaSpout, KafkaSpoutError
 from storm_py.kafka.transactional import OpaqueKafkaSpout, TransactionalKafkaSpout
+from storm_py.kafka.trident import KafkaTridentSpoutOpaque, KafkaTridentSpoutTransactional
 
 __all__ = [
     "DEAD_LETTER_FIELDS",
@@ -39,6 +42,8 @@ __all__ = [
     "KafkaSpout",
     "KafkaSpoutConfig",
     "KafkaSpoutError",
+    "KafkaTridentSpoutOpaque",
+    "KafkaTridentSpoutTransactional",
     "OpaqueKafkaSpout",
     "RecordTranslator",
     "SimpleRecordTranslator",

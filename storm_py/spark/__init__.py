@@ -3,6 +3,7 @@
 ``API.md`` §6.  Needs the ``spark`` extra (pyarrow, pyspark), imported lazily: importing this package pulls in
 neither, the sink imports pyarrow when it first writes, and only Spark reads and jobs import pyspark.
 
+* :class:`ParquetState` / :class:`ParquetUpdater` — the same dataset from Trident (:mod:`storm_py.spark.trident`);
 * :class:`ParquetBatchSink` — the committer bolt (:mod:`storm_py.spark.sink`), layout in
   :mod:`storm_py.spark.layout`, schema checks in :mod:`storm_py.spark.schema`;
 * :func:`read_committed` (Spark), :func:`read_committed_table` (pyarrow), :func:`committed_txids`;
@@ -17,6 +18,7 @@ from typing import Any
 
 from storm_py.spark.layout import committed_txids
 from storm_py.spark.sink import DatasetWriter, ParquetBatchSink
+from storm_py.spark.trident import ParquetState, ParquetUpdater
 
 _LAZY = {
     "read_committed": "storm_py.spark.session",
@@ -31,6 +33,8 @@ _LAZY = {
 __all__ = [
     "DatasetWriter",
     "ParquetBatchSink",
+    "ParquetState",
+    "ParquetUpdater",
     "committed_txids",
     "compact",
     "follow",

@@ -97,6 +97,12 @@ def is_batch_bolt(obj: object) -> bool:
     return callable(getattr(obj, "finish_batch", None)) and callable(getattr(obj, "execute", None))
 
 
+def is_batch_executor(obj: object) -> bool:
+    """Whether ``obj`` is a batch executor (like :class:`BatchBoltExecutor`: ``execute`` acks or fails each
+    tuple, ``finished_id(id)`` ends a batch), to run as a coordinated bolt's delegate as it is."""
+    return callable(getattr(obj, "finished_id", None)) and callable(getattr(obj, "execute", None))
+
+
 class BatchBoltExecutor:
     """Storm's ``BatchBoltExecutor``: one prepared copy of the batch bolt per open batch id.
 

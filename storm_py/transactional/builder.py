@@ -35,7 +35,13 @@ from storm_py.api.topology import (
     TopologyBuilder,
 )
 from storm_py.errors import InvalidTopologyException
-from storm_py.transactional.batch import BasicBoltExecutor, BatchBoltExecutor, Committer, is_batch_bolt
+from storm_py.transactional.batch import (
+    BasicBoltExecutor,
+    BatchBoltExecutor,
+    Committer,
+    is_batch_bolt,
+    is_batch_executor,
+)
 from storm_py.transactional.coordinated import CoordinatedBolt
 from storm_py.transactional.coordinator import TransactionalSpoutCoordinator
 from storm_py.transactional.emitter import TransactionalSpoutBatchExecutor
@@ -104,12 +110,12 @@ class TransactionalTopologyBuilder:
         return SpoutDeclarer(self._spout_spec)
 
     def set_bolt(self, id: str, bolt: Any, parallelism: int = 1) -> BoltDeclarer:
-        """Add a batch bolt (a committer if it is a :class:`Committer`) or a basic bolt."""
+        """Add a batch bolt (a committer if it is a :class:`Committer`), a batch executor or a basic bolt."""
         return self._add(id, bolt, parallelism, isinstance(bolt, Committer))
 
     def set_committer_bolt(self, id: str, bolt: Any, parallelism: int = 1) -> BoltDeclarer:
         """Add a batch bolt whose ``finish_batch`` runs in the commit phase, in txid order."""
-        if not is_batch_bolt(bolt):
+        if not (is_batch_bolt(bolt) or is_batch_executor(bolt)):
             raise InvalidTopologyException(
                 f"committer {id!r} must be a batch bolt (with finish_batch), got {type(bolt).__name__}", component=id
             )
@@ -120,7 +126,7 @@ class TransactionalTopologyBuilder:
             raise InvalidTopologyException(f"component id must be a non-empty string, got {cid!r}")
         if cid in self._bolts or cid in (self.spout_id, coordinator_id(self.spout_id)):
             raise InvalidTopologyException(f"topology already has a component with id {cid!r}", component=cid)
-        if not (is_batch_bolt(bolt) or isinstance(bolt, BasicBolt)):
+        if not (is_batch_bolt(bolt) or is_batch_executor(bolt) or isinstance(bolt, BasicBolt)):
             raise InvalidTopologyException(
                 f"bolt {cid!r} of a transactional topology must be a batch bolt or a BasicBolt, "
                 f"got {type(bolt).__name__}",
@@ -167,7 +173,13 @@ class TransactionalTopologyBuilder:
         for cid, entry in self._bolts.items():
             spec = entry.spec
             sources = sorted({src for src, _ in spec.inputs})
-            delegate: Any = BatchBoltExecutor(spec.obj) if is_batch_bolt(spec.obj) else BasicBoltExecutor(spec.obj)
+            delegate: Any
+            if is_batch_executor(spec.obj):
+                delegate = spec.obj  # already runs every batch of its task (e.g. a Trident bolt)
+            elif is_batch_bolt(spec.obj):
+                delegate = BatchBoltExecutor(spec.obj)
+            else:
+                delegate = BasicBoltExecutor(spec.obj)
             late = frozenset(s for s in sources if s in commit_phase)
             hold: frozenset[str] | None = None
             if not entry.committer and late and len(late) < len(sources):

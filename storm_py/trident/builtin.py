@@ -1,0 +1,226 @@
+"""Trident's built-in operations (``Count``, ``Sum``, ``FilterNull``, ``Debug``, ``MapGet``, the ``FirstN``
+assembly) and the state updaters ``persistent_aggregate`` plans with."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from storm_py.trident.operation import Assembly, BaseAggregator, BaseFilter, CombinerAggregator
+from storm_py.trident.state import BaseQueryFunction, BaseStateUpdater
+from storm_py.trident.tuple import Schema, TridentTuple
+
+if TYPE_CHECKING:
+    from storm_py.trident.operation import TridentCollector
+    from storm_py.trident.stream import Stream
+
+log = logging.getLogger(__name__)
+
+
+class Count(CombinerAggregator):
+    """The number of tuples."""
+
+    def init(self, tuple: TridentTuple) -> int:
+        return 1
+
+    def combine(self, val1: int, val2: int) -> int:
+        return val1 + val2
+
+    def zero(self) -> int:
+        return 0
+
+
+class Sum(CombinerAggregator):
+    """The sum of the first input field."""
+
+    def init(self, tuple: TridentTuple) -> Any:
+        return tuple.get_value(0)
+
+    def combine(self, val1: Any, val2: Any) -> Any:
+        return val1 + val2
+
+    def zero(self) -> int:
+        return 0
+
+
+class FilterNull(BaseFilter):
+    """Keeps tuples none of whose input fields is None."""
+
+    def is_keep(self, tuple: TridentTuple) -> bool:
+        return all(v is not None for v in tuple.values)
+
+
+class Debug(BaseFilter):
+    """Keeps every tuple and prints it (Storm's ``Debug``), prefixed with ``name`` when given."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.prefix = f"DEBUG({name}): " if name else "DEBUG: "
+
+    def is_keep(self, tuple: TridentTuple) -> bool:
+        print(f"{self.prefix}{tuple.values!r}", flush=True)
+        return True
+
+
+class MapGet(BaseQueryFunction):
+    """Looks each tuple's values up as a key of a map state; emits the stored value (None when missing)."""
+
+    def batch_retrieve(self, state: Any, tuples: list[Any]) -> list[Any]:
+        return list(state.multi_get([tuple(t.values) for t in tuples]))
+
+    def execute(self, tuple: Any, result: Any, collector: TridentCollector) -> None:
+        collector.emit([result])
+
+
+class _FirstNAgg(BaseAggregator):
+    """The first ``n`` tuples of a partition's batch."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def init(self, batch_id: Any, collector: TridentCollector) -> Any:
+        return [0]
+
+    def aggregate(self, state: Any, tuple: TridentTuple, collector: TridentCollector) -> None:
+        if state[0] < self.n:
+            collector.emit(tuple.values)
+            state[0] += 1
+
+    def complete(self, state: Any, collector: TridentCollector) -> None:
+        pass
+
+
+class _FirstNSortedAgg(BaseAggregator):
+    """The ``n`` tuples of a partition's batch with the smallest (``reverse``: largest) ``sort_field``."""
+
+    def __init__(self, n: int, sort_field: str, reverse: bool) -> None:
+        self.n = n
+        self.sort_field = sort_field
+        self.reverse = reverse
+
+    def init(self, batch_id: Any, collector: TridentCollector) -> Any:
+        return []
+
+    def aggregate(self, state: Any, tuple: TridentTuple, collector: TridentCollector) -> None:
+        state.append(tuple)
+
+    def complete(self, state: Any, collector: TridentCollector) -> None:
+        ordered = sorted(state, key=lambda t: t.get_value_by_field(self.sort_field), reverse=self.reverse)
+        for t in ordered[: self.n]:
+            collector.emit(t.values)
+
+
+class FirstN(Assembly):
+    """Storm's ``FirstN``: the first ``n`` tuples of each batch, or the ``n`` smallest by ``sort_field``
+    (largest with ``reverse``); a partition aggregate, then a global one."""
+
+    def __init__(self, n: int, sort_field: str | None = None, reverse: bool = False) -> None:
+        if n < 0:
+            raise ValueError(f"FirstN: n must be >= 0, got {n}")
+        self.agg: BaseAggregator = _FirstNAgg(n) if sort_field is None else _FirstNSortedAgg(n, sort_field, reverse)
+
+    def apply(self, input: Stream) -> Stream:
+        fields = input.get_output_fields()
+        partial = input.partition_aggregate(fields, self.agg, fields)
+        return partial.global_().partition_aggregate(fields, self.agg, fields)
+
+
+# ---------------------------------------------------------------------------------- persistent_aggregate
+
+
+class CombinerAggStateUpdater(BaseStateUpdater):
+    """Ungrouped combiner: combines the batch's aggregate into the global value; emits the new value."""
+
+    def __init__(self, agg: Any) -> None:
+        self.agg = agg
+
+    def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        batch = self.agg.zero()
+        for t in tuples:
+            batch = self.agg.combine(batch, t.get_value(0))
+        new = state.update(lambda curr: batch if curr is None else self.agg.combine(curr, batch))
+        collector.emit([new])
+
+
+class ReducerAggStateUpdater(BaseStateUpdater):
+    """Ungrouped reducer: reduces the batch's tuples into the global value; emits the new value."""
+
+    def __init__(self, agg: Any) -> None:
+        self.agg = agg
+
+    def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        def reduce(curr: Any) -> Any:
+            value = self.agg.init() if curr is None else curr
+            for t in tuples:
+                value = self.agg.reduce(value, t)
+            return value
+
+        collector.emit([state.update(reduce)])
+
+
+class MapCombinerAggStateUpdater(BaseStateUpdater):
+    """Grouped combiner: each tuple is ``group values + the batch's aggregate``; combined into the stored
+    value of its group; emits ``group values + new value``."""
+
+    def __init__(self, agg: Any, num_keys: int) -> None:
+        self.agg = agg
+        self.num_keys = num_keys
+
+    def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        n, agg = self.num_keys, self.agg
+        keys = [tuple(t.values[:n]) for t in tuples]
+        combine = _add if type(agg) in (Count, Sum) else _combine_with(agg)
+        updaters = [combine(t.values[n]) for t in tuples]
+        news = state.multi_update(keys, updaters)
+        if getattr(collector, "discards", False):
+            return
+        for key, new in zip(keys, news, strict=True):
+            collector.emit([*key, new])
+
+
+class MapReducerAggStateUpdater(BaseStateUpdater):
+    """Grouped reducer: each group's tuples are reduced into its stored value; emits ``group + new value``.
+
+    The tuples carry the whole stream; ``keys`` and ``inputs`` are the positions of the group and of the
+    reducer's input fields (``in_schema``).
+    """
+
+    def __init__(self, agg: Any, keys: list[int], inputs: list[int], in_schema: Schema) -> None:
+        self.agg = agg
+        self.keys = keys
+        self.inputs = inputs
+        self.in_schema = in_schema
+
+    def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        groups: dict[tuple[Any, ...], list[TridentTuple]] = {}
+        for t in tuples:
+            values = t.values
+            key = tuple(values[i] for i in self.keys)
+            groups.setdefault(key, []).append(TridentTuple([values[i] for i in self.inputs], self.in_schema))
+        keys = list(groups)
+        updaters = [_reduce_with(self.agg, groups[k]) for k in keys]
+        for key, new in zip(keys, state.multi_update(keys, updaters), strict=True):
+            collector.emit([*key, new])
+
+
+def _combine_with(agg: Any) -> Any:
+    """Makes, per batch value, the update combining it into a stored value (the value itself when none)."""
+
+    def updater(value: Any) -> Any:
+        return lambda curr: value if curr is None else agg.combine(curr, value)
+
+    return updater
+
+
+def _add(value: Any) -> Any:
+    """``_combine_with`` for the built-in Count and Sum, whose combine is ``+``."""
+    return lambda curr: value if curr is None else curr + value
+
+
+def _reduce_with(agg: Any, tuples: list[Any]) -> Any:
+    def reduce(curr: Any) -> Any:
+        value = agg.init() if curr is None else curr
+        for t in tuples:
+            value = agg.reduce(value, t)
+        return value
+
+    return reduce
