@@ -110,6 +110,12 @@ class StaleBuildError(StormPyError, ImportError):
     code = "stale_build"
 
 
+class DependencyError(StormPyError):
+    """A topology's Python requirements could not be resolved, bundled or installed."""
+
+    code = "dependency_error"
+
+
 _E = TypeVar("_E", bound=BaseException)
 
 
