@@ -15,12 +15,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from storm_py.deps.envcache import BuildRecord, EnvLedger, set_id
 from storm_py.deps.wheelhouse import WHEELHOUSE, pip_reason, wheel_digests
-from storm_py.errors import DependencyError
+from storm_py.errors import DependencyError, StormPyError
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,12 @@ log = logging.getLogger(__name__)
 READY = ".ready"
 #: The link to the supervisor's installation, in the environment's site-packages.
 LINK_PTH = "_storm_py_supervisor.pth"
+
+
+class EnvBuilding(StormPyError):
+    """A topology's environment is being built; its workers start when it is ready."""
+
+    code = "env_building"
 
 
 def storm_py_link() -> str:
@@ -85,24 +92,33 @@ def build(env: Path, wheels: Path, timeout: float | None = None) -> None:
 class EnvCache:
     """The environments of one supervisor (see the module docstring).
 
+    Builds run on a thread of their own (``background``), so the supervisor keeps heartbeating while pip works;
+    ``on_built`` is called when one ends (the supervisor syncs again at once).
+
     Args:
         root: where environments live (``<storm.local.dir>/supervisor/envs``).
         cleanup_secs: ``supervisor.env.cleanup.secs``.
         build_timeout: ``supervisor.env.build.timeout.secs``.
     """
 
-    def __init__(self, root: Path, cleanup_secs: float, build_timeout: float | None = None) -> None:
+    def __init__(self, root: Path, cleanup_secs: float, build_timeout: float | None = None,
+                 background: bool = True, on_built: Callable[[], None] | None = None) -> None:
         self.root = root
         self.build_timeout = build_timeout
+        self.background = background
+        self.on_built = on_built
         self.ledger = EnvLedger(cleanup_secs)
         self.envs: dict[str, str] = {}  # topology id -> env id
         self.builds: dict[str, BuildRecord] = {}
+        self._lock = threading.Lock()
+        self._building: dict[str, threading.Thread] = {}
 
     def python_for(self, topology_id: str, code_dir: Path) -> Path | None:
         """The interpreter of ``topology_id``'s environment (built now if needed); None when it has no wheelhouse.
 
         Raises:
             DependencyError: the environment cannot be built (a failed build is remembered, not retried).
+            EnvBuilding: it is being built on a background thread.
         """
         wheels = code_dir / WHEELHOUSE
         digests = wheel_digests(wheels)
@@ -112,19 +128,40 @@ class EnvCache:
         env_id = set_id(digests)
         self.envs[topology_id] = env_id
         env = self.root / env_id
-        record = self.builds.setdefault(env_id, BuildRecord())
+        with self._lock:
+            record = self.builds.setdefault(env_id, BuildRecord())
+            building = env_id in self._building
         if record.error is not None:
             raise DependencyError(record.error, topology=topology_id, env=env_id)
-        if not (env / READY).is_file():
+        if (env / READY).is_file() and not building:
+            return env_python(env)
+        if not building:
             log.info("building environment %s for %s from %d wheels", env_id, topology_id, len(digests))
-            try:
-                build(env, wheels, self.build_timeout)
-            except DependencyError as err:
-                record.error = f"the topology's environment cannot be built: {err.message}"
-                log.error("%s (environment %s of %s)", record.error, env_id, topology_id)
-                raise DependencyError(record.error, topology=topology_id, env=env_id) from err
+            if not self.background:
+                self._build(env_id, wheels, topology_id)
+                return self.python_for(topology_id, code_dir)
+            thread = threading.Thread(target=self._build, args=(env_id, wheels, topology_id),
+                                      name=f"env-build-{env_id}", daemon=True)
+            with self._lock:
+                self._building[env_id] = thread
+            thread.start()
+        raise EnvBuilding(f"building the environment {env_id} of {topology_id}", topology=topology_id, env=env_id)
+
+    def _build(self, env_id: str, wheels: Path, topology_id: str) -> None:
+        """Build one environment (on its own thread when ``background``); a failure is kept on its record."""
+        try:
+            build(self.root / env_id, wheels, self.build_timeout)
             log.info("built environment %s for %s", env_id, topology_id)
-        return env_python(env)
+        except DependencyError as err:
+            with self._lock:
+                self.builds.setdefault(env_id, BuildRecord()).error = (
+                    f"the topology's environment cannot be built: {err.message}")
+            log.error("the environment %s of %s cannot be built: %s", env_id, topology_id, err.message)
+        finally:
+            with self._lock:
+                self._building.pop(env_id, None)
+            if self.on_built is not None:
+                self.on_built()
 
     def present(self) -> list[str]:
         """The environment ids on disk."""
@@ -137,8 +174,10 @@ class EnvCache:
         for tid in [t for t in self.envs if t not in live]:
             del self.envs[tid]
         needed = set(self.envs.values())
-        for env_id in [e for e in self.builds if e not in needed]:
-            del self.builds[env_id]  # a failed build is tried again when a topology needs its set again
+        with self._lock:
+            for env_id in [e for e in self.builds if e not in needed]:
+                del self.builds[env_id]  # a failed build is tried again when a topology needs its set again
+            needed |= set(self._building)  # never removed under a running build
         removed = self.ledger.expired(needed, self.present(), now)
         for env_id in removed:
             shutil.rmtree(self.root / env_id, ignore_errors=True)

@@ -77,7 +77,7 @@ class SupervisorDaemon:
         self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
         env_keys = ("supervisor.env.cleanup.secs", "supervisor.env.build.timeout.secs")
         cleanup, build_timeout = (float(self.conf.get(k, KEYS[k].default)) for k in env_keys)
-        self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout)
+        self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake)
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
                                         report_env_error=self._report_env_error)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
-from storm_py.deps.venv import EnvCache
+from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
@@ -107,6 +107,12 @@ class WorkerLaunchError(StormPyError):
     """A worker process could not be started."""
 
     code = "worker_launch_failed"
+
+
+class LaunchPending(StormPyError):
+    """A worker cannot start yet (its topology's environment is being built); the supervisor tries again."""
+
+    code = "launch_pending"
 
 
 class ProcessWorker:
@@ -294,6 +300,8 @@ class ProcessLauncher:
             return self.python, {}
         try:
             env_python = self.envs.python_for(topology_id, code_dir)
+        except EnvBuilding as err:
+            raise LaunchPending(err.message, topology=topology_id, port=port) from err
         except DependencyError as err:
             record = self.envs.builds.get(str(err.fields.get("env", "")))
             text = record.to_report(topology_id) if record is not None else None

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
+from storm_py.clock import wait_until
 from storm_py.deps.envcache import BuildRecord, EnvLedger, set_id
-from storm_py.deps.venv import EnvCache
+from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
     WHEELHOUSE,
     bundle,
@@ -84,7 +85,7 @@ def test_a_failing_build_is_not_retried_while_its_topology_lives(
         raise DependencyError("ERROR: no space left")
 
     monkeypatch.setattr("storm_py.deps.venv.build", failing)
-    cache = EnvCache(tmp_path / "envs", cleanup_secs=0)
+    cache = EnvCache(tmp_path / "envs", cleanup_secs=0, background=False)
     for _ in range(3):
         with pytest.raises(DependencyError, match="cannot be built: ERROR: no space left"):
             cache.python_for("t1", code)
@@ -174,7 +175,14 @@ def test_an_environment_is_built_offline_with_storm_py_linked_and_removed_when_u
 
     code = tmp_path / "code"
     make_wheel(code / WHEELHOUSE, "tinydep", "1.0", {"tinydep.py": "X = 41\n"})
-    cache = EnvCache(tmp_path / "envs", cleanup_secs=5)
+    built: list[bool] = []
+    cache = EnvCache(tmp_path / "envs", cleanup_secs=5, on_built=lambda: built.append(True))
+    with pytest.raises(EnvBuilding):
+        cache.python_for("t1", code)  # built on a thread of its own
+    with pytest.raises(EnvBuilding):
+        cache.python_for("t2", code)  # the same set: the same build
+    assert cache.cleanup({"t1", "t2"}, now=0) == []
+    wait_until(lambda: bool(built), 120, interval=0.05, what="the environment build")
     python = cache.python_for("t1", code)
     assert python is not None and python.is_relative_to(tmp_path / "envs")
     assert cache.python_for("t2", code) == python  # the same set: shared
