@@ -110,6 +110,11 @@ def resolve(requirements: str, dest: Path, wheelhouse: str | os.PathLike[str] | 
     return sorted(dest.glob("*.whl"))
 
 
+def is_storm_py(wheel: str) -> bool:
+    """Whether a wheel is storm_py's own (never uploaded: workers use the supervisor's storm_py)."""
+    return str(parse_wheel_filename(wheel)[0]) == "storm-py"
+
+
 def pip_reason(stderr: str, stdout: str = "") -> str:
     """pip's own explanation of a failure: its ``ERROR:`` lines, else the tail of what it printed."""
     errors = [line.strip() for line in stderr.splitlines() if line.startswith("ERROR:")]
@@ -163,7 +168,7 @@ def with_dependencies(data: bytes, filename: str, conf: Mapping[str, Any],
         return data, []
     timeout, max_mb = (float(conf.get(k, KEYS[k].default)) for k in SUBMIT_KEYS)
     with tempfile.TemporaryDirectory(prefix="storm-py-wheelhouse-") as tmp:
-        wheels = resolve(requirements, Path(tmp), wheelhouse, timeout)
+        wheels = [w for w in resolve(requirements, Path(tmp), wheelhouse, timeout) if not is_storm_py(w.name)]
         check_platforms(w.name for w in wheels)
         return bundle(data, wheels, max_mb), [w.name for w in wheels]
 

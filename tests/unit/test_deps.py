@@ -17,6 +17,7 @@ from storm_py.deps.wheelhouse import (
     WHEELHOUSE,
     bundle,
     check_platforms,
+    is_storm_py,
     requirements_of,
     wheel_digests,
     with_dependencies,
@@ -141,6 +142,11 @@ def test_the_wheelhouse_is_bundled_under_its_folder_within_the_size_limit(tmp_pa
     out = tmp_path / "out"
     zipfile.ZipFile(io.BytesIO(data)).extractall(out)
     assert list(wheel_digests(out / WHEELHOUSE)) == [whl.name]
+
+
+def test_storm_py_itself_is_never_uploaded() -> None:
+    assert is_storm_py("storm_py-0.9.0-cp311-cp311-linux_x86_64.whl")
+    assert not is_storm_py("storm_pyx-1.0-py3-none-any.whl")
 
 
 def test_a_package_without_requirements_is_uploaded_unchanged() -> None:
