@@ -9,11 +9,14 @@ decisions out; :mod:`storm_py.deps.venv` does the building and removing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 #: The length of an environment id (hex digits of a SHA-256).
 ID_LENGTH = 24
+#: A supervisor's heartbeat carries ``{PENDING_META + topology id: what its worker waits for}`` in its
+#: ``scheduler_meta`` while an environment is built; the topology's page shows them as its ``environment``.
+PENDING_META = "env.pending."
 
 
 def set_id(wheels: Mapping[str, str]) -> str:
@@ -69,3 +72,10 @@ class BuildRecord:
             return None
         self.reported.add(topology_id)
         return self.error
+
+
+def environment_status(topology_id: str, supervisors: Iterable[tuple[str, Mapping[str, str]]]) -> list[str]:
+    """What the topology's workers wait for, per supervisor (``(hostname, scheduler_meta)`` pairs); empty when
+    no supervisor is building an environment for it."""
+    key = PENDING_META + topology_id
+    return sorted(f"{host}: {meta[key]}" for host, meta in supervisors if key in meta)

@@ -12,6 +12,7 @@ from typing import Any
 
 import storm_py
 from storm_py.clock import Clock
+from storm_py.deps.envcache import PENDING_META
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
@@ -66,9 +67,19 @@ class Supervisor:
             used_ports=sorted(self.workers),
             version=storm_py.__version__,
             logviewer_port=self.logviewer_port,
-            scheduler_meta={"health": "; ".join(self.health_failures)} if self.health_failures else {},
+            scheduler_meta={**({"health": "; ".join(self.health_failures)} if self.health_failures else {}),
+                            **self._pending_meta()},
         )
         self.state.set_supervisor_info(self.id, info)
+
+    def _pending_meta(self) -> dict[str, str]:
+        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building)."""
+        out: dict[str, str] = {}
+        for port, reason in sorted(self.launch_pending.items()):
+            want = self._launched.get(port)
+            if want is not None:
+                out[PENDING_META + want.topology_id] = reason
+        return out
 
     def wanted(self) -> dict[int, WantedSlot]:
         """The slots the assignments give this supervisor."""

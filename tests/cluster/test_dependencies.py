@@ -118,8 +118,15 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
                       "-c", f"depsapp.out={out}")
         assert proc.returncode == 0, proc.stderr
         assert "numpy-" in proc.stdout and "tinydep-1.0-py3-none-any.whl" in proc.stdout
-    wait_until(lambda: all(rows(out) for out in outs.values()), 240, interval=0.5,
-               what="both topologies to run their bolt")
+    shown: list[str] = []
+
+    def running() -> bool:  # meanwhile, the topology's page says what its worker waits for
+        shown.extend(cluster.client().topology("dep-a").get("environment") or [])
+        return all(rows(out) for out in outs.values())
+
+    wait_until(running, 240, interval=0.25, what="both topologies to run their bolt")
+    assert any("building the environment" in line for line in shown), shown
+    assert cluster.client().topology("dep-a")["environment"] == []
     (env,) = envs(cluster)  # one environment for the two topologies
     for out in outs.values():
         row = rows(out)[0]

@@ -11,7 +11,7 @@ import pytest
 from packaging.tags import Tag
 
 from storm_py.clock import wait_until
-from storm_py.deps.envcache import BuildRecord, EnvLedger, set_id
+from storm_py.deps.envcache import PENDING_META, BuildRecord, EnvLedger, environment_status, set_id
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
     WHEELHOUSE,
@@ -100,6 +100,13 @@ def test_a_failing_build_is_not_retried_while_its_topology_lives(
 def test_a_topology_without_a_wheelhouse_runs_on_the_supervisors_interpreter(tmp_path: Path) -> None:
     (tmp_path / "code").mkdir()
     assert EnvCache(tmp_path / "envs", cleanup_secs=0).python_for("t1", tmp_path / "code") is None
+
+
+def test_a_building_environment_shows_on_its_topology_per_supervisor() -> None:
+    metas = [("h1", {PENDING_META + "t1": "building the environment e1 of t1", "health": ""}),
+             ("h2", {PENDING_META + "t2": "building the environment e2 of t2"}), ("h3", {})]
+    assert environment_status("t1", metas) == ["h1: building the environment e1 of t1"]
+    assert environment_status("t3", metas) == []
 
 
 # ------------------------------------------------------------------------------------------- the client side
