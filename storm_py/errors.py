@@ -116,6 +116,12 @@ class ShellProcessError(StormPyError):
     code = "shell_process_error"
 
 
+class DependencyError(StormPyError):
+    """A topology's Python requirements could not be resolved, bundled or installed."""
+
+    code = "dependency_error"
+
+
 _E = TypeVar("_E", bound=BaseException)
 
 

@@ -27,11 +27,15 @@ def _default_name(entry: str) -> str:
 @click.argument("entry", metavar="MODULE:FUNCTION")
 @click.option("--name", default=None, help="Topology name (default: the function's module).")
 @click.option("--inactive", is_flag=True, help="Submit deactivated (spouts start on `activate`).")
+@click.option("--wheelhouse", default=None, type=click.Path(), metavar="DIR",
+              help="Wheels found first when resolving the topology's requirements (uploaded with it).")
 @config_options
 def submit(
-    package: str, entry: str, name: str | None, inactive: bool, config_file: str | None, overrides: tuple[str, ...]
+    package: str, entry: str, name: str | None, inactive: bool, wheelhouse: str | None, config_file: str | None,
+    overrides: tuple[str, ...],
 ) -> None:
     """Upload WHEEL_OR_DIR and run MODULE:FUNCTION's topology on the cluster (Storm's `storm jar`)."""
+    from storm_py.deps.wheelhouse import with_dependencies
     from storm_py.packaging.code_loader import parse_entry
     from storm_py.packaging.package import TopologyPackage, read_package
 
@@ -41,12 +45,15 @@ def submit(
         parse_entry(entry)
         left_out: list[str] = []
         data, filename = read_package(package, left_out)
+        data, wheels = with_dependencies(data, filename, conf, wheelhouse)
         name = name or _default_name(entry)
         reply = _client(conf).submit(name, TopologyPackage(data, entry, filename), topo_conf, inactive)
     except StormPyError as err:
         raise command_error(err, config_file) from err
     if left_out:
         click.echo(f"Left out of the package: {', '.join(left_out)}")
+    if wheels:
+        click.echo(f"Uploaded with its dependencies: {', '.join(wheels)}")
     click.echo(f"Finished submitting topology: {name} (id {reply['id']})")
     _warn_if_short_of_slots(conf, name)
 

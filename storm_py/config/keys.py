@@ -170,6 +170,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.health.check.fail.on.timeouts", BOOL, True, "supervisor, node-health-check", "whether a script running out of time fails the node"),
         Key("topology.blobstore.map", MAP, None, "supervisor", "user blobs in each worker's directory: {blob key: {localname: name}} (localname defaults to the key)"),
     ),
+    "dependencies": (
+        Key("topology.dependencies.max.size.mb", NUMBER, 150, "submit command", "largest wheelhouse (the resolved wheels of a topology's requirements) a submit uploads, in MiB", min=0),
+        Key("topology.dependencies.resolve.timeout.secs", NUMBER, 600, "submit command", "longest pip may take to resolve a topology's requirements at submit", min=1),
+        Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
+        Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import storm_py
 from storm_py import ui
 from storm_py.clock import Clock, wait_until
+from storm_py.deps.envcache import environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus, rest
 from storm_py.metrics.windows import ALL_TIME, parse_window
@@ -191,7 +192,10 @@ class NimbusApi:
 
     def topology_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id?window=``."""
-        return self._page(req.params["id"], _window_param(req))[2]
+        tid, _, page = self._page(req.params["id"], _window_param(req))
+        supervisors = self.node.state.supervisors().values()
+        page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
+        return page
 
     def component_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/component/:component``."""

@@ -12,10 +12,11 @@ from typing import Any
 
 import storm_py
 from storm_py.clock import Clock
+from storm_py.deps.envcache import PENDING_META
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
-from storm_py.supervisor.launcher import Launcher, WorkerHandle
+from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
 from storm_py.supervisor.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ class Supervisor:
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
         self.launch_failures: dict[int, str] = {}
+        #: ports whose worker waits for something being prepared (its topology's environment), and what
+        self.launch_pending: dict[int, str] = {}
         self.backoff = RestartBackoff(
             float(conf.get("supervisor.worker.restart.min.uptime.secs", 10)),
             float(conf.get("supervisor.worker.restart.backoff.secs", 1)),
@@ -64,9 +67,19 @@ class Supervisor:
             used_ports=sorted(self.workers),
             version=storm_py.__version__,
             logviewer_port=self.logviewer_port,
-            scheduler_meta={"health": "; ".join(self.health_failures)} if self.health_failures else {},
+            scheduler_meta={**({"health": "; ".join(self.health_failures)} if self.health_failures else {}),
+                            **self._pending_meta()},
         )
         self.state.set_supervisor_info(self.id, info)
+
+    def _pending_meta(self) -> dict[str, str]:
+        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building)."""
+        out: dict[str, str] = {}
+        for port, reason in sorted(self.launch_pending.items()):
+            want = self._launched.get(port)
+            if want is not None:
+                out[PENDING_META + want.topology_id] = reason
+        return out
 
     def wanted(self) -> dict[int, WantedSlot]:
         """The slots the assignments give this supervisor."""
@@ -104,7 +117,14 @@ class Supervisor:
                 self.workers[port] = self.launcher.launch(self.id, want.topology_id, port, list(want.executors))
                 self.backoff.launched(port, now)
                 self.launch_failures.pop(port, None)
+                self.launch_pending.pop(port, None)
+            except LaunchPending as err:  # not a death: no backoff; launched in a later round
+                if self.launch_pending.get(port) != err.message:
+                    log.info("supervisor %s: worker of %s on port %d waits: %s", self.id, want.topology_id, port,
+                             err.message)
+                self.launch_pending[port] = err.message
             except Exception as err:  # a broken topology must not take the supervisor down
+                self.launch_pending.pop(port, None)
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
                 self._died(port, want.topology_id, now)

@@ -19,6 +19,8 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.config.keys import KEYS
+from storm_py.deps.venv import EnvCache
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
 from storm_py.node.loop import DaemonLoop
@@ -73,7 +75,11 @@ class SupervisorDaemon:
         self.worker_conf.write_text(yaml.safe_dump(worker_conf, sort_keys=True), encoding="utf-8")
         self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
         self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
-        self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock)
+        env_keys = ("supervisor.env.cleanup.secs", "supervisor.env.build.timeout.secs")
+        cleanup, build_timeout = (float(self.conf.get(k, KEYS[k].default)) for k in env_keys)
+        self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake)
+        self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
+                                        report_env_error=self._report_env_error)
         ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
@@ -112,6 +118,7 @@ class SupervisorDaemon:
             assigned = set(self.state.assignment_ids())
             running = {w.topology_id for w in self.supervisor.workers.values()}
             self.dist.cleanup(assigned | running)
+            self.envs.cleanup(assigned | running, self.clock.wall())
         except StormPyError as err:
             log.warning("supervisor round failed: %s", err.message)
         live = {(w.topology_id, port) for port, w in self.supervisor.workers.items()}
@@ -120,6 +127,18 @@ class SupervisorDaemon:
         except OSError as err:
             log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
+
+    def _report_env_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
+        """Put a failed environment build on the errors of the components the worker would have run."""
+        from storm_py.nimbus.api_views import task_components
+
+        base = self.state.storm_base(topology_id)
+        if base is None:
+            return
+        tasks = task_components(base)
+        components = sorted({tasks[t] for start, end in executors for t in range(start, end + 1) if t in tasks})
+        for component in components or sorted(base.component_executors):
+            self.state.report_error(topology_id, component, text, self.hostname, port, self.clock.wall())
 
     def _check_health(self) -> None:
         """Run the node health check; a failing one takes this supervisor's slots out of scheduling."""

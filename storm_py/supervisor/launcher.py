@@ -19,14 +19,15 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
-from storm_py.errors import StormPyError
+from storm_py.deps.venv import EnvBuilding, EnvCache
+from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
-from storm_py.packaging.code_store import CodeStore
+from storm_py.packaging.code_store import CODE, CodeStore
 from storm_py.state.acl import WORKER_AUTH_ENV, worker_auth
 from storm_py.state.cluster_state import ClusterState
 from storm_py.supervisor.stormdist import StormDist
@@ -36,6 +37,8 @@ if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the
 
 log = logging.getLogger(__name__)
 
+#: Reports a topology's failed environment build: (topology id, port, executors, error text).
+EnvErrorReport = Callable[[str, int, list[tuple[int, int]], str], None]
 #: How long a stopped worker gets to exit cleanly before it is killed (``supervisor.worker.shutdown.sleep.secs``).
 DEFAULT_SHUTDOWN_SECS = 3.0
 
@@ -104,6 +107,12 @@ class WorkerLaunchError(StormPyError):
     """A worker process could not be started."""
 
     code = "worker_launch_failed"
+
+
+class LaunchPending(StormPyError):
+    """A worker cannot start yet (its topology's environment is being built); the supervisor tries again."""
+
+    code = "launch_pending"
 
 
 class ProcessWorker:
@@ -208,7 +217,9 @@ class ProcessLauncher:
         conf: the supervisor's configuration.
         dist: where topology code is downloaded to.
         conf_path: the configuration file workers start with.
-        python: the interpreter workers run on.
+        python: the interpreter workers run on (unless the topology brings a wheelhouse).
+        envs: the environment cache building the virtualenvs of topologies with a wheelhouse.
+        report_env_error: where a failed environment build is reported (on the topology's errors).
     """
 
     def __init__(
@@ -218,24 +229,29 @@ class ProcessLauncher:
         conf_path: Path,
         python: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        envs: EnvCache | None = None,
+        report_env_error: EnvErrorReport | None = None,
     ) -> None:
         self.conf = dict(conf)
         self.clock = clock
         self.dist = dist
         self.conf_path = conf_path
         self.python = python or sys.executable
+        self.envs = envs
+        self.report_env_error = report_env_error
         self.launched: list[ProcessWorker] = []
 
     def launch(
         self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]
     ) -> ProcessWorker:
-        """Download the topology's code if needed and start its worker for ``port``."""
-        self.dist.ensure(topology_id)
+        """Download the topology's code (and build its environment) if needed and start its worker for ``port``."""
+        code_dir = self.dist.ensure(topology_id) / CODE
+        python, env_vars = self._interpreter(topology_id, port, executors, code_dir)
         worker_id = uuid.uuid4().hex
         artifacts = worker_artifacts_dir(self.conf, topology_id, port)
         heartbeat = worker_heartbeat_path(self.conf, worker_id)
         cmd = [
-            self.python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),
+            python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),
             "--worker-id", worker_id,
             "--supervisor-pid", str(os.getpid()),
             "--log-file", str(artifacts / "worker.log"),
@@ -247,7 +263,7 @@ class ProcessLauncher:
             with (artifacts / "worker.log.out").open("ab") as out, (artifacts / "worker.log.err").open("ab") as err:
                 proc = subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=artifacts, close_fds=True,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1",  # user prints reach worker.log.out at once
+                    env={**os.environ, **env_vars, "PYTHONUNBUFFERED": "1",  # user prints reach worker.log.out at once
                          # the topology's ZooKeeper identity; the worker's config holds none of the cluster's
                          WORKER_AUTH_ENV: json.dumps(worker_auth(self.conf, topology_id))},
                 )
@@ -276,6 +292,27 @@ class ProcessLauncher:
         self.launched = [w for w in self.launched if w.alive]
         self.launched.append(worker)
         return worker
+
+    def _interpreter(self, topology_id: str, port: int, executors: list[tuple[int, int]],
+                     code_dir: Path) -> tuple[str, dict[str, str]]:
+        """The worker's interpreter and extra environment variables: the topology's virtualenv when it has one."""
+        if self.envs is None:
+            return self.python, {}
+        try:
+            env_python = self.envs.python_for(topology_id, code_dir)
+        except EnvBuilding as err:
+            raise LaunchPending(err.message, topology=topology_id, port=port) from err
+        except DependencyError as err:
+            record = self.envs.builds.get(str(err.fields.get("env", "")))
+            text = record.to_report(topology_id) if record is not None else None
+            if text is not None and self.report_env_error is not None:
+                self.report_env_error(topology_id, port, list(executors), text)
+            raise
+        if env_python is None:
+            return self.python, {}
+        bin_dir = str(env_python.parent)
+        return str(env_python), {"VIRTUAL_ENV": str(env_python.parent.parent),
+                                 "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 
     def terminate_all(self) -> None:
         """Ask every worker still running to exit (they are then stopped one by one)."""
