@@ -102,6 +102,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("zmq.hwm", INT, 100, "worker", "frames queued per peer socket before the sender holds back", min=1),
         Key("zmq.socket.buffer.bytes", INT, None, "worker", "kernel send/receive buffer of each worker TCP socket (null: the kernel's own sizing; at least 64 KiB, since a buffer below one loopback segment stalls TCP)", min=65536),
         Key("zmq.max.message.bytes", INT, 16777216, "worker", "largest frame a worker accepts; a peer sending more is disconnected (-1: no limit)", min=-1),
+        Key("storm.messaging.encryption", STR, "none", "worker", "worker traffic encryption: none (frames carry the topology's tag) or curve (ZeroMQ CURVE with per-topology keys derived from the cluster secret, besides the tags)", choices=("none", "curve")),
         Key("logviewer.host", STR, None, "supervisor", "interface the log viewer binds (default: storm.local.hostname)"),
         Key("logviewer.port", INT, 8000, "supervisor", "log viewer port (0: a free port)", min=0, max=65535),
         Key("logviewer.max.per.worker.logs.size.mb", NUMBER, 2048, "supervisor", "a worker's logs (worker.log, .out, .err and one backup each) stay under this", min=0.001),
