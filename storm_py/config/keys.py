@@ -57,6 +57,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.zookeeper.topology.auth.scheme", STR, None, "workers", "ZooKeeper auth scheme of a topology's identity (digest)", choices=("digest",)),
         Key("storm.zookeeper.topology.auth.payload", STR, None, "workers", "\"user:password\" of a topology's ZooKeeper identity (derived from the cluster's when unset)"),
         Key("storm.zookeeper.workers.auth.payload", STR, None, "workers", "identity every worker holds to add nodes under shared roots outside storm.zookeeper.root (supervisors hand it over)"),
+        Key("storm.zookeeper.topology.name.auth.payload", STR, None, "workers", "identity of a topology's name, owning its Kafka spouts' ZooKeeper offsets roots (supervisors derive it from the cluster's and hand it over)"),
         Key("storm.zookeeper.superACL", STR, None, "workers", "\"digest:user:hash\" granted everything on the nodes a topology's workers create"),
         Key("storm.local.dir", STR, ".storm-py", "nimbus, supervisor", "supervisor id, downloaded code, nimbus blobs"),
         Key("storm.local.hostname", STR, None, "supervisor, worker", "name workers and log viewers bind and peers connect to (default: 127.0.0.1, this machine only)"),

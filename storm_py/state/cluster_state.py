@@ -361,7 +361,15 @@ class ClusterState:
 
     def kafka_offset_set(self, zk_root: str, spout_id: str, partition: int, value: Any,
                          topic: str | None = None) -> None:
-        """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout)."""
+        """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout); the spout's offsets root is
+        created on its own first, so it belongs to the writing topology, not to every worker."""
+        root = znodes.kafka_spout_root(zk_root, spout_id)
+        if not self.storage.exists(root):
+            try:
+                self.storage.set(root, b"")
+            except StateError:
+                if not self.storage.exists(root):  # made meanwhile by another task of the topology: fine
+                    raise
         self.storage.set(znodes.kafka_spout_partition(zk_root, spout_id, partition, topic), encode_json(value))
 
     # ------------------------------------------------------------------------------------------ log levels
