@@ -40,8 +40,8 @@ def topology_curve_seed(conf: Mapping[str, Any], topology_id: str) -> bytes | No
     """The seed of ``topology_id``'s CURVE key pair when ``storm.messaging.encryption`` is ``curve`` (None when
     it is ``none``); derived from the same secret as the frame key, so every worker of the topology, and no one
     else, computes it.  Encryption asked for without a secret is a :class:`ConfigError`."""
-    mode = conf.get("storm.messaging.encryption") or "none"
-    if mode == "none":
+    mode = conf.get("storm.messaging.encryption")
+    if mode is None or mode == "none":  # unset: a conf without the packaged defaults
         return None
     if mode != "curve":
         raise ConfigError(f"storm.messaging.encryption: 'none' or 'curve', got {mode!r}",
