@@ -221,6 +221,7 @@ class AclPolicy:
         """Whether a worker's node at ``path`` belongs to its topology name (outside both cluster roots)."""
         return (self.name is not None and self.workers is not None and self.cluster_payload is None
                 and path != znodes.ROOT  # the storage's own root (a chroot) is shared by every user of it
+                and path not in znodes.ancestors(self.root) and path not in znodes.ancestors(self.tx_root)
                 and not znodes.is_within(path, self.root) and not znodes.is_within(path, self.tx_root))  # fmt: skip
 
 
