@@ -1,6 +1,7 @@
 """storm-perf's topologies across worker processes of a real cluster, beside the pyzmq+msgpack ceiling.
 
     python bench/cluster_perf.py [--workers 2] [--secs 15] [--warmup 8] [--json results.jsonl]
+    python bench/cluster_perf.py --cases word_count --ackers 1 --encryption none,curve --rounds 3
 
 Starts ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors) in a temporary directory, submits each
 topology of ``bench/cluster_topologies.py`` with 0 and 1 acker per worker, reads the spouts' acked counts and
@@ -13,6 +14,9 @@ processes (workers, supervisors, nimbus, ZooKeeper) used and the share left to o
 workers' CPU time per acked tuple, which does not depend on the load.  The first line states the settings,
 the build (pure Python or compiled), the commit and the machine.  Counts reach nimbus with the workers'
 heartbeats (every ``worker.heartbeat.frequency.secs``), so both ends of the window are read at a heartbeat.
+
+``--encryption none,curve`` runs every case on one cluster per ``storm.messaging.encryption`` setting, in turn,
+``--rounds`` times (the settings alternate, so both see the same machine).
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ HERE = Path(__file__).resolve().parent
 STORM = [sys.executable, "-m", "storm_py"]
 
 
-def start_cluster(workdir: Path) -> subprocess.Popen[str]:
+def start_cluster(workdir: Path, base_conf: Path | None = None) -> subprocess.Popen[str]:
+    extra = ["--config", str(base_conf)] if base_conf is not None else []
     proc = subprocess.Popen(
-        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", "2", "--ports-per-supervisor", "2"],
+        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", "2", "--ports-per-supervisor", "2",
+         *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     assert proc.stdout is not None
@@ -229,6 +235,8 @@ def main() -> None:
     ap.add_argument("--ackers", default="0,1", help="ackers per worker to run, comma-separated")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the zmq ceiling run")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--encryption", default="", help="storm.messaging.encryption settings to compare, e.g. none,curve")
+    ap.add_argument("--rounds", type=int, default=1, help="how many times each --encryption setting runs")
     args = ap.parse_args()
     if args.json:
         args.json = args.json.resolve()
@@ -238,23 +246,41 @@ def main() -> None:
     print(json.dumps({"settings": settings(args)}), flush=True)
     ceiling = 0.0 if args.no_ceiling else zmq_ceiling()
     print(json.dumps({"zmq_msgpack_ceiling_tuples_per_s": round(ceiling)}), flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    modes = [m for m in args.encryption.split(",") if m] or [None]
     with tempfile.TemporaryDirectory(prefix="storm-py-bench-") as tmp:
-        proc = start_cluster(Path(tmp))
-        session = os.getsid(proc.pid)
-        try:
-            for case in args.cases.split(","):
-                for ackers in (int(a) for a in args.ackers.split(",")):
-                    row = {"topology": case, "workers": args.workers, "ackers_per_worker": ackers,
-                           **run_case(Path(tmp) / "storm.yaml", f"cluster_topologies:{case}", args.workers, ackers,
-                                      args.secs, args.warmup, args.pending, session)}
-                    row["ratio_of_ceiling"] = round(row["acked_per_s"] / ceiling, 4) if ceiling else None
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
-        finally:
-            stop_cluster(proc)
+        for round_no in range(args.rounds):
+            for mode in modes:
+                base = None
+                workdir = Path(tmp) / f"cluster-{round_no}-{mode or 'default'}"
+                if mode is not None:
+                    base = Path(tmp) / f"base-{mode}.yaml"
+                    base.write_text(json.dumps({"storm.messaging.encryption": mode}), encoding="utf-8")
+                rows.extend(run_cluster(args, workdir, base, ceiling, mode))
     if args.json:
         append_rows(args.json, rows)
+
+
+def run_cluster(args: argparse.Namespace, workdir: Path, base: Path | None, ceiling: float,
+                mode: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every case of ``args`` on one dev cluster (started with the base config ``base``)."""
+    rows: list[dict[str, Any]] = []
+    proc = start_cluster(workdir, base)
+    session = os.getsid(proc.pid)
+    try:
+        for case in args.cases.split(","):
+            for ackers in (int(a) for a in args.ackers.split(",")):
+                row: dict[str, Any] = {"topology": case, "workers": args.workers, "ackers_per_worker": ackers}
+                if mode is not None:
+                    row["encryption"] = mode
+                row.update(run_case(workdir / "storm.yaml", f"cluster_topologies:{case}", args.workers, ackers,
+                                    args.secs, args.warmup, args.pending, session))  # fmt: skip
+                row["ratio_of_ceiling"] = round(row["acked_per_s"] / ceiling, 4) if ceiling else None
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        stop_cluster(proc)
+    return rows
 
 
 if __name__ == "__main__":

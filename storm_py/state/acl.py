@@ -13,10 +13,15 @@ Storm's model, with its keys:
 * ``storm.zookeeper.superACL: "digest:user:hash"`` — the cluster identity as seen by a worker, which knows only
   its topology's payload: nodes a worker creates grant everything to it as well.
 * ``storm.zookeeper.workers.auth.payload`` — one more identity every worker holds (derived from the cluster
-  payload, :func:`workers_payload`): nodes outside ``storm.zookeeper.root`` (transactional state, a Kafka spout's
-  offsets) grant it everything, because that state outlives a topology: a resubmitted topology (a new topology
-  id, so a new topology identity) continues where the killed one stopped.  Inside the cluster's tree a topology
-  reaches only its own nodes.
+  payload, :func:`workers_payload`): nodes under ``transactional.zookeeper.root`` grant it everything, because
+  that state outlives a topology: a resubmitted topology (a new topology id, so a new topology identity)
+  continues where the killed one stopped.  Inside the cluster's tree a topology reaches only its own nodes.
+* ``storm.zookeeper.topology.name.auth.payload`` — an identity per topology *name* (derived from the cluster
+  payload, :func:`topology_name_payload`; a resubmitted topology keeps it).  Outside the cluster's and the
+  transactional roots (a Kafka spout's ZooKeeper offsets), a node a worker creates grants everything to its
+  topology's name and nothing to other topologies: the first node a topology creates there is its own root.  The
+  parents it creates on the way (``<zk_root>`` and above, :meth:`AclPolicy.parent_acl_for`) grant every worker
+  READ and CREATE only, so each topology can add its own root beside the others but write under no other's.
 
 ZooKeeper's permission rules, which :func:`allowed` and the twin follow: reading data or children needs READ on
 the node, writing data WRITE on it, creating a child CREATE on the parent, deleting a child DELETE on the
@@ -75,6 +80,18 @@ def topology_payload(cluster_payload: str, topology_id: str) -> str:
     return f"topology-{topology_id}:{mac.hexdigest()}"
 
 
+def topology_name(topology_id: str) -> str:
+    """The name of a topology from its id (``<name>-<counter>-<launch secs>``, as nimbus makes them)."""
+    parts = topology_id.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() else topology_id
+
+
+def topology_name_payload(cluster_payload: str, name: str) -> str:
+    """The digest payload of a topology name (see the module docstring)."""
+    mac = hmac.new(cluster_payload.encode("utf-8"), b"zk-topology-name\x00" + name.encode("utf-8"), "sha256")
+    return f"name-{mac.hexdigest()[:16]}:{mac.hexdigest()}"
+
+
 def workers_payload(cluster_payload: str) -> str:
     """The digest payload every worker holds (see the module docstring)."""
     mac = hmac.new(cluster_payload.encode("utf-8"), b"zk-workers", "sha256")
@@ -95,6 +112,7 @@ def worker_auth(conf: Mapping[str, Any], topology_id: str) -> dict[str, str]:
         "storm.zookeeper.topology.auth.scheme": DIGEST,
         "storm.zookeeper.topology.auth.payload": topology_payload(str(cluster), topology_id),
         "storm.zookeeper.workers.auth.payload": workers_payload(str(cluster)),
+        "storm.zookeeper.topology.name.auth.payload": topology_name_payload(str(cluster), topology_name(topology_id)),
         "storm.zookeeper.superACL": f"{DIGEST}:{digest_id(str(cluster))}",
     }
 
@@ -130,6 +148,8 @@ class AclPolicy:
     super_id: str | None = None
     #: the shared workers identity (daemons derive it, workers hold it): authenticates, grants nothing by itself
     workers: str | None = None
+    #: the topology name's identity (workers hold it): owns what the topology creates outside the cluster's roots
+    name: str | None = None
     cluster_payload: str | None = None
     root: str = "/storm"
     tx_root: str = "/transactional"
@@ -143,6 +163,8 @@ class AclPolicy:
     def payloads(self) -> tuple[str, ...]:
         """Every payload the session authenticates with (its own, and the workers' when it holds it)."""
         held = self.own if self.workers is None or self.cluster_payload is not None else (*self.own, self.workers)
+        if self.name is not None and self.cluster_payload is None:
+            held = (*held, self.name)
         return tuple(held)
 
     @property
@@ -175,9 +197,32 @@ class AclPolicy:
             tid = self.topology_id_of(topology_id)
             if tid is not None:
                 entries.append(AclEntry(ALL if writable else READ, DIGEST, tid))
+        elif self._topology_owned(path):
+            assert self.name is not None
+            entries.append(AclEntry(ALL, DIGEST, digest_id(self.name)))
         elif self.workers is not None and not znodes.is_within(path, self.root):
             entries.append(AclEntry(ALL, DIGEST, digest_id(self.workers)))
         return tuple(dict.fromkeys(entries))
+
+    def parent_acl_for(self, path: str) -> Acl:
+        """The ACL of a missing parent created on the way to a node: as :meth:`acl_for`, except that outside the
+        cluster's roots every worker may read it and add children (see the module docstring)."""
+        if not self.own or not self._topology_owned(path):
+            return self.acl_for(path)
+        entries = [AclEntry(ALL, DIGEST, digest_id(p)) for p in self.own]
+        if self.super_id is not None:
+            scheme, _, ident = self.super_id.partition(":")
+            entries.append(AclEntry(ALL, scheme, ident))
+        assert self.workers is not None
+        entries.append(AclEntry(READ | CREATE, DIGEST, digest_id(self.workers)))
+        return tuple(dict.fromkeys(entries))
+
+    def _topology_owned(self, path: str) -> bool:
+        """Whether a worker's node at ``path`` belongs to its topology name (outside both cluster roots)."""
+        return (self.name is not None and self.workers is not None and self.cluster_payload is None
+                and path != znodes.ROOT  # the storage's own root (a chroot) is shared by every user of it
+                and path not in znodes.ancestors(self.root) and path not in znodes.ancestors(self.tx_root)
+                and not znodes.is_within(path, self.root) and not znodes.is_within(path, self.tx_root))  # fmt: skip
 
 
 def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
@@ -198,8 +243,10 @@ def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
     if topology is not None:
         super_acl = conf.get("storm.zookeeper.superACL")
         workers = conf.get("storm.zookeeper.workers.auth.payload")
+        name = conf.get("storm.zookeeper.topology.name.auth.payload")
         return AclPolicy(own=(topology,), super_id=str(super_acl) if super_acl else None,
-                         workers=str(workers) if workers else None, root=root, tx_root=tx_root)  # fmt: skip
+                         workers=str(workers) if workers else None, name=str(name) if name else None, root=root,
+                         tx_root=tx_root)  # fmt: skip
     return AclPolicy(root=root, tx_root=tx_root)
 
 

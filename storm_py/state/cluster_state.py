@@ -4,6 +4,10 @@ It maps Storm's records (:mod:`storm_py.state.models`) onto the znode layout of 
 over any :class:`~storm_py.state.storage.StateStorage`, with values stored as UTF-8 JSON.  It holds no cache
 and no thread of its own; watch callbacks take no arguments and run on the storage thread, so they should
 only post an event to their daemon's loop.
+
+Storm bases and assignments are signed by the writer and checked by every reader
+(:mod:`storm_py.state.signing`): a record that does not verify is logged, counted in :attr:`ClusterState.refused`
+and read as absent.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from storm_py.state.models import (
     SupervisorInfo,
     WorkerHeartbeat,
 )
+from storm_py.state.signing import RecordSigner, signer_from_conf
 from storm_py.state.storage import LeaderElection, StateStorage, Watch
 
 log = logging.getLogger(__name__)
@@ -72,6 +77,9 @@ class ClusterState:
         self.storage = storage
         self.root = znodes.normalize(str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT))
         self.tx_root = znodes.normalize(str(conf.get("transactional.zookeeper.root") or DEFAULT_TX_ROOT))
+        self.signer: RecordSigner | None = signer_from_conf(conf)
+        #: storm bases and assignments refused because their signature is missing or wrong
+        self.refused = 0
 
     def close(self) -> None:
         """Close the storage session (this client's ephemeral registrations vanish)."""
@@ -80,11 +88,11 @@ class ClusterState:
     # --------------------------------------------------------------------------------------- storm bases
     def set_storm_base(self, topology_id: str, base: StormBase) -> None:
         """Write a topology's storm base (creating or replacing it)."""
-        self._put(znodes.storm(self.root, topology_id), base)
+        self._put(znodes.storm(self.root, topology_id), base, signed=True)
 
     def storm_base(self, topology_id: str) -> StormBase | None:
         """A topology's storm base, or None if it is not live."""
-        return self._read(znodes.storm(self.root, topology_id), StormBase.from_json)
+        return self._read(znodes.storm(self.root, topology_id), StormBase.from_json, signed=True)
 
     def remove_storm_base(self, topology_id: str) -> None:
         """Forget a topology's storm base."""
@@ -96,7 +104,7 @@ class ClusterState:
 
     def storm_bases(self) -> dict[str, StormBase]:
         """Every storm base by topology id."""
-        return self._read_all(znodes.storms(self.root), StormBase.from_json)
+        return self._read_all(znodes.storms(self.root), StormBase.from_json, signed=True)
 
     def watch_storm_bases(self, callback: Callable[[], None]) -> Watch:
         """Call ``callback()`` when a topology's storm base appears or goes."""
@@ -110,7 +118,7 @@ class ClusterState:
     def set_assignment(self, topology_id: str, assignment: Assignment) -> None:
         """Write a topology's assignment, and make sure the directories its workers write into exist (made here,
         by a daemon, they carry the ACL that lets the topology's own identity write there and no other)."""
-        self._put(znodes.assignment(self.root, topology_id), assignment)
+        self._put(znodes.assignment(self.root, topology_id), assignment, signed=True)
         for directory in (znodes.workerbeats_of(self.root, topology_id), znodes.errors_of(self.root, topology_id)):
             if not self.storage.exists(directory):
                 try:
@@ -121,7 +129,7 @@ class ClusterState:
 
     def assignment(self, topology_id: str) -> Assignment | None:
         """A topology's assignment, or None."""
-        return self._read(znodes.assignment(self.root, topology_id), Assignment.from_json)
+        return self._read(znodes.assignment(self.root, topology_id), Assignment.from_json, signed=True)
 
     def remove_assignment(self, topology_id: str) -> None:
         """Remove a topology's assignment."""
@@ -133,7 +141,7 @@ class ClusterState:
 
     def assignments(self) -> dict[str, Assignment]:
         """Every assignment by topology id."""
-        return self._read_all(znodes.assignments(self.root), Assignment.from_json)
+        return self._read_all(znodes.assignments(self.root), Assignment.from_json, signed=True)
 
     def watch_assignments(self, callback: Callable[[], None]) -> Watch:
         """Call ``callback()`` when an assignment appears or goes (for changes: :meth:`watch_assignment`)."""
@@ -353,7 +361,15 @@ class ClusterState:
 
     def kafka_offset_set(self, zk_root: str, spout_id: str, partition: int, value: Any,
                          topic: str | None = None) -> None:
-        """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout)."""
+        """Write a Kafka spout partition's offset JSON (storm-kafka's znode layout); the spout's offsets root is
+        created on its own first, so it belongs to the writing topology, not to every worker."""
+        root = znodes.kafka_spout_root(zk_root, spout_id)
+        if not self.storage.exists(root):
+            try:
+                self.storage.set(root, b"")
+            except StateError:
+                if not self.storage.exists(root):  # made meanwhile by another task of the topology: fine
+                    raise
         self.storage.set(znodes.kafka_spout_partition(zk_root, spout_id, partition, topic), encode_json(value))
 
     # ------------------------------------------------------------------------------------------ log levels
@@ -379,8 +395,11 @@ class ClusterState:
         log.info("removed the cluster state of topology %s", topology_id)
 
     # ------------------------------------------------------------------------------------------ internals
-    def _put(self, path: str, record: _Record) -> None:
-        data = encode_json(record.to_json())
+    def _put(self, path: str, record: _Record, signed: bool = False) -> None:
+        obj = record.to_json()
+        if signed and self.signer is not None:
+            obj = self.signer.sign(path, obj)
+        data = encode_json(obj)
         if len(data) > MAX_RECORD_BYTES:
             raise StateError(
                 f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte limit of a "
@@ -389,20 +408,28 @@ class ClusterState:
             )  # fmt: skip
         self.storage.set(path, data)
 
-    def _read(self, path: str, parse: Callable[[Any], R]) -> R | None:
+    def _read(self, path: str, parse: Callable[[Any], R], signed: bool = False) -> R | None:
         data = self.storage.get(path)
         if data is None:
             return None
         obj = decode_json(path, data)
+        if signed and self.signer is not None:
+            opened = self.signer.verify(path, obj) if isinstance(obj, Mapping) else None
+            if opened is None:
+                self.refused += 1
+                log.error("refusing %s: its signature is missing or wrong (not written by this cluster's nimbus; "
+                          "%d refused so far)", path, self.refused)  # fmt: skip
+                return None
+            obj = opened
         try:
             return parse(obj)
         except (KeyError, TypeError, ValueError) as err:
             raise StateError(f"znode {path} holds a malformed record: {err!r}", path=path) from err
 
-    def _read_all(self, parent: str, parse: Callable[[Any], R]) -> dict[str, R]:
+    def _read_all(self, parent: str, parse: Callable[[Any], R], signed: bool = False) -> dict[str, R]:
         out: dict[str, R] = {}
         for name in self.storage.children(parent):
-            value = self._read(znodes.join(parent, name), parse)
+            value = self._read(znodes.join(parent, name), parse, signed)
             if value is not None:
                 out[name] = value
         return out

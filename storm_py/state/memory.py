@@ -81,6 +81,8 @@ class _Who:
 
     ids: frozenset[str]
     acl_for: acls.AclFor
+    #: the ACL of a missing parent created on the way
+    parent_acl_for: acls.AclFor
 
 
 class MemoryStore:
@@ -138,7 +140,7 @@ class MemoryStore:
             for ancestor in znodes.ancestors(path):
                 if ancestor not in self._nodes:
                     self._check(who, znodes.parent(ancestor), acls.CREATE, "create", path)
-                    self._add(ancestor, b"", None, who.acl_for(ancestor))
+                    self._add(ancestor, b"", None, who.parent_acl_for(ancestor))
             self._check(who, znodes.parent(path), acls.CREATE, "create", path)
             parent = self._nodes[znodes.parent(path)]
             if parent.owner is not None:
@@ -261,7 +263,7 @@ class MemoryStorage:
     def __init__(self, store: MemoryStore | None = None, policy: acls.AclPolicy | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
         self.policy = policy if policy is not None else acls.AclPolicy()
-        self._who = _Who(frozenset(self.policy.identities), self.policy.acl_for)
+        self._who = _Who(frozenset(self.policy.identities), self.policy.acl_for, self.policy.parent_acl_for)
         self._session = self.store._new_session_id()
         self._closed = False
         self._lock = threading.Lock()

@@ -413,7 +413,7 @@ class KazooStorage:
             try:
                 self._call(
                     op, path, self._client.create_async, self._full(ancestor), b"",
-                    kazoo_acl(self._policy.acl_for(ancestor)), internal=internal,
+                    kazoo_acl(self._policy.parent_acl_for(ancestor)), internal=internal,
                 )  # fmt: skip
             except NodeExistsError:
                 pass

@@ -341,6 +341,11 @@ def tx_user(tx_root: str, tx_id: str, partition: int | str, txid: int | str) -> 
 KAFKA_PARTITION_PREFIX = "partition_"
 
 
+def kafka_spout_root(zk_root: str, spout_id: str) -> str:
+    """A Kafka spout's offsets root, ``<zk_root>/<id>``: its topology's own (see :mod:`storm_py.state.acl`)."""
+    return join(normalize(zk_root), validate_name(spout_id))
+
+
 def kafka_spout_partition(zk_root: str, spout_id: str, partition: int, topic: str | None = None) -> str:
     """storm-kafka's offset znode: ``<zk_root>/<id>/partition_<n>`` (``<zk_root>/<id>/<topic>/partition_<n>``
     when the spout reads topics by pattern)."""

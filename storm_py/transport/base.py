@@ -62,6 +62,8 @@ class TransportStats:
     handler_errors: int = 0
     #: Frames that were queued for a receiver and thrown away when it or its context closed.
     frames_discarded: int = 0
+    #: Connections a receiver refused at the handshake (encrypted transports: a peer without the key).
+    peers_refused: int = 0
 
     def add(self, other: TransportStats) -> None:
         """Add ``other``'s counters into this one."""

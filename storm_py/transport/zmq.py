@@ -14,6 +14,12 @@ Bounds: a receiver drops the connection of a peer sending a frame over ``max_mes
 (ZMQ_MAXMSGSIZE) before the frame is held in memory, so a hostile or broken peer cannot make a worker allocate
 more than ``max_message_size * hwm``.
 
+Encryption: given a ``curve_seed`` (32 bytes or more, the topology's secret) every socket speaks ZeroMQ CURVE
+with the one key pair derived from it: receivers are CURVE servers, senders CURVE clients, and a process-wide
+ZAP handler (:class:`_ZapHandler`) admits only clients presenting that key pair's public key.  A peer without
+it never completes the handshake, so none of its frames is received; each refused handshake (wrong key, or no
+CURVE at all) is seen on the receiver's monitor socket and counted (``TransportStats.peers_refused``).
+
 Threads: a socket is only ever used by one thread at a time.  A sender's socket is guarded by a lock, so
 ``send`` may be called from several threads.  A receiver's socket belongs to its background thread while
 started (``stop`` wakes that thread through a pipe, never touching the socket), and to the caller of ``recv``
@@ -27,6 +33,8 @@ import os
 import threading
 
 import zmq
+from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import TransportError
@@ -53,14 +61,102 @@ _DRAIN_MAX = 256
 _DISCARD_COUNT_MAX = 100_000
 
 
+#: ZeroMQ's fixed address of a context's ZAP handler.
+_ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+
+#: Monitor events of a handshake a receiver refused.
+_REFUSED_EVENTS = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+
+
 def _context() -> zmq.Context[zmq.Socket[bytes]]:
     return zmq.Context.instance()
+
+
+def curve_keypair(seed: bytes) -> tuple[bytes, bytes]:
+    """The CURVE ``(public, secret)`` key pair (Z85) derived from ``seed`` (its first 32 bytes)."""
+    if not zmq.has("curve"):
+        raise TransportError("this libzmq has no CURVE support (storm.messaging.encryption: curve)")
+    if len(seed) < 32:
+        raise TransportError(f"a CURVE seed needs 32 bytes, got {len(seed)}", seed_bytes=len(seed))
+    secret = z85.encode(seed[:32])
+    return zmq.curve_public(secret), secret
+
+
+class _ZapHandler:
+    """The process's ZAP handler: a CURVE client is admitted on a domain only with that domain's public key."""
+
+    _instance: _ZapHandler | None = None
+    _instance_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._allowed: dict[bytes, bytes] = {}  # ZAP domain -> the one client public key (raw 32 bytes) it admits
+        self._lock = threading.Lock()
+        sock = _context().socket(zmq.REP)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.bind(_ZAP_ENDPOINT)
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            raise TransportError(f"cannot start the ZAP handler: {exc}") from exc
+        self._sock = sock
+        threading.Thread(target=self._run, name="zmq-zap", daemon=True).start()
+
+    @classmethod
+    def admit(cls, domain: bytes, public: bytes) -> None:
+        """Admit clients with ``public`` (Z85) on ``domain`` (started on first use)."""
+        with cls._instance_lock:
+            if cls._instance is None:
+                cls._instance = _ZapHandler()
+            handler = cls._instance
+        with handler._lock:
+            handler._allowed[domain] = z85.decode(public)
+
+    def _run(self) -> None:
+        sock = self._sock
+        while True:
+            try:
+                request = sock.recv_multipart()
+            except zmq.ZMQError:
+                return  # the context is being terminated
+            version, request_id = [*request, b"", b""][:2]
+            ok = False
+            if len(request) >= 7 and request[5] == b"CURVE":
+                with self._lock:
+                    wanted = self._allowed.get(request[2])
+                ok = wanted is not None and request[6] == wanted
+            status = (b"200", b"OK") if ok else (b"400", b"not this topology's key")
+            try:
+                sock.send_multipart([version, request_id, *status, b"", b""])
+            except zmq.ZMQError:
+                return
+
+
+def _curve_server(sock: zmq.Socket[bytes], keys: tuple[bytes, bytes]) -> None:
+    public, secret = keys
+    _ZapHandler.admit(public, public)
+    sock.setsockopt(zmq.ZAP_DOMAIN, public)
+    sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)  # no ZAP handler answering: refuse, never admit
+    sock.setsockopt(zmq.CURVE_SERVER, 1)
+    sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
+    sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+
+
+def _curve_client(sock: zmq.Socket[bytes], keys: tuple[bytes, bytes]) -> None:
+    public, secret = keys
+    sock.setsockopt(zmq.CURVE_SERVERKEY, public)
+    sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+    sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
 
 
 class ZmqSender:
     """A PUSH socket connected to one peer."""
 
-    def __init__(self, transport: ZmqTransport, address: str, hwm: int, buffer_bytes: int = 0) -> None:
+    def __init__(
+        self, transport: ZmqTransport, address: str, hwm: int, buffer_bytes: int = 0,
+        curve: tuple[bytes, bytes] | None = None,
+    ) -> None:  # fmt: skip
         self._transport = transport
         self._address = address
         self._stats = TransportStats()
@@ -72,6 +168,8 @@ class ZmqSender:
             sock.setsockopt(zmq.SNDHWM, hwm)
             if buffer_bytes:
                 sock.setsockopt(zmq.SNDBUF, buffer_bytes)
+            if curve is not None:
+                _curve_client(sock, curve)
             sock.connect(address)
         except zmq.ZMQError as exc:
             sock.close(linger=0)
@@ -143,9 +241,11 @@ class ZmqReceiver(ThreadedReceiver):
     """A PULL socket bound to this worker slot's address."""
 
     def __init__(
-        self, transport: ZmqTransport, endpoint: str, hwm: int, max_message_size: int, buffer_bytes: int = 0
-    ) -> None:
+        self, transport: ZmqTransport, endpoint: str, hwm: int, max_message_size: int, buffer_bytes: int = 0,
+        curve: tuple[bytes, bytes] | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(log)
+        self._monitor: zmq.Socket[bytes] | None = None
         self._transport = transport
         self._wake_w: int | None = None
         self._recv_lock = threading.Lock()
@@ -156,9 +256,13 @@ class ZmqReceiver(ThreadedReceiver):
             sock.setsockopt(zmq.MAXMSGSIZE, max_message_size)
             if buffer_bytes:
                 sock.setsockopt(zmq.RCVBUF, buffer_bytes)
+            if curve is not None:
+                _curve_server(sock, curve)
+                self._monitor = sock.get_monitor_socket(_REFUSED_EVENTS)
             sock.bind(endpoint)
             address = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         except zmq.ZMQError as exc:
+            self._close_monitor(sock)
             sock.close(linger=0)
             raise TransportError(f"cannot bind {endpoint}: {exc}", address=endpoint) from exc
         self._sock = sock
@@ -180,11 +284,16 @@ class ZmqReceiver(ThreadedReceiver):
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
         poller.register(wake_r, zmq.POLLIN)
+        monitor = self._monitor
+        if monitor is not None:
+            poller.register(monitor, zmq.POLLIN)
         try:
             while True:
                 events = dict(poller.poll())
                 if wake_r in events:
                     return
+                if monitor is not None and monitor in events:
+                    self._count_refused()
                 for _ in range(_DRAIN_MAX):
                     try:
                         frame = recv(noblock)
@@ -201,6 +310,31 @@ class ZmqReceiver(ThreadedReceiver):
             log.exception("receiver on %s failed; it no longer receives", self._address)
         finally:
             os.close(wake_r)
+
+    def _count_refused(self) -> None:
+        """Count the handshakes this receiver refused since the last call (see the module docstring)."""
+        monitor = self._monitor
+        if monitor is None:
+            return
+        while True:
+            try:
+                event = recv_monitor_message(monitor, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                return
+            if event["event"] & _REFUSED_EVENTS:
+                self._stats.peers_refused += 1
+                if self._stats.peers_refused <= 5 or self._stats.peers_refused % 1000 == 0:
+                    log.warning("receiver on %s refused a peer without the topology's CURVE key (%d so far)",
+                                self._address, self._stats.peers_refused)  # fmt: skip
+
+    def _close_monitor(self, sock: zmq.Socket[bytes]) -> None:
+        monitor, self._monitor = self._monitor, None
+        if monitor is not None:
+            try:
+                sock.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            monitor.close(linger=0)
 
     def _wake_thread(self) -> None:
         wake_w = self._wake_w
@@ -224,6 +358,7 @@ class ZmqReceiver(ThreadedReceiver):
                 wait = _WAIT_SLICE
                 if deadline is not None:
                     wait = min(wait, deadline - SYSTEM_CLOCK.now())
+                self._count_refused()
                 if sock.poll(max(0, int(wait * 1000)), zmq.POLLIN):
                     try:
                         frame = sock.recv(zmq.NOBLOCK)
@@ -251,6 +386,8 @@ class ZmqReceiver(ThreadedReceiver):
                     discarded += 1
             except zmq.ZMQError:
                 pass
+            self._count_refused()
+            self._close_monitor(sock)
             sock.close(linger=0)
         if discarded:
             self._stats.frames_discarded += discarded
@@ -262,11 +399,12 @@ class ZmqReceiver(ThreadedReceiver):
 class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     """The ZeroMQ :class:`~storm_py.transport.base.TransportContext`; ``hwm`` caps each socket's queue and
     ``max_message_size`` (bytes, -1 for none) each frame a receiver accepts; ``buffer_bytes`` (0: the kernel's
-    sizing) sets each TCP socket's kernel buffer."""
+    sizing) sets each TCP socket's kernel buffer; ``curve_seed`` turns on CURVE (see the module docstring)."""
 
     def __init__(
-        self, hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, buffer_bytes: int = 0
-    ) -> None:
+        self, hwm: int = DEFAULT_HWM, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, buffer_bytes: int = 0,
+        curve_seed: bytes | None = None,
+    ) -> None:  # fmt: skip
         super().__init__("zmq", hwm, ZmqSender)
         if max_message_size == 0 or max_message_size < -1:
             raise TransportError(
@@ -279,6 +417,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
                 f"socket buffer size must be 0 or positive, got {buffer_bytes}", buffer_bytes=buffer_bytes
             )
         self.buffer_bytes = buffer_bytes
+        self.curve = None if curve_seed is None else curve_keypair(curve_seed)
 
     def bind(self, host: str, port: int) -> ZmqReceiver:
         check_port(port)
@@ -287,7 +426,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     def bind_address(self, address: str) -> ZmqReceiver:
         with self._lock:
             self._check_open()
-            receiver = ZmqReceiver(self, address, self.hwm, self.max_message_size, self.buffer_bytes)
+            receiver = ZmqReceiver(self, address, self.hwm, self.max_message_size, self.buffer_bytes, self.curve)
             self._receivers.add(receiver)
         log.debug("bound %s", receiver.address)
         return receiver
@@ -295,7 +434,7 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     def connect(self, address: str) -> ZmqSender:
         with self._lock:
             self._check_open()
-            sender = ZmqSender(self, address, self.hwm, self.buffer_bytes)
+            sender = ZmqSender(self, address, self.hwm, self.buffer_bytes, self.curve)
             self._senders.add(sender)
         return sender
 

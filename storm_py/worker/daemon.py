@@ -25,7 +25,7 @@ from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.packaging.code_store import DistCodeStore
-from storm_py.runtime.transfer.auth import FrameAuth, topology_frame_key
+from storm_py.runtime.transfer.auth import FrameAuth, topology_curve_seed, topology_frame_key
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.state.acl import WORKER_AUTH_ENV
 from storm_py.state.cluster_state import ClusterState
@@ -86,6 +86,7 @@ def run_worker(
             hwm=int(conf.get("zmq.hwm") or 100),
             max_message_size=int(conf.get("zmq.max.message.bytes") or -1),
             buffer_bytes=int(conf.get("zmq.socket.buffer.bytes") or 0),
+            curve_seed=topology_curve_seed(conf, topology_id),
         ),
         host,
         resolve=lambda node: holder[0].node_host.get(node) if holder else None,

@@ -188,3 +188,21 @@ def test_a_worker_identity_holds_no_cluster_secret() -> None:
     assert SECRET not in "".join(given.values())
     assert given["storm.zookeeper.superACL"] == f"digest:{acls.digest_id(SECRET)}"
     assert acls.worker_auth({}, "t-1") == {}
+
+
+def test_kafka_offsets_belong_to_one_topology_name(open_session: Opener) -> None:
+    """Outside the cluster's roots a topology's first node is its own: other topologies add theirs beside it
+    and change nothing under it; the same name resubmitted (a new id) continues."""
+    conf = {"storm.zookeeper.auth.payload": SECRET}
+    alpha = open_session(acls.policy_from_conf(acls.worker_auth(conf, "alpha-1-1")))
+    beta = open_session(acls.policy_from_conf(acls.worker_auth(conf, "beta-2-2")))
+    alpha.set("/kafka-offsets/clicks", b"")
+    alpha.set("/kafka-offsets/clicks/partition_0", b"1")
+    beta.set("/kafka-offsets/views", b"")
+    beta.set("/kafka-offsets/views/partition_0", b"2")
+    refused(lambda: beta.set("/kafka-offsets/clicks/partition_0", b"9"))
+    refused(lambda: beta.create("/kafka-offsets/clicks/partition_7", b"9"))
+    refused(lambda: beta.delete("/kafka-offsets/clicks/partition_0"))
+    again = open_session(acls.policy_from_conf(acls.worker_auth(conf, "alpha-3-3")))
+    again.set("/kafka-offsets/clicks/partition_0", b"3")
+    assert alpha.get("/kafka-offsets/clicks/partition_0") == b"3"

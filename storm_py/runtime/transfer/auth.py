@@ -11,8 +11,10 @@ topology id — the way Storm hands each topology its credentials without storin
 another topology cannot compute it.  Without any secret frames are not authenticated (a loopback-only
 development setup).
 
-Chosen over ZeroMQ CURVE by measurement (BENCHMARKS.md, "Authenticated frames"): one keyed hash per frame of
-hundreds of tuples, no handshake, no per-peer key distribution.
+Chosen over ZeroMQ CURVE as the default by measurement (BENCHMARKS.md, "Authenticated frames"): one keyed hash
+per frame of hundreds of tuples, no handshake.  Tags authenticate but do not hide tuple data;
+``storm.messaging.encryption: curve`` adds ZeroMQ CURVE on top, with a key pair every worker derives the same way
+(:func:`topology_curve_seed`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.errors import ConfigError
 from storm_py.state.acl import topology_payload
 
 #: Bytes of the tag appended to each frame.
@@ -30,6 +33,28 @@ TAG_BYTES = 16
 
 def topology_frame_key(conf: Mapping[str, Any], topology_id: str) -> bytes | None:
     """The frame key of ``topology_id`` from the cluster secret in ``conf``, or None when there is none."""
+    return _topology_key(conf, topology_id, b"frames\x00")
+
+
+def topology_curve_seed(conf: Mapping[str, Any], topology_id: str) -> bytes | None:
+    """The seed of ``topology_id``'s CURVE key pair when ``storm.messaging.encryption`` is ``curve`` (None when
+    it is ``none``); derived from the same secret as the frame key, so every worker of the topology, and no one
+    else, computes it.  Encryption asked for without a secret is a :class:`ConfigError`."""
+    mode = conf.get("storm.messaging.encryption")
+    if mode is None or mode == "none":  # unset: a conf without the packaged defaults
+        return None
+    if mode != "curve":
+        raise ConfigError(f"storm.messaging.encryption: 'none' or 'curve', got {mode!r}",
+                          key="storm.messaging.encryption")  # fmt: skip
+    seed = _topology_key(conf, topology_id, b"curve\x00")
+    if seed is None:
+        raise ConfigError("storm.messaging.encryption: curve needs a cluster secret (storm.zookeeper.auth.payload "
+                          "or nimbus.auth.token) to derive the topology's keys from",
+                          key="storm.messaging.encryption")  # fmt: skip
+    return seed
+
+
+def _topology_key(conf: Mapping[str, Any], topology_id: str, purpose: bytes) -> bytes | None:
     secret = conf.get("storm.zookeeper.topology.auth.payload")
     cluster = conf.get("storm.zookeeper.auth.payload")
     if not secret and cluster:
@@ -37,7 +62,7 @@ def topology_frame_key(conf: Mapping[str, Any], topology_id: str) -> bytes | Non
     secret = secret or conf.get("nimbus.auth.token")
     if not secret:
         return None
-    return hmac.new(str(secret).encode("utf-8"), b"frames\x00" + topology_id.encode("utf-8"), "sha256").digest()
+    return hmac.new(str(secret).encode("utf-8"), purpose + topology_id.encode("utf-8"), "sha256").digest()
 
 
 class FrameAuth:

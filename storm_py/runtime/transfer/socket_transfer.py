@@ -74,6 +74,8 @@ class TransferMetrics:
     dropped_no_peer: int = 0
     dropped_unencodable: int = 0
     dropped_pruned: int = 0
+    #: peers refused at the handshake: without the topology's CURVE key, none of their frames is received
+    peers_refused: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """A JSON-ready snapshot."""
@@ -208,6 +210,8 @@ class SocketTransfer:
         """The transfer counters (for the worker heartbeat)."""
         m = self.counters
         m.overflow_tuples = self._queued - self._drained
+        if self._receiver is not None:
+            m.peers_refused = self._receiver.stats.peers_refused
         out = m.as_dict()
         out["frames_sent"] += self._pumped_frames
         out["tuples_sent"] += self._pumped_tuples
