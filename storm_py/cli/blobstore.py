@@ -32,7 +32,7 @@ def _path(key: str) -> str:
         check_key(key)
     except StormPyError as err:
         raise click.BadParameter(err.message, param_hint="KEY") from err
-    return f"/blobstore/{quote(key, safe='')}"
+    return f"/blobs/{quote(key, safe='')}"
 
 
 def _acl(text: str, hint: str) -> list[str]:
@@ -122,7 +122,7 @@ def delete(key: str, config_file: str | None, overrides: tuple[str, ...]) -> Non
 def list_blobs(keys: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]) -> None:
     """List the blobs (or the KEYS named): key, version, size and ACL."""
     query = f"?{urlencode([('key', k) for k in keys])}" if keys else ""
-    for blob in _call(config_file, overrides, "GET", "/blobstore" + query)["blobs"]:
+    for blob in _call(config_file, overrides, "GET", "/blobs" + query)["blobs"]:
         click.echo(f"{blob['key']} {blob['version']} {blob['size']} ({','.join(blob['acl'])})")
 
 

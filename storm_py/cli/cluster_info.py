@@ -18,6 +18,7 @@ import click
 from storm_py.cli.options import command_error, config_options, load_conf
 from storm_py.config.keys import KEYS
 from storm_py.errors import StormPyError
+from storm_py.state import znodes
 
 
 def _show(value: Any) -> str:
@@ -105,10 +106,10 @@ def _open(config_file: str | None, overrides: tuple[str, ...]) -> tuple[Any, str
 
 
 @heartbeats.command("list")
-@click.argument("path", default="/workerbeats")
+@click.argument("path", default=znodes.SEPARATOR + znodes.WORKERBEATS)
 @config_options
 def heartbeats_list(path: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """List the children of PATH (default /workerbeats: the topologies with worker heartbeats)."""
+    """List the children of PATH (by default the worker heartbeats' root: the topologies with worker heartbeats)."""
     rel = _state_path(path)
     storage, root = _open(config_file, overrides)
     try:
@@ -127,7 +128,7 @@ def heartbeats_list(path: str, config_file: str | None, overrides: tuple[str, ..
 @click.argument("path")
 @config_options
 def heartbeats_get(path: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Print the record at PATH (JSON), e.g. /workerbeats/<topology-id>/<node>-<port>."""
+    """Print the record at PATH (JSON), e.g. a worker's heartbeat (the heartbeats' root, topology id, node-port)."""
     rel = _state_path(path)
     storage, root = _open(config_file, overrides)
     try:

@@ -37,7 +37,7 @@ def shell(resourcesdir: str, command: str, args: tuple[str, ...], config_file: s
     client = NimbusClient(load_conf(config_file, overrides))
     name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in os.path.basename(os.path.abspath(resourcesdir)))
     key = f"shell-{name}-{uuid.uuid4().hex[:8]}.zip"
-    path = f"/blobstore/{quote(key, safe='')}"
+    path = f"/blobs/{quote(key, safe='')}"
     try:
         data, _ = read_package(resourcesdir)
         client.request("POST", path, data=data)

@@ -1,11 +1,11 @@
 """This module owns nimbus's routes of the users' blob store (``storm-py blobstore``); every one needs the token.
 
-* ``GET /api/v1/blobstore[?key=K...]`` -> ``{"blobs": [{"key", "version", "acl", "size"}]}``
-* ``GET /api/v1/blobstore/{key}`` -> the blob's bytes (``X-Blob-Version`` says which version)
-* ``POST /api/v1/blobstore/{key}[?acl=u:alice:rwa,o::r]`` with the bytes as body -> create (409 if it exists)
-* ``PUT /api/v1/blobstore/{key}`` with the bytes as body -> update (a new version)
-* ``POST /api/v1/blobstore/{key}/acl`` with ``{"acl": [...]}`` -> set the ACL
-* ``DELETE /api/v1/blobstore/{key}`` -> delete
+* ``GET /api/v1/blobs[?key=K...]`` -> ``{"blobs": [{"key", "version", "acl", "size"}]}``
+* ``GET /api/v1/blobs/{key}`` -> the blob's bytes (``X-Blob-Version`` says which version)
+* ``POST /api/v1/blobs/{key}[?acl=u:alice:rwa,o::r]`` with the bytes as body -> create (409 if it exists)
+* ``PUT /api/v1/blobs/{key}`` with the bytes as body -> update (a new version)
+* ``POST /api/v1/blobs/{key}/acl`` with ``{"acl": [...]}`` -> set the ACL
+* ``DELETE /api/v1/blobs/{key}`` -> delete
 
 Changes are answered by the leader only (a standby answers ``503 not_leader``, which clients follow).
 """
@@ -89,9 +89,9 @@ def blob_routes(node: BlobNode) -> list[Route]:
         store().delete(key)
         return {"key": key, "status": "success"}
 
-    path = API + "/blobstore/{key}"
+    path = API + "/blobs/{key}"
     return [
-        Route("GET", API + "/blobstore", listing, protected=True),
+        Route("GET", API + "/blobs", listing, protected=True),
         Route("GET", path, cat, protected=True),
         Route("POST", path, leader_only(create), protected=True),
         Route("PUT", path, leader_only(update), protected=True),

@@ -48,7 +48,7 @@ class UserBlob:
     size: int
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready form (what ``GET /api/v1/blobstore`` lists)."""
+        """The JSON-ready form (what ``GET /api/v1/blobs`` lists)."""
         return {"key": self.key, "version": self.version, "acl": list(self.acl), "size": self.size}
 
 

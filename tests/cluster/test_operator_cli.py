@@ -165,9 +165,9 @@ def test_log_search_finds_a_line_in_a_worker_log_and_wants_the_token(ops) -> Non
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(base + path, timeout=10)
         assert refused.value.code == 401
-    for method, path in (("GET", "/api/v1/blobstore"), ("GET", "/api/v1/blobstore/words:cfg"),
-                         ("POST", "/api/v1/blobstore/intruder"), ("PUT", "/api/v1/blobstore/words:cfg"),
-                         ("DELETE", "/api/v1/blobstore/words:cfg"), ("POST", "/api/v1/blobstore/words:cfg/acl"),
+    for method, path in (("GET", "/api/v1/blobs"), ("GET", "/api/v1/blobs/words:cfg"),
+                         ("POST", "/api/v1/blobs/intruder"), ("PUT", "/api/v1/blobs/words:cfg"),
+                         ("DELETE", "/api/v1/blobs/words:cfg"), ("POST", "/api/v1/blobs/words:cfg/acl"),
                          ("POST", "/api/v1/admin/removeCorruptTopologies")):
         req = urllib.request.Request(ops.dc.nimbus_url() + path, data=b"x" if method != "GET" else None,
                                      method=method)
