@@ -1,7 +1,9 @@
 """This module owns the client side of nimbus's REST API (Storm UI's ``/api/v1`` routes): what the CLI calls.
 
 :class:`NimbusClient` finds the leading nimbus among ``nimbus.seeds`` (each ``host`` or ``host:port``, the port
-defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` as a bearer token, retries while nimbus is
+defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` (else the token file of ``storm.local.dir``:
+:mod:`storm_py.node.token_file`) as a bearer token, speaks TLS when ``storm.tls.enabled`` (verifying against
+``storm.tls.ca``), retries while nimbus is
 unreachable or leadership is moving (``storm.nimbus.retry.times``, ``storm.nimbus.retry.interval.millis``),
 and turns error replies back into storm_py's exceptions (``NotAliveException``, ``InvalidTopologyException``...).
 """
@@ -29,6 +31,8 @@ from storm_py.errors import (
     TopologyLoadError,
 )
 from storm_py.node.http_api import sign_request
+from storm_py.node.tls import client_context, scheme
+from storm_py.node.token_file import read_token
 from storm_py.packaging.package import TopologyPackage
 
 log = logging.getLogger(__name__)
@@ -108,8 +112,9 @@ class NimbusClient:
         self.conf = dict(conf)
         self.clock = clock  # paces retries
         self.seeds = parse_seeds(conf)
-        token = conf.get("nimbus.auth.token")
-        self.token = str(token) if token else None
+        self.token = read_token(conf, None)
+        self.scheme = scheme(conf)
+        self.tls = client_context(conf)
         self.retry_times = max(0, int(conf.get("storm.nimbus.retry.times", 5)))
         self.retry_interval = max(0.0, float(conf.get("storm.nimbus.retry.interval.millis", 2000)) / 1000.0)
         self.retry_ceiling = float(conf.get("storm.nimbus.retry.intervalceiling.millis", 60000)) / 1000.0
@@ -129,7 +134,7 @@ class NimbusClient:
         elif self.token:
             req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout, context=self.tls) as resp:
                 data: bytes = resp.read()
                 return data
         except urllib.error.HTTPError as err:
@@ -139,7 +144,7 @@ class NimbusClient:
             raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
 
     def _base(self, node: str) -> str:
-        return f"http://{node}"
+        return f"{self.scheme}://{node}"
 
     def find_leader(self) -> str:
         """``host:port`` of the leading nimbus, asked of the seeds in turn."""
@@ -202,7 +207,7 @@ class NimbusClient:
                 if k.lower() in ("authorization", "content-type"):
                     req.add_header(k, v)
             try:
-                with urllib.request.urlopen(req, timeout=SUBMIT_TIMEOUT_SECS) as resp:
+                with urllib.request.urlopen(req, timeout=SUBMIT_TIMEOUT_SECS, context=self.tls) as resp:
                     return resp.status, resp.read(), resp.headers.get("Content-Type", "application/json")
             except urllib.error.HTTPError as err:
                 reply = err.read()
@@ -321,14 +326,23 @@ class LogViewerError(StormPyError):
 class LogViewerClient:
     """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.supervisor.logviewer`)."""
 
-    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS) -> None:
+    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS, conf: Mapping[str, Any] | None = None,
+                 ) -> None:
+        """``conf``: the client's config (its token and TLS settings; the log viewers share the cluster's)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.token = read_token(conf or {}, None) if conf is not None else None
+        self.tls = client_context(conf or {})
+        if self.tls is not None and self.base_url.startswith("http://"):
+            self.base_url = "https://" + self.base_url[len("http://"):]
 
     def _get(self, path: str) -> Any:
         url = f"{self.base_url}{API}{path}"
+        req = urllib.request.Request(url)
+        if self.token:
+            req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.tls) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as err:
             reply = error_from_reply(err.code, err.read(), url)

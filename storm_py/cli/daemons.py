@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import FiniteFloatRange, config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
@@ -51,6 +51,20 @@ def _fail(err: StormPyError) -> click.ClickException:
     return click.ClickException(err.message)
 
 
+def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str, Any]:
+    """``conf`` with the cluster token: the configured one, else the token file's (generated if absent), whose
+    path is printed once."""
+    from storm_py.node.token_file import ensure_token
+
+    try:
+        token, path = ensure_token(conf, config_file)
+    except OSError as err:
+        raise click.ClickException(f"cannot write the token file: {err}") from err
+    if path is not None:
+        click.echo(f"token: {path}")
+    return {**conf, "nimbus.auth.token": token}
+
+
 def _run_daemon(make: Callable[[], Any], what: str) -> None:
     _info_logging()
     try:
@@ -76,7 +90,7 @@ def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a nimbus: leader election, scheduling, the REST API on nimbus.thrift.port."""
     from storm_py.nimbus.daemon import NimbusDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _run_daemon(lambda: NimbusDaemon(conf), "nimbus")
 
 
@@ -86,7 +100,7 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a supervisor: one worker process per assigned slot of supervisor.slots.ports."""
     from storm_py.supervisor.daemon import SupervisorDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _run_daemon(lambda: SupervisorDaemon(conf), "supervisor")
 
 
@@ -96,7 +110,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Serve Storm UI (its pages at /, the REST API at /api/v1/...) on ui.port, relayed to the leading nimbus."""
     from storm_py.nimbus.ui_daemon import UiDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _info_logging()
     try:
         daemon = UiDaemon(conf)
@@ -104,7 +118,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
         raise _fail(err) from err
     with _stop_on_signals() as stop:
         daemon.start()
-        click.echo(f"ui: http://{daemon.host}:{daemon.port}/", err=False)
+        click.echo(f"ui: {daemon.url}", err=False)
         try:
             stop.wait()
         finally:

@@ -2,8 +2,7 @@
 
 Reads are answered by any nimbus (everything comes from the cluster state); submit, kill, activate,
 deactivate and rebalance only by the leader — a standby answers ``503 not_leader`` naming the leader, which
-:class:`storm_py.client.NimbusClient` follows.  Mutating routes and blob downloads need the configured
-``nimbus.auth.token``.
+:class:`storm_py.client.NimbusClient` follows.  Every route but the UI's files needs ``nimbus.auth.token``.
 """
 
 from __future__ import annotations
@@ -106,9 +105,9 @@ class NimbusApi:
             post("/uploadTopology", self.upload),
             Route("GET", API + "/blobs/{key}", self.blob, protected=True),
             Route("GET", "/metrics", self.prometheus),
-            Route("GET", "/", self.ui_page),
-            Route("GET", "/{page}", self.ui_page),
-            Route("GET", "/static/{name}", self.ui_page),
+            Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data
+            Route("GET", "/{page}", self.ui_page, public=True),
+            Route("GET", "/static/{name}", self.ui_page, public=True),
         ]
 
     # ------------------------------------------------------------------------------------------- helpers

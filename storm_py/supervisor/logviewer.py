@@ -9,6 +9,8 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /log?file=<id>/<port>/<name>[&start=N&length=M]`` -> the same bytes as plain text, for people (the UI's
   worker links): without ``start``, the file's last ``length`` bytes (at most 1 MiB).
 
+Every route needs the cluster's token (``Authorization: Bearer``), like every other endpoint of the cluster.
+
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
 opened without following links) is refused with an error naming it.
@@ -24,6 +26,9 @@ from typing import Any
 
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
+from storm_py.node.http_guard import allowed_hosts
+from storm_py.node.tls import server_context
+from storm_py.node.token_file import ensure_token
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +149,10 @@ class LogViewer:
         port = int(conf.get("logviewer.port", 8000) or 0)
         bind = str(conf.get("logviewer.host") or host)
         try:
-            self.server = JsonApiServer(bind, port, logviewer_routes(LogFiles(root)), name="logviewer")
+            self.server = JsonApiServer(
+                bind, port, logviewer_routes(LogFiles(root)), token=ensure_token(conf, None)[0], name="logviewer",
+                hosts=allowed_hosts(conf, bind, host), tls=server_context(conf),
+            )
         except OSError as err:
             raise StormPyError(
                 f"the log viewer cannot listen on {bind}:{port} (logviewer.port): {err.strerror}", port=port
