@@ -187,6 +187,8 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="Use this ZooKeeper instead of starting one.")
 @click.option("--timeout", type=FiniteFloatRange(min=1), default=90.0, show_default=True,
               help="Seconds to wait for the cluster to accept work.")
+@click.option("--tls", is_flag=True, default=False,
+              help="Serve every HTTP endpoint over TLS with a throwaway CA (needs the cryptography package).")
 @config_options
 def dev_cluster(
     supervisors: int,
@@ -195,6 +197,7 @@ def dev_cluster(
     workdir: str,
     zookeeper: str | None,
     timeout: float,
+    tls: bool,
     config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
@@ -202,7 +205,7 @@ def dev_cluster(
     from storm_py.dev.cluster import DevCluster
 
     conf = load_conf(config_file, overrides)
-    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper)
+    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper, tls=tls)
     with _stop_on_signals() as stop:
         try:
             cluster.start(timeout)
@@ -214,7 +217,7 @@ def dev_cluster(
             click.echo(f"drpc: {cluster.drpc_address()} (HTTP: {cluster.drpc_http_url()})")
             if nimbuses > 1:
                 leader = cluster.leader()
-                where = f"{leader.name} (http://{cluster.host}:{leader.port})" if leader else "none yet"
+                where = f"{leader.name} ({cluster.scheme}://{cluster.host}:{leader.port})" if leader else "none yet"
                 click.echo(f"leader: {where}")
             sys.stdout.flush()
             reported: set[str] = set()
