@@ -13,6 +13,7 @@ import os
 import socket
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from storm_py.errors import ConfigError
 
@@ -26,7 +27,7 @@ def _write(path: Path, data: bytes, private: bool) -> None:
         out.write(data)
 
 
-def make_dev_tls(directory: Path, hosts: Iterable[str] = ()) -> dict[str, str]:
+def make_dev_tls(directory: Path, hosts: Iterable[str] = ()) -> dict[str, Any]:
     """Write ``ca.pem``, ``server.pem`` and ``server-key.pem`` into ``directory``; the ``storm.tls.*`` keys."""
     try:
         from cryptography import x509
