@@ -153,6 +153,8 @@ class NimbusClient:
             node = f"{host}:{port}"
             try:
                 data = json.loads(self._http("GET", f"{self._base(node)}{API}/nimbus/summary", None, 10.0))
+            except AuthorizationError:
+                raise  # a missing or wrong token stays wrong: no retries
             except StormPyError as err:
                 problems.append(err.message)
                 continue

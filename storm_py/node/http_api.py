@@ -362,7 +362,8 @@ class JsonApiServer:
         if not origin_allowed(origin, host, self.tls):
             return error_reply(ForbiddenError(f"cross-origin request from {str(origin)[:80]!r} refused"))
         content_type = _header(headers, "content-type")
-        if method in BODY_METHODS and (content_type is not None or (_header(headers, "content-length") or "0") != "0"):
+        chunked = (_header(headers, "transfer-encoding") or "").strip().lower() not in ("", "identity")
+        if method in BODY_METHODS and (chunked or (_header(headers, "content-length") or "0").strip() != "0"):
             accepted = route.bodies if route is not None else (JSON,)
             if media_type(content_type) not in accepted:
                 return error_reply(ForbiddenError(
