@@ -54,14 +54,21 @@ def _fail(err: StormPyError) -> click.ClickException:
 def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str, Any]:
     """``conf`` with the cluster token: the configured one, else the token file's (generated if absent), whose
     path is printed once."""
-    from storm_py.node.token_file import ensure_token
+    from storm_py.node.token_file import TOKEN_KEY, ensure_token, read_token, token_path
 
+    path = token_path(conf, config_file)
+    configured = conf.get(TOKEN_KEY)
+    if configured and configured != read_token({}, str(path)):
+        return conf  # the config names it (load_conf fills it in from the token file otherwise)
     try:
-        token, path = ensure_token(conf, config_file)
+        token, _ = ensure_token({**conf, TOKEN_KEY: None}, config_file)
+    except OSError as err:
+        raise click.ClickException(f"cannot write the token file {path}: {err}") from err
+    click.echo(f"token: {path}")
+    return {**conf, "nimbus.auth.token": token}
     except OSError as err:
         raise click.ClickException(f"cannot write the token file: {err}") from err
-    if path is not None:
-        click.echo(f"token: {path}")
+    click.echo(f"token: {path}")
     return {**conf, "nimbus.auth.token": token}
 
 
