@@ -66,10 +66,6 @@ def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str
         raise click.ClickException(f"cannot write the token file {path}: {err}") from err
     click.echo(f"token: {path}")
     return {**conf, "nimbus.auth.token": token}
-    except OSError as err:
-        raise click.ClickException(f"cannot write the token file: {err}") from err
-    click.echo(f"token: {path}")
-    return {**conf, "nimbus.auth.token": token}
 
 
 def _run_daemon(make: Callable[[], Any], what: str) -> None:

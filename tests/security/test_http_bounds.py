@@ -101,7 +101,8 @@ def test_stalled_and_piled_up_connections_do_not_hold_the_server(server: tuple[J
 
         def answers() -> bool:
             try:
-                return status(exchange(api.port, "GET /open HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", timeout=2.0)) == 200
+                head = "GET /open HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                return status(exchange(api.port, head, timeout=2.0)) == 200
             except (OSError, IndexError, ValueError):
                 return False
 
@@ -114,8 +115,8 @@ def test_stalled_and_piled_up_connections_do_not_hold_the_server(server: tuple[J
 
 
 def signed_get(port: int, path: str, value: str) -> int:
-    return status(exchange(port, f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nAuthorization: {value}\r\n"
-                                 "Connection: close\r\n"))  # fmt: skip
+    return status(exchange(port, f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+                                 f"Authorization: {value}\r\nConnection: close\r\n"))  # fmt: skip
 
 
 def test_signed_requests_prove_the_token_without_carrying_it(server: tuple[JsonApiServer, list[bytes]]) -> None:
