@@ -408,6 +408,9 @@ class JsonApiServer:
         path = split.path
         query = parse_qs(split.query)
         try:
+            own_health = any(r.pattern == HEALTH_PATH for r in self.routes)
+            if method == "GET" and path.rstrip("/") == HEALTH_PATH and not own_health:
+                return Reply.of_json({"status": "ok", "server": self.name})
             for route in self.routes:
                 match = route.regex.match(path)
                 if match is None or route.method != method:
@@ -417,8 +420,6 @@ class JsonApiServer:
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
                 result = route.handler(Request(method, path, params, query, headers, body))
                 return result if isinstance(result, Reply) else Reply.of_json(result)
-            if method == "GET" and path.rstrip("/") == HEALTH_PATH:
-                return Reply.of_json({"status": "ok", "server": self.name})
             if self.fallback is not None:
                 if not self._open(method, path, None) and not self._authorized(headers, method, path):
                     raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
