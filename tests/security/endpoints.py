@@ -29,10 +29,12 @@ PUBLIC_PATTERNS = {"/", "/{page}", "/static/{name}", "/health"}
 
 @dataclass
 class Endpoints:
-    """The running servers by name, and every handler call they made (``(server, method, path)``)."""
+    """The running servers by name, every handler call they made (``(server, method, path)``) and every request
+    they refused from its headers (``(server, method, path, status)``)."""
 
     servers: dict[str, JsonApiServer]
     handled: list[tuple[str, str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     def routes(self, name: str) -> list[Route]:
         """The route table of server ``name``; the UI relays nimbus's, so it is attacked with nimbus's."""
@@ -76,6 +78,15 @@ def _spy(endpoints: Endpoints, name: str, server: JsonApiServer) -> None:
         return recorded
 
     server.routes = [replace(r, handler=wrap(r.handler)) for r in server.routes]
+    refusal = server.refusal
+
+    def refusal_recorded(method: str, raw_path: str, headers: Mapping[str, str], client: str = "") -> Any:
+        reply = refusal(method, raw_path, headers, client)
+        if reply is not None:
+            endpoints.refused.append((name, method, raw_path, reply.status))
+        return reply
+
+    server.refusal = refusal_recorded  # type: ignore[method-assign]
     if server.fallback is not None:
         server.fallback = wrap(server.fallback)
 
