@@ -11,8 +11,12 @@ and turns error replies back into storm_py's exceptions (``NotAliveException``, 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import logging
+import select
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -53,6 +57,19 @@ _ERRORS: dict[str, type[StormPyError]] = {
     NotLeaderError.code: NotLeaderError,
     ConfigError.code: ConfigError,
 }
+
+
+#: Errors of a kept-alive connection the server closed while it was idle (the request is sent again, once).
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection is readable: the server closed it."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class NimbusUnreachableError(StormPyError):
@@ -119,6 +136,7 @@ class NimbusClient:
         self.retry_interval = max(0.0, float(conf.get("storm.nimbus.retry.interval.millis", 2000)) / 1000.0)
         self.retry_ceiling = float(conf.get("storm.nimbus.retry.intervalceiling.millis", 60000)) / 1000.0
         self._leader: str | None = None
+        self._local = threading.local()
 
     # ------------------------------------------------------------------------------------------- plumbing
 
@@ -126,22 +144,53 @@ class NimbusClient:
         self, method: str, url: str, body: bytes | None, timeout: float, content_type: str = "application/json",
         signed: bool = False,
     ) -> bytes:
-        req = urllib.request.Request(url, data=body, method=method)
+        headers: dict[str, str] = {}
         if body is not None:
-            req.add_header("Content-Type", content_type)
+            headers["Content-Type"] = content_type
         if self.token and signed:  # proves the token without sending it
-            req.add_header(TOKEN_HEADER, sign_request(self.token, method, urlsplit(url).path, self.clock.wall()))
+            headers[TOKEN_HEADER] = sign_request(self.token, method, urlsplit(url).path, self.clock.wall())
         elif self.token:
-            req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout, context=self.tls) as resp:
-                data: bytes = resp.read()
-                return data
-        except urllib.error.HTTPError as err:
-            raise error_from_reply(err.code, err.read(), url) from err
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+            headers[TOKEN_HEADER] = f"Bearer {self.token}"
+        status, data, _ = self._send(method, url, body, headers, timeout)
+        if status >= 400:
+            raise error_from_reply(status, data, url)
+        return data
+
+    def _send(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float,
+    ) -> tuple[int, bytes, str]:
+        """One request over this thread's kept-alive connection to the URL's node (with TLS, a handshake per
+        connection, not per request); a connection the server closed meanwhile is replaced once."""
+        parts = urlsplit(url)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        pool: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault("connections", {})
+        for _ in (0, 1):
+            conn = pool.pop(parts.netloc, None)
+            fresh = conn is None or conn.sock is None or _closed_by_peer(conn.sock)
+            if conn is None or fresh:
+                if conn is not None:
+                    conn.close()
+                host, port = parts.hostname or "127.0.0.1", parts.port
+                conn = (http.client.HTTPSConnection(host, port, timeout=timeout, context=self.tls)
+                        if self.tls is not None else http.client.HTTPConnection(host, port, timeout=timeout))
+            else:
+                conn.sock.settimeout(timeout)
+            try:
+                conn.request(method, target, body, dict(headers))
+                reply = conn.getresponse()
+                data = reply.read()
+            except (http.client.HTTPException, OSError) as err:
+                conn.close()
+                if not fresh and isinstance(err, _STALE):
+                    continue  # the kept connection died between our check and the request
+                reason = getattr(err, "reason", err)
+                raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+            if reply.will_close:
+                conn.close()
+            else:
+                pool[parts.netloc] = conn
+            return reply.status, data, reply.getheader("Content-Type") or "application/json"
+        raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]}", url=url)
 
     def _base(self, node: str) -> str:
         return f"{self.scheme}://{node}"
@@ -204,20 +253,15 @@ class NimbusClient:
         attempt = 0
         while True:
             leader = self._leader or self.find_leader()
-            req = urllib.request.Request(f"{self._base(leader)}{path_and_query}", data=body, method=method)
-            for k, v in headers.items():
-                if k.lower() in ("authorization", "content-type"):
-                    req.add_header(k, v)
+            passed = {k: v for k, v in headers.items() if k.lower() in ("authorization", "content-type")}
             try:
-                with urllib.request.urlopen(req, timeout=SUBMIT_TIMEOUT_SECS, context=self.tls) as resp:
-                    return resp.status, resp.read(), resp.headers.get("Content-Type", "application/json")
-            except urllib.error.HTTPError as err:
-                reply = err.read()
-                if err.code != 503 or attempt >= self.retry_times:
-                    return err.code, reply, err.headers.get("Content-Type", "application/json")
-            except (urllib.error.URLError, OSError) as err:
+                status, reply, content_type = self._send(method, f"{self._base(leader)}{path_and_query}", body,
+                                                         passed, SUBMIT_TIMEOUT_SECS)
+                if status != 503 or attempt >= self.retry_times:
+                    return status, reply, content_type
+            except NimbusUnreachableError:
                 if attempt >= self.retry_times:
-                    raise NimbusUnreachableError(f"cannot reach nimbus at {leader} ({err})") from err
+                    raise
             self._leader = None
             attempt += 1
             self.clock.sleep(self.retry_interval)

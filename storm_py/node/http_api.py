@@ -27,6 +27,7 @@ import logging
 import math
 import re
 import secrets
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -217,6 +218,18 @@ class _BoundedServer(ThreadingHTTPServer):
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self._slots = threading.BoundedSemaphore(limit)
         self.refused = 0
+        self._open: set[Any] = set()
+        self._open_lock = threading.Lock()
+
+    def close_connections(self) -> None:
+        """End every established connection (kept-alive clients must not talk to a stopped server)."""
+        with self._open_lock:
+            connections = list(self._open)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("connection from %s failed", client_address, exc_info=True)
@@ -227,11 +240,18 @@ class _BoundedServer(ThreadingHTTPServer):
             log.warning("refusing a connection from %s: every connection slot is busy", client_address)
             self.shutdown_request(request)
             return
+        with self._open_lock:
+            self._open.add(request)
         try:
             super().process_request(request, client_address)
         except BaseException:
             self._slots.release()
             raise
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -330,6 +350,7 @@ class JsonApiServer:
             self._server.shutdown()
             self._thread.join(5.0)
             self._thread = None
+        self._server.close_connections()
         self._server.server_close()
 
     def _open(self, method: str, path: str, route: Route | None) -> bool:

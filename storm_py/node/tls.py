@@ -30,6 +30,7 @@ def server_context(conf: Mapping[str, Any]) -> ssl.SSLContext | None:
         raise ConfigError(f"storm.tls.enabled needs {missing} (a PEM file)", key=missing)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.num_tickets = 0  # clients here do not resume sessions: tickets would be bytes and time for nothing
     try:
         context.load_cert_chain(str(cert), str(key))
     except (OSError, ssl.SSLError) as err:
