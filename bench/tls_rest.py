@@ -6,9 +6,11 @@ Two nimbus daemons in this process over the in-memory state store (the cluster s
 one plain and one with ``storm.tls.*`` from the dev CA (:mod:`storm_py.dev.tls_ca`, ECDSA P-256), each asked
 sequentially, one request at a time, alternating blocks of 100 so both see the same machine load:
 
-* ``client``: :class:`NimbusClient` as the CLI uses it: a new connection per request (urllib), so the TLS row
-  pays a full handshake each time;
-* ``keep-alive``: one kept-alive ``http.client`` connection, the cost of TLS on the bytes alone.
+* ``client``: :class:`NimbusClient` as the CLI and the UI relay use it (one kept-alive connection per nimbus and
+  thread, so the handshake is paid once);
+* ``keep-alive``: one kept-alive ``http.client`` connection, the cost of TLS on the bytes alone;
+* ``new connection``: urllib, a new connection per request (what ``curl`` in a loop does): the TLS row pays a
+  full handshake (ECDHE + ECDSA P-256) every time.
 
 The first line states the settings, the commit and the machine.
 """
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,6 +87,17 @@ def _client(port: int, tls: dict[str, Any]) -> Callable[[], None]:
     return once
 
 
+def _new_connection(port: int, tls: dict[str, Any]) -> Callable[[], None]:
+    context = client_context(tls)
+    url = f"{'https' if context else 'http'}://127.0.0.1:{port}{PATH}"
+
+    def once() -> None:
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=30, context=context) as reply:
+            reply.read()
+    return once
+
+
 def _percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"p50_ms": round(statistics.median(ordered) * 1000, 3),
@@ -109,6 +123,8 @@ def main() -> None:
                 "client tls": _client(tls_daemon.port, tls),
                 "keep-alive plain": _keep_alive(plain_daemon.port, {}),
                 "keep-alive tls": _keep_alive(tls_daemon.port, tls),
+                "new connection plain": _new_connection(plain_daemon.port, {}),
+                "new connection tls": _new_connection(tls_daemon.port, tls),
             }
             samples: dict[str, list[float]] = {name: [] for name in rows}
             for once in rows.values():
@@ -126,8 +142,8 @@ def main() -> None:
                 thread.join(10)
     results = {name: _percentiles(s) for name, s in samples.items()}
     for name, r in results.items():
-        print(f"{name:18s} p50 {r['p50_ms']:7.3f} ms   p99 {r['p99_ms']:7.3f} ms")
-    for kind in ("client", "keep-alive"):
+        print(f"{name:22s} p50 {r['p50_ms']:7.3f} ms   p99 {r['p99_ms']:7.3f} ms")
+    for kind in ("client", "keep-alive", "new connection"):
         cost = results[f"{kind} tls"]["p50_ms"] - results[f"{kind} plain"]["p50_ms"]
         print(f"TLS cost ({kind}): {cost:+.3f} ms p50 per request")
     if args.json is not None:
