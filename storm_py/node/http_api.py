@@ -38,14 +38,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
-from storm_py.node.http_guard import (
-    JSON,
-    SECURITY_HEADERS,
-    FailureLimiter,
-    host_allowed,
-    media_type,
-    origin_allowed,
-)
+from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +125,6 @@ class TooManyFailuresError(StormPyError):
 
 #: The path answered without a token on every server.
 HEALTH_PATH = "/health"
-#: Methods whose body a route reads.
-BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
 @dataclass
@@ -364,7 +355,7 @@ class JsonApiServer:
     def _authorized(self, headers: Mapping[str, str], method: str, path: str) -> bool:
         if not self.token:
             return True
-        given = _header(headers, "authorization") or ""
+        given = header(headers, "authorization") or ""
         if given.startswith(SIGNATURE_SCHEME + " "):
             return signature_valid(self.token, method, path, given[len(SIGNATURE_SCHEME) + 1 :], SYSTEM_CLOCK.wall())
         if not given.startswith("Bearer "):
@@ -374,29 +365,12 @@ class JsonApiServer:
     def _route(self, method: str, path: str) -> Route | None:
         return next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
 
-    def _browser_refusal(self, method: str, headers: Mapping[str, str], route: Route | None) -> Reply | None:
-        """The 403 of a request a browser was tricked into sending, or None."""
-        host = _header(headers, "host")
-        if not host_allowed(host, self.hosts):
-            return error_reply(ForbiddenError(f"this server does not answer to Host {str(host)[:80]!r}"))
-        origin = _header(headers, "origin")
-        if not origin_allowed(origin, host, self.tls):
-            return error_reply(ForbiddenError(f"cross-origin request from {str(origin)[:80]!r} refused"))
-        content_type = _header(headers, "content-type")
-        chunked = (_header(headers, "transfer-encoding") or "").strip().lower() not in ("", "identity")
-        if method in BODY_METHODS and (chunked or (_header(headers, "content-length") or "0").strip() != "0"):
-            accepted = route.bodies if route is not None else (JSON,)
-            if media_type(content_type) not in accepted:
-                return error_reply(ForbiddenError(
-                    f"a {method} body must be {' or '.join(accepted)}, not {str(content_type)[:60]!r}"))
-        return None
-
     def refusal(
         self, method: str, raw_path: str, headers: Mapping[str, str], client: str = "",
     ) -> Reply | None:
         """The reply refusing a request from its headers alone (bad length, foreign origin, missing token), or
         None.  ``client``: the peer's address (failed tokens are rate limited per address)."""
-        raw_length = _header(headers, "content-length") or "0"
+        raw_length = header(headers, "content-length") or "0"
         try:
             length = int(raw_length)
         except ValueError:
@@ -405,16 +379,16 @@ class JsonApiServer:
             return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
         path = urlsplit(raw_path).path
         route = self._route(method, path)
-        refused = self._browser_refusal(method, headers, route)
-        if refused is not None:
-            return refused
+        why = browser_refusal(method, headers, self.hosts, self.tls, route.bodies if route is not None else (JSON,))
+        if why is not None:
+            return error_reply(ForbiddenError(why))
         if not self._open(method, path, route):
             now = SYSTEM_CLOCK.now()
             with self._limiter_lock:
                 if self.limiter.blocked(client, now):
                     return error_reply(TooManyFailuresError("too many wrong tokens from this address; wait a minute"))
                 if not self._authorized(headers, method, path):
-                    if _header(headers, "authorization"):  # a guess (a missing token guesses nothing)
+                    if header(headers, "authorization"):  # a guess (a missing token guesses nothing)
                         self.limiter.failed(client, now)
                     return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
         if length > self.max_body:
@@ -454,8 +428,3 @@ class JsonApiServer:
         except Exception as err:
             log.exception("%s %s crashed", method, path)
             return Reply.of_json({"error": "internal_error", "errorMessage": f"{type(err).__name__}: {err}"}, 500)
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header's value by case-insensitive name."""
-    return next((v for k, v in headers.items() if k.lower() == name), None)

@@ -16,6 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 JSON = "application/json"
+#: Methods whose body a route reads.
+BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 #: Headers of every reply: no sniffing, no framing, scripts and styles from the server itself only.
 SECURITY_HEADERS = {
@@ -125,3 +127,27 @@ class FailureLimiter:
         self._failures.move_to_end(client)
         while len(self._failures) > self.tracked:
             self._failures.popitem(last=False)
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value by (lower-case) name, whatever its case in the request."""
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def browser_refusal(
+    method: str, headers: Mapping[str, str], hosts: frozenset[str], tls: bool, bodies: tuple[str, ...],
+) -> str | None:
+    """Why a request a browser may have been tricked into sending is refused (403), or None: a ``Host`` not among
+    ``hosts``, an ``Origin`` not the server's own, a body whose media type is not in ``bodies``."""
+    host = header(headers, "host")
+    if not host_allowed(host, hosts):
+        return f"this server does not answer to Host {str(host)[:80]!r}"
+    origin = header(headers, "origin")
+    if not origin_allowed(origin, host, tls):
+        return f"cross-origin request from {str(origin)[:80]!r} refused"
+    content_type = header(headers, "content-type")
+    chunked = (header(headers, "transfer-encoding") or "").strip().lower() not in ("", "identity")
+    has_body = chunked or (header(headers, "content-length") or "0").strip() != "0"
+    if method in BODY_METHODS and has_body and media_type(content_type) not in bodies:
+        return f"a {method} body must be {' or '.join(bodies)}, not {str(content_type)[:60]!r}"
+    return None
