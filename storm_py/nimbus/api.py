@@ -23,6 +23,7 @@ from storm_py.metrics.windows import ALL_TIME, parse_window
 from storm_py.nimbus import api_views
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
+from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
@@ -179,7 +180,7 @@ class NimbusApi:
             s.worker_heartbeats(tid),
             self.node.code_store.replication_count(tid),
             self.node.clock.wall(),
-            api_views.log_viewer_urls(s.supervisors()),
+            api_views.log_viewer_urls(s.supervisors(), tls.scheme(self.node.conf)),
         )
         return tid, base, page
 

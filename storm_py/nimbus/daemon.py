@@ -143,7 +143,8 @@ class NimbusDaemon:
             self.state.watch_supervisors(self.wake),
             self.state.watch_nimbus_leader(self.wake),
         ]
-        log.info("nimbus %s serving http://%s:%d (leader: %s)", self.id, self.host, self.port, self.leader_id())
+        log.info("nimbus %s serving %s://%s:%d (leader: %s)", self.id, "https" if self.api.tls else "http", self.host,
+                 self.port, self.leader_id())
 
     def round(self) -> float:
         """One round of the loop; returns how long to wait before the next."""

@@ -65,7 +65,7 @@ class UiDaemon:
     def start(self) -> None:
         """Serve."""
         self.server.start()
-        log.info("ui serving http://%s:%d/ (REST API under %s)", self.host, self.port, API)
+        log.info("ui serving %s (REST API under %s)", self.url, API)
 
     def stop(self) -> None:
         """Stop serving."""
