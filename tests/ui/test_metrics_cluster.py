@@ -147,10 +147,11 @@ def test_storm_py_ui_serves_the_pages_and_relays_api_and_metrics(metrics_cluster
         with urllib.request.urlopen(urllib.request.Request(base + "/metrics", headers=auth), timeout=30) as reply:
             assert b'storm_topology_info{topology="judged"' in reply.read()
         for bad in ("/static/../__init__.py", "/nope.html", "/static/x.py"):
-            try:
-                urllib.request.urlopen(base + bad, timeout=30)
-                raise AssertionError(f"{bad} was served")
-            except urllib.error.HTTPError as err:
-                assert err.code == 404
+            for headers, status in (({}, 401), (auth, 404)):  # not a UI file: not open, and not there
+                try:
+                    urllib.request.urlopen(urllib.request.Request(base + bad, headers=headers), timeout=30)
+                    raise AssertionError(f"{bad} was served")
+                except urllib.error.HTTPError as err:
+                    assert err.code == status
     finally:
         daemon.stop()
