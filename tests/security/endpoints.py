@@ -47,12 +47,12 @@ def concrete(pattern: str) -> str:
 
 
 def call(port: int, method: str, path: str, headers: Mapping[str, str] | None = None, body: bytes | None = None,
-         ) -> tuple[int, dict[str, str], bytes]:
+         address: str = "127.0.0.1") -> tuple[int, dict[str, str], bytes]:
     """One raw request (the headers exactly as given, ``Host`` included): status, headers, body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection(address, port, timeout=30)
     try:
         conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        sent = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+        sent = {"Host": f"{address}:{port}", **(headers or {})}
         if body is not None:
             sent["Content-Length"] = str(len(body))
         for k, v in sent.items():
