@@ -1,7 +1,9 @@
 """This module owns the client side of nimbus's REST API (Storm UI's ``/api/v1`` routes): what the CLI calls.
 
 :class:`NimbusClient` finds the leading nimbus among ``nimbus.seeds`` (each ``host`` or ``host:port``, the port
-defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` as a bearer token, retries while nimbus is
+defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` (else the token file of ``storm.local.dir``:
+:mod:`storm_py.node.token_file`) as a bearer token, speaks TLS when ``storm.tls.enabled`` (verifying against
+``storm.tls.ca``), retries while nimbus is
 unreachable or leadership is moving (``storm.nimbus.retry.times``, ``storm.nimbus.retry.interval.millis``),
 and turns error replies back into storm_py's exceptions (``NotAliveException``, ``InvalidTopologyException``...).
 """
@@ -9,8 +11,12 @@ and turns error replies back into storm_py's exceptions (``NotAliveException``, 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import logging
+import select
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -29,6 +35,8 @@ from storm_py.errors import (
     TopologyLoadError,
 )
 from storm_py.node.http_api import sign_request
+from storm_py.node.tls import client_context, scheme
+from storm_py.node.token_file import read_token
 from storm_py.packaging.package import TopologyPackage
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,19 @@ _ERRORS: dict[str, type[StormPyError]] = {
     NotLeaderError.code: NotLeaderError,
     ConfigError.code: ConfigError,
 }
+
+
+#: Errors of a kept-alive connection the server closed while it was idle (the request is sent again, once).
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection is readable: the server closed it."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class NimbusUnreachableError(StormPyError):
@@ -108,12 +129,14 @@ class NimbusClient:
         self.conf = dict(conf)
         self.clock = clock  # paces retries
         self.seeds = parse_seeds(conf)
-        token = conf.get("nimbus.auth.token")
-        self.token = str(token) if token else None
+        self.token = read_token(conf, None)
+        self.scheme = scheme(conf)
+        self.tls = client_context(conf)
         self.retry_times = max(0, int(conf.get("storm.nimbus.retry.times", 5)))
         self.retry_interval = max(0.0, float(conf.get("storm.nimbus.retry.interval.millis", 2000)) / 1000.0)
         self.retry_ceiling = float(conf.get("storm.nimbus.retry.intervalceiling.millis", 60000)) / 1000.0
         self._leader: str | None = None
+        self._local = threading.local()
 
     # ------------------------------------------------------------------------------------------- plumbing
 
@@ -121,25 +144,56 @@ class NimbusClient:
         self, method: str, url: str, body: bytes | None, timeout: float, content_type: str = "application/json",
         signed: bool = False,
     ) -> bytes:
-        req = urllib.request.Request(url, data=body, method=method)
+        headers: dict[str, str] = {}
         if body is not None:
-            req.add_header("Content-Type", content_type)
+            headers["Content-Type"] = content_type
         if self.token and signed:  # proves the token without sending it
-            req.add_header(TOKEN_HEADER, sign_request(self.token, method, urlsplit(url).path, self.clock.wall()))
+            headers[TOKEN_HEADER] = sign_request(self.token, method, urlsplit(url).path, self.clock.wall())
         elif self.token:
-            req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                data: bytes = resp.read()
-                return data
-        except urllib.error.HTTPError as err:
-            raise error_from_reply(err.code, err.read(), url) from err
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+            headers[TOKEN_HEADER] = f"Bearer {self.token}"
+        status, data, _ = self._send(method, url, body, headers, timeout)
+        if status >= 400:
+            raise error_from_reply(status, data, url)
+        return data
+
+    def _send(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float,
+    ) -> tuple[int, bytes, str]:
+        """One request over this thread's kept-alive connection to the URL's node (with TLS, a handshake per
+        connection, not per request); a connection the server closed meanwhile is replaced once."""
+        parts = urlsplit(url)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        pool: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault("connections", {})
+        for _ in (0, 1):
+            conn = pool.pop(parts.netloc, None)
+            fresh = conn is None or conn.sock is None or _closed_by_peer(conn.sock)
+            if conn is None or fresh:
+                if conn is not None:
+                    conn.close()
+                host, port = parts.hostname or "127.0.0.1", parts.port
+                conn = (http.client.HTTPSConnection(host, port, timeout=timeout, context=self.tls)
+                        if self.tls is not None else http.client.HTTPConnection(host, port, timeout=timeout))
+            else:
+                conn.sock.settimeout(timeout)
+            try:
+                conn.request(method, target, body, dict(headers))
+                reply = conn.getresponse()
+                data = reply.read()
+            except (http.client.HTTPException, OSError) as err:
+                conn.close()
+                if not fresh and isinstance(err, _STALE):
+                    continue  # the kept connection died between our check and the request
+                reason = getattr(err, "reason", err)
+                raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+            if reply.will_close:
+                conn.close()
+            else:
+                pool[parts.netloc] = conn
+            return reply.status, data, reply.getheader("Content-Type") or "application/json"
+        raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]}", url=url)
 
     def _base(self, node: str) -> str:
-        return f"http://{node}"
+        return f"{self.scheme}://{node}"
 
     def find_leader(self) -> str:
         """``host:port`` of the leading nimbus, asked of the seeds in turn."""
@@ -148,6 +202,8 @@ class NimbusClient:
             node = f"{host}:{port}"
             try:
                 data = json.loads(self._http("GET", f"{self._base(node)}{API}/nimbus/summary", None, 10.0))
+            except AuthorizationError:
+                raise  # a missing or wrong token stays wrong: no retries
             except StormPyError as err:
                 problems.append(err.message)
                 continue
@@ -200,20 +256,15 @@ class NimbusClient:
         attempt = 0
         while True:
             leader = self._leader or self.find_leader()
-            req = urllib.request.Request(f"{self._base(leader)}{path_and_query}", data=body, method=method)
-            for k, v in headers.items():
-                if k.lower() in ("authorization", "content-type"):
-                    req.add_header(k, v)
+            passed = {k: v for k, v in headers.items() if k.lower() in ("authorization", "content-type")}
             try:
-                with urllib.request.urlopen(req, timeout=SUBMIT_TIMEOUT_SECS) as resp:
-                    return resp.status, resp.read(), resp.headers.get("Content-Type", "application/json")
-            except urllib.error.HTTPError as err:
-                reply = err.read()
-                if err.code != 503 or attempt >= self.retry_times:
-                    return err.code, reply, err.headers.get("Content-Type", "application/json")
-            except (urllib.error.URLError, OSError) as err:
+                status, reply, content_type = self._send(method, f"{self._base(leader)}{path_and_query}", body,
+                                                         passed, SUBMIT_TIMEOUT_SECS)
+                if status != 503 or attempt >= self.retry_times:
+                    return status, reply, content_type
+            except NimbusUnreachableError:
                 if attempt >= self.retry_times:
-                    raise NimbusUnreachableError(f"cannot reach nimbus at {leader} ({err})") from err
+                    raise
             self._leader = None
             attempt += 1
             self.clock.sleep(self.retry_interval)
@@ -328,10 +379,15 @@ class LogViewerError(StormPyError):
 class LogViewerClient:
     """Reads worker logs from one supervisor's log viewer (:mod:`storm_py.supervisor.logviewer`)."""
 
-    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS, token: str | None = None) -> None:
+    def __init__(self, base_url: str, timeout: float = REQUEST_TIMEOUT_SECS, conf: Mapping[str, Any] | None = None,
+                 ) -> None:
+        """``conf``: the client's config (its token and TLS settings; the log viewers share the cluster's)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.token = token  # the cluster's nimbus.auth.token, which log viewers ask for too
+        self.token = read_token(conf or {}, None) if conf is not None else None
+        self.tls = client_context(conf or {})
+        if self.tls is not None and self.base_url.startswith("http://"):
+            self.base_url = "https://" + self.base_url[len("http://"):]
 
     def _get(self, path: str, raw: bool = False) -> Any:
         url = f"{self.base_url}{API}{path}"
@@ -339,7 +395,7 @@ class LogViewerClient:
         if self.token:
             req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.tls) as resp:
                 body = resp.read()
                 return body if raw else json.loads(body)
         except urllib.error.HTTPError as err:

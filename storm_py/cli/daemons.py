@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import FiniteFloatRange, config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
@@ -51,6 +51,23 @@ def _fail(err: StormPyError) -> click.ClickException:
     return click.ClickException(err.message)
 
 
+def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str, Any]:
+    """``conf`` with the cluster token: the configured one, else the token file's (generated if absent), whose
+    path is printed once."""
+    from storm_py.node.token_file import TOKEN_KEY, ensure_token, read_token, token_path
+
+    path = token_path(conf, config_file)
+    configured = conf.get(TOKEN_KEY)
+    if configured and configured != read_token({}, str(path)):
+        return conf  # the config names it (load_conf fills it in from the token file otherwise)
+    try:
+        token, _ = ensure_token({**conf, TOKEN_KEY: None}, config_file)
+    except OSError as err:
+        raise click.ClickException(f"cannot write the token file {path}: {err}") from err
+    click.echo(f"token: {path}")
+    return {**conf, "nimbus.auth.token": token}
+
+
 def _run_daemon(make: Callable[[], Any], what: str) -> None:
     _info_logging()
     try:
@@ -76,7 +93,7 @@ def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a nimbus: leader election, scheduling, the REST API on nimbus.thrift.port."""
     from storm_py.nimbus.daemon import NimbusDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _run_daemon(lambda: NimbusDaemon(conf), "nimbus")
 
 
@@ -86,7 +103,7 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a supervisor: one worker process per assigned slot of supervisor.slots.ports."""
     from storm_py.supervisor.daemon import SupervisorDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _run_daemon(lambda: SupervisorDaemon(conf), "supervisor")
 
 
@@ -96,7 +113,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Serve Storm UI (its pages at /, the REST API at /api/v1/...) on ui.port, relayed to the leading nimbus."""
     from storm_py.nimbus.ui_daemon import UiDaemon
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _info_logging()
     try:
         daemon = UiDaemon(conf)
@@ -104,7 +121,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
         raise _fail(err) from err
     with _stop_on_signals() as stop:
         daemon.start()
-        click.echo(f"ui: http://{daemon.host}:{daemon.port}/", err=False)
+        click.echo(f"ui: {daemon.url}", err=False)
         try:
             stop.wait()
         finally:
@@ -173,6 +190,8 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="Use this ZooKeeper instead of starting one.")
 @click.option("--timeout", type=FiniteFloatRange(min=1), default=90.0, show_default=True,
               help="Seconds to wait for the cluster to accept work.")
+@click.option("--tls", is_flag=True, default=False,
+              help="Serve every HTTP endpoint over TLS with a throwaway CA (needs the cryptography package).")
 @config_options
 def dev_cluster(
     supervisors: int,
@@ -181,6 +200,7 @@ def dev_cluster(
     workdir: str,
     zookeeper: str | None,
     timeout: float,
+    tls: bool,
     config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
@@ -188,7 +208,7 @@ def dev_cluster(
     from storm_py.dev.cluster import DevCluster
 
     conf = load_conf(config_file, overrides)
-    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper)
+    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper, tls=tls)
     with _stop_on_signals() as stop:
         try:
             cluster.start(timeout)
@@ -200,7 +220,7 @@ def dev_cluster(
             click.echo(f"drpc: {cluster.drpc_address()} (HTTP: {cluster.drpc_http_url()})")
             if nimbuses > 1:
                 leader = cluster.leader()
-                where = f"{leader.name} (http://{cluster.host}:{leader.port})" if leader else "none yet"
+                where = f"{leader.name} ({cluster.scheme}://{cluster.host}:{leader.port})" if leader else "none yet"
                 click.echo(f"leader: {where}")
             sys.stdout.flush()
             reported: set[str] = set()

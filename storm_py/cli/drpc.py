@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from storm_py.cli.options import FiniteFloatRange, config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
 from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
@@ -17,22 +17,19 @@ log = logging.getLogger(__name__)
 @config_options
 def drpc(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run a DRPC server: drpc.port for clients, drpc.invocations.port for topologies, drpc.http.port for HTTP."""
-    from storm_py.cli.daemons import _info_logging, _stop_on_signals
+    from storm_py.cli.daemons import _info_logging, _stop_on_signals, with_daemon_token
     from storm_py.drpc.server import DRPCServer
-    from storm_py.drpc.token_file import ensure_token
 
-    conf = load_conf(config_file, overrides)
+    conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _info_logging()
     try:
-        token, path = ensure_token(conf, config_file)
-        server = DRPCServer({**conf, "nimbus.auth.token": token})
-    except (StormPyError, OSError) as err:
-        raise click.ClickException(getattr(err, "message", None) or str(err)) from err
-    if path is not None:
-        click.echo(f"token: {path}")
+        server = DRPCServer(conf)
+    except StormPyError as err:
+        raise click.ClickException(err.message) from err
     with _stop_on_signals() as stop:
         server.start()
-        http = f"http://{server.host}:{server.http_port}" if server.http_port is not None else "off"
+        scheme = "https" if conf.get("storm.tls.enabled") else "http"
+        http = f"{scheme}://{server.host}:{server.http_port}" if server.http_port is not None else "off"
         click.echo(f"drpc: {server.host}:{server.port} invocations: {server.host}:{server.invocations_port} "
                    f"http: {http}")
         sys.stdout.flush()
@@ -56,13 +53,14 @@ def drpc_client(function: str, args: tuple[str, ...], timeout: float | None, con
     from storm_py.drpc.errors import UNREACHABLE, DRPCExecutionException
     from storm_py.drpc.token_file import read_token
     from storm_py.drpc.wire import parse_servers
+    from storm_py.node.tls import client_context
 
     conf = load_conf(config_file, overrides)
     servers = parse_servers(conf.get("drpc.servers"), int(conf.get("drpc.port", 3772)))
     if not servers:
         raise click.ClickException("no DRPC server: set drpc.servers in the config (or -c drpc.servers=[HOST])")
     token = read_token(conf, config_file)
-    clients = [DRPCClient(h, p, timeout, token) for h, p in servers]
+    clients = [DRPCClient(h, p, timeout, token, client_context(conf)) for h, p in servers]
     try:
         for arg in args or ("",):
             for i, client in enumerate(clients):

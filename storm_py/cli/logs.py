@@ -95,7 +95,7 @@ class RemoteLogs(LogSource):
             self.topology_id, self.viewers = self._locate()  # follow workers that moved
         except StormPyError:
             pass  # keep the last known viewers (nimbus may be failing over)
-        return [(f" on {base}", LogViewerClient(base, token=self.client.token)) for base in self.viewers]
+        return [(f" on {base}", LogViewerClient(base, conf=self.client.conf)) for base in self.viewers]
 
 
 def _topology_id(client: NimbusClient, name: str, root: Path) -> str:

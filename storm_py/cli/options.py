@@ -11,6 +11,7 @@ import click
 
 from storm_py.config import read_storm_config
 from storm_py.errors import StormPyError
+from storm_py.node.token_file import TOKEN_KEY, read_token
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,9 +52,12 @@ class ConfigFileError(click.ClickException):
 
 
 def load_conf(config_file: str | None, overrides: tuple[str, ...]) -> dict[str, Any]:
-    """Defaults < config file < overrides; a bad override is a usage error, a bad file an error naming it."""
+    """Defaults < config file < overrides; a bad override is a usage error, a bad file an error naming it.
+
+    A config naming no ``nimbus.auth.token`` gets the token file's (:mod:`storm_py.node.token_file`) when there
+    is one: the token a daemon started with that config generated."""
     try:
-        return read_storm_config(config_file, overrides, SEARCH_DIRS)
+        conf = read_storm_config(config_file, overrides, SEARCH_DIRS)
     except StormPyError as err:
         given = {o.partition("=")[0].strip() for o in overrides}
         if "path" not in err.fields and ("override" in err.fields or err.fields.get("key") in given):
@@ -61,6 +65,11 @@ def load_conf(config_file: str | None, overrides: tuple[str, ...]) -> dict[str, 
         used = config_file_used(config_file)
         in_file = "" if "path" in err.fields or used is None else f" (in config file {used})"
         raise ConfigFileError(err.message + in_file) from err
+    if not conf.get(TOKEN_KEY):
+        token = read_token(conf, config_file_used(config_file))
+        if token:
+            conf[TOKEN_KEY] = token
+    return conf
 
 
 def config_file_used(config_file: str | None) -> str | None:

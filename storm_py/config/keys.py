@@ -70,7 +70,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("nimbus.host", STR, "127.0.0.1", "nimbus", "this nimbus's advertised host"),
         Key("nimbus.bind.host", STR, None, "nimbus", "interface the API listens on (default: nimbus.host)"),
         Key("nimbus.thrift.port", INT, 6627, "nimbus, clients", "port of nimbus's HTTP/JSON API", min=0, max=65535),
-        Key("nimbus.auth.token", STR, None, "nimbus, clients", "bearer token required by changing requests when set"),
+        Key("nimbus.auth.token", STR, None, "nimbus, supervisor, ui, drpc, clients", "bearer token every HTTP route needs but /health and the UI's files (unset: a daemon generates one into storm-py.token, mode 0600, beside its --config file, else in storm.local.dir; clients read that file)"),
         Key("nimbus.task.timeout.secs", NUMBER, 30, "nimbus", "a worker silent this long is reassigned", min=0),
         Key("nimbus.supervisor.timeout.secs", NUMBER, 60, "nimbus", "a supervisor silent this long loses its slots", min=0),
         Key("nimbus.monitor.freq.secs", NUMBER, 10, "nimbus", "how often the leader checks heartbeats", min=0),
@@ -155,6 +155,13 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.multilang.serializer", STR, "json", "shell components", "how shell components talk to their process: json (Storm's JsonSerializer; its class name is accepted too) or msgpack (pystorm's framing)", choices=("json", "msgpack", "org.apache.storm.multilang.JsonSerializer"), per_component=True),
         Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples written to a shell bolt's process and not yet acked or failed; execute blocks when this many are out", min=1, per_component=True),
         Key("topology.subprocess.timeout.secs", NUMBER, 30, "shell components", "a shell component's process that answers nothing (heartbeats included) this long is killed and restarted", min=0.001, per_component=True),
+    ),
+    "http security": (
+        Key("storm.http.hosts", STRS, [], "nimbus, supervisor, ui, drpc", "further names clients and browsers may use in the Host header (a proxy's or DNS alias's); the configured hosts, localhost, this machine's name and IP addresses are always accepted"),
+        Key("storm.tls.enabled", BOOL, False, "nimbus, supervisor, ui, drpc, clients", "serve and call every HTTP endpoint (REST API, UI, log viewer, DRPC) over TLS only"),
+        Key("storm.tls.cert", STR, None, "nimbus, supervisor, ui, drpc", "PEM certificate (chain) the HTTP endpoints present; its names must cover the hosts clients use"),
+        Key("storm.tls.key", STR, None, "nimbus, supervisor, ui, drpc", "PEM private key of storm.tls.cert"),
+        Key("storm.tls.ca", STR, None, "clients, daemons calling each other", "PEM CA bundle clients verify servers against (unset: the system's CAs)"),
     ),
     "metrics": (
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),

@@ -25,6 +25,7 @@ from typing import Any
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.secret import with_secrets, write_private
+from storm_py.dev.tls_ca import make_dev_tls
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 from storm_py.node.local_state import read_json, write_json
@@ -106,8 +107,10 @@ class DevCluster:
         ports_per_supervisor: int = 4,
         zookeeper: str | None = None,
         host: str = "127.0.0.1",
+        tls: bool = False,
     ) -> None:
         self.workdir = workdir.resolve()
+        self.tls = tls
         self.base_conf = dict(conf or {})
         self.num_supervisors = supervisors
         self.num_nimbuses = nimbuses
@@ -126,7 +129,12 @@ class DevCluster:
     def nimbus_url(self) -> str:
         """The API address of the first nimbus."""
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
-        return f"http://{self.host}:{port}"
+        return f"{self.scheme}://{self.host}:{port}"
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with ``tls``, else ``http``."""
+        return "https" if self.tls else "http"
 
     def drpc_address(self) -> str:
         """``host:port`` of the DRPC server's client port."""
@@ -134,7 +142,7 @@ class DevCluster:
 
     def drpc_http_url(self) -> str:
         """The DRPC server's HTTP endpoint (``GET <url>/FUNC/ARGS``)."""
-        return f"http://{self.host}:{self.client_conf['drpc.http.port']}/drpc"
+        return f"{self.scheme}://{self.host}:{self.client_conf['drpc.http.port']}/drpc"
 
     def leader(self) -> Daemon | None:
         """The nimbus daemon that leads now (None when none does)."""
@@ -187,6 +195,8 @@ class DevCluster:
             "drpc.invocations.port": drpc_ports[1],
             "drpc.http.port": drpc_ports[2],
         }
+        if self.tls:  # a throwaway CA and a certificate for this host; every HTTP endpoint speaks TLS only
+            common.update(make_dev_tls(self.workdir / "tls", [self.host]))
         common = with_secrets(common)  # authentication on: a fresh token and ZooKeeper payload per cluster
         self.client_conf = common
         write_private(self.client_conf_path, common)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import ssl
 from typing import Any
 
 from storm_py.api.components import BasicBolt, BasicOutputCollector, Bolt, OutputCollector, OutputFieldsDeclarer
@@ -24,6 +25,7 @@ from storm_py.api.tuple import Tuple
 from storm_py.drpc.client import DRPCInvocationsClient
 from storm_py.drpc.errors import DRPCExecutionException
 from storm_py.drpc.local import local_service
+from storm_py.node.tls import client_context
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +121,9 @@ class ResultSender:
     invocations port, one kept-alive connection per server, authenticated with ``token``.  ``ReturnResults``
     uses it; so can any other component answering DRPC requests (a Trident DRPC stream)."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, tls: ssl.SSLContext | None = None) -> None:
         self.token = token
+        self.tls = tls
         self._clients: dict[tuple[str, int], DRPCInvocationsClient] = {}
 
     def send(self, return_info: Any, result: str) -> bool:
@@ -131,7 +134,7 @@ class ResultSender:
             return local_service(host).result(request_id, result)
         client = self._clients.get((host, port))
         if client is None:
-            client = self._clients[(host, port)] = DRPCInvocationsClient(host, port, self.token)
+            client = self._clients[(host, port)] = DRPCInvocationsClient(host, port, self.token, tls=self.tls)
         return client.result(request_id, result)
 
     def close(self) -> None:
@@ -147,7 +150,7 @@ class ReturnResults(Bolt):
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self._out = collector
         token = conf.get("nimbus.auth.token")
-        self._sender = ResultSender(str(token) if token else None)
+        self._sender = ResultSender(str(token) if token else None, client_context(conf))
 
     def execute(self, tup: Tuple) -> None:
         result, info = tup.values[0], tup.values[1]

@@ -14,6 +14,7 @@ import http.client
 import json
 import select
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -36,8 +37,10 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 class _JsonConnection:
     """One keep-alive connection posting JSON to ``host:port`` (thread-safe: one request at a time)."""
 
-    def __init__(self, host: str, port: int, timeout_secs: float | None, token: str | None) -> None:
+    def __init__(self, host: str, port: int, timeout_secs: float | None, token: str | None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port = host, int(port)
+        self.tls = tls
         self.where = f"{host}:{self.port}"
         self.timeout_secs = timeout_secs
         self._headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
@@ -55,7 +58,11 @@ class _JsonConnection:
                     self._drop()  # the server closed it while idle: never send a request into it
                 fresh = self._conn is None
                 if self._conn is None:
-                    self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_secs)
+                    self._conn = (
+                        http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_secs, context=self.tls)
+                        if self.tls is not None
+                        else http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_secs)
+                    )
                 conn = self._conn
                 conn.timeout = timeout_secs if timeout_secs is not None else self.timeout_secs
                 if conn.sock is not None:
@@ -113,11 +120,13 @@ class DRPCClient:
         timeout_secs: socket timeout of one request (None: wait as long as the server does, which answers a
             timeout after ``drpc.request.timeout.secs``).
         token: the cluster's ``nimbus.auth.token``.
+        tls: the verifying context when the server speaks TLS (:func:`storm_py.node.tls.client_context`).
     """
 
-    def __init__(self, host: str, port: int, timeout_secs: float | None = None, token: str | None = None) -> None:
+    def __init__(self, host: str, port: int, timeout_secs: float | None = None, token: str | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port = host, int(port)
-        self._conn = _JsonConnection(host, self.port, timeout_secs, token)
+        self._conn = _JsonConnection(host, self.port, timeout_secs, token, tls)
 
     def execute(self, function: str, args: str) -> str:
         """The result of ``function(args)``; :class:`DRPCExecutionException` on a failed, timed-out or refused
@@ -142,9 +151,10 @@ class DRPCClient:
 class DRPCInvocationsClient:
     """What a topology says to a DRPC server's invocations port: fetch requests, return results or failures."""
 
-    def __init__(self, host: str, port: int, token: str | None, timeout_secs: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, token: str | None, timeout_secs: float = 30.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port = host, int(port)
-        self._conn = _JsonConnection(host, self.port, timeout_secs, token)
+        self._conn = _JsonConnection(host, self.port, timeout_secs, token, tls)
 
     @property
     def where(self) -> str:

@@ -34,6 +34,8 @@ from storm_py.drpc.wire import (
 )
 from storm_py.errors import ConfigError, StormPyError, WaitTimeoutError
 from storm_py.node.http_api import JsonApiServer, Reply, Request, Route
+from storm_py.node.http_guard import JSON, allowed_hosts
+from storm_py.node.tls import server_context
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ class DRPCServer:
             "max_body": int(c["drpc.max.request.bytes"]),
             "timeout": float(c["drpc.connection.timeout.secs"]) or None,
             "max_connections": int(c["drpc.max.connections"]),
+            "hosts": allowed_hosts(c, self.host),
+            "tls": server_context(c),
         }
         health = Route("GET", HEALTH_PATH, self._health)
         ports = [
@@ -82,7 +86,9 @@ class DRPCServer:
             ports.append(("drpc-http", int(c["drpc.http.port"]), [
                 Route("GET", "/drpc/{function}/{args}", self._http_execute, protected=True),
                 Route("GET", "/drpc/{function}", self._http_execute, protected=True),
-                Route("POST", "/drpc/{function}", self._http_execute, protected=True),
+                # the arguments are the body as text (Storm's ``curl -d ARGS``)
+                Route("POST", "/drpc/{function}", self._http_execute, protected=True,
+                      bodies=("text/plain", "application/x-www-form-urlencoded", JSON)),
             ]))
         self.servers: dict[str, JsonApiServer] = {}
         try:

@@ -31,6 +31,7 @@ from storm_py.drpc.local import LocalDRPC, local_service
 from storm_py.drpc.service import DRPCService, check_function
 from storm_py.drpc.wire import MAX_FETCH_BATCH, parse_servers
 from storm_py.errors import ConfigError
+from storm_py.node.tls import client_context
 from storm_py.runtime.worker_runtime import WAKE_RESOURCE
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,8 @@ class DRPCSpout(Spout):
                 key="drpc.servers",
             )
         token = conf.get("nimbus.auth.token")
-        self._clients = [DRPCInvocationsClient(h, p, str(token) if token else None) for h, p in self._servers]
+        tls = client_context(conf)
+        self._clients = [DRPCInvocationsClient(h, p, str(token) if token else None, tls=tls) for h, p in self._servers]
         self._fetchers = [_Fetcher(self, i, c) for i, c in enumerate(self._clients)]
         for f in self._fetchers:
             f.thread.start()

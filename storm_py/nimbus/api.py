@@ -2,8 +2,7 @@
 
 Reads are answered by any nimbus (everything comes from the cluster state); submit, kill, activate,
 deactivate and rebalance only by the leader — a standby answers ``503 not_leader`` naming the leader, which
-:class:`storm_py.client.NimbusClient` follows.  Mutating routes and blob downloads need the configured
-``nimbus.auth.token``.
+:class:`storm_py.client.NimbusClient` follows.  Every route but the UI's files needs ``nimbus.auth.token``.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.userblobs import UserBlobs
+from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
@@ -112,9 +112,9 @@ class NimbusApi:
             *blob_routes(self.node),
             *admin_routes(self.node),
             Route("GET", "/metrics", self.prometheus),
-            Route("GET", "/", self.ui_page),
-            Route("GET", "/{page}", self.ui_page),
-            Route("GET", "/static/{name}", self.ui_page),
+            Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data
+            Route("GET", "/{page}", self.ui_page, public=True),
+            Route("GET", "/static/{name}", self.ui_page, public=True),
         ]
 
     # ------------------------------------------------------------------------------------------- helpers
@@ -186,7 +186,7 @@ class NimbusApi:
             s.worker_heartbeats(tid),
             self.node.code_store.replication_count(tid),
             self.node.clock.wall(),
-            api_views.log_viewer_urls(s.supervisors()),
+            api_views.log_viewer_urls(s.supervisors(), tls.scheme(self.node.conf)),
         )
         return tid, base, page
 

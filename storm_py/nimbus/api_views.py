@@ -115,10 +115,11 @@ def _error_fields(errors: list[dict[str, Any]], now: float) -> dict[str, Any]:
     }
 
 
-def log_viewer_urls(supervisors: Mapping[str, SupervisorInfo]) -> dict[str, str]:
-    """Supervisor id -> base URL of its log viewer (supervisors that serve none are left out)."""
+def log_viewer_urls(supervisors: Mapping[str, SupervisorInfo], scheme: str = "http") -> dict[str, str]:
+    """Supervisor id -> base URL of its log viewer (supervisors that serve none are left out); ``scheme`` is
+    ``https`` on a cluster with ``storm.tls.enabled``."""
     return {
-        sid: f"http://{info.hostname}:{info.logviewer_port}"
+        sid: f"{scheme}://{info.hostname}:{info.logviewer_port}"
         for sid, info in supervisors.items()
         if info.logviewer_port
     }

@@ -19,15 +19,18 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.errors import ConfigError, StormPyError, TopologyLoadError
+from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.nimbus.api import NimbusApi
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.topology_check import DEFAULT_TIMEOUT_SECS, check_package
 from storm_py.node.http_api import JsonApiServer
+from storm_py.node.http_guard import allowed_hosts
 from storm_py.node.local_state import nimbus_blob_dir
 from storm_py.node.loop import DaemonLoop
-from storm_py.node.session import is_loopback, open_storage
+from storm_py.node.session import open_storage
+from storm_py.node.tls import server_context
+from storm_py.node.token_file import with_token
 from storm_py.packaging.package import TopologyPackage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import NimbusInfo
@@ -44,21 +47,18 @@ class NimbusDaemon:
 
     Args:
         conf: the daemon configuration; ``nimbus.host`` and ``nimbus.thrift.port`` place the API (port 0 picks
-            a free port), ``storm.local.dir`` the blob store.
+            a free port), ``storm.local.dir`` the blob store; without ``nimbus.auth.token`` the token of
+            ``storm.local.dir``'s token file is used (generated if absent: :mod:`storm_py.node.token_file`).
         storage: the state store session (default: ZooKeeper from ``storm.zookeeper.*``).
     """
 
     def __init__(self, conf: Mapping[str, Any], storage: StateStorage | None = None) -> None:
+        conf = with_token(conf)  # never without a token, on loopback too
         self.conf = dict(conf)
         self.clock = Clock()
         self.host = str(conf.get("nimbus.host") or "127.0.0.1")
         bind = str(conf.get("nimbus.bind.host") or self.host)
-        if not conf.get("nimbus.auth.token") and not is_loopback(bind):
-            raise ConfigError(
-                f"nimbus will not listen on {bind} without nimbus.auth.token: anyone reaching it could run code "
-                "on the cluster; set a token (storm-py dev-cluster generates one) or listen on 127.0.0.1",
-                key="nimbus.auth.token",
-            )
+        tls = server_context(conf)
         self.state = ClusterState(storage if storage is not None else open_storage(conf), conf)
         self.loop = DaemonLoop("nimbus", self.clock, self.round, min_wait=MIN_ROUND_SECS)
         self.started = self.clock.wall()
@@ -70,8 +70,10 @@ class NimbusDaemon:
                 bind,
                 int(conf.get("nimbus.thrift.port") or 0),
                 [],
-                token=str(conf["nimbus.auth.token"]) if conf.get("nimbus.auth.token") else None,
+                token=str(conf["nimbus.auth.token"]),
                 name="nimbus",
+                hosts=allowed_hosts(conf, bind),
+                tls=tls,
             )
         except OSError as err:
             self.state.close()
@@ -141,7 +143,8 @@ class NimbusDaemon:
             self.state.watch_supervisors(self.wake),
             self.state.watch_nimbus_leader(self.wake),
         ]
-        log.info("nimbus %s serving http://%s:%d (leader: %s)", self.id, self.host, self.port, self.leader_id())
+        log.info("nimbus %s serving %s://%s:%d (leader: %s)", self.id, "https" if self.api.tls else "http", self.host,
+                 self.port, self.leader_id())
 
     def round(self) -> float:
         """One round of the loop; returns how long to wait before the next."""

@@ -2,8 +2,8 @@
 and ``/metrics``, relayed to the leader.
 
 Every nimbus serves the API itself; the UI daemon gives it the stable address Storm users expect (one host,
-``ui.port``), following leadership changes.  Callers' bearer tokens are passed through untouched, so
-nimbus checks them.
+``ui.port``), following leadership changes.  The daemon checks the cluster token itself (only the UI's files are
+served without it) and passes callers' bearer tokens through, so nimbus checks them too.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from storm_py import ui
 from storm_py.client import API, NimbusClient
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
+from storm_py.node.http_guard import allowed_hosts
+from storm_py.node.tls import server_context
+from storm_py.node.token_file import with_token
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +27,15 @@ class UiDaemon:
     """Relays ``/api/v1/...`` to the leader; ``ui.host`` / ``ui.port`` place it (port 0 picks a free port)."""
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
+        conf = with_token(conf)
         self.client = NimbusClient(conf)
         host = str(conf.get("ui.host") or "127.0.0.1")
         port = int(conf.get("ui.port") or 0)
         try:
-            self.server = JsonApiServer(host, port, [], fallback=self._relay, name="ui")
+            self.server = JsonApiServer(
+                host, port, [], token=str(conf["nimbus.auth.token"]), fallback=self._relay, name="ui",
+                hosts=allowed_hosts(conf, host), public=_static, tls=server_context(conf),
+            )
         except OSError as err:
             raise StormPyError(f"ui cannot listen on {host}:{port}: {err.strerror}") from err
         self.host = host
@@ -37,6 +44,11 @@ class UiDaemon:
     def port(self) -> int:
         """The port served."""
         return self.server.port
+
+    @property
+    def url(self) -> str:
+        """The UI's address."""
+        return f"{'https' if self.server.tls else 'http'}://{self.host}:{self.port}/"
 
     def _relay(self, req: Request) -> Reply:
         if req.method == "GET" and not req.path.startswith(API + "/") and not req.path.startswith("/metrics"):
@@ -53,8 +65,13 @@ class UiDaemon:
     def start(self) -> None:
         """Serve."""
         self.server.start()
-        log.info("ui serving http://%s:%d/ (REST API under %s)", self.host, self.port, API)
+        log.info("ui serving %s (REST API under %s)", self.url, API)
 
     def stop(self) -> None:
         """Stop serving."""
         self.server.stop()
+
+
+def _static(method: str, path: str) -> bool:
+    """Whether a request is for one of the UI's files (served without the token: they hold no cluster data)."""
+    return method in ("GET", "HEAD") and not path.startswith(API + "/") and ui.asset(path) is not None

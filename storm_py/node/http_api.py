@@ -3,8 +3,15 @@
 A :class:`JsonApiServer` serves a table of :class:`Route` s on a thread pool; a handler gets a
 :class:`Request` and returns a JSON-ready value or a :class:`Reply`.  A :class:`~storm_py.errors.StormPyError`
 becomes an error reply ``{"error": <code>, "errorMessage": <message>, ...fields}`` with a status that fits
-the code (Storm's UI answers every error with 500; clients here also get a meaningful status).  Routes marked
-``protected`` require ``Authorization: Bearer <token>`` when a token is configured.
+the code (Storm's UI answers every error with 500; clients here also get a meaningful status).  With a token
+configured (every daemon has one), every route requires ``Authorization: Bearer <token>`` except ``GET /health``
+(answered here when no route claims it) and routes or fallback paths declared ``public`` (the UI's static files).
+
+Browser safety, for every route alike (:mod:`storm_py.node.http_guard`): a ``Host`` that is not one of the
+server's names or an IP address is refused (DNS rebinding), so is an ``Origin`` other than the server's own and a
+body whose type is not one its route accepts (JSON by default: a cross-site "simple" POST is ``text/plain``);
+every reply carries the security headers; a client sending too many wrong tokens is answered 429 for a while.
+With ``tls`` the port speaks TLS only.
 
 Bounds (anything reaching the port is hostile until proven otherwise): the token of a protected route is checked
 from the headers before a byte of the body is read; a body over ``max_body`` bytes is refused unread; every
@@ -20,8 +27,10 @@ import logging
 import math
 import re
 import secrets
+import socket
+import ssl
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +38,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
+from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,8 @@ STATUS_BY_CODE = {
     "config_error": 400,
     "bad_request": 400,
     "unauthorized": 401,
+    "forbidden": 403,
+    "too_many_failures": 429,
     "not_leader": 503,
     "state_error": 503,
     "nimbus_unreachable": 502,
@@ -99,6 +111,22 @@ class NotFoundError(StormPyError):
     code = "not_found"
 
 
+class ForbiddenError(StormPyError):
+    """A request a browser was tricked into sending (foreign ``Origin`` or ``Host``, a non-JSON body)."""
+
+    code = "forbidden"
+
+
+class TooManyFailuresError(StormPyError):
+    """The client sent too many wrong tokens lately."""
+
+    code = "too_many_failures"
+
+
+#: The path answered without a token on every server.
+HEALTH_PATH = "/health"
+
+
 @dataclass
 class Request:
     """One HTTP request as a handler sees it."""
@@ -140,12 +168,16 @@ Handler = Callable[[Request], Any]
 
 @dataclass
 class Route:
-    """``method`` + a path pattern with ``{name}`` segments; ``protected`` routes need the token."""
+    """``method`` + a path pattern with ``{name}`` segments.  Every route needs the server's token unless
+    ``public`` (``protected`` is kept for callers that say so explicitly); ``bodies`` are the media types of
+    bodies it accepts."""
 
     method: str
     pattern: str
     handler: Handler
     protected: bool = False
+    public: bool = False
+    bodies: tuple[str, ...] = (JSON,)
     regex: re.Pattern[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -168,10 +200,30 @@ class _BoundedServer(ThreadingHTTPServer):
     #: connections the kernel queues until accepted (a burst waits there instead of in the clients' SYN retries)
     request_queue_size = 1024
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limit: int) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limit: int,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         super().__init__(address, handler)
+        if tls is not None:  # the handshake happens in the connection's thread, under its timeout
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self._slots = threading.BoundedSemaphore(limit)
         self.refused = 0
+        self._open: set[Any] = set()
+        self._open_lock = threading.Lock()
+
+    def close_connections(self) -> None:
+        """End every established connection (kept-alive clients must not talk to a stopped server)."""
+        with self._open_lock:
+            connections = list(self._open)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("connection from %s failed", client_address, exc_info=True)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -179,11 +231,18 @@ class _BoundedServer(ThreadingHTTPServer):
             log.warning("refusing a connection from %s: every connection slot is busy", client_address)
             self.shutdown_request(request)
             return
+        with self._open_lock:
+            self._open.add(request)
         try:
             super().process_request(request, client_address)
         except BaseException:
             self._slots.release()
             raise
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -206,12 +265,23 @@ class JsonApiServer:
         max_body: int = MAX_BODY_BYTES,
         timeout: float = CONNECTION_TIMEOUT_SECS,
         max_connections: int = MAX_CONNECTIONS,
+        hosts: Iterable[str] = (),
+        public: Callable[[str, str], bool] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """``hosts``: names accepted in ``Host`` besides IP addresses (see
+        :func:`~storm_py.node.http_guard.allowed_hosts`); ``public(method, path)``: whether a request the
+        ``fallback`` answers is open without the token; ``tls``: serve TLS only with this context."""
         self.routes = list(routes)
         self.token = token
         self.fallback = fallback
         self.name = name
         self.max_body = max_body
+        self.hosts = frozenset({"localhost", host.lower(), *(h.lower() for h in hosts)})
+        self.public = public
+        self.tls = tls is not None
+        self.limiter = FailureLimiter()
+        self._limiter_lock = threading.Lock()
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -224,9 +294,14 @@ class JsonApiServer:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("%s %s", api.name, format % args)
 
+            def setup(self) -> None:
+                super().setup()
+                if isinstance(self.connection, ssl.SSLSocket):
+                    self.connection.do_handshake()
+
             def _serve(self) -> None:
                 headers = dict(self.headers.items())
-                refusal = api.refusal(self.command, self.path, headers)
+                refusal = api.refusal(self.command, self.path, headers, client=str(self.client_address[0]))
                 if refusal is not None:
                     self.close_connection = True  # the body, if any, is never read
                     reply = refusal
@@ -236,7 +311,7 @@ class JsonApiServer:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(reply.body)))
-                for k, v in reply.headers.items():
+                for k, v in {**SECURITY_HEADERS, **reply.headers}.items():
                     self.send_header(k, v)
                 self.end_headers()
                 if self.command != "HEAD":
@@ -245,7 +320,7 @@ class JsonApiServer:
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 
         _Handler.timeout = timeout
-        self._server = _BoundedServer((host, port), _Handler, max_connections)
+        self._server = _BoundedServer((host, port), _Handler, max_connections, tls)
         self._thread: threading.Thread | None = None
 
     @property
@@ -266,21 +341,36 @@ class JsonApiServer:
             self._server.shutdown()
             self._thread.join(5.0)
             self._thread = None
+        self._server.close_connections()
         self._server.server_close()
+
+    def _open(self, method: str, path: str, route: Route | None) -> bool:
+        """Whether ``method path`` is answered without the token."""
+        if not self.token or (method == "GET" and path.rstrip("/") == HEALTH_PATH):
+            return True
+        if route is not None:
+            return route.public
+        return self.public is not None and self.public(method, path)
 
     def _authorized(self, headers: Mapping[str, str], method: str, path: str) -> bool:
         if not self.token:
             return True
-        given = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        given = header(headers, "authorization") or ""
         if given.startswith(SIGNATURE_SCHEME + " "):
             return signature_valid(self.token, method, path, given[len(SIGNATURE_SCHEME) + 1 :], SYSTEM_CLOCK.wall())
         if not given.startswith("Bearer "):
             return False
         return hmac.compare_digest(given[len("Bearer ") :].strip().encode("utf-8"), self.token.encode("utf-8"))
 
-    def refusal(self, method: str, raw_path: str, headers: Mapping[str, str]) -> Reply | None:
-        """The reply refusing a request from its headers alone (bad length, missing token), or None."""
-        raw_length = next((v for k, v in headers.items() if k.lower() == "content-length"), "0") or "0"
+    def _route(self, method: str, path: str) -> Route | None:
+        return next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
+
+    def refusal(
+        self, method: str, raw_path: str, headers: Mapping[str, str], client: str = "",
+    ) -> Reply | None:
+        """The reply refusing a request from its headers alone (bad length, foreign origin, missing token), or
+        None.  ``client``: the peer's address (failed tokens are rate limited per address)."""
+        raw_length = header(headers, "content-length") or "0"
         try:
             length = int(raw_length)
         except ValueError:
@@ -288,9 +378,19 @@ class JsonApiServer:
         if length < 0:
             return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
         path = urlsplit(raw_path).path
-        route = next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
-        if route is not None and route.protected and not self._authorized(headers, method, path):
-            return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
+        route = self._route(method, path)
+        why = browser_refusal(method, headers, self.hosts, self.tls, route.bodies if route is not None else (JSON,))
+        if why is not None:
+            return error_reply(ForbiddenError(why))
+        if not self._open(method, path, route):
+            now = SYSTEM_CLOCK.now()
+            with self._limiter_lock:
+                if self.limiter.blocked(client, now):
+                    return error_reply(TooManyFailuresError("too many wrong tokens from this address; wait a minute"))
+                if not self._authorized(headers, method, path):
+                    if header(headers, "authorization"):  # a guess (a missing token guesses nothing)
+                        self.limiter.failed(client, now)
+                    return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
         if length > self.max_body:
             reply = error_reply(BadRequestError(f"request body of {length} bytes is over {self.max_body}"))
             reply.status = 413
@@ -303,16 +403,21 @@ class JsonApiServer:
         path = split.path
         query = parse_qs(split.query)
         try:
+            own_health = any(r.pattern == HEALTH_PATH for r in self.routes)
+            if method == "GET" and path.rstrip("/") == HEALTH_PATH and not own_health:
+                return Reply.of_json({"status": "ok", "server": self.name})
             for route in self.routes:
                 match = route.regex.match(path)
                 if match is None or route.method != method:
                     continue
-                if route.protected and not self._authorized(headers, method, path):
+                if not self._open(method, path, route) and not self._authorized(headers, method, path):
                     raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
                 result = route.handler(Request(method, path, params, query, headers, body))
                 return result if isinstance(result, Reply) else Reply.of_json(result)
             if self.fallback is not None:
+                if not self._open(method, path, None) and not self._authorized(headers, method, path):
+                    raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
                 result = self.fallback(Request(method, raw_path, {}, query, headers, body))
                 return result if isinstance(result, Reply) else Reply.of_json(result)
             raise NotFoundError(f"no route {method} {path}", path=path)

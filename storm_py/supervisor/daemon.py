@@ -25,6 +25,7 @@ from storm_py.errors import StormPyError
 from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
 from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
+from storm_py.node.token_file import with_token
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
@@ -59,6 +60,7 @@ class SupervisorDaemon:
     """One supervisor process (see the module docstring)."""
 
     def __init__(self, conf: Mapping[str, Any], storage: StateStorage | None = None) -> None:
+        conf = with_token(conf)  # the log viewer never serves without one
         self.conf = dict(conf)
         self.hostname = local_hostname(conf)
         self.id = supervisor_id(conf, self.hostname)

@@ -19,7 +19,7 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /api/v1/daemonlog?file=<name>.log&start=N&length=M`` -> a page of a daemon's log (``<storm.log.dir>/*.log``),
   as ``/api/v1/log``; ``GET /api/v1/daemonlogs`` lists them.
 
-Every ``/api/v1`` route needs the cluster's ``nimbus.auth.token`` when one is set, as nimbus's changing routes do.
+Every route needs the cluster's token (``Authorization: Bearer``), like every other endpoint of the cluster.
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
 opened without following links) is refused with an error naming it.
@@ -36,6 +36,9 @@ from urllib.parse import quote
 
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
+from storm_py.node.http_guard import allowed_hosts
+from storm_py.node.tls import server_context
+from storm_py.node.token_file import ensure_token
 from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, search_file
 
 log = logging.getLogger(__name__)
@@ -302,9 +305,11 @@ class LogViewer:
         bind = str(conf.get("logviewer.host") or host)
         files = LogFiles(root)
         routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host)
-        token = conf.get("nimbus.auth.token")
         try:
-            self.server = JsonApiServer(bind, port, routes, token=str(token) if token else None, name="logviewer")
+            self.server = JsonApiServer(
+                bind, port, routes, token=ensure_token(conf, None)[0], name="logviewer",
+                hosts=allowed_hosts(conf, bind, host), tls=server_context(conf),
+            )
         except OSError as err:
             raise StormPyError(
                 f"the log viewer cannot listen on {bind}:{port} (logviewer.port): {err.strerror}", port=port

@@ -92,8 +92,10 @@ class DevClusterProcess:
         supervisors: int = 2,
         nimbuses: int = 1,
         zookeeper: str | None = None,
+        tls: bool = False,
     ) -> None:
         self.workdir = workdir
+        self.tls = tls
         self.conf = {**FAST_CONF, **(conf or {})}
         self.supervisors = supervisors
         self.nimbuses = nimbuses
@@ -114,6 +116,8 @@ class DevClusterProcess:
                "--config", str(self.base_conf_path)]
         if self.zookeeper:
             cmd += ["--zookeeper", self.zookeeper]
+        if self.tls:
+            cmd.append("--tls")
         with self.out.open("wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -121,7 +125,7 @@ class DevClusterProcess:
 
         def ready() -> bool:
             assert proc.poll() is None, f"dev-cluster exited with {proc.returncode}: {self.output()}"
-            return "nimbus: http://" in self.output()
+            return "nimbus: http://" in self.output() or "nimbus: https://" in self.output()
 
         wait_until(ready, START_TIMEOUT, interval=0.1, what="the dev cluster to accept work")
 

@@ -125,7 +125,9 @@ def test_logs_come_from_the_supervisors_log_viewers_when_this_machine_has_none(c
     assert any("/worker.log on " in h for h in headers)
     workers = dc.client().topology("steady")["workers"]
     assert workers and all(w["workerLogLink"].startswith("http://") for w in workers)
-    with urllib.request.urlopen(workers[0]["workerLogLink"], timeout=10) as resp:  # the UI's link: the log's text
+    link = urllib.request.Request(workers[0]["workerLogLink"],
+                                  headers={"Authorization": f"Bearer {dc.client_conf()['nimbus.auth.token']}"})
+    with urllib.request.urlopen(link, timeout=10) as resp:  # the UI's link: the log's text, for token holders
         assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
         text = resp.read().decode("utf-8")
     assert text.count("\n") > 1 and not text.startswith("{")
@@ -143,7 +145,9 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
         assert line.strip() == f"ui: http://127.0.0.1:{port}/"  # the pages' address, the API under it
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
             assert resp.headers["Content-Type"].startswith("text/html")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/topology/summary", timeout=10) as resp:
+        summary = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/topology/summary",
+                                         headers={"Authorization": f"Bearer {dc.client_conf()['nimbus.auth.token']}"})
+        with urllib.request.urlopen(summary, timeout=10) as resp:
             names = [t["name"] for t in json.loads(resp.read())["topologies"]]
         assert "steady" in names
     finally:

@@ -30,6 +30,8 @@ from tests.cluster.harness import APPS
 pytestmark = pytest.mark.timeout(120)
 
 ACKCHECK = APPS / "ackcheck"
+#: the fixture cluster's token (every route but the UI's files needs one)
+TOKEN = "s3cret"
 BADAPPS = APPS / "badapps"
 
 
@@ -41,7 +43,7 @@ class Nimbuses:
         self.tmp = tmp
         self.conf = {"nimbus.host": "127.0.0.1", "nimbus.thrift.port": 0, "nimbus.monitor.freq.secs": 0.2,
                      "nimbus.supervisor.timeout.secs": 600, "topology.message.timeout.secs": 30,
-                     "topology.workers": 1, **conf}
+                     "topology.workers": 1, "nimbus.auth.token": TOKEN, **conf}
         self.daemons: list[NimbusDaemon] = []
         self.threads: list[threading.Thread] = []
         self.supervisor = self.store.session()
@@ -94,8 +96,10 @@ def package(path: Path, entry: str) -> TopologyPackage:
     return TopologyPackage(data, entry, name)
 
 
-def http(url: str, method: str = "GET", body: bytes | None = None, token: str | None = None) -> tuple[int, Any]:
+def http(url: str, method: str = "GET", body: bytes | None = None, token: str | None = TOKEN) -> tuple[int, Any]:
     req = urllib.request.Request(url, data=body, method=method)
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
@@ -181,8 +185,9 @@ def test_mutations_and_blobs_need_the_token(nimbuses) -> None:
     tid = good.submit("acks", package(ACKCHECK, "ackcheck.topology:build"))["id"]
     anonymous = cluster.client(**{"nimbus.auth.token": None})
     wrong = cluster.client(**{"nimbus.auth.token": "guess"})
-    assert [t["name"] for t in anonymous.topology_summaries()] == ["acks"]  # reads are open
     for client in (anonymous, wrong):
+        with pytest.raises(AuthorizationError):
+            client.topology_summaries()  # reads need the token too
         with pytest.raises(AuthorizationError):
             client.kill("acks", 0)
         with pytest.raises(AuthorizationError):
@@ -237,7 +242,7 @@ def test_the_ui_relays_the_api_to_the_leader(nimbuses) -> None:
     cluster.start()
     tid = cluster.client().submit("acks", package(ACKCHECK, "ackcheck.topology:build"))["id"]
     seeds = [f"127.0.0.1:{d.port}" for d in cluster.daemons]
-    ui = UiDaemon({**cluster.conf, "nimbus.seeds": seeds, "ui.port": 0, "nimbus.auth.token": None})
+    ui = UiDaemon({**cluster.conf, "nimbus.seeds": seeds, "ui.port": 0})
     ui.start()
     try:
         base = f"http://127.0.0.1:{ui.port}/api/v1"
@@ -245,8 +250,12 @@ def test_the_ui_relays_the_api_to_the_leader(nimbuses) -> None:
         assert status == 200 and [t["id"] for t in body["topologies"]] == [tid]
         status, body = http(f"{base}/topology/{tid}/component/ledger")
         assert status == 200 and body["componentType"] == "spout"
-        status, body = http(f"{base}/topology/{tid}/kill/0", "POST", b"")
-        assert status == 401 and body["error"] == "unauthorized"  # the caller's token is what counts
+        status, body = http(f"{base}/topology/summary", token=None)
+        assert status == 401 and body["error"] == "unauthorized"
+        status, body = http(f"{base}/topology/{tid}/kill/0", "POST", b"", token=None)
+        assert status == 401 and body["error"] == "unauthorized"
+        status, body = http(f"{base}/topology/{tid}/kill/0", "POST", b"", token="guess")
+        assert status == 401 and body["error"] == "unauthorized"
         status, body = http(f"{base}/topology/{tid}/kill/0", "POST", b"", token="s3cret")
         assert status == 200 and body == {"topologyOperation": "kill", "topologyId": tid, "status": "success"}
         with urllib.request.urlopen(f"http://127.0.0.1:{ui.port}/index.html", timeout=10) as page:

@@ -105,11 +105,14 @@ def test_spark_job_fails_fast_naming_an_unreachable_master(tmp_path: Path) -> No
     assert not (tmp_path / "report").exists()
 
 
-def test_ui_prints_the_address_of_its_pages() -> None:
+def test_ui_prints_the_address_of_its_pages(tmp_path: Path) -> None:
     seeds = f"nimbus.seeds=['127.0.0.1:{free_port()}']"
-    proc = subprocess.Popen([*storm_py_command(), "ui", "-c", "ui.port=0", "-c", seeds], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([*storm_py_command(), "ui", "-c", "ui.port=0", "-c", seeds,
+                             "-c", f"storm.local.dir={tmp_path}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
     try:
+        # no token configured: it generates one and says where, once
+        assert proc.stdout is not None and proc.stdout.readline().strip() == f"token: {tmp_path / 'storm-py.token'}"
         line = proc.stdout.readline().strip() if proc.stdout else ""
         assert re.fullmatch(r"ui: http://127\.0\.0\.1:\d+/", line), line
         with urllib.request.urlopen(line.split(" ", 1)[1], timeout=10) as resp:

@@ -29,7 +29,7 @@ def server() -> Iterator[tuple[JsonApiServer, list[bytes]]]:
         return {"bytes": len(request.body)}
 
     api = JsonApiServer("127.0.0.1", 0, [Route("POST", "/submit", submit, protected=True),
-                                         Route("GET", "/open", lambda _r: {"ok": True})],
+                                         Route("GET", "/open", lambda _r: {"ok": True}, public=True)],
                         token=TOKEN, name="test", max_body=1024, timeout=1.0, max_connections=4)  # fmt: skip
     api.start()
     try:
@@ -52,7 +52,8 @@ def exchange(port: int, head: str, body: bytes = b"", timeout: float = 10.0) -> 
 
 def post(port: int, length: int, token: str | None, body: bytes = b"") -> bytes:
     auth = f"Authorization: Bearer {token}\r\n" if token is not None else ""
-    head = f"POST /submit HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n{auth}Connection: close\r\n"
+    head = (f"POST /submit HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n{auth}Connection: close\r\n")
     return exchange(port, head, body)
 
 
@@ -100,7 +101,8 @@ def test_stalled_and_piled_up_connections_do_not_hold_the_server(server: tuple[J
 
         def answers() -> bool:
             try:
-                return status(exchange(api.port, "GET /open HTTP/1.1\r\nConnection: close\r\n", timeout=2.0)) == 200
+                head = "GET /open HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                return status(exchange(api.port, head, timeout=2.0)) == 200
             except (OSError, IndexError, ValueError):
                 return False
 
@@ -113,8 +115,8 @@ def test_stalled_and_piled_up_connections_do_not_hold_the_server(server: tuple[J
 
 
 def signed_get(port: int, path: str, value: str) -> int:
-    return status(exchange(port, f"POST {path} HTTP/1.1\r\nContent-Length: 0\r\nAuthorization: {value}\r\n"
-                                 "Connection: close\r\n"))  # fmt: skip
+    return status(exchange(port, f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+                                 f"Authorization: {value}\r\nConnection: close\r\n"))  # fmt: skip
 
 
 def test_signed_requests_prove_the_token_without_carrying_it(server: tuple[JsonApiServer, list[bytes]]) -> None:

@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -22,7 +22,10 @@ from kazoo.exceptions import NoAuthError
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
+from storm_py.nimbus.api import NimbusApi
+from storm_py.supervisor.logviewer import LogFiles, logviewer_routes
 from tests.cluster.harness import build_wheel, storm_py_command, word_count_project
+from tests.security.endpoints import call, concrete
 from tests.security.netns import NetNamespaces, unavailable_reason
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -120,6 +123,22 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
     page = client.topology("wordcount")
     assert {w["host"] for w in page["workers"]} == {s.address for s in supervisors}  # one worker per node
     assert page["spouts"][0]["failed"] == 0
+
+    # Over the network, every route of nimbus and of each supervisor's log viewer (from their route tables)
+    # refuses no token and a wrong one, and a rebinding Host is refused even with the right one.
+    targets = [(nimbus.address, NIMBUS_PORT, NimbusApi(cast(Any, None)).routes())] + [
+        (sup.address, 8000, logviewer_routes(LogFiles(tmp_path))) for sup in supervisors
+    ]  # fmt: skip
+    for address, port, routes in targets:
+        for route in (r for r in routes if not r.public):
+            for authorization in ({}, {"Authorization": "Bearer wrong"}):
+                post = route.method == "POST"
+                headers = {**authorization, "Content-Type": "application/json"} if post else authorization
+                body = b"{}" if post else None
+                status = call(port, route.method, concrete(route.pattern), headers, body, address=address)[0]
+                assert status == 401, (address, port, route.method, route.pattern)
+        rebound = {"Host": f"attacker.example:{port}", "Authorization": f"Bearer {TOKEN}"}
+        assert call(port, "GET", "/health", rebound, address=address)[0] == 403
 
     # From outside the cluster (the test's own namespace), ZooKeeper gives nothing without the secret.
     stranger = KazooClient(hosts=f"{zk.address}:{ZK_PORT}", timeout=6.0)

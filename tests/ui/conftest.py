@@ -112,6 +112,12 @@ class MetricsCluster:
     def client(self) -> NimbusClient:
         return NimbusClient(self.conf)
 
+    def open(self, browser: Browser, path: str) -> None:
+        """Open a UI page with the cluster's token already in the tab's session storage (as after pasting it)."""
+        browser.driver.get(self.url + "/static/style.css")  # the UI's origin, no API call
+        browser.driver.execute_script("sessionStorage.setItem('storm-py.token', arguments[0])", self.token)
+        browser.driver.get(self.url + path)
+
     def submit(self, name: str, consumer_file: Path, *options: str) -> str:
         out = self.cluster.cli("submit", str(self.wheel), "metricsapp.topology:build", "--name", name,
                                *topology_conf(consumer_file), *options)

@@ -40,7 +40,9 @@ def test_timed_out_and_failed_trees_are_counted_apart(metrics_cluster: MetricsCl
     ten_min = client.request("GET", f"/topology/{page['id']}?window=600")
     assert spout(ten_min, "counted")["timedOut"] == 10 and ten_min["window"] == "600"
 
-    with urllib.request.urlopen(metrics_cluster.url + "/metrics", timeout=30) as reply:
+    scrape = urllib.request.Request(metrics_cluster.url + "/metrics",
+                                    headers={"Authorization": f"Bearer {metrics_cluster.token}"})
+    with urllib.request.urlopen(scrape, timeout=30) as reply:
         assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         text = reply.read().decode("utf-8")
     assert 'storm_spout_timed_out_total{topology="judged",component="counted"} 10' in text
@@ -138,15 +140,18 @@ def test_storm_py_ui_serves_the_pages_and_relays_api_and_metrics(metrics_cluster
             assert reply.headers["Content-Type"].startswith("text/html") and b"Topology Summary" in reply.read()
         with urllib.request.urlopen(base + "/static/graph.js", timeout=30) as reply:
             assert b"class StormGraph" in reply.read()
-        with urllib.request.urlopen(base + "/api/v1/topology/summary", timeout=30) as reply:
+        auth = {"Authorization": f"Bearer {metrics_cluster.token}"}
+        summary = urllib.request.Request(base + "/api/v1/topology/summary", headers=auth)
+        with urllib.request.urlopen(summary, timeout=30) as reply:
             assert "judged" in {t["name"] for t in json.loads(reply.read())["topologies"]}
-        with urllib.request.urlopen(base + "/metrics", timeout=30) as reply:
+        with urllib.request.urlopen(urllib.request.Request(base + "/metrics", headers=auth), timeout=30) as reply:
             assert b'storm_topology_info{topology="judged"' in reply.read()
         for bad in ("/static/../__init__.py", "/nope.html", "/static/x.py"):
-            try:
-                urllib.request.urlopen(base + bad, timeout=30)
-                raise AssertionError(f"{bad} was served")
-            except urllib.error.HTTPError as err:
-                assert err.code == 404
+            for headers, status in (({}, 401), (auth, 404)):  # not a UI file: not open, and not there
+                try:
+                    urllib.request.urlopen(urllib.request.Request(base + bad, headers=headers), timeout=30)
+                    raise AssertionError(f"{bad} was served")
+                except urllib.error.HTTPError as err:
+                    assert err.code == status
     finally:
         daemon.stop()

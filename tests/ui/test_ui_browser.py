@@ -3,6 +3,7 @@ actions with and without the cluster's token.  Screenshots land in test-output/u
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
@@ -53,7 +54,7 @@ def lag_section_shown(browser: Browser) -> bool:
 
 
 def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browser: Browser) -> None:
-    browser.driver.get(metrics_cluster.url + "/")
+    metrics_cluster.open(browser, "/")
     wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed")
     assert "ACTIVE" in browser.text("#topology-summary")
     assert browser.text("#cluster-summary").count("\n") >= 1 and "Leader" in browser.text("#nimbus-summary")
@@ -67,7 +68,7 @@ def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browse
 
 def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, browser: Browser) -> None:
     tid = metrics_cluster.client().topology_id("judged")
-    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
     wait_until(lambda: cell(browser, "#spouts", "paced", "Emitted") not in ("None", ""), 30, interval=0.2,
                what="the spouts table")
     first = int(cell(browser, "#spouts", "paced", "Emitted").replace(",", ""))
@@ -90,18 +91,21 @@ def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, brows
     assert links and all(a.get_attribute("href").startswith("http://") for a in links)
     assert browser.script_errors() == []
     browser.shot("topology")
-    browser.driver.get(links[0].get_attribute("href"))  # the worker's log opens as text a person reads
-    assert browser.driver.execute_script("return document.contentType") == "text/plain"
-    text = browser.text("body")
+    href = links[0].get_attribute("href")
+    browser.driver.get(href)  # the log viewer serves token holders only: a bare link is refused
+    assert '"unauthorized"' in browser.text("body")
+    request = urllib.request.Request(href, headers={"Authorization": f"Bearer {metrics_cluster.token}"})
+    with urllib.request.urlopen(request, timeout=30) as reply:  # the worker's log as text a person reads
+        assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
+        text = reply.read().decode("utf-8")
     assert text.count("\n") > 1 and not text.startswith('{"file"')  # lines, not the JSON API's reply
-    browser.shot("worker-log")
 
 
 def test_graph_renders_every_component_with_rates_and_capacity(
     metrics_cluster: MetricsCluster, browser: Browser
 ) -> None:
     tid = metrics_cluster.client().topology_id("judged")
-    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
 
     def nodes() -> set[str]:
         found = browser.driver.find_elements("css selector", "#graph g.node")
@@ -125,7 +129,7 @@ def test_component_page_shows_executors_streams_and_log_links(
     metrics_cluster: MetricsCluster, browser: Browser
 ) -> None:
     tid = metrics_cluster.client().topology_id("judged")
-    browser.driver.get(f"{metrics_cluster.url}/component.html?topology_id={quote(tid)}&id=judge&refresh=1")
+    metrics_cluster.open(browser, f"/component.html?topology_id={quote(tid)}&id=judge&refresh=1")
     wait_until(lambda: len(browser.driver.find_elements("css selector", "#executors tbody tr[data-key]")) == 2, 30,
                interval=0.2, what="judge's two executors")
     assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
@@ -144,18 +148,21 @@ def test_actions_need_the_token_and_deactivate_changes_the_status(
     tid = metrics_cluster.submit("clicks", tmp_path / "clicks-consumer.jsonl", "-c", "metrics.lag=false")
     client = metrics_cluster.client()
     driver = browser.driver
-    driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
     wait_until(lambda: browser.text("#status") == "ACTIVE", 30, interval=0.2, what="the page to show ACTIVE")
     # no spout of this topology reads a log: no Kafka lag section
     wait_until(lambda: "judge" in browser.text("#bolts"), 30, interval=0.2, what="the bolts table")
     assert not lag_section_shown(browser)
 
-    driver.find_element("id", "deactivate").click()  # no token given: the cluster refuses
+    driver.find_element("id", "token").clear()
+    driver.find_element("id", "token").send_keys("a-wrong-token")
+    driver.find_element("id", "deactivate").click()  # a wrong token given: the cluster refuses
     wait_until(lambda: "Refused" in browser.text("#action-message"), 30, interval=0.2, what="the refusal shown")
     assert "nimbus.auth.token" in browser.text("#action-message")
     assert client.topology("clicks")["status"] == "ACTIVE"
     browser.shot("refused")
 
+    driver.find_element("id", "token").clear()
     driver.find_element("id", "token").send_keys(metrics_cluster.token)
     driver.find_element("id", "deactivate").click()
     wait_until(lambda: browser.text("#status") == "INACTIVE", 30, interval=0.2, what="the page to show INACTIVE")

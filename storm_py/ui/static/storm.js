@@ -15,18 +15,50 @@ const Storm = (() => {
     }
   }
 
+  /** Every call carries the cluster's token in its header (never in a URL or a cookie); a read refused for want
+   *  of it asks for the token once, keeps it in this tab's session storage and tries again. */
   async function request(method, path, body) {
-    const headers = { "Accept": "application/json" };
-    const token = getToken();
-    if (token) headers["Authorization"] = "Bearer " + token;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const reply = await fetch(API + path, {
-      method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body),
+    for (;;) {
+      const headers = { "Accept": "application/json" };
+      const token = getToken();
+      if (token) headers["Authorization"] = "Bearer " + token;
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      const reply = await fetch(API + path, {
+        method, headers, cache: "no-store", credentials: "omit",
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      let data = {};
+      try { data = await reply.json(); } catch (e) { data = {}; }
+      if (reply.status === 401 && method === "GET") { await askToken(Boolean(token)); continue; }
+      if (!reply.ok) throw new ApiError(reply.status, data);
+      return data;
+    }
+  }
+
+  let asking = null;
+  /** Show the token form at the top of the page; resolves once a token is entered (one form for every call). */
+  function askToken(refused) {
+    if (asking) return asking;
+    asking = new Promise((resolve) => {
+      const input = el("input", { id: "token-prompt-input", type: "password", autocomplete: "off",
+                                  placeholder: "nimbus.auth.token" });
+      const form = el("form", { id: "token-prompt", class: "message token-prompt" },
+        el("label", { for: "token-prompt-input" }, refused ? "That token was refused. " : "",
+           "This cluster needs its token (the daemon's storm-py.token file, or nimbus.auth.token in its config):"),
+        input, el("button", { id: "token-prompt-use", type: "submit" }, "Use token"));
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const value = input.value.trim();
+        if (!value) return;
+        setToken(value);
+        form.remove();
+        asking = null;
+        resolve();
+      });
+      (document.querySelector("main") || document.body).prepend(form);
+      input.focus();
     });
-    let data = {};
-    try { data = await reply.json(); } catch (e) { data = {}; }
-    if (!reply.ok) throw new ApiError(reply.status, data);
-    return data;
+    return asking;
   }
 
   function getJson(path) { return request("GET", path); }
