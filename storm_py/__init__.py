@@ -24,7 +24,7 @@ from storm_py.errors import (
     NotAliveException,
     ReportedFailedException,
 )
-from storm_py.stateful import BaseStatefulBolt, KeyValueState, StatefulSpout
+from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
 from storm_py.windowing import BaseWindowedBolt, Count, Duration
 
 __version__ = "0.1.0"
@@ -32,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyAliveException",
     "BaseStatefulBolt",
+    "BaseStatefulWindowedBolt",
     "BaseWindowedBolt",
     "BasicBolt",
     "Bolt",

@@ -138,6 +138,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.bolts.tuple.timestamp.max.lag.ms", INT, 0, "windowed bolts", "event time: how far out of order timestamps may be (the watermark trails the latest by this)", min=0, per_component=True),
         Key("topology.bolts.watermark.event.interval.ms", INT, 1000, "windowed bolts", "event time: ms between watermarks", min=1, per_component=True),
         Key("topology.bolts.late.tuple.stream", STR, None, "windowed bolts", "event time: stream late tuples are emitted on as [late_tuple] (null: acked and logged)", per_component=True),
+        Key("topology.bolts.message.id.field.name", STR, None, "stateful windowed bolts", "the input field holding each tuple's message id, an int increasing per source task and stream (set by with_message_id_field; required without with_persistence)", per_component=True),
     ),
     "drpc": (
         Key("drpc.servers", STRS, None, "drpc spouts, drpc-client", "DRPC servers (\"host\" or \"host:port\"; topologies add drpc.invocations.port, clients drpc.port)"),
@@ -188,12 +189,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself
-#: (stateful bolts, spout wait strategies of Storm).
+#: (spout wait strategies of Storm).
 PASS_THROUGH_COMPONENT_KEYS = frozenset(
     {
         "topology.sleep.spout.wait.strategy.time.ms",
         "topology.spout.wait.strategy",
-        "topology.bolts.message.id.field.name",
     }
 )
 

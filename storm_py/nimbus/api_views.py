@@ -10,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.api.topology import StormTopology
+from storm_py.config.keys import KEYS
 from storm_py.metrics import rest, stats
 from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
+from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD
+from storm_py.windowing.spec import WINDOW_KEYS
+
+#: the per-component keys shown as a component's window and state settings
+SHOWN_COMPONENT_KEYS = (*WINDOW_KEYS, MESSAGE_ID_FIELD)
 
 LEADER = "Leader"
 NOT_LEADER = "Not a Leader"
@@ -167,6 +175,20 @@ def task_components(base: StormBase) -> dict[int, str]:
     return layout_from_counts(counts).task_to_component()
 
 
+def component_settings(topology: StormTopology, topology_conf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each component's window and state keys where they apply: a windowed bolt's window keys (and its message
+    id field), and the topology's ``topology.state.*`` keys on the checkpoint spout of a topology with state."""
+    out: dict[str, dict[str, Any]] = {}
+    for cid, spec in sorted(topology.components().items()):
+        own = {k: spec.conf[k] for k in SHOWN_COMPONENT_KEYS if spec.conf.get(k) is not None}
+        if cid == CHECKPOINT_COMPONENT_ID:
+            own.update({k: topology_conf.get(k, KEYS[k].default) for k in sorted(KEYS)
+                        if k.startswith("topology.state.") and topology_conf.get(k, KEYS[k].default) is not None})
+        if own:
+            out[cid] = own
+    return out
+
+
 def topology_page(
     summary: Mapping[str, Any],
     base: StormBase,
@@ -196,6 +218,10 @@ def topology_page(
         comp.update(_error_fields(comp.get("errors", []), now))
         comp.setdefault("encodedId", comp.get("spoutId") or comp.get("boltId"))
     page["spouts"], page["bolts"] = spouts, bolts
+    page["componentSettings"] = [
+        {"component": cid, "key": k, "value": v}
+        for cid, settings in sorted(base.component_settings.items()) for k, v in sorted(settings.items())
+    ]
     page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base), log_viewers or {})
     page["spoutLag"] = rest.topology_lag(rest.reports(beats))  # spouts reading a log (Kafka): lag per partition
     links = {(w["host"], w["port"]): w["workerLogLink"] for w in page["workers"]}

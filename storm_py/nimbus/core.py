@@ -26,6 +26,7 @@ from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyE
 from storm_py.metrics import rest
 from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
+from storm_py.nimbus.api_views import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
 from storm_py.nimbus.validation import checked_system_topology
 from storm_py.packaging.code_store import CodeStore
@@ -127,6 +128,7 @@ class Nimbus:
                     for cid, spec in system.components().items()
                 },
                 topology_conf=topo_conf,
+                component_settings=component_settings(system, topo_conf),
             )
             self.state.set_storm_base(tid, base)
             self._schedule(tid, base, fresh=True)

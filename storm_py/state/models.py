@@ -62,6 +62,8 @@ class StormBase:
     spout_ids: list[str] = field(default_factory=list)
     #: each component's subscriptions ``[source, stream, grouping]`` (for the topology graph)
     component_inputs: dict[str, list[list[str]]] = field(default_factory=dict)
+    #: each component's window and state keys, where they apply (shown on the topology page)
+    component_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -79,6 +81,7 @@ class StormBase:
             "component_tasks": dict(self.component_tasks),
             "spout_ids": list(self.spout_ids),
             "component_inputs": {k: [list(i) for i in v] for k, v in self.component_inputs.items()},
+            "component_settings": {k: dict(v) for k, v in self.component_settings.items()},
         }
 
     @classmethod
@@ -104,6 +107,9 @@ class StormBase:
             spout_ids=[str(x) for x in d.get("spout_ids", [])],
             component_inputs={
                 str(k): [[str(x) for x in i] for i in v] for k, v in _mapping(d.get("component_inputs", {})).items()
+            },
+            component_settings={
+                str(k): _mapping(v) for k, v in _mapping(d.get("component_settings", {})).items()
             },
         )
 

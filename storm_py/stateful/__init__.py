@@ -1,5 +1,6 @@
 """Managed state (Storm 2.x stateful bolts and checkpoints): :class:`KeyValueState`, :class:`BaseStatefulBolt`,
-the state providers and the checkpoint spout and stream the builder wires through a topology with stateful bolts.
+:class:`BaseStatefulWindowedBolt`, the state providers and the checkpoint spout and stream the builder wires
+through a topology with stateful bolts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STR
 from storm_py.stateful.providers import StateProvider
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.stateful_spout import StatefulSpout
+from storm_py.stateful.windowed_bolt import BaseStatefulWindowedBolt
 from storm_py.stateful.wiring import with_checkpoints
 
 register_topology_rewrite(with_checkpoints)
@@ -18,6 +20,7 @@ __all__ = [
     "CHECKPOINT_COMPONENT_ID",
     "CHECKPOINT_STREAM_ID",
     "BaseStatefulBolt",
+    "BaseStatefulWindowedBolt",
     "KeyValueState",
     "StateProvider",
     "StatefulSpout",

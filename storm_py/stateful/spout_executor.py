@@ -161,6 +161,10 @@ class StatefulSpoutExecutor(Spout):
             self.spout.pre_commit(step.commit)
             state.commit(step.commit)
         if step.restart:
+            prepared = state.prepared_txid()  # durable: a task that started after it was decided commits it
+            if prepared is not None and decision.restore >= prepared > state.committed_txid():
+                self.spout.pre_commit(prepared)
+                state.commit(prepared)
             self.spout.pre_rollback()
             state.rollback()
             self.spout.init_state(state)

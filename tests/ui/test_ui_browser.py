@@ -53,6 +53,16 @@ def lag_section_shown(browser: Browser) -> bool:
         """))
 
 
+def section_shown(browser: Browser, title: str) -> bool:
+    """Whether the page shows the section headed ``title``."""
+    return bool(browser.driver.execute_script(
+        """
+        const s = Array.from(document.querySelectorAll("section"))
+          .find(x => x.querySelector("h2") && x.querySelector("h2").textContent === arguments[0]);
+        return Boolean(s) && s.offsetParent !== null;
+        """, title))
+
+
 def test_cluster_page_lists_the_topology(metrics_cluster: MetricsCluster, browser: Browser) -> None:
     metrics_cluster.open(browser, "/")
     wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed")
@@ -153,6 +163,7 @@ def test_actions_need_the_token_and_deactivate_changes_the_status(
     # no spout of this topology reads a log: no Kafka lag section
     wait_until(lambda: "judge" in browser.text("#bolts"), 30, interval=0.2, what="the bolts table")
     assert not lag_section_shown(browser)
+    assert not section_shown(browser, "Window and State Settings")  # no windowed bolt, no state
 
     driver.find_element("id", "token").clear()
     driver.find_element("id", "token").send_keys("a-wrong-token")
@@ -171,6 +182,32 @@ def test_actions_need_the_token_and_deactivate_changes_the_status(
     driver.find_element("id", "activate").click()
     wait_until(lambda: client.topology("clicks")["status"] == "ACTIVE", 30, interval=0.2, what="active again")
     client.kill("clicks", 0)
+
+
+def test_topology_page_shows_window_and_state_settings_per_component(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    name = "windowed"
+    out = metrics_cluster.cluster.cli("submit", str(metrics_cluster.wheel), "metricsapp.topology:build_windowed",
+                                      "--name", name, "-c", "topology.workers=1", "-c", "topology.max.spout.pending=50",
+                                      "-c", "topology.state.checkpoint.interval.ms=500")
+    assert f"Finished submitting topology: {name}" in out.stdout
+    client = metrics_cluster.client()
+    tid = client.topology_id(name)
+    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    wait_until(lambda: section_shown(browser, "Window and State Settings"), 60, interval=0.2,
+               what="the settings section")
+    table = "#component-settings"
+    assert cell(browser, table, "windowsum/topology.bolts.window.length.count", "Value") == "5"
+    assert cell(browser, table, "windowsum/topology.bolts.sliding.interval.count", "Value") == "5"
+    assert cell(browser, table, "windowsum/topology.bolts.message.id.field.name", "Value") == '"id"'
+    assert cell(browser, table, "$checkpointspout/topology.state.checkpoint.interval.ms", "Value") == "500"
+    assert cell(browser, table, "$checkpointspout/topology.state.guarantee", "Value") == '"at_least_once"'
+    assert cell(browser, table, "$checkpointspout/topology.state.provider", "Value") == '"memory"'
+    assert cell(browser, table, "numbers/topology.bolts.window.length.count", "Value") == "None"  # no window
+    assert browser.script_errors() == []
+    browser.shot("settings")
+    client.kill(name, 0)
 
 
 def test_graph_of_200_components_renders_and_refreshes_in_place(

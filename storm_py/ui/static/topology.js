@@ -86,6 +86,13 @@
       { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
       { label: "Log", render: r => Storm.logLink(r.errorWorkerLogLink || "", "worker.log") },
     ], errors.slice(0, 50), null, "No errors.");
+    const settings = page.componentSettings || [];  // windowed bolts' window keys, the checkpoint spout's state keys
+    $("settings-section").hidden = settings.length === 0;
+    table($("component-settings"), [
+      { label: "Component", render: componentLink("component") },
+      { label: "Key", key: "key" },
+      { label: "Value", render: r => JSON.stringify(r.value) },
+    ], settings, r => r.component + "/" + r.key);
     if (!$("configuration").firstChild) Storm.keyValueTable($("configuration"), page.configuration);
     const vis = await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/visualization?window=600");
     graph.update(vis);

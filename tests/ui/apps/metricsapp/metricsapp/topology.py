@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from storm_py import Bolt, Spout, TopologyBuilder
+from storm_py import BaseStatefulWindowedBolt, Bolt, Count, Spout, TopologyBuilder
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.metrics import CountMetric, MeanReducer, MetricsConsumer, MultiCountMetric, ReducedMetric
 
@@ -118,4 +118,44 @@ def build(conf: dict[str, Any] | None = None) -> Any:
     builder.set_spout("paced", PacedSpout() if lag else UnloggedPacedSpout(), 1)
     builder.set_bolt("judge", JudgeBolt(), 2).shuffle_grouping("counted")
     builder.set_bolt("sleeper", SleeperBolt(), 1).shuffle_grouping("paced")
+    return builder.create_topology()
+
+
+class NumberSpout(Spout):
+    """Emits ``[id, id]`` for ids 0, 1, ... with the id as message id (``topology.max.spout.pending`` paces it)."""
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.next_id = 0
+
+    def next_tuple(self) -> None:
+        self.collector.emit([self.next_id, self.next_id], msg_id=self.next_id)
+        self.next_id += 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["id", "value"])
+
+
+class WindowSum(BaseStatefulWindowedBolt):
+    """The sum of every window's new values, in its state."""
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        self.state = state
+
+    def execute(self, window: Any) -> None:
+        self.state.put("sum", self.state.get("sum", 0) + sum(t.values[1] for t in window.get_new()))
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        pass
+
+
+def build_windowed(conf: dict[str, Any] | None = None) -> Any:
+    """``numbers`` into ``windowsum``, a stateful windowed bolt (tumbling windows of 5, message ids in ``id``)."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", NumberSpout(), 1)
+    bolt = WindowSum().with_tumbling_window(Count.of(5)).with_message_id_field("id")
+    builder.set_bolt("windowsum", bolt, 1).shuffle_grouping("numbers")
     return builder.create_topology()
