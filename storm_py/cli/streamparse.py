@@ -122,7 +122,7 @@ def _report(summary: dict[str, Any]) -> None:
 def stage_package(project: Any, serializer: str | None, into: Path) -> Path:
     """A directory holding what a worker needs: ``src/``, ``topologies/NAME.py``, the entry module, and
     ``virtualenvs/NAME.txt`` as ``requirements.txt`` (the topology's Python requirements)."""
-    pkg = into / project.name
+    pkg: Path = into / project.name
     shutil.copytree(project.src, pkg / "src", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (pkg / "topologies").mkdir()
     shutil.copy2(project.topology_file, pkg / "topologies" / f"{project.name}.py")

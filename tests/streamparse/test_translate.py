@@ -3,7 +3,6 @@ options precedence, refusals and bad project folders."""
 
 from __future__ import annotations
 
-import pickle
 import shutil
 from pathlib import Path
 from typing import Any

@@ -23,6 +23,7 @@ OWNERS = {
     "pyarrow": "storm_py/spark/",
     "confluent_kafka": "storm_py/kafka/",
     "kafka": "storm_py/kafka/",
+    "streamparse": "storm_py/streamparse/translate.py",
 }
 
 #: where time.time / time.monotonic / time.sleep may appear: the clock (the worker launcher and the dev cluster and
