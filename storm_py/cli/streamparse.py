@@ -76,9 +76,11 @@ def streamparse() -> None:
 @click.argument("name", required=False)
 @click.option("-t", "--time", "secs", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seconds to run; 0 runs until interrupted.")
+@click.option("--in-process", is_flag=True,
+              help="Run pystorm bolts and spouts inside the executors (no process, no serialization).")
 @_sparse_options
 @config_options
-def run(name: str | None, secs: int, project_dir: str, options: tuple[str, ...], ackers: int | None,
+def run(name: str | None, secs: int, in_process: bool, project_dir: str, options: tuple[str, ...], ackers: int | None,
         workers: int | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run the project's topology NAME in an in-process LocalCluster (streamparse's `sparse run`)."""
     from storm_py.local import LocalCluster
@@ -87,7 +89,8 @@ def run(name: str | None, secs: int, project_dir: str, options: tuple[str, ...],
     daemon_conf = load_conf(config_file, overrides)
     project, cls, conf = _prepare(project_dir, name, options, ackers, workers)
     try:
-        topology = build_topology(cls, project.src, project.serializer if "serializer" in project.config else None)
+        topology = build_topology(cls, project.src, project.serializer if "serializer" in project.config else None,
+                                  in_process)
     except StormPyError as err:
         raise click.ClickException(err.message) from err
     with LocalCluster(daemon_conf=daemon_conf) as cluster:

@@ -169,21 +169,40 @@ def _subscribe(declarer: BoltDeclarer, spec: Any) -> None:
                                     component=spec.name)
 
 
-def build_topology(topology_class: Any, src: Path, serializer: str | None) -> StormTopology:
-    """The storm_py topology of a streamparse ``Topology`` class; ``serializer`` is config.json's (or None)."""
+def _in_process_target(argv: list[str], src: Path) -> str | None:
+    """``module.Class`` when ``argv`` is ``streamparse_run [-s X] module.Class`` of a class that can run
+    in-process; None otherwise (the component keeps its process)."""
+    from storm_py.streamparse.inprocess import runs_in_process
+
+    if not argv or Path(argv[0]).name != "streamparse_run" or argv[-1].startswith("-"):
+        return None
+    return argv[-1] if runs_in_process(argv[-1], str(src)) else None
+
+
+def build_topology(topology_class: Any, src: Path, serializer: str | None, in_process: bool = False) -> StormTopology:
+    """The storm_py topology of a streamparse ``Topology`` class; ``serializer`` is config.json's (or None).
+
+    ``in_process`` runs pystorm bolts and spouts inside the executors (:mod:`storm_py.streamparse.inprocess`)."""
     from streamparse.dsl.bolt import ShellBoltSpec
+
+    from storm_py.streamparse.inprocess import InProcessPystormBolt, InProcessPystormSpout
 
     refuse_java(topology_class)
     builder = TopologyBuilder()
     for spec in topology_class.specs:
         argv, outputs, conf = _argv(spec, serializer), _outputs(spec), json.loads(spec.config or "{}")
+        target = _in_process_target(argv, src) if in_process else None
         if isinstance(spec, ShellBoltSpec):
-            bolt = builder.set_bolt(spec.name, SparseShellBolt(argv, outputs, str(src)), _par(spec))
+            obj: Any = (SparseShellBolt(argv, outputs, str(src)) if target is None
+                        else InProcessPystormBolt(target, str(src), outputs))
+            bolt = builder.set_bolt(spec.name, obj, _par(spec))
             _subscribe(bolt, spec)
             if conf:
                 bolt.add_configurations(conf)
         else:
-            spout = builder.set_spout(spec.name, SparseShellSpout(argv, outputs, str(src)), _par(spec))
+            obj = (SparseShellSpout(argv, outputs, str(src)) if target is None
+                   else InProcessPystormSpout(target, str(src), outputs))
+            spout = builder.set_spout(spec.name, obj, _par(spec))
             if conf:
                 spout.add_configurations(conf)
     return builder.create_topology()

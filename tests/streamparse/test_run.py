@@ -102,3 +102,30 @@ def test_exact_counts_every_tuple_acked_json_in_a_local_cluster(wordcount_projec
         wait_until(lambda: read_counts(sink) == EXPECTED, 30, interval=0.1, what="the exact counts")
         assert spout()["failed"] == 0
         cluster.kill_topology("exact", 0)
+
+
+def test_in_process_opt_in_gives_the_same_exact_counts(wordcount_project: Path, tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    from storm_py.streamparse.inprocess import InProcessPystormBolt, InProcessPystormSpout
+
+    sink = tmp_path / "counts.json"
+    project = find_project(exact_project(wordcount_project, tmp_path, sink), "exact")
+    cls = load_topology_class(project.topology_file, project.src)
+    topology = build_topology(cls, project.src, project.serializer, in_process=True)
+    assert isinstance(topology.spouts["word_spout"].obj, InProcessPystormSpout)
+    assert all(isinstance(b.obj, InProcessPystormBolt) for b in topology.bolts.values())
+    conf = topology_conf(cls, project.options(), project.serializer, {})
+    caplog.set_level("INFO", logger="storm_py.multilang")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("exact-inproc", conf, topology)
+
+        def spout() -> dict[str, int]:
+            return dict(cluster.get_topology_summary("exact-inproc")["spouts"][0])
+
+        wait_until(lambda: spout()["acked"] == SENT, 60, interval=0.1, what=f"{SENT} spout tuples acked")
+        wait_until(lambda: read_counts(sink) == EXPECTED, 30, interval=0.1, what="the exact counts")
+        assert spout()["failed"] == 0
+        cluster.kill_topology("exact-inproc", 0)
+    # pystorm's own log records come back as multilang log messages, to the component's logger
+    assert any(r.name == "storm_py.multilang.sink" and "StormHandler logging enabled" in r.getMessage()
+               for r in caplog.records)
