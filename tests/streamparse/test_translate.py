@@ -170,3 +170,13 @@ def test_the_submitted_package_builds_the_topology_from_its_own_files(wordcount_
     topology = namespace["topology"]()
     assert topology.bolts["count_bolt"].obj.working_dir == str((pkg / "src").resolve())
     assert topology.spouts["word_spout"].obj.command[:3] == ["streamparse_run", "-s", "json"]
+
+
+def test_dash_o_ackers_and_workers_reach_the_topology_conf(wordcount_project: Path) -> None:
+    from storm_py.cli.streamparse import _prepare
+
+    project, _cls, conf = _prepare(str(wordcount_project), None, ("topology.debug=true", "my.list=[1, 2]"), 0, 3)
+    assert project.name == "wordcount"
+    assert conf["topology.debug"] is True and conf["my.list"] == [1, 2]
+    assert conf["topology.acker.executors"] == 0 and conf["topology.workers"] == 3
+    assert conf["topology.multilang.serializer"] == "json"
