@@ -22,6 +22,7 @@ from storm_py.cli.node import kill_workers, node_health_check
 from storm_py.cli.redis import dev_redis
 from storm_py.cli.shell import shell
 from storm_py.cli.spark import spark_job
+from storm_py.cli.streamparse import streamparse
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
 
 
@@ -50,6 +51,7 @@ cli.add_command(dev_redis)
 for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
                  blobstore, shell, admin):
     cli.add_command(_command)
+cli.add_command(streamparse)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

@@ -48,6 +48,8 @@ class ShellComponent:
         self.command = [command, *args]
         self.env: dict[str, str] | None = None
         self.change_directory = True
+        #: a fixed working directory for the process (a streamparse project's ``src/``); None: ``resources/``
+        self.working_dir: str | None = None
         self._origin = caller_file(self)
 
     def set_env(self, env: dict[str, str]) -> ShellComponent:
@@ -76,7 +78,10 @@ class ShellComponent:
 
     def _launch(self, wake: Any = None) -> ShellProcess:
         """Start a process and do the handshake; raise :class:`ShellProcessError` naming the component."""
-        cwd = resources_dir(self._origin) if self.change_directory else Path.cwd()
+        if self.working_dir is not None:
+            cwd = Path(self.working_dir)
+        else:
+            cwd = resources_dir(self._origin) if self.change_directory else Path.cwd()
         proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake)
         try:
             pid = proc.launch(handshake(self._conf, self._context, proc.pid_dir), self._clock, self._timeout)

@@ -24,6 +24,8 @@ OWNERS = {
     "confluent_kafka": "storm_py/kafka/",
     "kafka": "storm_py/kafka/",
     "redis": "storm_py/stateful/redis_state.py",
+    "streamparse": "storm_py/streamparse/translate.py",
+    "pystorm": "storm_py/streamparse/inprocess.py",
 }
 
 #: where time.time / time.monotonic / time.sleep may appear: the clock (the worker launcher and the dev cluster and
