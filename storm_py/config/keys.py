@@ -139,6 +139,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.metrics.consumer.register", LIST, None, "nimbus, executors", "metrics consumers: [{class: \"module:Class\", parallelism.hint, argument}]"),
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
     ),
+    "load-aware messaging": (
+        Key("topology.disable.loadaware.messaging", BOOL, False, "workers", "shuffle and local-or-shuffle go round robin instead of preferring less loaded targets"),
+        Key("topology.localityaware.higher.bound", NUMBER, 0.8, "workers", "local-or-shuffle spreads over every target while its worker's targets' mean load is above this", min=0, max=1),
+        Key("topology.localityaware.lower.bound", NUMBER, 0.2, "workers", "local-or-shuffle comes back to its worker's targets once the mean load of all is below this", min=0, max=1),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself

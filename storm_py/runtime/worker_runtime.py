@@ -21,12 +21,13 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
-from storm_py.config import merge_component_conf
+from storm_py.config import defaults_of, merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
-from storm_py.runtime.groupers import make_grouper
+from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.ids import ID_BITS, IdSource
+from storm_py.runtime.load_aware import REFRESH_SECS, task_load
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
@@ -35,6 +36,10 @@ from storm_py.runtime.transfer import Entries, SendRemote
 log = logging.getLogger(__name__)
 
 ErrorSink = Callable[[str, int, str], None]
+
+#: the keys of load-aware messaging: off switch, then the locality bounds (lower, higher)
+LOAD_KEYS: Final = ("topology.disable.loadaware.messaging", "topology.localityaware.lower.bound",
+                    "topology.localityaware.higher.bound")
 
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
 #: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
@@ -90,6 +95,15 @@ class WorkerRuntime:
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.dropped = 0
+        #: load-aware shuffling (on unless ``topology.disable.loadaware.messaging``): its locality bounds, the
+        #: choosers to refresh, when next, and the tuples queued for a peer worker (set by the transport)
+        loads = {**defaults_of(LOAD_KEYS), **{k: v for k, v in self.conf.items() if k in LOAD_KEYS}}
+        self._load_bounds: tuple[float, float] | None = None if loads[LOAD_KEYS[0]] else (
+            float(loads[LOAD_KEYS[1]]), float(loads[LOAD_KEYS[2]]))
+        self._load_aware: list[LoadAwareShuffle] = []
+        self._load_capacity = self.backlog_limit
+        self.load_at = float("inf")
+        self.peer_backlog: Callable[[str], int] | None = None
         self.inbound: deque[Entries] = deque()
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
         self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
@@ -170,8 +184,11 @@ class WorkerRuntime:
                     grouping.custom = copy.deepcopy(grouping.custom)
                 chooser = make_grouper(
                     grouping, targets, fields, self._worker_task_set, self.rng,
-                    functools.partial(self._prepare_custom, task, comp, stream),
+                    functools.partial(self._prepare_custom, task, comp, stream), self._load_bounds,
                 )
+                if isinstance(chooser, LoadAwareShuffle):
+                    self._load_aware.append(chooser)
+                    self.load_at = min(self.load_at, self.clock.now() + REFRESH_SECS)
                 if chooser is None:
                     direct_targets.update(targets)
                 else:
@@ -232,6 +249,8 @@ class WorkerRuntime:
             self._fail_roots()
         if now >= self.timer_at and self.timer is not None:
             self.timer_at = self.timer(now)
+        if now >= self.load_at:
+            self.refresh_loads(now)
         clock_now = self.clock.now
         inbound = self.inbound
         for ex in self.executors:
@@ -250,6 +269,33 @@ class WorkerRuntime:
             for worker, entries in remote.items():
                 send(worker, entries)
         return did
+
+    def task_loads(self) -> dict[int, float]:
+        """Every task's load in [0, 1]: this worker's tasks by their executor's queue, other workers' tasks by
+        what waits to be sent to their worker (its backpressure), against ``topology.executor.receive.buffer.size``."""
+        capacity = self._load_capacity
+        loads: dict[int, float] = {}
+        for ex in self.executors:
+            load = task_load(sum(len(items) for _, items in ex.inbox), capacity)
+            for t in ex.task_ids:
+                loads[t] = load
+        peer_backlog = self.peer_backlog
+        if peer_backlog is not None:
+            by_worker: dict[str, float] = {}
+            for task, worker in self.task_to_worker.items():
+                if task not in loads:
+                    known = by_worker.get(worker)
+                    if known is None:
+                        known = by_worker[worker] = task_load(peer_backlog(worker), capacity)
+                    loads[task] = known
+        return loads
+
+    def refresh_loads(self, now: float) -> None:
+        """Rebuild the load-aware choosers' tables from the current loads (every ``REFRESH_SECS``)."""
+        self.load_at = now + REFRESH_SECS
+        loads = self.task_loads()
+        for chooser in self._load_aware:
+            chooser.refresh(loads)
 
     def fail_unsent(self, items: list[Any]) -> None:
         """Fail the tuple trees of tuples the transport could not send (their values cannot be encoded).
