@@ -103,6 +103,7 @@ class WorkerRuntime:
         self._load_aware: list[LoadAwareShuffle] = []
         self._load_capacity = self.backlog_limit
         self.load_at = float("inf")
+        self._busy: dict[int, float] = {}  # seconds each executor (by id) had spent executing at the last refresh
         self.peer_backlog: Callable[[str], int] | None = None
         self.inbound: deque[Entries] = deque()
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
@@ -270,13 +271,22 @@ class WorkerRuntime:
                 send(worker, entries)
         return did
 
-    def task_loads(self) -> dict[int, float]:
-        """Every task's load in [0, 1]: this worker's tasks by their executor's queue, other workers' tasks by
-        what waits to be sent to their worker (its backpressure), against ``topology.executor.receive.buffer.size``."""
+    def task_loads(self, elapsed: float) -> dict[int, float]:
+        """Every task's load in [0, 1].  This worker's tasks: the larger of their executor's queue (against
+        ``topology.executor.receive.buffer.size``) and the share of the last ``elapsed`` seconds it spent executing
+        (one loop thread runs every executor, so a slow task shows as busy time more than as a queue).  Other
+        workers' tasks: what waits to be sent to their worker, refused by its full queue (its backpressure)."""
         capacity = self._load_capacity
+        busy_before = self._busy
         loads: dict[int, float] = {}
         for ex in self.executors:
-            load = task_load(sum(len(items) for _, items in ex.inbox), capacity)
+            busy = 0.0
+            for entry in ex.stats.inputs.values():
+                busy += entry[1]
+            key = id(ex)
+            share = (busy - busy_before.get(key, busy)) / elapsed if elapsed > 0 else 0.0
+            busy_before[key] = busy
+            load = max(task_load(sum(len(items) for _, items in ex.inbox), capacity), min(1.0, max(0.0, share)))
             for t in ex.task_ids:
                 loads[t] = load
         peer_backlog = self.peer_backlog
@@ -292,8 +302,9 @@ class WorkerRuntime:
 
     def refresh_loads(self, now: float) -> None:
         """Rebuild the load-aware choosers' tables from the current loads (every ``REFRESH_SECS``)."""
+        elapsed = now - (self.load_at - REFRESH_SECS)
         self.load_at = now + REFRESH_SECS
-        loads = self.task_loads()
+        loads = self.task_loads(elapsed)
         for chooser in self._load_aware:
             chooser.refresh(loads)
 
