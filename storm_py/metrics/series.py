@@ -4,7 +4,8 @@ Pure: read from the buckets the :class:`~storm_py.metrics.windows.StatsBook` kee
 buckets of 30 s), summed over the executors chosen.  Each point is a bucket: emitted, acked, failed and timed-out
 tuples per second (acks, fails and timeouts of spouts: a topology's come from its spouts, as in its stats),
 the complete latency (spouts) and the execute latency (bolts) in ms, ``None`` where no tuple was acked or
-executed.  The newest bucket is still filling: its rates are over the seconds it has covered so far.
+executed.  The newest bucket is still filling and the oldest may begin before the executors did: their rates are over
+the seconds they cover.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def series(book: StatsBook, topology_id: str, found: Iterable[Report], now: floa
     for index in range(start, end + 1):
         sums = buckets.get(index, {})
         begin = index * bucket_secs
-        span = bucket_secs if index < end else max(MIN_SPAN_SECS, now - begin)
+        # the oldest bucket counts from the first report, the newest up to now
+        span = max(MIN_SPAN_SECS, min(begin + bucket_secs, now) - max(begin, first))
         point: dict[str, Any] = {"time": begin}
         for name in RATES:
             point[name] = round(sums.get(name, 0.0) / span, 3)

@@ -46,3 +46,13 @@ def test_a_component_alone_and_no_more_than_twenty_buckets() -> None:
     assert len(got["points"]) == 20 and got["component"] == "b"
     assert got["points"][0]["executed"] == 2.0 and got["points"][0]["executeLatency"] == 1.0
     assert got["points"][0]["emitted"] == 0.0 and got["points"][0]["completeLatency"] is None
+
+
+def test_the_oldest_bucket_counts_from_the_executors_start() -> None:
+    book = StatsBook()
+    found: list[Report] = []
+    for second in range(16, 61):  # started at 15 s, 10 tuples/s: the bucket [0, 30) covers 15 s of it
+        found = [report("a", True, float(second), {"emitted:default": (second - 15) * 10.0})]
+        book.observe("t", {r.book_key: (r.time_secs, r.counters) for r in found}, {r.book_key: 15.0 for r in found})
+    first, *rest = [p["emitted"] for p in series(book, "t", found, 60.0)["points"]]
+    assert 9.0 <= first <= 10.0 and rest == [10.0, 10.0]  # the report at 30 s carries the last second of [0, 30)

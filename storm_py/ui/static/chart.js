@@ -65,6 +65,11 @@ class StormChart {
         pen = "L";
       }
       if (d) svg.appendChild(N("path", { d, stroke: l.color, class: "chart-line", "data-key": l.key }));
+      for (const p of points) {
+        if (typeof p[l.key] === "number") {
+          svg.appendChild(N("circle", { cx: x(p.time).toFixed(1), cy: y(p[l.key]).toFixed(1), r: 2.5, fill: l.color }));
+        }
+      }
       const last = points.length ? points[points.length - 1][l.key] : null;
       const ly = top + 10 + i * 16;
       svg.appendChild(N("line", { x1: left + w + 8, x2: left + w + 22, y1: ly - 4, y2: ly - 4, stroke: l.color,
