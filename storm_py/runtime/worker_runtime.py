@@ -21,13 +21,13 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
-from storm_py.config import defaults_of, merge_component_conf
+from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.ids import ID_BITS, IdSource
-from storm_py.runtime.load_aware import REFRESH_SECS, task_load
+from storm_py.runtime.loads import WorkerLoads, locality_bounds
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
@@ -36,10 +36,6 @@ from storm_py.runtime.transfer import Entries, SendRemote
 log = logging.getLogger(__name__)
 
 ErrorSink = Callable[[str, int, str], None]
-
-#: the keys of load-aware messaging: off switch, then the locality bounds (lower, higher)
-LOAD_KEYS: Final = ("topology.disable.loadaware.messaging", "topology.localityaware.lower.bound",
-                    "topology.localityaware.higher.bound")
 
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
 #: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
@@ -97,13 +93,8 @@ class WorkerRuntime:
         self.dropped = 0
         #: load-aware shuffling (on unless ``topology.disable.loadaware.messaging``): its locality bounds, the
         #: choosers to refresh, when next, and the tuples queued for a peer worker (set by the transport)
-        loads = {**defaults_of(LOAD_KEYS), **{k: v for k, v in self.conf.items() if k in LOAD_KEYS}}
-        self._load_bounds: tuple[float, float] | None = None if loads[LOAD_KEYS[0]] else (
-            float(loads[LOAD_KEYS[1]]), float(loads[LOAD_KEYS[2]]))
-        self._load_aware: list[LoadAwareShuffle] = []
-        self._load_capacity = self.backlog_limit
-        self.load_at = float("inf")
-        self._busy: dict[int, float] = {}  # seconds each executor (by id) had spent executing at the last refresh
+        self._load_bounds = locality_bounds(self.conf)
+        self.loads = WorkerLoads(self.backlog_limit)
         self.peer_backlog: Callable[[str], int] | None = None
         self.inbound: deque[Entries] = deque()
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
@@ -188,8 +179,7 @@ class WorkerRuntime:
                     functools.partial(self._prepare_custom, task, comp, stream), self._load_bounds,
                 )
                 if isinstance(chooser, LoadAwareShuffle):
-                    self._load_aware.append(chooser)
-                    self.load_at = min(self.load_at, self.clock.now() + REFRESH_SECS)
+                    self.loads.add(chooser, self.clock.now())
                 if chooser is None:
                     direct_targets.update(targets)
                 else:
@@ -250,8 +240,8 @@ class WorkerRuntime:
             self._fail_roots()
         if now >= self.timer_at and self.timer is not None:
             self.timer_at = self.timer(now)
-        if now >= self.load_at:
-            self.refresh_loads(now)
+        if now >= self.loads.at:
+            self.loads.refresh(now, self.executors, self.task_to_worker, self.peer_backlog)
         clock_now = self.clock.now
         inbound = self.inbound
         for ex in self.executors:
@@ -270,43 +260,6 @@ class WorkerRuntime:
             for worker, entries in remote.items():
                 send(worker, entries)
         return did
-
-    def task_loads(self, elapsed: float) -> dict[int, float]:
-        """Every task's load in [0, 1].  This worker's tasks: the larger of their executor's queue (against
-        ``topology.executor.receive.buffer.size``) and the share of the last ``elapsed`` seconds it spent executing
-        (one loop thread runs every executor, so a slow task shows as busy time more than as a queue).  Other
-        workers' tasks: what waits to be sent to their worker, refused by its full queue (its backpressure)."""
-        capacity = self._load_capacity
-        busy_before = self._busy
-        loads: dict[int, float] = {}
-        for ex in self.executors:
-            busy = 0.0
-            for entry in ex.stats.inputs.values():
-                busy += entry[1]
-            key = id(ex)
-            share = (busy - busy_before.get(key, busy)) / elapsed if elapsed > 0 else 0.0
-            busy_before[key] = busy
-            load = max(task_load(sum(len(items) for _, items in ex.inbox), capacity), min(1.0, max(0.0, share)))
-            for t in ex.task_ids:
-                loads[t] = load
-        peer_backlog = self.peer_backlog
-        if peer_backlog is not None:
-            by_worker: dict[str, float] = {}
-            for task, worker in self.task_to_worker.items():
-                if task not in loads:
-                    known = by_worker.get(worker)
-                    if known is None:
-                        known = by_worker[worker] = task_load(peer_backlog(worker), capacity)
-                    loads[task] = known
-        return loads
-
-    def refresh_loads(self, now: float) -> None:
-        """Rebuild the load-aware choosers' tables from the current loads (every ``REFRESH_SECS``)."""
-        elapsed = now - (self.load_at - REFRESH_SECS)
-        self.load_at = now + REFRESH_SECS
-        loads = self.task_loads(elapsed)
-        for chooser in self._load_aware:
-            chooser.refresh(loads)
 
     def fail_unsent(self, items: list[Any]) -> None:
         """Fail the tuple trees of tuples the transport could not send (their values cannot be encoded).
