@@ -4,6 +4,8 @@ actions with and without the cluster's token.  Screenshots land in test-output/u
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
@@ -232,4 +234,10 @@ def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: B
     wait_until(lambda: len(chart_points(browser, "rates-chart")) > 0, 30, interval=0.3, what="the spout's chart")
     assert any(float(p["emitted"]) > 0 for p in chart_points(browser, "rates-chart"))  # type: ignore[arg-type]
     browser.shot("charts-component")
+    reply = client.request("GET", f"/topology/{quote(tid)}/timeseries")
+    assert reply["bucketSecs"] == 30 and 0 < len(reply["points"]) <= 20
+    for path in (f"/topology/{quote(tid)}/component/nope/timeseries", "/topology/no-such-topology/timeseries"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{metrics_cluster.url}/api/v1{path}", timeout=30)
+        assert err.value.code == 404, path
     client.kill("charted", 0)

@@ -1,8 +1,8 @@
 /* storm_py UI: time-series charts in SVG (rates and latency over the last 10 minutes); no library. */
 "use strict";
 
-/* A line chart drawn into an <svg>: update(points, lines) with points [{time, <key>: number|null}] and lines
-   [{key, label, color}].  The points drawn are kept in the svg's data-series attribute (JSON), so what the chart
+/* A line chart drawn into an <svg>: update(points, lines, from, to) with points [{time, <key>: number|null}],
+   lines [{key, label, color}] and the times (epoch seconds) the x axis spans.  The points drawn are kept in the svg's data-series attribute (JSON), so what the chart
    shows can be read from the page. */
 class StormChart {
   constructor(svg, title, unit) {
@@ -27,7 +27,7 @@ class StormChart {
     return value >= 10 ? value.toFixed(0) : value.toFixed(value >= 1 ? 1 : 2);
   }
 
-  update(points, lines) {
+  update(points, lines, from, to) {
     const svg = this.svg;
     const N = StormChart.node;
     const left = 48, right = 110, top = 22, bottom = 24;
@@ -37,10 +37,10 @@ class StormChart {
     svg.appendChild(N("text", { x: left, y: 14, class: "chart-title" }, this.title + " (" + this.unit + ")"));
     const values = [];
     for (const p of points) for (const l of lines) if (typeof p[l.key] === "number") values.push(p[l.key]);
-    const max = Math.max(1e-9, ...values) * 1.1;
-    const t0 = points.length ? points[0].time : 0;
-    const t1 = points.length > 1 ? points[points.length - 1].time : t0 + 1;
-    const x = t => left + (t1 === t0 ? w : (t - t0) / (t1 - t0) * w);
+    const max = values.length && Math.max(...values) > 0 ? Math.max(...values) * 1.1 : 1;
+    const t0 = from;
+    const t1 = Math.max(to, from + 1);
+    const x = t => left + Math.min(1, Math.max(0, (t - t0) / (t1 - t0))) * w;
     const y = v => top + h - v / max * h;
     svg.appendChild(N("rect", { x: left, y: top, width: w, height: h, class: "chart-frame" }));
     for (let i = 0; i <= 4; i++) {
@@ -49,7 +49,11 @@ class StormChart {
       svg.appendChild(N("text", { x: left - 4, y: y(v) + 4, class: "chart-tick", "text-anchor": "end" },
         StormChart.tick(v)));
     }
-    if (points.length) {
+    if (!values.length) {
+      svg.appendChild(N("text", { x: left + w / 2, y: top + h / 2, class: "chart-tick", "text-anchor": "middle" },
+        "no data in these 10 minutes"));
+    }
+    {
       const clock = t => new Date(t * 1000).toISOString().slice(11, 16);
       svg.appendChild(N("text", { x: left, y: top + h + 16, class: "chart-tick" }, clock(t0)));
       svg.appendChild(N("text", { x: left + w, y: top + h + 16, class: "chart-tick", "text-anchor": "end" },
@@ -100,10 +104,14 @@ const StormCharts = {
     const rates = document.getElementById("rates-chart");
     const latency = document.getElementById("latency-chart");
     if (!rates || !latency) return;
-    new StormChart(rates, "Rates, last 10 minutes", "tuples/s").update(series.points,
-      bolt ? StormCharts.BOLT_RATES : StormCharts.RATES);
-    new StormChart(latency, bolt ? "Execute latency" : "Complete latency", "ms").update(series.points,
-      bolt ? StormCharts.BOLT_LATENCY : StormCharts.LATENCY);
+    // a point is its bucket, drawn at the bucket's middle (the newest at now)
+    const half = series.bucketSecs / 2;
+    const points = series.points.map(p => Object.assign({}, p, { time: Math.min(series.now, p.time + half) }));
+    const from = series.now - Number(series.window);
+    new StormChart(rates, "Rates, last 10 minutes", "tuples/s").update(points,
+      bolt ? StormCharts.BOLT_RATES : StormCharts.RATES, from, series.now);
+    new StormChart(latency, bolt ? "Execute latency" : "Complete latency", "ms").update(points,
+      bolt ? StormCharts.BOLT_LATENCY : StormCharts.LATENCY, from, series.now);
     window.stormSeries = series.points;
   },
 };
