@@ -23,6 +23,7 @@ class LoadedExecutor(Protocol):
     """What the loads are read from: an executor's tasks, its inbox and its execute times per input."""
 
     task_ids: list[int]
+    component_id: str
 
     @property
     def inbox(self) -> Iterable[tuple[int, list[Any]]]: ...
@@ -59,20 +60,30 @@ class WorkerLoads:
 
     def task_loads(self, executors: Iterable[LoadedExecutor], task_to_worker: Mapping[int, str],
                    peer_backlog: Callable[[str], int] | None, elapsed: float) -> dict[int, float]:
-        """Every task's load in [0, 1].  This worker's tasks: the larger of their executor's queue (against
-        ``capacity``) and the share of the last ``elapsed`` seconds it spent executing (one loop thread runs every
-        executor, so a slow task shows as busy time more than as a queue).  Other workers' tasks: what waits to be
-        sent to their worker, refused by its full queue (its backpressure)."""
+        """Every task's load in [0, 1].
+
+        This worker's tasks: the larger of their executor's queue (against ``capacity``) and how much more of the
+        last ``elapsed`` seconds it spent executing than the least busy executor of its component in this worker
+        (one loop thread runs every executor and a bolt step drains its inbox, so a slow task shows as busy time
+        rather than as a queue; counting only the excess keeps a worker whose tasks are all busy from looking more
+        loaded than its peers, whose busy time it cannot see).  Other workers' tasks: what waits to be sent to
+        their worker, refused by its full queue (its backpressure)."""
         capacity = self.capacity
         busy_before = self._busy
-        loads: dict[int, float] = {}
+        shares: list[tuple[LoadedExecutor, float, float]] = []
+        least: dict[str, float] = {}
         for ex in executors:
             busy = ex.busy_secs
             key = id(ex)
             share = (busy - busy_before.get(key, busy)) / elapsed if elapsed > 0 else 0.0
             busy_before[key] = busy
+            share = min(1.0, max(0.0, share))
+            least[ex.component_id] = min(share, least.get(ex.component_id, 1.0))
             queued = sum(len(items) for _, items in ex.inbox)
-            load = max(task_load(queued, capacity), min(1.0, max(0.0, share)))
+            shares.append((ex, share, task_load(queued, capacity)))
+        loads: dict[int, float] = {}
+        for ex, share, queue in shares:
+            load = max(queue, share - least[ex.component_id])
             for t in ex.task_ids:
                 loads[t] = load
         if peer_backlog is not None:

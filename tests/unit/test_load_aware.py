@@ -92,3 +92,31 @@ def test_make_grouper_is_load_aware_unless_disabled() -> None:
     assert type(make("local_or_shuffle", None, [1, 2])) is Shuffle
     assert type(make("shuffle", (0.2, 0.8), [1])) is Shuffle  # one target: nothing to weigh
     assert load_aware.REFRESH_SECS > 0
+
+
+class FakeExecutor:
+    def __init__(self, component_id: str, tasks: list[int]) -> None:
+        self.component_id = component_id
+        self.task_ids = tasks
+        self.inbox: list[tuple[int, list[object]]] = []
+        self.busy_secs = 0.0
+
+
+def test_worker_loads_count_queues_excess_busy_time_and_peers_backlog() -> None:
+    from storm_py.runtime.loads import WorkerLoads, locality_bounds
+
+    loads = WorkerLoads(capacity=100)
+    a, b, c = FakeExecutor("work", [1]), FakeExecutor("work", [2]), FakeExecutor("other", [3])
+    executors = [a, b, c]
+    remote = {4: "peer:6701", 5: "peer:6701"}
+    loads.task_loads(executors, remote, lambda w: 30, 1.0)  # the first reading is the baseline
+    a.busy_secs, b.busy_secs, c.busy_secs = 0.9, 0.1, 0.8  # in 1 s: a busy 90 %, b 10 %, c alone 80 %
+    b.inbox.append((2, [None] * 50))  # b's queue holds half its budget
+    got = loads.task_loads(executors, {1: "me", 2: "me", 3: "me", **remote}, lambda w: 30, 1.0)
+    assert got[1] == 0.8  # busier than its component's least busy executor by 0.8
+    assert got[2] == 0.5  # its queue
+    assert got[3] == 0.0  # busy alone: nothing in this worker to compare with, so not loaded
+    assert got[4] == got[5] == 0.3  # what waits for the peer's worker
+    assert locality_bounds({}) == (0.2, 0.8)
+    assert locality_bounds({"topology.localityaware.higher.bound": 0.9}) == (0.2, 0.9)
+    assert locality_bounds({"topology.disable.loadaware.messaging": True}) is None
