@@ -56,6 +56,12 @@ def defaults() -> dict[str, Any]:
     return copy.deepcopy(_defaults())
 
 
+def defaults_of(names: Iterable[str]) -> dict[str, Any]:
+    """The declared defaults of the keys ``names`` (a ``KeyError`` names an undeclared one)."""
+    every = _defaults()
+    return {name: copy.deepcopy(every[name]) for name in names}
+
+
 def read_yaml_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML config file; an empty file is an empty config."""
     p = Path(path)

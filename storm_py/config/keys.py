@@ -186,6 +186,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
         Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
     ),
+    "load-aware messaging": (
+        Key("topology.disable.loadaware.messaging", BOOL, False, "workers", "shuffle and local-or-shuffle go round robin instead of preferring less loaded targets"),
+        Key("topology.localityaware.higher.bound", NUMBER, 0.8, "workers", "local-or-shuffle spreads over every target while its worker's targets' mean load is above this", min=0, max=1),
+        Key("topology.localityaware.lower.bound", NUMBER, 0.2, "workers", "local-or-shuffle comes back to its worker's targets once the mean load of all is below this", min=0, max=1),
+    ),
 }
 
 #: Storm's per-component keys that storm_py passes through to components without reading them itself

@@ -112,6 +112,12 @@ class RollingWindow:
         self._expire(int(now // self.bucket_secs))
         return dict(self._sums)
 
+    def series(self, now: float) -> list[tuple[int, dict[str, float]]]:
+        """The buckets still in the window ending ``now``, oldest first: ``(index, sums)``, a bucket covering
+        ``index x bucket_secs`` to the next one (empty buckets left out)."""
+        self._expire(int(now // self.bucket_secs))
+        return [(index, dict(bucket)) for index, bucket in self._buckets]
+
     def __len__(self) -> int:
         return len(self._buckets)
 
@@ -237,6 +243,20 @@ class StatsBook:
         with self._lock:
             entry = self._topologies.get(topology_id, {}).get(executor_key)
             return entry.rollup.values(window, now) if entry is not None else None
+
+    def series(
+        self, topology_id: str, executor_key: str, window: str, now: float
+    ) -> tuple[float, float, list[tuple[int, dict[str, float]]]] | None:
+        """An executor's buckets in a rolling window (thread-safe): its first time seen, the bucket length and
+        :meth:`RollingWindow.series`; None when it was never reported."""
+        with self._lock:
+            entry = self._topologies.get(topology_id, {}).get(executor_key)
+            if entry is None:
+                return None
+            for rolling in entry.rollup.windows:
+                if window != ALL_TIME and rolling.length == float(window):
+                    return entry.rollup.first_seen, rolling.bucket_secs, rolling.series(now)
+        raise ValueError(f"no buckets for window {window!r}")
 
     def executors(self, topology_id: str) -> int:
         """How many executors of the topology are followed."""

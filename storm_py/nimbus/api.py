@@ -19,7 +19,7 @@ from storm_py import ui
 from storm_py.clock import Clock, wait_until
 from storm_py.deps.envcache import environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
-from storm_py.metrics import prometheus, rest
+from storm_py.metrics import prometheus, rest, series
 from storm_py.metrics.windows import ALL_TIME, parse_window
 from storm_py.nimbus import api_views
 from storm_py.nimbus.admin_api import admin_routes
@@ -99,6 +99,8 @@ class NimbusApi:
             get("/topology/{id}/component/{component}", self.component_page),
             get("/topology/{id}/visualization", self.visualization),
             get("/topology/{id}/lag", self.lag),
+            get("/topology/{id}/timeseries", self.timeseries),
+            get("/topology/{id}/component/{component}/timeseries", self.timeseries),
             get("/topology/{id}/logconfig", self.log_config),
             post("/topology/{id}/logconfig", self.set_log_config),
             post("/topology/{id}/activate", self.activate),
@@ -240,6 +242,17 @@ class NimbusApi:
         per partition, as its executors last reported them in their workers' heartbeats."""
         tid, _ = self._base(req.params["id"])
         return rest.topology_lag(rest.reports(self.node.state.worker_heartbeats(tid)))
+
+    def timeseries(self, req: Request) -> dict[str, Any]:
+        """``/topology/:id/timeseries`` and ``/topology/:id/component/:component/timeseries``: the UI's charts,
+        rates and latency per 30-second bucket over the last 10 minutes (:mod:`storm_py.metrics.series`)."""
+        tid, base = self._base(req.params["id"])
+        comp = req.params.get("component")
+        if comp is not None and comp not in base.component_executors:
+            raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
+        book = self.node.nimbus.stats_book
+        found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
+        return series.series(book, tid, found, self.node.clock.wall(), comp)
 
     def prometheus(self, req: Request) -> Reply:
         """``GET /metrics``: the cluster's, topologies' and components' figures in Prometheus text format."""

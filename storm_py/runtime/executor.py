@@ -137,6 +137,14 @@ class Executor:
         self.tick_freq: float | None = float(freq) if freq else None
         self.next_tick = rt.clock.now() + self.tick_freq if self.tick_freq else float("inf")
 
+    @property
+    def busy_secs(self) -> float:
+        """Seconds spent executing inputs so far (the load-aware shuffle's busy share)."""
+        total = 0.0
+        for entry in self.stats.inputs.values():
+            total += entry[1]
+        return total
+
     def prepare(self) -> None:
         """Create and prepare the tasks' component objects."""
 

@@ -26,6 +26,7 @@ from storm_py.api.topology import (
     Grouping,
 )
 from storm_py.api.tuple import Fields
+from storm_py.runtime import load_aware
 
 _MASK: Final = 0xFFFFFFFF
 
@@ -139,6 +140,66 @@ class Shuffle(OneTarget):
         return self._targets[i]
 
 
+class LoadAwareShuffle(OneTarget):
+    """Shuffling that prefers less loaded targets (Storm's load-aware messaging): round robin over a choice table
+    of targets weighted by their loads (:mod:`storm_py.runtime.load_aware`), rebuilt by :meth:`refresh`.
+
+    ``local`` (local-or-shuffle) names the worker's own targets: they are preferred until their mean load passes
+    the higher bound.  Per tuple it costs what :class:`Shuffle` costs.
+    """
+
+    __slots__ = ("_i", "_n", "_rng", "_scope", "_table", "_weights", "bounds", "local", "targets")
+
+    def __init__(self, targets: list[int], rng: random.Random, local: list[int] | None = None,
+                 bounds: tuple[float, float] = (0.2, 0.8)) -> None:
+        self.targets = list(targets)
+        self.local = list(local) if local else []
+        self.bounds = bounds
+        self._rng = rng
+        self._weights = {t: load_aware.MAX_WEIGHT for t in self.targets}
+        self._scope = self.local or self.targets
+        self._table: list[int] = []
+        self._n = 0
+        self._i = 0
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        scope = self._scope
+        self._table = load_aware.choice_table(scope, [self._weights[t] for t in scope], self._rng)
+        self._n = len(self._table)
+        self._i = 0
+
+    @property
+    def scope(self) -> list[int]:
+        """The targets tuples go to now."""
+        return list(self._scope)
+
+    def refresh(self, loads: dict[int, float]) -> None:
+        """New weights from the targets' ``loads`` (task -> load in [0, 1]; a task not given counts as idle)."""
+        if self.local:
+            scope = self._scope
+            mean = sum(loads.get(t, 0.0) for t in scope) / len(scope)
+            wide = load_aware.widen(scope is self.local, mean, self.bounds[0], self.bounds[1])
+            chosen = self.targets if wide else self.local
+            if chosen is not scope:
+                self._scope = chosen
+                self._weights = {t: load_aware.MAX_WEIGHT for t in self.targets}
+                self._rebuild()
+                return
+        scope = self._scope
+        old = [self._weights[t] for t in scope]
+        new = load_aware.next_weights(old, [loads.get(t, 0.0) for t in scope])
+        if new != old:
+            for t, w in zip(scope, new, strict=True):
+                self._weights[t] = w
+            self._rebuild()
+
+    def choose_one(self, task: int, values: list[Any]) -> int:
+        i = self._i
+        self._i = i + 1 if i + 1 < self._n else 0
+        return self._table[i]
+
+
 class FieldsHash(OneTarget):
     """Equal selected values, same task: ``targets[hash(selected) mod n]``."""
 
@@ -224,8 +285,13 @@ def make_grouper(
     worker_tasks: set[int],
     rng: random.Random,
     prepare_custom: Callable[[CustomStreamGrouping, list[int]], None],
+    load_aware_bounds: tuple[float, float] | None = None,
 ) -> Chooser | None:
-    """A chooser for one (stream, subscriber) pair; ``None`` for direct groupings (the producer chooses)."""
+    """A chooser for one (stream, subscriber) pair; ``None`` for direct groupings (the producer chooses).
+
+    With ``load_aware_bounds`` (the locality bounds, lower and higher) shuffle and local-or-shuffle are
+    :class:`LoadAwareShuffle`; without, round robin.
+    """
     targets = sorted(targets)
     kind = grouping.kind
     if kind == DIRECT:
@@ -233,9 +299,13 @@ def make_grouper(
     if not targets:
         return Fixed([])
     if kind == SHUFFLE:
+        if load_aware_bounds is not None and len(targets) > 1:
+            return LoadAwareShuffle(targets, rng, bounds=load_aware_bounds)
         return Shuffle(targets, rng)
     if kind == LOCAL_OR_SHUFFLE:
         local = [t for t in targets if t in worker_tasks]
+        if load_aware_bounds is not None and len(targets) > 1:
+            return LoadAwareShuffle(targets, rng, local=local, bounds=load_aware_bounds)
         return Shuffle(local or targets, rng)
     if kind == FIELDS:
         assert grouping.fields is not None

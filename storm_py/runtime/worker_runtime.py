@@ -25,8 +25,9 @@ from storm_py.config import merge_component_conf
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
-from storm_py.runtime.groupers import make_grouper
+from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.ids import ID_BITS, IdSource
+from storm_py.runtime.loads import WorkerLoads, locality_bounds
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
@@ -93,6 +94,11 @@ class WorkerRuntime:
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
         self.dropped = 0
+        #: load-aware shuffling (on unless ``topology.disable.loadaware.messaging``): its locality bounds, the
+        #: choosers to refresh, when next, and the tuples queued for a peer worker (set by the transport)
+        self._load_bounds = locality_bounds(self.conf)
+        self.loads = WorkerLoads(self.backlog_limit)
+        self.peer_backlog: Callable[[str], int] | None = None
         self.inbound: deque[Entries] = deque()
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
         self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
@@ -175,8 +181,10 @@ class WorkerRuntime:
                     grouping.custom = copy.deepcopy(grouping.custom)
                 chooser = make_grouper(
                     grouping, targets, fields, self._worker_task_set, self.rng,
-                    functools.partial(self._prepare_custom, task, comp, stream),
+                    functools.partial(self._prepare_custom, task, comp, stream), self._load_bounds,
                 )
+                if isinstance(chooser, LoadAwareShuffle):
+                    self.loads.add(chooser, self.clock.now())
                 if chooser is None:
                     direct_targets.update(targets)
                 else:
@@ -237,6 +245,8 @@ class WorkerRuntime:
             self._fail_roots()
         if now >= self.timer_at and self.timer is not None:
             self.timer_at = self.timer(now)
+        if now >= self.loads.at:
+            self.loads.refresh(now, self.executors, self.task_to_worker, self.peer_backlog)
         clock_now = self.clock.now
         inbound = self.inbound
         for ex in self.executors:

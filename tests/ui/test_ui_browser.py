@@ -3,6 +3,8 @@ actions with and without the cluster's token.  Screenshots land in test-output/u
 
 from __future__ import annotations
 
+import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote
@@ -240,3 +242,45 @@ def test_graph_of_200_components_renders_and_refreshes_in_place(
     assert result["nodes"] == 200 and result["edges"] == 180 and result["same"]
     driver.execute_script("document.getElementById('graph-box').scrollIntoView()")
     browser.shot("graph-200")
+
+
+def chart_points(browser: Browser, chart: str) -> list[dict[str, object]]:
+    """The points a chart drew, as the page keeps them (its svg's data-series)."""
+    raw = browser.driver.execute_script(
+        "const s = document.getElementById(arguments[0]); return s ? s.dataset.series || '[]' : '[]';", chart)
+    return list(json.loads(str(raw)))
+
+
+def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: Browser, tmp_path: Path) -> None:
+    tid = metrics_cluster.submit("charted", tmp_path / "charted-consumer.jsonl", "-c", "metrics.lag=false")
+    client = metrics_cluster.client()
+    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+
+    def last(key: str) -> float:
+        points = chart_points(browser, "rates-chart")
+        return float(points[-1][key]) if points else -1.0  # type: ignore[arg-type]
+
+    wait_until(lambda: last("emitted") > 0, 60, interval=0.3, what="the chart's last point to show emits")
+    wait_until(lambda: any(p["completeLatency"] for p in chart_points(browser, "latency-chart")), 60, interval=0.3,
+               what="a complete latency on the chart")
+    browser.shot("charts-active")
+    client.deactivate("charted")  # the rate changes: nothing is emitted any more
+    wait_until(lambda: last("emitted") == 0 and last("acked") == 0, 90, interval=0.5,
+               what="the chart's last point to show no emits after the deactivation")
+    points = chart_points(browser, "rates-chart")
+    assert any(float(p["emitted"]) > 0 for p in points[:-1]), points  # type: ignore[arg-type]
+    assert "emitted 0" in browser.text("#rates-chart")  # the legend reads the last point
+    assert browser.script_errors() == []
+    browser.driver.execute_script("document.getElementById('rates-chart').scrollIntoView()")
+    browser.shot("charts-after-deactivate")
+    browser.driver.get(f"{metrics_cluster.url}/component.html?topology_id={quote(tid)}&id=paced&refresh=1")
+    wait_until(lambda: len(chart_points(browser, "rates-chart")) > 0, 30, interval=0.3, what="the spout's chart")
+    assert any(float(p["emitted"]) > 0 for p in chart_points(browser, "rates-chart"))  # type: ignore[arg-type]
+    browser.shot("charts-component")
+    reply = client.request("GET", f"/topology/{quote(tid)}/timeseries")
+    assert reply["bucketSecs"] == 30 and 0 < len(reply["points"]) <= 20
+    for path in (f"/topology/{quote(tid)}/component/nope/timeseries", "/topology/no-such-topology/timeseries"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{metrics_cluster.url}/api/v1{path}", timeout=30)
+        assert err.value.code == 404, path
+    client.kill("charted", 0)

@@ -36,6 +36,8 @@ class TransferHost(Protocol):
     backlog: int
     backlog_limit: int
     send_remote: SendRemote | None
+    #: tuples waiting to be sent to a peer worker, by its key (the transport sets it; load-aware shuffling reads it)
+    peer_backlog: Callable[[str], int] | None
 
     @property
     def conf(self) -> Mapping[str, Any]:

@@ -151,7 +151,17 @@ class SocketTransfer:
         self._pump = threading.Thread(target=self._run_pump, name=f"transfer-pump-{worker_key}", daemon=True)
         self._pump.start()
         runtime.send_remote = self.send
+        runtime.peer_backlog = self.peer_backlog
         log.info("worker %s receiving on %s", worker_key, self._receiver.address)
+
+    def peer_backlog(self, worker_key: str) -> int:
+        """Tuples waiting in the overflow of the peer ``worker_key`` (its queue refused them): the load a
+        load-aware shuffle reads for that worker's tasks."""
+        peer = self._peers.get(worker_key)
+        if peer is None:
+            return 0
+        with peer.lock:
+            return sum(n for _, n in peer.overflow)
 
     def send(self, worker_key: str, entries: Entries) -> None:
         """Send one batch to a peer worker (called from the worker loop; never blocks it)."""

@@ -65,6 +65,8 @@
       { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
       { label: "Log", render: r => Storm.logLink(r.errorWorkerLogLink, "worker.log") },
     ], page.componentErrors || [], null, "No errors.");
+    StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(page.topologyId) + "/component/" +
+      encodeURIComponent(componentId) + "/timeseries"), !spout);
     document.body.dataset.loaded = String(Date.now());
   }
 

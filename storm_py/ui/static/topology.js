@@ -96,6 +96,7 @@
     if (!$("configuration").firstChild) Storm.keyValueTable($("configuration"), page.configuration);
     const vis = await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/visualization?window=600");
     graph.update(vis);
+    StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/timeseries"), false);
     document.body.dataset.loaded = String(Date.now());
   }
 
