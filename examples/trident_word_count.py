@@ -13,6 +13,8 @@ is counted once.
 
 Run it in-process:  python -m examples.trident_word_count
 or:                 storm-py local examples.trident_word_count:build --ttl 5
+on a cluster:       storm-py submit APP.whl examples.trident_word_count:build_remote --name twc
+                    storm-py drpc-client words "cat the dog jumped"
 """
 
 from __future__ import annotations
@@ -73,25 +75,38 @@ def word_counts(topology: TridentTopology, factory: MemoryMapStateFactory, cycle
     )
 
 
+def add_query(topology: TridentTopology, counts: TridentState, drpc: Any = None) -> None:
+    """The tutorial's ``words`` query: the sum of the counts of a sentence's words (``drpc``: a LocalDRPC, or
+    ``None`` for the servers of ``drpc.servers``)."""
+    (
+        topology.new_drpc_stream("words", drpc)
+        .each(["args"], Split(), ["word"])
+        .group_by(["word"])
+        .state_query(counts, ["word"], MapGet(), ["count"])
+        .each(["count"], FilterNull())
+        .aggregate(["count"], Sum(), ["sum"])
+    )
+
+
 def build_topology(factory: MemoryMapStateFactory | None = None, drpc: Any = None, cycle: bool = True) -> StormTopology:
     """The word count (into ``factory``, default a new opaque MemoryMapState) and, given a DRPC, its query."""
     topology = TridentTopology()
     counts = word_counts(topology, factory or MemoryMapState.factory("opaque"), cycle)
     if drpc is not None:
-        (
-            topology.new_drpc_stream("words", drpc)
-            .each(["args"], Split(), ["word"])
-            .group_by(["word"])
-            .state_query(counts, ["word"], MapGet(), ["count"])
-            .each(["count"], FilterNull())
-            .aggregate(["count"], Sum(), ["sum"])
-        )
+        add_query(topology, counts, drpc)
     return topology.build()
 
 
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
     """For ``storm-py local``: the counting topology."""
     return build_topology()
+
+
+def build_remote(conf: dict[str, Any] | None = None) -> StormTopology:
+    """For ``storm-py submit`` (one worker): every sentence counted once, queried through ``drpc.servers``."""
+    topology = TridentTopology()
+    add_query(topology, word_counts(topology, MemoryMapState.factory("opaque"), cycle=False))
+    return topology.build()
 
 
 def main() -> None:
