@@ -58,11 +58,14 @@ def test_kill_9_of_each_worker_in_turn_keeps_kafka_trident_redis_counts_exact(
     tid = client.topology_id(NAME)
     artifacts = cluster.artifacts(tid)
 
-    def ports() -> list[int]:
-        return sorted(int(p.name) for p in artifacts.iterdir() if (p / "worker.yaml").exists())
+    def ports() -> list[int]:  # the ports of the live workers (a rescheduled worker may move to another port)
+        return sorted(int(p.name) for p in artifacts.iterdir()
+                      if (p / "worker.yaml").exists() and alive(cluster.worker_pid(tid, int(p.name))))
 
     wait_until(lambda: len(ports()) == 3, 60, interval=0.2, what="three workers")
-    for turn, port in enumerate(ports()):  # each worker in turn, each time after more records were counted
+    for turn in range(3):  # each worker in turn, each time after more records were counted
+        wait_until(lambda: len(ports()) == 3, 60, interval=0.2, what="three live workers")
+        port = ports()[turn]
         wait_until(lambda: counted() >= RECORDS * (turn + 1) // 5, 90, interval=0.2,
                    what=f"{turn + 1}/5 of the records counted")
         victim = cluster.worker_pid(tid, port)
