@@ -6,22 +6,25 @@ the split with the partial counts into one bolt and the final counts with the st
 (``b-1``) partitioned by word, so every word's count lives in one task and is updated once per batch, in
 txid order, whatever replays happen.
 
-When DRPC is available (``storm_py.drpc``), the tutorial's query stream is added too: ``words`` takes a
-sentence, looks each of its words up in the counts and answers the sum, e.g.
-``drpc.execute("words", "cat the dog jumped")``.
+Given a DRPC (a :class:`~storm_py.drpc.LocalDRPC`, or ``drpc.servers`` on a cluster), the tutorial's query
+stream is added too: ``words`` takes a sentence, looks each of its words up in the counts and answers the sum
+in Storm's format, e.g. ``drpc.execute("words", "cat the dog jumped")`` is ``"[[6]]"`` once every sentence
+is counted once.
 
 Run it in-process:  python -m examples.trident_word_count
 or:                 storm-py local examples.trident_word_count:build --ttl 5
+on a cluster:       storm-py submit APP.whl examples.trident_word_count:build_remote --name twc
+                    storm-py drpc-client words "cat the dog jumped"
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from storm_py import Config
 from storm_py.api.topology import StormTopology
 from storm_py.clock import wait_until
+from storm_py.drpc import LocalDRPC
 from storm_py.local import LocalCluster
 from storm_py.trident import (
     BaseFunction,
@@ -72,19 +75,25 @@ def word_counts(topology: TridentTopology, factory: MemoryMapStateFactory, cycle
     )
 
 
+def add_query(topology: TridentTopology, counts: TridentState, drpc: Any = None) -> None:
+    """The tutorial's ``words`` query: the sum of the counts of a sentence's words (``drpc``: a LocalDRPC, or
+    ``None`` for the servers of ``drpc.servers``)."""
+    (
+        topology.new_drpc_stream("words", drpc)
+        .each(["args"], Split(), ["word"])
+        .group_by(["word"])
+        .state_query(counts, ["word"], MapGet(), ["count"])
+        .each(["count"], FilterNull())
+        .aggregate(["count"], Sum(), ["sum"])
+    )
+
+
 def build_topology(factory: MemoryMapStateFactory | None = None, drpc: Any = None, cycle: bool = True) -> StormTopology:
     """The word count (into ``factory``, default a new opaque MemoryMapState) and, given a DRPC, its query."""
     topology = TridentTopology()
     counts = word_counts(topology, factory or MemoryMapState.factory("opaque"), cycle)
     if drpc is not None:
-        (
-            topology.new_drpc_stream("words", drpc)
-            .each(["args"], Split(), ["word"])
-            .group_by(["word"])
-            .state_query(counts, ["word"], MapGet(), ["count"])
-            .each(["count"], FilterNull())
-            .aggregate(["count"], Sum(), ["sum"])
-        )
+        add_query(topology, counts, drpc)
     return topology.build()
 
 
@@ -93,25 +102,22 @@ def build(conf: dict[str, Any] | None = None) -> StormTopology:
     return build_topology()
 
 
+def build_remote(conf: dict[str, Any] | None = None) -> StormTopology:
+    """For ``storm-py submit`` (one worker): every sentence counted once, queried through ``drpc.servers``."""
+    topology = TridentTopology()
+    add_query(topology, word_counts(topology, MemoryMapState.factory("opaque"), cycle=False))
+    return topology.build()
+
+
 def main() -> None:
-    """Count every sentence once, then print the counts (and answer a DRPC query when DRPC is available)."""
+    """Count every sentence once, answer the tutorial's DRPC query, then print the counts."""
     factory = MemoryMapState.factory("opaque")
     config = Config()
     config.set_max_spout_pending(3)
-    local_drpc: Any = None
-    try:
-        local_drpc = importlib.import_module("storm_py.drpc").LocalDRPC
-    except ImportError:
-        pass
-    with LocalCluster() as cluster:
-        if local_drpc is None:
-            cluster.submit_topology("trident-word-count", config, build_topology(factory, cycle=False))
-            wait_until(lambda: len(factory.values()) >= WORDS, 30, what="every sentence counted")
-        else:
-            with local_drpc() as drpc:
-                cluster.submit_topology("trident-word-count", config, build_topology(factory, drpc))
-                wait_until(lambda: len(factory.values()) >= WORDS, 30, what="every sentence counted")
-                print("words 'cat the dog jumped':", drpc.execute("words", "cat the dog jumped"))
+    with LocalDRPC() as drpc, LocalCluster() as cluster:
+        cluster.submit_topology("trident-word-count", config, build_topology(factory, drpc, cycle=False))
+        wait_until(lambda: len(factory.values()) >= WORDS, 30, what="every sentence counted")
+        print("words 'cat the dog jumped':", drpc.execute("words", "cat the dog jumped"))
     for (word,), count in sorted(factory.values().items()):
         print(f"{word}: {count}")
 

@@ -1,13 +1,15 @@
 """A regular (rich) spout as a Trident spout: Storm's ``RichSpoutBatchExecutor``.
 
 Each batch calls the spout's ``next_tuple`` until it emitted ``max_batch_size`` tuples of its declared
-default stream or emitted nothing on a call.  Such a batch cannot be re-created: a replayed txid fails the
-spout tuples of its earlier attempt (``fail(msg_id)``) and takes new ones, as in Storm; once a txid is
-committed, the tuples of every earlier batch are acked (``ack(msg_id)``).
+default stream or emitted nothing on a call; tuples one call emits beyond that open the next batch (a DRPC
+spout fetches several requests at once, and each request must be a batch of its own).  Such a batch cannot
+be re-created: a replayed txid fails the spout tuples of its earlier attempt (``fail(msg_id)``) and takes new
+ones, as in Storm; once a txid is committed, the tuples of every earlier batch are acked (``ack(msg_id)``).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,7 @@ class RichSpoutBatch(TridentSpout):
         self.fields = Fields(list(declared[0]))
         self._collector = _CapturingCollector()
         self._ids: dict[int, list[Any]] = {}
+        self._overflow: deque[tuple[list[Any], Any]] = deque()
 
     def get_output_fields(self) -> Fields:
         return self.fields
@@ -89,12 +92,16 @@ class RichSpoutBatch(TridentSpout):
         captured = self._collector
         ids: list[Any] = []
         count = 0
+        overflow = self._overflow
         while count < self.max_batch_size:
-            captured.emitted = []
-            self.spout.next_tuple()
-            if not captured.emitted:
-                break
-            for values, msg_id in captured.emitted:
+            if not overflow:
+                captured.emitted = []
+                self.spout.next_tuple()
+                if not captured.emitted:
+                    break
+                overflow.extend(captured.emitted)
+            while overflow and count < self.max_batch_size:
+                values, msg_id = overflow.popleft()
                 collector.emit(values)
                 count += 1
                 if msg_id is not None:
