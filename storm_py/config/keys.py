@@ -120,7 +120,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.tick.tuple.freq.secs", NUMBER, None, "executors", "seconds between tick tuples (null: none)", min=0, per_component=True),
         Key("topology.executor.receive.buffer.size", INT, 32768, "worker", "tuples a worker queues before spouts pause", min=1),
         Key("topology.batch.flush.interval.millis", NUMBER, 1, "spouts", "a spout's emits leave its worker at least this often (ms; 0: after 128 next_tuple calls)", min=0),
-        Key("topology.testing.always.try.serialize", BOOL, False, "LocalCluster", "tuples between workers go through the codec and frames (on in the test kit)"),
+        Key("topology.testing.always.try.serialize", BOOL, False, "LocalCluster, worker", "every emitted tuple goes through the codec, between the tasks of one worker too; between LocalCluster workers through the frames (on in the test kit)"),
         Key("topology.transactional.id", STR, None, "transactional topologies", "id of a transactional topology's state", per_component=True),
         Key("topology.kryo.register", LIST, None, "nimbus", "serializations; merged from every component, topology wins"),
         Key("topology.kryo.decorators", STRS, None, "nimbus", "serialization decorators; union over the components"),

@@ -22,6 +22,8 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
+from storm_py.errors import CodecError
+from storm_py.protocol.codec import encode
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
@@ -89,6 +91,9 @@ class WorkerRuntime:
                               set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
+        #: ``topology.testing.always.try.serialize``: tuples between this worker's own tasks are encoded too (and
+        #: fail as across workers when the codec refuses them), as Storm's local serialization check
+        self.check_local = bool(self.conf.get("topology.testing.always.try.serialize"))
         self.dropped = 0
         self.inbound: deque[Entries] = deque()
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
@@ -288,9 +293,12 @@ class WorkerRuntime:
         local = self.local_executor
         remote = self._remote
         n = 0
+        check = self.check_local
         for task, items in outbuf.items():
             ex = local.get(task)
             if ex is not None:
+                if check:  # per batch: without the key the per-tuple path has no extra step
+                    items = self._encodable(items)
                 ex.inbox.append((task, items))
                 n += len(items)
                 continue
@@ -306,6 +314,21 @@ class WorkerRuntime:
                 batches.append((task, items))
         outbuf.clear()
         self.backlog += n
+
+    def _encodable(self, items: list[Any]) -> list[Any]:
+        """The items of a local batch whose tuples the codec can carry; a refused tuple is reported for its
+        component and its trees fail next pass (as a tuple the transport cannot send to another worker)."""
+        kept: list[Any] = []
+        for item in items:
+            if type(item) is Tuple:
+                try:
+                    encode(item.values)
+                except CodecError as err:
+                    self.report_error(item.source_component, item.source_task, err)
+                    self.fail_unsent([item])
+                    continue
+            kept.append(item)
+        return kept
 
     def shutdown(self) -> None:
         """Deactivate and close spouts, clean up bolts."""
