@@ -23,6 +23,7 @@ from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.errors import CodecError
+from storm_py.protocol import registration
 from storm_py.protocol.codec import encode
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
@@ -81,6 +82,7 @@ class WorkerRuntime:
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
+        registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
         self.resources: dict[str, Any] = {}
         if transactional_state is not None:
             self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
