@@ -42,6 +42,8 @@ class TopologyContext:
         #: the cluster's clock (simulated in tests): components that keep time should read it
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self.metrics: dict[str, tuple[Any, float]] = {}
+        #: the task hooks of this task (``add_task_hook``; ``topology.auto.task.hooks`` adds its own first)
+        self.hooks: list[Any] = []
         tasks = component_tasks.get(component_id, [task_id])
         self.this_task_index = tasks.index(task_id) if task_id in tasks else 0
 
@@ -94,6 +96,14 @@ class TopologyContext:
             raise ValueError(f"metric {name!r} is already registered for task {self.this_task_id}")
         self.metrics[name] = (metric, bucket_secs)
         return metric
+
+    def add_task_hook(self, hook: Any) -> None:
+        """Register a task hook (a :class:`~storm_py.api.hooks.BaseTaskHook`); add it in ``prepare``/``open``."""
+        self.hooks.append(hook)
+
+    def get_hooks(self) -> list[Any]:
+        """The task hooks registered for this task."""
+        return list(self.hooks)
 
     def get_storm_conf(self) -> Mapping[str, Any]:
         """The topology configuration."""

@@ -122,6 +122,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.batch.flush.interval.millis", NUMBER, 1, "spouts", "a spout's emits leave its worker at least this often (ms; 0: after 128 next_tuple calls)", min=0),
         Key("topology.testing.always.try.serialize", BOOL, False, "LocalCluster, worker", "every emitted tuple goes through the codec, between the tasks of one worker too; between LocalCluster workers through the frames (on in the test kit)"),
         Key("topology.transactional.id", STR, None, "transactional topologies", "id of a transactional topology's state", per_component=True),
+        Key("topology.auto.task.hooks", STRS, None, "executors", "task hooks (\"module:Class\", built without arguments) added to every task"),
         Key("topology.kryo.register", LIST, None, "nimbus, worker", "classes the codec carries: \"module:Class\" or {\"module:Class\": \"module:Serializer\"}; merged from every component, topology wins"),
         Key("topology.codec.register", LIST, None, "nimbus, worker", "the Python-named alias of topology.kryo.register (both apply)"),
         Key("topology.fall.back.on.java.serialization", BOOL, False, "nimbus, worker", "no fallback serializer exists (never pickle on the wire): true is refused"),

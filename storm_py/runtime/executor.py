@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn, Protocol
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Id
 from storm_py.clock import Clock
+from storm_py.runtime.hooks import add_auto_hooks
 from storm_py.runtime.ids import IdSource
 from storm_py.runtime.routing import StreamRoute
 
@@ -152,6 +153,7 @@ class Executor:
         context = self.contexts.get(task)
         if context is None:
             context = self.contexts[task] = self.rt.make_context(task, self.component_id)
+            add_auto_hooks(context, self.conf)
         return context
 
     def report_error(self, task: int, exc: BaseException) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Final
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
+from storm_py.runtime.hooks import cleanup_task_hooks, hook_routes, hook_spouts
 from storm_py.runtime.pending import PendingEntry, PendingMap
 from storm_py.runtime.routing import StreamRoute
 
@@ -210,6 +211,11 @@ class SpoutExecutor(Executor):
                 log.exception("spout %s task %d failed in open", self.component_id, t)
                 self.report_error(t, exc)
                 raise
+        for t in self.spouts:
+            hooks = self.context_for(t).hooks
+            if hooks:  # only a task with hooks runs hook code per tuple
+                hook_routes(self.rt.routes_for(t), hooks)
+        hook_spouts(self.spouts, self.contexts, self.stats)
 
     def set_active(self, active: bool) -> None:
         """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""
@@ -351,3 +357,5 @@ class SpoutExecutor(Executor):
                     spout.close()
             except Exception as exc:
                 self.report_error(t, exc)
+        for context in self.contexts.values():
+            cleanup_task_hooks(context)

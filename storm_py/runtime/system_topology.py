@@ -40,7 +40,8 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     from storm_py.runtime.acker import AckerBolt
 
     topo = StormTopology(
-        {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()}
+        {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()},
+        list(topology.worker_hooks),
     )
     for spec in topo.components().values():
         spec.streams[SYSTEM_STREAM] = (Fields("event"), False)

@@ -32,7 +32,8 @@ from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.ids import ID_BITS, IdSource
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
-from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
+from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
+from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
 from storm_py.runtime.transfer import Entries, SendRemote
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class WorkerRuntime:
         }
         registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
         self.resources: dict[str, Any] = {}
+        self.worker_hooks: list[Any] = []  # started in prepare
         if transactional_state is not None:
             self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
@@ -199,6 +201,14 @@ class WorkerRuntime:
 
     def prepare(self) -> None:
         """Create every task's component object and prepare bolts (spouts open at their first activation)."""
+        context = TopologyContext(
+            topology_id=self.topology_id, topology_name=self.topology_name, task_id=-1,
+            component_id=SYSTEM_COMPONENT, task_to_component=self.task_to_component,
+            component_tasks=self.layout.component_tasks, component_streams=self.component_streams,
+            worker_tasks=self.worker_tasks, worker_port=self.worker_port, resources=self.resources,
+            conf=self.conf, clock=self.clock,
+        )
+        self.worker_hooks = start_worker_hooks(self.topology.worker_hooks, self.conf, context)
         for ex in self.executors:
             ex.prepare()
 
@@ -339,6 +349,7 @@ class WorkerRuntime:
                 ex.shutdown()
             except Exception:
                 log.exception("shutdown of %s failed", ex.component_id)
+        shutdown_worker_hooks(self.worker_hooks)
 
     # -------------------------------------------------------------------------------------------------- reading
 
