@@ -15,7 +15,12 @@ from typing import Any, Final
 
 from storm_py.api.context import TopologyContext
 from storm_py.api.hooks import (
-    BoltAckInfo, BoltExecuteInfo, BoltFailInfo, EmitInfo, SpoutAckInfo, SpoutFailInfo,
+    BoltAckInfo,
+    BoltExecuteInfo,
+    BoltFailInfo,
+    EmitInfo,
+    SpoutAckInfo,
+    SpoutFailInfo,
 )
 from storm_py.api.tuple import Tuple
 from storm_py.clock import Clock

@@ -29,10 +29,10 @@ from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import make_grouper
+from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
 from storm_py.runtime.ids import ID_BITS, IdSource
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.spout_executor import SpoutExecutor
-from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
 from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
 from storm_py.runtime.transfer import Entries, SendRemote
 
