@@ -97,6 +97,7 @@ class ComponentSeries:
     gauges: Mapping[str, float] = field(default_factory=dict)
     lag: Mapping[tuple[str, int], int] = field(default_factory=dict)  # (topic, partition) -> log end - committed
     records_per_sec: float | None = None  # a spout reading a log: records emitted per second, last heartbeat
+    user: list[tuple[int, str, str, float]] = field(default_factory=list)  # (task, kind, name, value)
 
 
 def topology_families(
@@ -138,6 +139,17 @@ def topology_families(
         "records": MetricFamily(
             "storm_kafka_spout_records_per_second", "gauge", "Records a Kafka spout emitted per second."),
     }
+    user = {
+        "metric": MetricFamily("storm_user_metric", "gauge", "A register_metric value, last bucket (maps: name.key)."),
+        "counter_total": MetricFamily("storm_user_counter_total", "counter", "A metrics v2 counter."),
+        "gauge": MetricFamily("storm_user_gauge", "gauge", "A metrics v2 gauge."),
+        "histogram_count": MetricFamily("storm_user_histogram_count", "counter", "Values a histogram recorded."),
+        "histogram_sum": MetricFamily("storm_user_histogram_sum", "counter", "The sum of a histogram's values."),
+        "histogram_min": MetricFamily("storm_user_histogram_min", "gauge", "The least value a histogram recorded."),
+        "histogram_max": MetricFamily("storm_user_histogram_max", "gauge", "The largest value a histogram recorded."),
+        "meter_total": MetricFamily("storm_user_meter_total", "counter", "Events a meter marked."),
+        "meter_mean_rate": MetricFamily("storm_user_meter_mean_rate", "gauge", "A meter's events per second."),
+    }
     for row, components in topologies:
         topo = str(row.get("name", ""))
         fams["info"].add(1, topology=topo, topology_id=str(row.get("id", "")), status=str(row.get("status", "")))
@@ -172,4 +184,8 @@ def topology_families(
                 fams["lag"].add(lag, topology=topo, component=comp, topic=topic, partition=str(partition))
             if series.records_per_sec is not None:
                 fams["records"].add(series.records_per_sec, topology=topo, component=comp)
-    return list(fams.values())
+            for task, kind, name, value in sorted(series.user):
+                family = user.get(kind)
+                if family is not None:
+                    family.add(value, topology=topo, component=comp, task=str(task), metric=name)
+    return [*fams.values(), *user.values()]
