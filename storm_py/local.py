@@ -181,6 +181,13 @@ class LocalCluster:
             self.nimbus.deactivate(name)
             self._sync()
 
+    def debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+        """Storm's ``debug``: sample ``sampling_pct`` % of a component's (or every component's) emits to the
+        event logger (``topology.eventlogger.executors`` > 0), or stop."""
+        with self._lock:
+            self.nimbus.debug(name, component, enable, sampling_pct)
+            self._sync()
+
     def rebalance(
         self,
         name: str,

@@ -27,6 +27,7 @@ from storm_py.nimbus.core import Nimbus
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
+from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
 from storm_py.worker.log_levels import level_number
@@ -101,6 +102,8 @@ class NimbusApi:
             post("/topology/{id}/deactivate", self.deactivate),
             post("/topology/{id}/rebalance", self.rebalance),
             post("/topology/{id}/rebalance/{wait}", self.rebalance),
+            post("/topology/{id}/debug/{action}/{spct}", self.debug),
+            post("/topology/{id}/component/{component}/debug/{action}/{spct}", self.debug),
             post("/topology/{id}/kill", self.kill),
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
@@ -186,12 +189,14 @@ class NimbusApi:
 
     def topology_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id?window=``."""
-        return self._page(req.params["id"], _window_param(req))[2]
+        tid, base, page = self._page(req.params["id"], _window_param(req))
+        return {**page, **_debug_view(base.component_debug.get(tid)),
+                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
 
     def component_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/component/:component``."""
         window = _window_param(req)
-        tid, _, page = self._page(req.params["id"], window)
+        tid, base, page = self._page(req.params["id"], window)
         comp = req.params["component"]
         s = self.node.state
         out = api_views.component_page(
@@ -200,7 +205,7 @@ class NimbusApi:
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
-        return out
+        return {**out, **_debug_view(base.component_debug.get(comp) or base.component_debug.get(tid))}
 
     def topology_workers(self, req: Request) -> dict[str, Any]:
         """``/topology-workers/:id``: where the topology's workers run."""
@@ -279,6 +284,23 @@ class NimbusApi:
         tid, base = self._base(req.params["id"])
         self.node.nimbus.deactivate(base.name)
         return self._done("deactivate", tid)
+
+    def debug(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id[/component/:component]/debug/:action/:spct``: ``action`` ``enable`` or
+        ``disable``, ``spct`` the percentage of emits sampled to the event logger."""
+        self._require_leader()
+        action = req.params["action"]
+        if action not in ("enable", "disable"):
+            raise BadRequestError(f"debug action must be enable or disable, got {action!r}")
+        try:
+            pct = float(req.params["spct"])
+        except ValueError:
+            raise BadRequestError(f"sampling percentage must be a number, got {req.params['spct']!r}") from None
+        if not 0 <= pct <= 100:
+            raise BadRequestError(f"sampling percentage must be between 0 and 100, got {pct}")
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.debug(base.name, req.params.get("component"), action == "enable", pct)
+        return self._done("debug", tid)
 
     def kill(self, req: Request) -> dict[str, Any]:
         """``POST /topology/:id/kill[/:wait]`` (default wait: the topology's message timeout)."""
@@ -391,6 +413,12 @@ class NimbusApi:
                 store.replication_count(tid), wanted, tid, max_wait,
             )
         return store.replication_count(tid)
+
+
+def _debug_view(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Storm's ``debug`` and ``samplingPct`` of a page (10 % until debugging was ever set)."""
+    options = options or {}
+    return {"debug": bool(options.get("enable")), "samplingPct": options.get("samplingpct", 10)}
 
 
 def _window_param(req: Request, default: str = ALL_TIME) -> str:

@@ -201,6 +201,23 @@ class Nimbus:
             if status != base.status:
                 self.state.set_storm_base(tid, _replace(base, status=status))
 
+    def debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+        """Storm's ``debug``: sample ``sampling_pct`` % of the emits of ``component`` (of every component when
+        ``None``) to the event logger, or stop; kept in the storm base's ``component_debug``, which workers follow."""
+        if isinstance(sampling_pct, bool) or not isinstance(sampling_pct, (int, float)) or not (
+                0 <= sampling_pct <= 100):
+            raise InvalidTopologyException(f"sampling percentage must be between 0 and 100, got {sampling_pct!r}")
+        with self._lock:
+            tid, base = self._require(name)
+            if component is not None and (component not in base.component_executors or component.startswith("__")):
+                raise InvalidTopologyException(f"topology {name!r} has no component {component!r}",
+                                               component=component)
+            debug = dict(base.component_debug)
+            debug[component or tid] = {"enable": bool(enable), "samplingpct": float(sampling_pct)}
+            self.state.set_storm_base(tid, _replace(base, component_debug=debug))
+            log.info("debug of %s%s %s at %s%%", tid, f" component {component}" if component else "",
+                     "enabled" if enable else "disabled", sampling_pct)
+
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate now; remove the topology after ``wait_secs`` (default: its message timeout)."""
         with self._lock:

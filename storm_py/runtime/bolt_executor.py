@@ -17,7 +17,8 @@ from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector
 from storm_py.runtime.executor import Executor, ExecutorHost
-from storm_py.runtime.hooks import cleanup_task_hooks, hook_routes, timed_runner
+from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
+from storm_py.runtime.taps import watch
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +54,10 @@ class BoltExecutor(Executor):
                     bolt.prepare(conf, self.context_for(t), collector)
                     self.runners[t] = self._runner(bolt.execute, t)
                     self.sampled_tasks.add(t)
+                watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
                 hooks = self.context_for(t).hooks
                 if hooks:  # only a task with hooks runs hook code per tuple
                     collector._hooks = hooks
-                    hook_routes(self.rt.routes_for(t), hooks)
                     if isinstance(bolt, BasicBolt):
                         self.runners[t] = self._basic_runner(bolt, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)

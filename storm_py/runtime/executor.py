@@ -133,6 +133,8 @@ class Executor:
         self.stats = ExecutorStats()
         #: the contexts handed to the tasks (their registered metrics are reported every bucket)
         self.contexts: dict[int, TopologyContext] = {}
+        #: what watches each task's emits (hooks, debug; see :mod:`storm_py.runtime.taps`), once anything did
+        self.watchers: dict[int, Any] = {}
         self.conf = rt.component_conf(component_id)
         freq = self.conf.get("topology.tick.tuple.freq.secs")
         self.tick_freq: float | None = float(freq) if freq else None

@@ -18,7 +18,6 @@ from storm_py.api.hooks import (
     BoltAckInfo,
     BoltExecuteInfo,
     BoltFailInfo,
-    EmitInfo,
     SpoutAckInfo,
     SpoutFailInfo,
 )
@@ -26,8 +25,6 @@ from storm_py.api.tuple import Tuple
 from storm_py.clock import Clock
 from storm_py.errors import ConfigError
 from storm_py.protocol.registration import load
-from storm_py.runtime.groupers import Custom
-from storm_py.runtime.routing import StreamRoute
 
 log = logging.getLogger(__name__)
 
@@ -63,34 +60,6 @@ def add_auto_hooks(context: TopologyContext, conf: Mapping[str, Any]) -> None:
         hook = cls()
         hook.prepare(dict(conf), context)
         context.add_task_hook(hook)
-
-
-class _EmitReporter:
-    """A custom grouping over a route's own choosers that reports every emit to the task's hooks."""
-
-    def __init__(self, inner: StreamRoute, hooks: list[Any]) -> None:
-        self._inner = inner
-        self._hooks = hooks
-
-    def choose_tasks(self, task: int, values: list[Any]) -> list[int]:
-        targets = self._inner.choose(task, values) if self._inner.choosers else []
-        info = EmitInfo(values, self._inner.stream, task, list(targets))
-        for hook in self._hooks:
-            hook.emit(info)
-        return targets
-
-
-def hook_routes(routes: dict[str, StreamRoute], hooks: list[Any]) -> None:
-    """Make every non-direct route of a task report its emits to ``hooks`` (the routes are changed in place, so
-    the task's collector, which holds them, reports from now on)."""
-    for route in routes.values():
-        if route.direct:
-            continue
-        inner = StreamRoute(route.stream, route.fields, False, list(route.choosers), route.direct_targets)
-        chooser = Custom(_EmitReporter(inner, hooks))  # type: ignore[arg-type]
-        route.choosers = [chooser]
-        route.single = chooser
-        route.one = None
 
 
 def timed_runner(run: Callable[[list[Tuple]], None], task: int, hooks: list[Any], clock: Clock

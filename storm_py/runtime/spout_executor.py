@@ -15,9 +15,10 @@ from typing import Any, Final
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
-from storm_py.runtime.hooks import cleanup_task_hooks, hook_routes, hook_spouts
+from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
 from storm_py.runtime.pending import PendingEntry, PendingMap
 from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.taps import watch
 
 log = logging.getLogger(__name__)
 
@@ -212,9 +213,8 @@ class SpoutExecutor(Executor):
                 self.report_error(t, exc)
                 raise
         for t in self.spouts:
-            hooks = self.context_for(t).hooks
-            if hooks:  # only a task with hooks runs hook code per tuple
-                hook_routes(self.rt.routes_for(t), hooks)
+            self.context_for(t)
+            watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
         hook_spouts(self.spouts, self.contexts, self.stats)
 
     def set_active(self, active: bool) -> None:

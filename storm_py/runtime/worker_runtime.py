@@ -22,9 +22,7 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
-from storm_py.errors import CodecError
 from storm_py.protocol import registration
-from storm_py.protocol.codec import encode
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
@@ -32,8 +30,10 @@ from storm_py.runtime.groupers import make_grouper
 from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
 from storm_py.runtime.ids import ID_BITS, IdSource
 from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.serialize_check import encodable
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
+from storm_py.runtime.taps import apply_debug
 from storm_py.runtime.transfer import Entries, SendRemote
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,7 @@ class WorkerRuntime:
                               set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
-        #: ``topology.testing.always.try.serialize``: tuples between this worker's own tasks are encoded too (and
-        #: fail as across workers when the codec refuses them), as Storm's local serialization check
+        #: ``topology.testing.always.try.serialize`` also checks tuples between this worker's own tasks (Storm)
         self.check_local = bool(self.conf.get("topology.testing.always.try.serialize"))
         self.dropped = 0
         self.inbound: deque[Entries] = deque()
@@ -105,6 +104,8 @@ class WorkerRuntime:
         self.inbound_count = 0
         self._desired_active = False
         self._applied_active = False
+        self._debug_seen: dict[str, Any] = {}  # the component_debug last handed in (set_debug)
+        self._debug_wanted: dict[str, Any] | None = None
         self.worker_tasks = sorted(t for _, (s, e) in executors for t in range(s, e + 1))
         self._worker_task_set = set(self.worker_tasks)
         self._routes: dict[int, dict[str, StreamRoute]] = {}
@@ -201,13 +202,7 @@ class WorkerRuntime:
 
     def prepare(self) -> None:
         """Create every task's component object and prepare bolts (spouts open at their first activation)."""
-        context = TopologyContext(
-            topology_id=self.topology_id, topology_name=self.topology_name, task_id=-1,
-            component_id=SYSTEM_COMPONENT, task_to_component=self.task_to_component,
-            component_tasks=self.layout.component_tasks, component_streams=self.component_streams,
-            worker_tasks=self.worker_tasks, worker_port=self.worker_port, resources=self.resources,
-            conf=self.conf, clock=self.clock,
-        )
+        context = self.make_context(-1, SYSTEM_COMPONENT)  # the worker's own: resources set there reach every task
         self.worker_hooks = start_worker_hooks(self.topology.worker_hooks, self.conf, context)
         for ex in self.executors:
             ex.prepare()
@@ -216,6 +211,12 @@ class WorkerRuntime:
         """Ask for the topology's spouts to be (de)activated; applied by the loop thread."""
         self._desired_active = active
         self.wake.set()
+
+    def set_debug(self, component_debug: Mapping[str, Any]) -> None:
+        """Follow the storm base's ``component_debug`` (debug sampling); applied by the loop thread."""
+        if dict(component_debug) != self._debug_seen:
+            self._debug_seen = self._debug_wanted = dict(component_debug)
+            self.wake.set()
 
     def report_error(self, component_id: str, task: int, exc: BaseException) -> None:
         """Record an error of a task (with traceback) through the error sink."""
@@ -243,6 +244,9 @@ class WorkerRuntime:
         if self.inbound:
             did = True
             self._drain_inbound()
+        if self._debug_wanted is not None:
+            wanted, self._debug_wanted = self._debug_wanted, None
+            apply_debug(self.executors, self.topology_id, wanted)
         if self._unsent_roots:
             did = True
             self._fail_roots()
@@ -310,7 +314,7 @@ class WorkerRuntime:
             ex = local.get(task)
             if ex is not None:
                 if check:  # per batch: without the key the per-tuple path has no extra step
-                    items = self._encodable(items)
+                    items = encodable(self, items)
                 ex.inbox.append((task, items))
                 n += len(items)
                 continue
@@ -326,21 +330,6 @@ class WorkerRuntime:
                 batches.append((task, items))
         outbuf.clear()
         self.backlog += n
-
-    def _encodable(self, items: list[Any]) -> list[Any]:
-        """The items of a local batch whose tuples the codec can carry; a refused tuple is reported for its
-        component and its trees fail next pass (as a tuple the transport cannot send to another worker)."""
-        kept: list[Any] = []
-        for item in items:
-            if type(item) is Tuple:
-                try:
-                    encode(item.values)
-                except CodecError as err:
-                    self.report_error(item.source_component, item.source_task, err)
-                    self.fail_unsent([item])
-                    continue
-            kept.append(item)
-        return kept
 
     def shutdown(self) -> None:
         """Deactivate and close spouts, clean up bolts."""
