@@ -28,7 +28,7 @@ from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError
 log = logging.getLogger(__name__)
 
 #: The files a worker leaves in its directory, in the order ``logs`` shows them.
-WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err")
+WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err", "events.log")
 #: Largest read one request returns.
 MAX_READ_BYTES = 1 << 20
 
