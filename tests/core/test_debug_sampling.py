@@ -128,3 +128,28 @@ def test_sampling_at_10_percent_logs_about_10_percent_and_off_stops_it(events: E
         feed(n + 500, 100)
         new = Counter(x.split(",")[1] for x in events.lines[before:])
         assert new == Counter({"double": 100})
+
+
+def test_topology_debug_logs_every_emit_of_the_component_to_the_worker_log() -> None:
+    lines = EventLines()
+    logger = logging.getLogger("storm_py.debug")
+    logger.addHandler(lines)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    tracker = AckFailMapTracker()
+    spout = FeederSpout(Fields("n"))
+    spout.set_ack_fail_delegate(tracker)
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout)
+    builder.set_bolt("double", Double()).shuffle_grouping("numbers").add_configuration("topology.debug", True)
+    builder.set_bolt("sink", Double()).shuffle_grouping("double")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("verbose", {}, builder.create_topology())
+            for i in range(5):
+                spout.feed([i], i)
+            wait_until(lambda: all(tracker.is_acked(i) for i in range(5)), 10, what="five tuples acked")
+            assert sorted(lines.lines) == [f"Emitting: double default [{2 * i}]" for i in range(5)]
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)

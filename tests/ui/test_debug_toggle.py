@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from storm_py.clock import wait_until
+from storm_py.errors import StormPyError
 from tests.ui.conftest import Browser, MetricsCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -71,4 +72,16 @@ def test_debug_toggle_samples_to_events_log_and_stops(
         return len(counts) >= 3 and counts[-1] == counts[-2] == counts[-3]
 
     wait_until(stopped, 30, interval=2.0, what=f"events.log to stop growing ({counts[-3:]})")
+    # Storm's route, bad input refused by name
+    for path, says in ((f"/topology/{tid}/debug/explode/10", "enable or disable"),
+                       (f"/topology/{tid}/debug/enable/many", "must be a number"),
+                       (f"/topology/{tid}/debug/enable/101", "between 0 and 100"),
+                       (f"/topology/{tid}/component/nope/debug/enable/10", "no component 'nope'")):
+        with pytest.raises(StormPyError) as err:
+            client.request("POST", path)
+        assert says in str(err.value), (path, err.value)
+    client.request("POST", f"/topology/{tid}/component/judge/debug/enable/50")
+    judge = client.request("GET", f"/topology/{tid}/component/judge")
+    assert judge["debug"] is True and judge["samplingPct"] == 50
+    assert client.topology("debugged")["debug"] is False
     client.kill("debugged", 0)
