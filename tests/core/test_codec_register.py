@@ -134,3 +134,10 @@ def test_bad_registrations_are_refused_by_name(conf: dict[str, Any], says: str, 
 def test_a_class_the_codec_carries_natively_is_refused(clean_codec: Any) -> None:
     with pytest.raises(ConfigError, match="the codec cannot carry 'collections:OrderedDict'"):
         registration.apply({"topology.kryo.register": ["collections:OrderedDict"]})
+
+
+def test_local_cluster_refuses_an_unknown_class_at_submit() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("feeder", FeederSpout(Fields("value")))
+    with LocalCluster() as cluster, pytest.raises(ConfigError, match="unknown class 'nowhere_xyz:Thing'"):
+        cluster.submit_topology("refused", {"topology.kryo.register": ["nowhere_xyz:Thing"]}, builder.create_topology())
