@@ -15,10 +15,11 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock, SimulatedClock
-from storm_py.config import defaults
+from storm_py.config import defaults, merge_registrations
 from storm_py.errors import WaitTimeoutError
 from storm_py.nimbus.core import Nimbus
 from storm_py.packaging.code_store import MemoryCodeStore
+from storm_py.protocol import registration
 from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
@@ -156,6 +157,8 @@ class LocalCluster:
         topo: StormTopology = tracked.topology if tracked is not None else topology
         if tracked is not None:  # as Storm's test kit: tuples between workers go through the codec and frames
             conf = {"topology.testing.always.try.serialize": True, **dict(conf or {})}
+        # what a cluster's submit-time check refuses (an unknown class to register...) is refused here too
+        registration.registrations(merge_registrations(dict(conf or {}), [s.conf for s in topo.components().values()]))
         with self._lock:
             tid = self.nimbus.submit_topology(name, dict(conf or {}), topo, inactive)
         if tracked is not None:
@@ -179,6 +182,13 @@ class LocalCluster:
         """Deactivate ``name``."""
         with self._lock:
             self.nimbus.deactivate(name)
+            self._sync()
+
+    def debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+        """Storm's ``debug``: sample ``sampling_pct`` % of a component's (or every component's) emits to the
+        event logger (``topology.eventlogger.executors`` > 0), or stop."""
+        with self._lock:
+            self.nimbus.debug(name, component, enable, sampling_pct)
             self._sync()
 
     def rebalance(

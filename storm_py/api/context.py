@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from storm_py.api import metrics_v2
 from storm_py.api.tuple import Fields
 from storm_py.clock import SYSTEM_CLOCK, Clock
 
@@ -50,6 +51,10 @@ class TopologyContext:
         self._sources = dict(sources or {})
         #: the running topology (its components' inputs and groupings), when the runtime hands it over
         self.topology = topology
+        #: Storm's metrics v2 of this task: name -> (kind, metric); read, never reset, into every heartbeat
+        self.metrics_v2: dict[str, tuple[str, Any]] = {}
+        #: the task hooks of this task (``add_task_hook``; ``topology.auto.task.hooks`` adds its own first)
+        self.hooks: list[Any] = []
         tasks = component_tasks.get(component_id, [task_id])
         self.this_task_index = tasks.index(task_id) if task_id in tasks else 0
 
@@ -114,6 +119,45 @@ class TopologyContext:
             raise ValueError(f"metric {name!r} is already registered for task {self.this_task_id}")
         self.metrics[name] = (metric, bucket_secs)
         return metric
+
+    def _register_v2(self, kind: str, name: str, make: Any) -> Any:
+        found = self.metrics_v2.get(name)
+        if found is not None:
+            if found[0] != kind:
+                raise ValueError(f"metric {name!r} of task {self.this_task_id} is already registered as a {found[0]}")
+            return found[1]
+        metric = make()
+        self.metrics_v2[name] = (kind, metric)
+        return metric
+
+    def register_counter(self, name: str) -> metrics_v2.Counter:
+        """Storm's metrics v2 counter ``name`` of this task (the same one when asked again)."""
+        counter: metrics_v2.Counter = self._register_v2("counter", name, metrics_v2.Counter)
+        return counter
+
+    def register_gauge(self, name: str, gauge: Any) -> metrics_v2.Gauge:
+        """A gauge reading ``gauge`` (a callable returning a number, or a :class:`~storm_py.api.metrics_v2.Gauge`)."""
+        made: metrics_v2.Gauge = self._register_v2(
+            "gauge", name, lambda: gauge if isinstance(gauge, metrics_v2.Gauge) else metrics_v2.Gauge(gauge))
+        return made
+
+    def register_histogram(self, name: str) -> metrics_v2.Histogram:
+        """Storm's metrics v2 histogram ``name`` of this task."""
+        histogram: metrics_v2.Histogram = self._register_v2("histogram", name, metrics_v2.Histogram)
+        return histogram
+
+    def register_meter(self, name: str) -> metrics_v2.Meter:
+        """Storm's metrics v2 meter ``name`` of this task (its rate on the cluster's clock)."""
+        meter: metrics_v2.Meter = self._register_v2("meter", name, lambda: metrics_v2.Meter(self.clock))
+        return meter
+
+    def add_task_hook(self, hook: Any) -> None:
+        """Register a task hook (a :class:`~storm_py.api.hooks.BaseTaskHook`); add it in ``prepare``/``open``."""
+        self.hooks.append(hook)
+
+    def get_hooks(self) -> list[Any]:
+        """The task hooks registered for this task."""
+        return list(self.hooks)
 
     def get_storm_conf(self) -> Mapping[str, Any]:
         """The topology configuration."""

@@ -67,6 +67,8 @@ class StormTopology:
 
     spouts: dict[str, ComponentSpec]
     bolts: dict[str, ComponentSpec]
+    #: worker hooks (:class:`~storm_py.api.hooks.WorkerHook`) every worker starts before its tasks
+    worker_hooks: list[Any] = field(default_factory=list)
 
     def components(self) -> dict[str, ComponentSpec]:
         """Every component by id."""
@@ -199,6 +201,7 @@ class TopologyBuilder:
     def __init__(self) -> None:
         self._spouts: dict[str, ComponentSpec] = {}
         self._bolts: dict[str, ComponentSpec] = {}
+        self._worker_hooks: list[Any] = []
 
     def _check_new(self, cid: str, parallelism: int) -> None:
         if not isinstance(cid, str) or not cid:
@@ -231,9 +234,16 @@ class TopologyBuilder:
         self._bolts[id] = spec
         return BoltDeclarer(spec)
 
+    def add_worker_hook(self, hook: Any) -> None:
+        """Add a worker hook (a :class:`~storm_py.api.hooks.WorkerHook`): every worker calls its ``start`` before
+        its tasks start and its ``shutdown`` after they stopped."""
+        if not callable(getattr(hook, "start", None)) or not callable(getattr(hook, "shutdown", None)):
+            raise InvalidTopologyException(f"worker hook {hook!r} has no start(conf, context) and shutdown()")
+        self._worker_hooks.append(hook)
+
     def create_topology(self) -> StormTopology:
         """The topology built so far (component output streams are declared now)."""
-        topo = StormTopology(dict(self._spouts), dict(self._bolts))
+        topo = StormTopology(dict(self._spouts), dict(self._bolts), list(self._worker_hooks))
         for spec in topo.components().values():
             fill_component(spec)
         for rewrite in _REWRITES:

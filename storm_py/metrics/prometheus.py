@@ -97,6 +97,7 @@ class ComponentSeries:
     gauges: Mapping[str, float] = field(default_factory=dict)
     lag: Mapping[tuple[str, int], int] = field(default_factory=dict)  # (topic, partition) -> log end - committed
     records_per_sec: float | None = None  # a spout reading a log: records emitted per second, last heartbeat
+    user: list[tuple[int, str, str, float]] = field(default_factory=list)  # (task, kind, name, value)
 
 
 def topology_families(
@@ -142,6 +143,17 @@ def topology_families(
         "checkpoint_age": MetricFamily(
             "storm_topology_checkpoint_age_seconds", "gauge", "Seconds since the last checkpoint committed."),
     }
+    user = {
+        "metric": MetricFamily("storm_user_metric", "gauge", "A register_metric value, last bucket (maps: name.key)."),
+        "counter_total": MetricFamily("storm_user_counter_total", "counter", "A metrics v2 counter."),
+        "gauge": MetricFamily("storm_user_gauge", "gauge", "A metrics v2 gauge."),
+        "histogram_count": MetricFamily("storm_user_histogram_count", "counter", "Values a histogram recorded."),
+        "histogram_sum": MetricFamily("storm_user_histogram_sum", "counter", "The sum of a histogram's values."),
+        "histogram_min": MetricFamily("storm_user_histogram_min", "gauge", "The least value a histogram recorded."),
+        "histogram_max": MetricFamily("storm_user_histogram_max", "gauge", "The largest value a histogram recorded."),
+        "meter_total": MetricFamily("storm_user_meter_total", "counter", "Events a meter marked."),
+        "meter_mean_rate": MetricFamily("storm_user_meter_mean_rate", "gauge", "A meter's events per second."),
+    }
     for row, components in topologies:
         topo = str(row.get("name", ""))
         fams["info"].add(1, topology=topo, topology_id=str(row.get("id", "")), status=str(row.get("status", "")))
@@ -180,4 +192,8 @@ def topology_families(
                 fams["checkpoint_txid"].add(series.gauges["checkpoint.txid"], topology=topo)
             if "checkpoint.age.secs" in series.gauges:
                 fams["checkpoint_age"].add(series.gauges["checkpoint.age.secs"], topology=topo)
-    return list(fams.values())
+            for task, kind, name, value in sorted(series.user):
+                family = user.get(kind)
+                if family is not None:
+                    family.add(value, topology=topo, component=comp, task=str(task), metric=name)
+    return [*fams.values(), *user.values()]

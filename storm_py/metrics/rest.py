@@ -9,8 +9,9 @@ not trusted: a malformed report is skipped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py.metrics import stats
@@ -121,6 +122,8 @@ class Report:
     time_secs: float
     latency_samples: list[float]
     lag: SpoutLag | None = None
+    #: user metrics: ``(task, kind, name, value)`` (see :func:`_user_rows`)
+    user: list[tuple[int, str, str, float]] = field(default_factory=list)
 
     @property
     def book_key(self) -> str:
@@ -131,6 +134,22 @@ class Report:
     def executor_id(self) -> str:
         """Storm's executor id ``[start-end]``."""
         return f"[{self.tasks[0]}-{self.tasks[-1]}]" if self.tasks else "[]"
+
+
+def _user_rows(raw: Any) -> list[tuple[int, str, str, float]]:
+    """The well-formed ``[task, kind, name, value]`` rows of a report's user metrics (a known kind, a name of at
+    most 200 characters, a finite number), at most :data:`stats.MAX_USER_ROWS`."""
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for row in raw[:stats.MAX_USER_ROWS]:
+        if not isinstance(row, list) or len(row) != 4:
+            continue
+        task, kind, name, value = row
+        if (type(task) is int and kind in stats.USER_KINDS and isinstance(name, str) and 0 < len(name) <= 200
+                and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
+            out.append((task, str(kind), name, float(value)))
+    return out
 
 
 def reports(beats: Beats) -> list[Report]:
@@ -156,6 +175,7 @@ def reports(beats: Beats) -> list[Report]:
                 node, port, str(key), raw["component"], task_list, raw.get("type") == stats.SPOUT,
                 float(uptime) if isinstance(uptime, (int, float)) else 0.0, counters,
                 _numbers(raw.get("gauges")) or {}, hb.time_secs, sample_list, _lag(raw.get("lag")),
+                _user_rows(raw.get("user")),
             ))
     return out
 
@@ -355,5 +375,6 @@ def prometheus_series(
         out[cid] = ComponentSeries(
             cid in spout_ids or any(r.is_spout for r, _ in rows), combined(rows), combined(recent.get(cid, [])),
             gauges, lag, rate if any(r.lag is not None for r, _ in rows) else None,
+            [row for r, _ in rows for row in r.user],
         )
     return out

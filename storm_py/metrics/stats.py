@@ -33,6 +33,25 @@ SKIPPED_INACTIVE_MS = "skipped_inactive_ms"
 REPORTED_ERRORS = "reported_errors"
 #: partitions of one spout executor's lag report a worker sends, and nimbus reads, at most
 MAX_LAG_PARTITIONS = 4096
+#: user metric rows (``[task, kind, name, value]``) one executor report carries, and the kinds they may have
+MAX_USER_ROWS = 512
+USER_KINDS = frozenset({
+    "metric", "counter_total", "gauge", "histogram_count", "histogram_sum", "histogram_min", "histogram_max",
+    "meter_total", "meter_mean_rate",
+})
+
+
+def numeric_points(name: str, value: Any) -> list[tuple[str, float]]:
+    """A ``register_metric`` value as numbers: a number as itself, a map's numeric entries as ``name.key``
+    (one level, as Storm's consumers flatten them); anything else gives nothing."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [(name, float(value))]
+    if isinstance(value, Mapping):
+        return [(f"{name}.{k}", float(v)) for k, v in value.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return []
 QUEUE_POPULATION = "receive_queue.population"
 PENDING = "pending"
 

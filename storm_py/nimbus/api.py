@@ -20,17 +20,19 @@ from storm_py.clock import Clock, wait_until
 from storm_py.deps.envcache import environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus, rest, series
-from storm_py.metrics.windows import ALL_TIME, parse_window
+from storm_py.metrics.windows import ALL_TIME
 from storm_py.nimbus import api_views
 from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.rest_params import debug_request, debug_view, wait_param, window_param
 from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, check_archive
+from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
 from storm_py.worker.log_levels import level_number
@@ -58,19 +60,6 @@ class NimbusNode(Protocol):
     def leader_id(self) -> str | None: ...
 
     def wake(self) -> None: ...
-
-
-def _wait_param(req: Request) -> float | None:
-    raw = req.params.get("wait")
-    if raw is None:
-        return None
-    try:
-        wait = float(raw)
-    except ValueError:
-        raise BadRequestError(f"wait time must be a number of seconds, got {raw!r}") from None
-    if wait < 0:
-        raise BadRequestError(f"wait time must be >= 0, got {raw!r}")
-    return wait
 
 
 class NimbusApi:
@@ -107,6 +96,8 @@ class NimbusApi:
             post("/topology/{id}/deactivate", self.deactivate),
             post("/topology/{id}/rebalance", self.rebalance),
             post("/topology/{id}/rebalance/{wait}", self.rebalance),
+            post("/topology/{id}/debug/{action}/{spct}", self.debug),
+            post("/topology/{id}/component/{component}/debug/{action}/{spct}", self.debug),
             post("/topology/{id}/kill", self.kill),
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
@@ -194,15 +185,16 @@ class NimbusApi:
 
     def topology_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id?window=``."""
-        tid, _, page = self._page(req.params["id"], _window_param(req))
+        tid, base, page = self._page(req.params["id"], window_param(req))
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
-        return page
+        return {**page, **debug_view(base.component_debug.get(tid)),
+                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
 
     def component_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/component/:component``."""
-        window = _window_param(req)
-        tid, _, page = self._page(req.params["id"], window)
+        window = window_param(req)
+        tid, base, page = self._page(req.params["id"], window)
         comp = req.params["component"]
         s = self.node.state
         out = api_views.component_page(
@@ -211,7 +203,7 @@ class NimbusApi:
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
-        return out
+        return {**out, **debug_view(base.component_debug.get(comp) or base.component_debug.get(tid))}
 
     def topology_workers(self, req: Request) -> dict[str, Any]:
         """``/topology-workers/:id``: where the topology's workers run."""
@@ -231,7 +223,7 @@ class NimbusApi:
 
     def visualization(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/visualization?window=``: components, their inputs with rates, capacities."""
-        window = _window_param(req, default="600")
+        window = window_param(req, default="600")
         tid, base = self._base(req.params["id"])
         book = self.node.nimbus.stats_book
         found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
@@ -302,10 +294,19 @@ class NimbusApi:
         self.node.nimbus.deactivate(base.name)
         return self._done("deactivate", tid)
 
+    def debug(self, req: Request) -> dict[str, Any]:
+        """``POST /topology/:id[/component/:component]/debug/:action/:spct``: ``action`` ``enable`` or
+        ``disable``, ``spct`` the percentage of emits sampled to the event logger."""
+        self._require_leader()
+        enable, pct = debug_request(req.params)
+        tid, base = self._base(req.params["id"])
+        self.node.nimbus.debug(base.name, req.params.get("component"), enable, pct)
+        return self._done("debug", tid)
+
     def kill(self, req: Request) -> dict[str, Any]:
         """``POST /topology/:id/kill[/:wait]`` (default wait: the topology's message timeout)."""
         self._require_leader()
-        wait = _wait_param(req)
+        wait = wait_param(req)
         tid, base = self._base(req.params["id"])
         self.node.nimbus.kill_topology(base.name, wait)
         return self._done("kill", tid)
@@ -314,7 +315,7 @@ class NimbusApi:
         """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
         ``executors``, and ``topologyConfOverrides``: ``rebalance -t``)."""
         self._require_leader()
-        wait = _wait_param(req)
+        wait = wait_param(req)
         body = req.json()
         options = body.get("rebalanceOptions", {}) if isinstance(body, Mapping) else {}
         if not isinstance(options, Mapping):
@@ -424,15 +425,6 @@ class NimbusApi:
                 store.replication_count(tid), wanted, tid, max_wait,
             )
         return store.replication_count(tid)
-
-
-def _window_param(req: Request, default: str = ALL_TIME) -> str:
-    """Storm's ``?window=`` (``600``, ``10800``, ``86400``, ``:all-time``)."""
-    raw = (req.query.get("window") or [default])[0]
-    try:
-        return parse_window(raw)
-    except ValueError as err:
-        raise BadRequestError(str(err)) from None
 
 
 def _valid_id(text: str) -> bool:

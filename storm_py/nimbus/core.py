@@ -28,7 +28,7 @@ from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.api_views import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
-from storm_py.nimbus.validation import checked_system_topology
+from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.state.cluster_state import ClusterState
@@ -36,11 +36,6 @@ from storm_py.state.models import StormBase
 
 log = logging.getLogger(__name__)
 
-#: Keys ``rebalance -t`` may not change: they shape the topology (``-n`` and ``-e`` change workers and executors).
-REBALANCE_FIXED_KEYS = frozenset(
-    {"topology.name", "topology.workers", "topology.acker.executors", "topology.tasks", "topology.max.task.parallelism",
-     "topology.eventlogger.executors"}
-)
 #: Longest wait of a kill or rebalance (a week): anything longer, or not a finite number, is refused.
 MAX_WAIT_SECS = 7 * 24 * 3600
 
@@ -203,6 +198,23 @@ class Nimbus:
             if status != base.status:
                 self.state.set_storm_base(tid, _replace(base, status=status))
 
+    def debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+        """Storm's ``debug``: sample ``sampling_pct`` % of the emits of ``component`` (of every component when
+        ``None``) to the event logger, or stop; kept in the storm base's ``component_debug``, which workers follow."""
+        if isinstance(sampling_pct, bool) or not isinstance(sampling_pct, (int, float)) or not (
+                0 <= sampling_pct <= 100):
+            raise InvalidTopologyException(f"sampling percentage must be between 0 and 100, got {sampling_pct!r}")
+        with self._lock:
+            tid, base = self._require(name)
+            if component is not None and (component not in base.component_executors or component.startswith("__")):
+                raise InvalidTopologyException(f"topology {name!r} has no component {component!r}",
+                                               component=component)
+            debug = dict(base.component_debug)
+            debug[component or tid] = {"enable": bool(enable), "samplingpct": float(sampling_pct)}
+            self.state.set_storm_base(tid, _replace(base, component_debug=debug))
+            log.info("debug of %s%s %s at %s%%", tid, f" component {component}" if component else "",
+                     "enabled" if enable else "disabled", sampling_pct)
+
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate now; remove the topology after ``wait_secs`` (default: its message timeout)."""
         with self._lock:
@@ -227,7 +239,7 @@ class Nimbus:
         conf gains ``conf_overrides`` (Storm's ``rebalance -t``), which workers started from then on run with."""
         with self._lock:
             tid, base = self._require(name)
-            overrides = self._conf_overrides(name, base, conf_overrides or {})
+            overrides = checked_conf_overrides(name, base.topology_conf, conf_overrides or {})
             if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
                 raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")
             if num_workers is not None:
@@ -256,22 +268,6 @@ class Nimbus:
                 tid, _replace(base, status=status, prev_status=base.status, topology_action_options=options)
             )
         self.step()
-
-    def _conf_overrides(self, name: str, base: StormBase, overrides: Mapping[str, Any]) -> dict[str, Any]:
-        """``overrides`` checked against the key table with the topology's conf; keys that shape the topology
-        (its name, workers, tasks, ackers) are refused: ``-n`` and ``-e`` change those."""
-        fixed = sorted(k for k in overrides if k in REBALANCE_FIXED_KEYS)
-        if fixed:
-            raise InvalidTopologyException(
-                f"rebalance cannot change {', '.join(fixed)} of {name!r} (use -n / -e for workers and executors)"
-            )
-        out = dict(overrides)
-        try:
-            json.dumps(out)
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"topology conf overrides of {name!r} are not JSON: {err}", topology=name) from err
-        validate_conf({**base.topology_conf, **out}, f"rebalance conf of {name!r}:")
-        return out
 
     def _wait(self, base: StormBase, wait_secs: float | None) -> float:
         if wait_secs is None:

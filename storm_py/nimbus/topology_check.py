@@ -92,6 +92,7 @@ def topology_from_skeleton(skeleton: Mapping[str, Any]) -> StormTopology:
 def _check(request: Mapping[str, Any]) -> dict[str, Any]:
     from storm_py.packaging.code_loader import load_topology
     from storm_py.packaging.package import unpack
+    from storm_py.protocol import registration
     from storm_py.runtime.system_topology import system_topology
     from storm_py.stateful.wiring import check_topology as check_stateful
 
@@ -103,6 +104,7 @@ def _check(request: Mapping[str, Any]) -> dict[str, Any]:
         validate_topology(topology)
         check_stateful(topology, conf)
         validate_topology(system_topology(topology, conf), system=True)
+        registration.apply(conf)  # topology.kryo.register names classes of the package the codec can carry
         return {"ok": True, "topology": skeleton_of(topology)}
 
 

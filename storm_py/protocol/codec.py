@@ -134,8 +134,8 @@ def _default(obj: Any) -> msgpack.ExtType:
                 f"cannot encode int {obj}: outside msgpack's range (-2**63 .. 2**64-1)", type=_type_name(cls)
             )
         raise CodecError(
-            f"cannot encode a value of type {_type_name(cls)} (not a msgpack type and not registered with "
-            f"register_ext)",
+            f"cannot encode a value of type {_type_name(cls)} (not a msgpack type and not registered: name it in "
+            f"topology.kryo.register or call register_ext)",
             type=_type_name(cls),
         )
     try:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple, tuple_roots
 from storm_py.runtime.acker import FAIL, RESET
 from storm_py.runtime.executor import bad_stream, direct_route
+from storm_py.runtime.hooks import report_ack, report_fail
 from storm_py.runtime.routing import StreamRoute
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_clock", "_default_route", "_ex", "_ids", "_out", "_routes", "_samples",
-        "_stats", "_task", "component_id",
+        "_acker_for", "_acking", "_clock", "_default_route", "_ex", "_hooks", "_ids", "_out", "_routes",
+        "_samples", "_stats", "_task", "component_id",
     )
 
     def __init__(self, ex: BoltExecutor, task: int) -> None:
@@ -48,6 +49,8 @@ class _TaskEmitter:
         self._samples = ex.process_samples  # likewise
         self._clock = ex.rt.clock.now
         self.component_id = ex.component_id
+        #: the task's hooks, set once it prepared with some (empty: no hook code runs)
+        self._hooks: list[Any] = []
 
     def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
@@ -147,6 +150,8 @@ class BoltCollector(_TaskEmitter):
             if started is not None:
                 self._stats.process_secs += self._clock() - started
                 self._stats.process_count += 1
+        if self._hooks:
+            report_ack(self._hooks, tup, self._task, None)
         if not self._acking:
             return
         root = tup._root
@@ -167,6 +172,8 @@ class BoltCollector(_TaskEmitter):
             self._samples.pop(id(tup), None)
         roots = tuple_roots(tup)
         self._stats.failed += 1
+        if self._hooks:
+            report_fail(self._hooks, tup, self._task)
         if roots and self._acking:
             out = self._out
             acker_for = self._acker_for

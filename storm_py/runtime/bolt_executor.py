@@ -22,6 +22,8 @@ from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector
 from storm_py.runtime.executor import Executor, ExecutorHost
+from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
+from storm_py.runtime.taps import watch
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,13 @@ class BoltExecutor(Executor):
                     bolt.prepare(conf, self.context_for(t), collector)
                     self.runners[t] = self._runner(bolt.execute, t)
                     self.sampled_tasks.add(t)
+                watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
+                hooks = self.context_for(t).hooks
+                if hooks:  # only a task with hooks runs hook code per tuple
+                    collector._hooks = hooks
+                    if isinstance(bolt, BasicBolt):
+                        self.runners[t] = self._basic_runner(bolt, collector)
+                    self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with
                 # backoff); the error is reported as itself first, so the topology's errors show the cause.
@@ -99,6 +108,7 @@ class BoltExecutor(Executor):
         task = collector._task
         stats = self.stats
         acking = collector._acking
+        hooked = bool(collector._hooks)  # a hooked task acks through the collector, which reports the acks
 
         def run(batch: list[Tuple]) -> None:
             acked = 0
@@ -115,6 +125,9 @@ class BoltExecutor(Executor):
                     continue
                 except Exception as exc:
                     on_error(task, tup, exc)
+                    continue
+                if hooked:
+                    ack(tup)
                     continue
                 if not acking:  # BoltCollector.ack without ackers: a count (basic bolts are not sampled)
                     acked += 1
@@ -245,6 +258,8 @@ class BoltExecutor(Executor):
                 bolt.cleanup()
             except Exception as exc:
                 self.report_error(t, exc)
+        for context in self.contexts.values():
+            cleanup_task_hooks(context)
 
 
 def _no_wake() -> None:

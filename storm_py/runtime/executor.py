@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn, Protocol
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Id
 from storm_py.clock import Clock
+from storm_py.runtime.hooks import add_auto_hooks
 from storm_py.runtime.ids import IdSource
 from storm_py.runtime.routing import StreamRoute
 
@@ -132,6 +133,8 @@ class Executor:
         self.stats = ExecutorStats()
         #: the contexts handed to the tasks (their registered metrics are reported every bucket)
         self.contexts: dict[int, TopologyContext] = {}
+        #: what watches each task's emits (hooks, debug; see :mod:`storm_py.runtime.taps`), once anything did
+        self.watchers: dict[int, Any] = {}
         self.conf = rt.component_conf(component_id)
         freq = self.conf.get("topology.tick.tuple.freq.secs")
         self.tick_freq: float | None = float(freq) if freq else None
@@ -160,6 +163,7 @@ class Executor:
         context = self.contexts.get(task)
         if context is None:
             context = self.contexts[task] = self.rt.make_context(task, self.component_id)
+            add_auto_hooks(context, self.conf)
         return context
 
     def report_error(self, task: int, exc: BaseException) -> None:

@@ -1,4 +1,5 @@
-"""This module owns the ids of tuple trees: a worker's source of random 62-bit root and edge ids.
+"""This module owns the ids of tuple trees: a worker's source of random 62-bit root and edge ids, and the
+acker each root belongs to.
 
 Storm draws a tree's root id and every edge id from a ``java.util.Random`` per executor; an acker sees a tree
 complete when the XOR of its edge ids comes back to zero, so ids must look independent of one another, and
@@ -82,3 +83,21 @@ class IdSource:
             turn = 0
         self._turn = turn
         return (self.next() // n) * n + local[turn]
+
+
+def acker_chooser(ackers: list[int]) -> Callable[[int], int]:
+    """The acker task of a root id: ``ackers[root mod n]`` (Storm's fields grouping on the root id)."""
+    if not ackers:
+        return lambda root: -1
+    if len(ackers) == 1:
+        only = ackers[0]
+        return lambda root: only
+    ordered = sorted(ackers)
+    n = len(ordered)
+    return lambda root: ordered[root % n]
+
+
+def worker_id_source(seed: int, ackers: tuple[int, ...], worker_tasks: set[int]) -> IdSource:
+    """The worker's :class:`IdSource`: its roots are owned by the worker's own ackers when it runs any
+    (``ackers``: every acker task, sorted)."""
+    return IdSource(seed, len(ackers), [i for i, t in enumerate(ackers) if t in worker_tasks])

@@ -15,8 +15,10 @@ from typing import Any, Final
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
+from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
 from storm_py.runtime.pending import PendingEntry, PendingMap
 from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.taps import watch
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +212,10 @@ class SpoutExecutor(Executor):
                 log.exception("spout %s task %d failed in open", self.component_id, t)
                 self.report_error(t, exc)
                 raise
+        for t in self.spouts:
+            self.context_for(t)
+            watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
+        hook_spouts(self.spouts, self.contexts, self.stats)
 
     def set_active(self, active: bool) -> None:
         """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""
@@ -351,3 +357,5 @@ class SpoutExecutor(Executor):
                     spout.close()
             except Exception as exc:
                 self.report_error(t, exc)
+        for context in self.contexts.values():
+            cleanup_task_hooks(context)

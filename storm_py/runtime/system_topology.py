@@ -1,4 +1,5 @@
-"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams, the metrics consumers of
+"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams, the ``__eventlogger`` bolts of
+``topology.eventlogger.executors`` fed by every component's ``__eventlog`` stream, the metrics consumers of
 ``topology.metrics.consumer.register`` as ``__metrics_<class>`` bolts fed by every component's ``__metrics``
 stream, and lays out task ids and executors.
 
@@ -13,6 +14,7 @@ from typing import Any
 from storm_py.api.topology import DIRECT, FIELDS, SHUFFLE, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
 from storm_py.metrics.consumer import MetricsConsumerBolt, registrations
+from storm_py.runtime.eventlogger import EVENTLOG_FIELDS, EVENTLOG_STREAM, EVENTLOGGER_COMPONENT, EventLoggerBolt
 
 ACKER_COMPONENT = "__acker"
 SYSTEM_COMPONENT = "__system"
@@ -22,7 +24,7 @@ ACK_FAIL = "__ack_fail"
 ACK_RESET_TIMEOUT = "__ack_reset_timeout"
 SYSTEM_STREAM = "__system"
 METRICS_STREAM = "__metrics"
-SYSTEM_IDS = frozenset({ACKER_COMPONENT, SYSTEM_COMPONENT})
+SYSTEM_IDS = frozenset({ACKER_COMPONENT, SYSTEM_COMPONENT, EVENTLOGGER_COMPONENT})
 
 Executor = tuple[int, int]
 
@@ -40,10 +42,12 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     from storm_py.runtime.acker import AckerBolt
 
     topo = StormTopology(
-        {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()}
+        {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()},
+        list(topology.worker_hooks),
     )
     for spec in topo.components().values():
         spec.streams[SYSTEM_STREAM] = (Fields("event"), False)
+    _with_event_loggers(topo, conf)
     n = num_ackers(conf)
     timeout = conf.get("topology.message.timeout.secs", 30)
     if n <= 0:
@@ -76,6 +80,22 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     acker.streams[SYSTEM_STREAM] = (Fields("event"), False)
     topo.bolts[ACKER_COMPONENT] = acker
     return _with_metrics_consumers(topo, conf)
+
+
+def _with_event_loggers(topo: StormTopology, conf: dict[str, Any]) -> None:
+    """Add ``topology.eventlogger.executors`` ``__eventlogger`` tasks fed by every component's ``__eventlog``
+    stream, grouped by component (Storm's wiring); with none, nothing is added and debug sampling has no target."""
+    n = int(conf.get("topology.eventlogger.executors") or 0)
+    if n <= 0:
+        return
+    sources = list(topo.components())
+    for spec in topo.components().values():
+        spec.streams[EVENTLOG_STREAM] = (Fields(*EVENTLOG_FIELDS), False)
+    bolt = ComponentSpec(EVENTLOGGER_COMPONENT, EventLoggerBolt(), n, False)
+    bolt.conf = {"topology.tasks": n}
+    bolt.inputs = {(cid, EVENTLOG_STREAM): Grouping(FIELDS, Fields("component-id")) for cid in sources}
+    bolt.streams = {SYSTEM_STREAM: (Fields("event"), False)}
+    topo.bolts[EVENTLOGGER_COMPONENT] = bolt
 
 
 def _with_metrics_consumers(topo: StormTopology, conf: dict[str, Any]) -> StormTopology:

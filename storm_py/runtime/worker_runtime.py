@@ -22,15 +22,19 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
+from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
-from storm_py.runtime.ids import ID_BITS, IdSource
+from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
+from storm_py.runtime.ids import ID_BITS, acker_chooser, worker_id_source
 from storm_py.runtime.loads import WorkerLoads, locality_bounds
 from storm_py.runtime.routing import StreamRoute
+from storm_py.runtime.serialize_check import encodable
 from storm_py.runtime.spout_executor import SpoutExecutor
-from storm_py.runtime.system_topology import ACKER_COMPONENT, TaskLayout, num_ackers
+from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
+from storm_py.runtime.taps import apply_debug
 from storm_py.runtime.transfer import Entries, SendRemote
 
 log = logging.getLogger(__name__)
@@ -83,16 +87,20 @@ class WorkerRuntime:
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
+        registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
         self.resources: dict[str, Any] = {}
+        self.worker_hooks: list[Any] = []  # started in prepare
         if transactional_state is not None:
             self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
-        self.acker_for = _acker_chooser(list(ackers))
-        self.ids = _id_source(self.rng.getrandbits(ID_BITS), ackers,
+        self.acker_for = acker_chooser(list(ackers))
+        self.ids = worker_id_source(self.rng.getrandbits(ID_BITS), ackers,
                               set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
         self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
+        #: ``topology.testing.always.try.serialize`` also checks tuples between this worker's own tasks (Storm)
+        self.check_local = bool(self.conf.get("topology.testing.always.try.serialize"))
         self.dropped = 0
         #: load-aware shuffling (on unless ``topology.disable.loadaware.messaging``): its locality bounds, the
         #: choosers to refresh, when next, and the tuples queued for a peer worker (set by the transport)
@@ -105,6 +113,8 @@ class WorkerRuntime:
         self.inbound_count = 0
         self._desired_active = False
         self._applied_active = False
+        self._debug_seen: dict[str, Any] = {}  # the component_debug last handed in (set_debug)
+        self._debug_wanted: dict[str, Any] | None = None
         self.worker_tasks = sorted(t for _, (s, e) in executors for t in range(s, e + 1))
         self._worker_task_set = set(self.worker_tasks)
         self._routes: dict[int, dict[str, StreamRoute]] = {}
@@ -206,6 +216,8 @@ class WorkerRuntime:
 
     def prepare(self) -> None:
         """Create every task's component object and prepare bolts (spouts open at their first activation)."""
+        context = self.make_context(-1, SYSTEM_COMPONENT)  # the worker's own: resources set there reach every task
+        self.worker_hooks = start_worker_hooks(self.topology.worker_hooks, self.conf, context)
         for ex in self.executors:
             ex.prepare()
 
@@ -213,6 +225,12 @@ class WorkerRuntime:
         """Ask for the topology's spouts to be (de)activated; applied by the loop thread."""
         self._desired_active = active
         self.wake.set()
+
+    def set_debug(self, component_debug: Mapping[str, Any]) -> None:
+        """Follow the storm base's ``component_debug`` (debug sampling); applied by the loop thread."""
+        if dict(component_debug) != self._debug_seen:
+            self._debug_seen = self._debug_wanted = dict(component_debug)
+            self.wake.set()
 
     def report_error(self, component_id: str, task: int, exc: BaseException) -> None:
         """Record an error of a task (with traceback) through the error sink."""
@@ -240,6 +258,9 @@ class WorkerRuntime:
         if self.inbound:
             did = True
             self._drain_inbound()
+        if self._debug_wanted is not None:
+            wanted, self._debug_wanted = self._debug_wanted, None
+            apply_debug(self.executors, self.topology_id, wanted)
         if self._unsent_roots:
             did = True
             self._fail_roots()
@@ -304,9 +325,12 @@ class WorkerRuntime:
         local = self.local_executor
         remote = self._remote
         n = 0
+        check = self.check_local
         for task, items in outbuf.items():
             ex = local.get(task)
             if ex is not None:
+                if check:  # per batch: without the key the per-tuple path has no extra step
+                    items = encodable(self, items)
                 ex.inbox.append((task, items))
                 n += len(items)
                 continue
@@ -330,6 +354,7 @@ class WorkerRuntime:
                 ex.shutdown()
             except Exception:
                 log.exception("shutdown of %s failed", ex.component_id)
+        shutdown_worker_hooks(self.worker_hooks)
 
     # -------------------------------------------------------------------------------------------------- reading
 
@@ -356,24 +381,6 @@ class WorkerRuntime:
     def is_idle(self) -> bool:
         """No queued tuples in any executor and nothing inbound."""
         return not self.inbound and not self._unsent_roots and all(not ex.inbox for ex in self.executors)
-
-
-def _acker_chooser(ackers: list[int]) -> Callable[[int], int]:
-    """The acker task of a root id: ``ackers[root mod n]`` (Storm's fields grouping on the root id)."""
-    if not ackers:
-        return lambda root: -1
-    if len(ackers) == 1:
-        only = ackers[0]
-        return lambda root: only
-    ordered = sorted(ackers)
-    n = len(ordered)
-    return lambda root: ordered[root % n]
-
-
-def _id_source(seed: int, ackers: tuple[int, ...], worker_tasks: set[int]) -> IdSource:
-    """The worker's :class:`IdSource`: its roots are owned by the worker's own ackers when it runs any
-    (``ackers``: every acker task, sorted)."""
-    return IdSource(seed, len(ackers), [i for i, t in enumerate(ackers) if t in worker_tasks])
 
 
 class WorkerLoop:

@@ -1,11 +1,11 @@
 """This module owns the upkeep of a supervisor's ``workers-artifacts`` directory: worker logs rotated by size,
 and the directories of workers gone for longer than ``logviewer.cleanup.age.mins`` removed.
 
-Rotation is "copy, then truncate": a worker writes ``worker.log`` (its logging handler) and ``worker.log.out`` /
-``.err`` (its stdout and stderr) in append mode, so after the truncation its next write lands at the new end.
-Each file over its share of ``logviewer.max.per.worker.logs.size.mb`` (a sixth: three files and one ``.1``
-backup each) is copied to ``<name>.1`` and emptied, so a worker's directory stays under the limit whatever the
-worker prints.  Plain functions over paths and ``now``; the supervisor's round calls :func:`maintain`.
+Rotation is "copy, then truncate": a worker writes ``worker.log`` and ``events.log`` (its logging handlers) and
+``worker.log.out`` / ``.err`` (its stdout and stderr) in append mode, so after the truncation its next write lands
+at the new end.  Each file over its share of ``logviewer.max.per.worker.logs.size.mb`` (an eighth: four files and
+one ``.1`` backup each) is copied to ``<name>.1`` and emptied, so a worker's directory stays under the limit
+whatever the worker prints.  Plain functions over paths and ``now``; the supervisor's round calls :func:`maintain`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 #: The files rotated in each worker's directory.
-ROTATED = ("worker.log", "worker.log.out", "worker.log.err")
+ROTATED = ("worker.log", "worker.log.out", "worker.log.err", "events.log")
 #: Storm's defaults.
 DEFAULT_MAX_MB = 2048.0
 DEFAULT_CLEANUP_MINS = 10080.0

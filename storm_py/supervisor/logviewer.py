@@ -44,7 +44,7 @@ from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, search_
 log = logging.getLogger(__name__)
 
 #: The files a worker leaves in its directory, in the order ``logs`` shows them.
-WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err")
+WORKER_FILES = ("worker.log", "worker.log.out", "worker.log.err", "events.log")
 #: Largest read one request returns.
 MAX_READ_BYTES = 1 << 20
 #: Largest file one download returns (bigger ones are read in pages).

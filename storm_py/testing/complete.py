@@ -29,7 +29,7 @@ def capture_topology(topology: StormTopology) -> tuple[StormTopology, CaptureSto
             capture.inputs[(cid, stream)] = Grouping(DIRECT) if direct else Grouping(GLOBAL, Fields())
     fill_component(capture)
     bolts[capture.id] = capture
-    return StormTopology(spouts, bolts), store
+    return StormTopology(spouts, bolts, list(topology.worker_hooks)), store
 
 
 def _copy_spec(spec: ComponentSpec) -> ComponentSpec:

@@ -128,6 +128,7 @@ class Worker:
         self.metrics.install()
         self.transport.bind(self.key, runtime)
         runtime.set_active(ts.spouts_active(base.status))
+        runtime.set_debug(base.component_debug)
         self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
         self.heartbeat()
@@ -159,6 +160,7 @@ class Worker:
         if mine != self.executors:
             return False
         self.runtime.set_active(ts.spouts_active(base.status))
+        self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
         now = self.clock.now()

@@ -25,6 +25,7 @@ from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.packaging.code_store import DistCodeStore
+from storm_py.runtime.eventlogger import EVENTS_LOGGER
 from storm_py.runtime.transfer.auth import FrameAuth, topology_curve_seed, topology_frame_key
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.state.acl import WORKER_AUTH_ENV
@@ -41,11 +42,18 @@ EXIT_CRASHED = 3
 
 
 def configure_logging(log_file: Path | None, level: str = "INFO") -> None:
-    """Log to the worker's ``worker.log`` (stderr when no file is given)."""
+    """Log to the worker's ``worker.log`` (stderr when no file is given); the event logger's lines go to
+    ``events.log`` beside it (Storm's file of debug-sampled emits, read through the log viewer)."""
     handler: logging.Handler
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(log_file, encoding="utf-8")
+        events = logging.FileHandler(log_file.parent / "events.log", encoding="utf-8", delay=True)
+        events.setFormatter(logging.Formatter("%(message)s"))
+        events_logger = logging.getLogger(EVENTS_LOGGER)
+        events_logger.handlers[:] = [events]
+        events_logger.setLevel(logging.INFO)
+        events_logger.propagate = False
     else:
         handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"))

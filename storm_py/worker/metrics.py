@@ -107,6 +107,8 @@ class WorkerMetrics:
         self._builtin_at = self.started + self.builtin_secs
         self._scan_at = self.started
         self._emitted_at: dict[str, tuple[float, int]] = {}  # per spout executor: (when, emitted) last reported
+        #: the last bucket's value of each ``register_metric`` metric, by task and name (exported on /metrics)
+        self._user_last: dict[int, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------------ heartbeats
 
@@ -123,6 +125,9 @@ class WorkerMetrics:
                 "counters": executor_counters(self.rt, ex),
                 "gauges": executor_gauges(ex),
             }
+            user = self._user_rows(ex)
+            if user:
+                report["user"] = user
             if ex.is_spout:  # a bounded sample of complete latencies, for percentiles
                 samples = list(ex.stats.lat_samples)
                 report["latency_samples"] = [round(x, 3) for x in samples[:: max(1, len(samples) // 500)]]
@@ -131,6 +136,25 @@ class WorkerMetrics:
                     if lag is not None:
                         report["lag"] = lag
         return out
+
+    def _user_rows(self, ex: Executor) -> list[list[Any]]:
+        """``[task, kind, name, value]`` of the executor's user metrics: the last bucket of each
+        ``register_metric`` metric (kind ``metric``; a map value gives one row per numeric entry,
+        ``name.key``) and the current values of its metrics v2 (kind ``counter_total``, ``gauge``,
+        ``histogram_count`` ...), at most :data:`~storm_py.metrics.stats.MAX_USER_ROWS`."""
+        rows: list[list[Any]] = []
+        for task in ex.task_ids:
+            for name, value in list(self._user_last.get(task, {}).items()):
+                rows.extend([task, "metric", key, number] for key, number in stats.numeric_points(name, value))
+            context = ex.contexts.get(task)
+            for name, (kind, metric) in list(context.metrics_v2.items()) if context is not None else []:
+                try:
+                    values = metric.values()
+                except Exception as err:  # a user's gauge must not stop the heartbeat
+                    log.warning("metric %r of task %d is left out: %r", name, task, err)
+                    continue
+                rows.extend([task, f"{kind}{suffix}", name, number] for suffix, number in values.items())
+        return rows[:stats.MAX_USER_ROWS]
 
     def _lag(self, ex: SpoutExecutor) -> dict[str, Any] | None:
         """The executor's spouts' ``lag_report()`` (a spout reading a log, such as the Kafka spout, defines it):
@@ -163,10 +187,9 @@ class WorkerMetrics:
     # ------------------------------------------------------------------------------------------------- buckets
 
     def install(self) -> None:
-        """Run every bucket on the worker loop (only when the topology registers consumers)."""
-        if self.consumers:
-            self.rt.timer = self.tick
-            self.rt.timer_at = self.started
+        """Run every bucket on the worker loop (the buckets' values go to the consumers, if any, and /metrics)."""
+        self.rt.timer = self.tick
+        self.rt.timer_at = self.started
 
     def tick(self, now: float) -> float:
         """Send what is due at ``now``; return when to be called next (the runtime's timer)."""
@@ -174,6 +197,7 @@ class WorkerMetrics:
             self._scan()
             self._scan_at = now + SCAN_SECS
         for due in self.schedule.due(now):
+            self._user_last.setdefault(due.task, {}).update(due.points)
             self._send(due.task, due.bucket_secs, due.points)
         if now >= self._builtin_at:
             while self._builtin_at <= now:

@@ -100,3 +100,30 @@ def test_frames_held_for_a_worker_that_left_do_not_keep_the_cluster_busy() -> No
         for n in range(400):  # more frames than the gone worker's mailbox holds: the rest waits in overflow
             sender.runtime.send_remote(gone.key, [(0, [(2, n, 0)])])
         assert transfer.idle()
+
+
+def test_a_set_fails_in_one_worker_with_the_key_on_and_goes_through_without() -> None:
+    """Storm's local serialization check: the key checks tuples between the tasks of one worker too."""
+    for on in (True, False):
+        tracker = AckFailMapTracker()
+        spout = FeederSpout(Fields("value"))
+        spout.set_ack_fail_delegate(tracker)
+        seen = Seen()
+        builder = TopologyBuilder()
+        builder.set_spout("feeder", spout)
+        builder.set_bolt("record", RecordingBolt(seen)).shuffle_grouping("feeder")
+        with LocalCluster() as cluster:
+            cluster.submit_topology("one-worker", {"topology.workers": 1, SERIALIZE: on}, builder.create_topology())
+            tid = cluster.get_topology_id("one-worker")
+            assert tid is not None and len(cluster.workers(tid)) == 1
+            spout.feed([{1, 2}], 1)
+            spout.feed(["fine"], 2)
+            wait_until(lambda: tracker.is_acked(2), 10, what="the encodable tuple to be acked")
+            if on:
+                wait_until(lambda: tracker.is_failed(1), 10, what="the set to fail")
+                assert seen.values == [["fine"]]
+                errors = cluster.state.errors(tid, "feeder")
+                assert errors and "cannot encode" in errors[0].error and "set" in errors[0].error
+            else:
+                wait_until(lambda: tracker.is_acked(1), 10, what="the set to be acked")
+                assert sorted(map(str, seen.values)) == ["['fine']", "[{1, 2}]"]

@@ -147,17 +147,57 @@ def test_complete_topology_removes_the_topology_and_honours_cleanup_state(cleanu
         assert sorted(read_tuples(again, "numbers")) == [[1], [2], [3]]
 
 
+class Point:
+    pass
+
+
+class Line:
+    pass
+
+
+class Shape:
+    pass
+
+
+class PointSer:
+    """A serializer named in the conf (built without arguments)."""
+
+    def to_bytes(self, obj: Point) -> bytes:
+        return b""
+
+    def from_bytes(self, data: bytes) -> Point:
+        return Point()
+
+
+class ComponentSer(PointSer):
+    pass
+
+
+class TopologySer(PointSer):
+    pass
+
+
 def test_component_registrations_merge_into_the_topology_conf_topology_wins():
     """Storm's normalizeConf: components' topology.kryo.register first, the topology's last (wins)."""
+    from storm_py.protocol.codec import unregister_ext
+    from storm_py.protocol.registration import FIRST_CODE
+
     register = "topology.kryo.register"
+    here = __name__
     builder = TopologyBuilder()
     builder.set_spout("keys", FixedTupleSpout([], ["key"]))
-    builder.set_bolt("conf", ConfBolt({register: [{"a.Point": "component.Ser"}, "c.Shape"]})).shuffle_grouping("keys")
-    conf = {register: [{"a.Point": "topology.Ser"}, "b.Line"]}
-    with LocalCluster(simulated_time=True) as cluster:
-        results = complete_topology(cluster, builder.create_topology(), mocked_sources={"keys": [[register]]},
-                                    storm_conf=conf)
-    assert read_tuples(results, "conf") == [[register, [{"a.Point": "topology.Ser"}, "c.Shape", "b.Line"]]]
+    builder.set_bolt("conf", ConfBolt({register: [{f"{here}:Point": f"{here}:ComponentSer"}, f"{here}:Shape"]})
+                     ).shuffle_grouping("keys")
+    conf = {register: [{f"{here}:Point": f"{here}:TopologySer"}, f"{here}:Line"]}
+    try:
+        with LocalCluster(simulated_time=True) as cluster:
+            results = complete_topology(cluster, builder.create_topology(), mocked_sources={"keys": [[register]]},
+                                        storm_conf=conf)
+    finally:
+        for code in range(FIRST_CODE, FIRST_CODE + 3):
+            unregister_ext(code)
+    assert read_tuples(results, "conf") == [
+        [register, [{f"{here}:Point": f"{here}:TopologySer"}, f"{here}:Shape", f"{here}:Line"]]]
 
 
 def test_submit_refuses_a_bad_topology_conf_naming_the_key():

@@ -17,6 +17,7 @@
     const page = await Storm.getJson("/topology/" + encodeURIComponent(id) + "?window=" + encodeURIComponent(window_));
     topologyId = page.id;
     document.title = page.name + " — storm_py UI";
+    showDebug(page);
     $("title").textContent = "Topology " + page.name;
     $("crumbs").textContent = "Topology " + page.name;
     table($("topology-summary"), [
@@ -100,6 +101,18 @@
     document.body.dataset.loaded = String(Date.now());
   }
 
+  let debugShown = false;
+  function showDebug(page) {
+    // Storm's debug toggle: sample a share of every component's emits to the event logger (events.log)
+    const on = Boolean(page.debug);
+    $("debug").dataset.on = String(on);
+    $("debug").textContent = on ? "Stop Debug" : "Debug";
+    if (!debugShown) { $("debug-pct").value = page.samplingPct; debugShown = true; }
+    $("debug-state").textContent = !page.eventLoggers
+      ? "no event logger (topology.eventlogger.executors is 0)"
+      : on ? "sampling " + page.samplingPct + " % to events.log" : "";
+  }
+
   const loop = Storm.every(refresh, $("load-error"));
 
   $("token").value = Storm.getToken();
@@ -128,6 +141,11 @@
     const workers = Number($("rebalance-workers").value);
     const options = workers > 0 ? { numWorkers: workers } : {};
     act("Rebalance", base() + "/rebalance/" + wait(), { rebalanceOptions: options });
+  });
+  $("debug").addEventListener("click", () => {
+    const on = $("debug").dataset.on === "true";
+    const pct = Math.min(100, Math.max(0, Number($("debug-pct").value) || 0));
+    act(on ? "Stop debug" : "Debug", base() + "/debug/" + (on ? "disable" : "enable") + "/" + pct);
   });
   $("kill").addEventListener("click", () => {
     if (window.confirm("Kill topology " + topologyId + " after " + wait() + " s?")) act("Kill", base() + "/kill/" + wait());
