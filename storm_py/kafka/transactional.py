@@ -11,7 +11,9 @@ Kafka: the metadata lives in the transactional state (ZooKeeper in a cluster).
   which is retried) rather than emit anything else.
 * :class:`OpaqueKafkaSpout` (opaque partitioned): each attempt continues from the last committed metadata; a
   partition that cannot be read (broker error, deleted topic) emits nothing and keeps its metadata, so the
-  transaction goes on with the other partitions.  Offsets the broker no longer has are jumped (logged).
+  transaction goes on with the other partitions.  Offsets the broker no longer has are jumped (logged).  A
+  replay of a txid whose earlier attempt this task emitted or committed reads that attempt's range again
+  while it still starts where the previous batch ended (its commit may have reached a state already).
 
 Every tuple is ``[TransactionAttempt, topic, partition, offset, key, value]``.
 """
@@ -229,8 +231,42 @@ class _OpaqueEmitter(_KafkaBatches):
             collector.report_error(err)
             return last_meta
 
+    def reemit_partition_batch(self, tx: TransactionAttempt, collector: BatchOutputCollector, partition: int,
+                               last_meta: Any, meta: Any) -> Any:
+        """A replay of a txid whose earlier attempt emitted ``meta``: the same records when ``meta`` still
+        continues ``last_meta`` (a state may hold that batch under the txid), else a new batch."""
+        if not _continues(last_meta, meta):
+            return self.emit_partition_batch(tx, collector, partition, last_meta)
+        tp = (str(meta["topic"]), int(meta["partition"]))
+        first, nxt = int(meta["first_offset"]), int(meta["next_offset"])
+        if nxt > first:
+            try:
+                records = self.reader(tp).read(first, nxt, REPLAY_TIMEOUT)
+            except KafkaClientError as err:
+                log.warning("kafka opaque spout: partition %d is unreadable, it emits nothing this batch: %s",
+                            partition, err)
+                collector.report_error(err)
+                return last_meta
+            if not records or records[-1].offset < nxt - 1:
+                marks = self.reader(tp).client.watermarks(tp, 0.0, cached=True)
+                if marks is None or marks[1] < nxt:  # the broker has not served the range yet: try again later
+                    raise FailedException(f"replay of {tp[0]}/{tp[1]} offsets {first}..{nxt - 1} got "
+                                          f"{len(records)} records before the timeout")
+            self.emit(tx, collector, records)
+        return {"topic": tp[0], "partition": tp[1], "first_offset": first, "next_offset": nxt}
+
     def num_partitions(self) -> int:
         return len(self.partitions.get() or [])
+
+
+def _continues(last_meta: Any, meta: Any) -> bool:
+    """Whether batch ``meta`` starts where ``last_meta`` ended (any batch continues no metadata)."""
+    if not isinstance(meta, dict) or not {"topic", "partition", "first_offset", "next_offset"} <= meta.keys():
+        return False
+    if last_meta is None:
+        return True
+    return (isinstance(last_meta, dict) and (last_meta.get("topic"), last_meta.get("partition"))
+            == (meta["topic"], meta["partition"]) and last_meta.get("next_offset") == meta["first_offset"])
 
 
 class _Declares:

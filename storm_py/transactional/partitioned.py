@@ -8,7 +8,10 @@
   already have state emits nothing for that partition.
 * :class:`OpaquePartitionedTransactionalSpoutExecutor`: metadata of in-flight txids is cached in memory and
   persisted for a txid only when it commits; every attempt continues from the previous in-flight txid's
-  metadata or the last committed one.
+  metadata or the last committed one before its txid.  A replay of a txid whose earlier attempt this task
+  emitted or committed asks the emitter's optional ``reemit_partition_batch`` for that same batch: the commit
+  of the earlier attempt may have reached a state before it failed elsewhere, and an opaque state keeps that
+  batch's effect under the txid for every key the replay does not touch.
 """
 
 from __future__ import annotations
@@ -159,17 +162,27 @@ class _OpaqueEmitter(_EmitterAdapter):
 
     def emit_batch(self, tx: TransactionAttempt, meta: Any, collector: BatchOutputCollector) -> None:
         txid = tx.transaction_id
-        metas: dict[int, Any] = {}
-        self.cached[txid] = metas
         earlier = [t for t in self.cached if t < txid]
         prev_cached = self.cached[max(earlier)] if earlier else {}
+        before = self.cached.get(txid, {})  # what an earlier attempt of this txid emitted in this task
+        again = getattr(self.inner, "reemit_partition_batch", None)
+        metas: dict[int, Any] = {}
+        self.cached[txid] = metas
         for partition in owned_partitions(self.index, self.num_tasks, int(self.inner.num_partitions())):
             rotating = self._state_of(partition)
-            rotating.remove_state(txid)
             last_meta = prev_cached.get(partition)
             if last_meta is None:
-                last_meta = rotating.get_last_state()
-            metas[partition] = json_value(self.inner.emit_partition_batch(tx, collector, partition, last_meta))
+                last_meta = rotating.get_state_before(txid)
+            # an earlier attempt's batch may already be applied to a state under this txid (a commit that
+            # failed part way): emitting it again keeps "the batch of txid N" one batch
+            prior = before.get(partition)
+            if prior is None:
+                prior = rotating.get_state_at(txid)
+            if prior is not None and again is not None:
+                out = again(tx, collector, partition, last_meta, prior)
+            else:
+                out = self.inner.emit_partition_batch(tx, collector, partition, last_meta)
+            metas[partition] = json_value(out)
 
     def commit(self, tx: TransactionAttempt) -> None:
         txid = tx.transaction_id

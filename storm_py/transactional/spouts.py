@@ -188,7 +188,10 @@ class OpaquePartitionedTransactionalSpout(Component):
     """Storm's ``IOpaquePartitionedTransactionalSpout``: a replayed transaction may emit different tuples.
 
     Each attempt continues from the last *committed* metadata of the partition (or the metadata of the
-    previous in-flight transaction); metadata is persisted only when the transaction commits.
+    previous in-flight transaction); metadata is persisted only when the transaction commits.  An emitter may
+    also define ``reemit_partition_batch(tx, collector, partition, last_meta, meta) -> meta``: a replay of a
+    transaction whose earlier attempt emitted ``meta`` calls it to emit that same batch again (or a new one
+    after ``last_meta`` when ``meta`` no longer follows it).
     """
 
     def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> OpaqueCoordinator:

@@ -161,6 +161,15 @@ class RotatingTransactionalState:
         """The value of the highest txid, or None."""
         return self._curr[self._keys[-1]] if self._keys else None
 
+    def get_state_at(self, txid: int) -> Any:
+        """``txid``'s value, or None when it has none."""
+        return self._curr.get(txid)
+
+    def get_state_before(self, txid: int) -> Any:
+        """The value of the highest txid below ``txid``, or None."""
+        pos = bisect.bisect_left(self._keys, txid)
+        return self._curr[self._keys[pos - 1]] if pos > 0 else None
+
     def override_state(self, txid: int, value: Any) -> None:
         """Set ``txid``'s value unconditionally."""
         value = json_value(value)

@@ -25,9 +25,6 @@ PARTITIONS = 4
 WORDS = [f"w{i:03d}" for i in range(100)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: with kill -9 of each worker in turn the opaque Kafka Trident spout's counts in Redis end ~2% high "
-    "(about one batch of one emitter's partitions counted twice); the same run without kills is exact"))
 def test_kill_9_of_each_worker_in_turn_keeps_kafka_trident_redis_counts_exact(
     dev_cluster, zookeeper, redis_port: int, broker: Broker,  # noqa: F811
     request: pytest.FixtureRequest, tmp_path: Path,

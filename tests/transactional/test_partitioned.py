@@ -9,6 +9,7 @@ from storm_py.transactional.partitioned import (
     PartitionedTransactionalSpoutExecutor,
     owned_partitions,
 )
+from storm_py.transactional.spouts import OpaquePartitionedTransactionalSpout
 from tests.transactional.helpers import BoltCapture, make_context, memory_state
 
 
@@ -99,3 +100,74 @@ def test_opaque_attempts_continue_from_committed_metadata():
     assert emitted(cap) == [[3, "e"]]
     restarted.cleanup_before(2)  # txid 2 is the last committed one: its metadata stays
     assert state.transactional_children("op", "user", "0") == ["2"]
+
+
+class _GrowingSource(OpaquePartitionedTransactionalSpout):
+    """One partition; a new batch takes every record there is now, so a replay from the same place differs
+    once more records arrived; ``reemit_partition_batch`` repeats a batch that still follows the last one."""
+
+    def __init__(self, records: list[str]) -> None:
+        self.records = records
+
+    def num_partitions(self) -> int:
+        return 1
+
+    def emit_partition_batch(self, tx, collector, partition, last_meta):
+        first = last_meta["next"] if last_meta else 0
+        return self._emit(tx, collector, first, len(self.records))
+
+    def reemit_partition_batch(self, tx, collector, partition, last_meta, meta):
+        if meta["first"] != (last_meta["next"] if last_meta else 0):
+            return self.emit_partition_batch(tx, collector, partition, last_meta)
+        return self._emit(tx, collector, meta["first"], meta["next"])
+
+    def _emit(self, tx, collector, first, nxt):
+        for word in self.records[first:nxt]:
+            collector.emit([tx, word])
+        return {"first": first, "next": nxt}
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare(["tx", "w"])
+
+
+def test_an_opaque_replay_of_a_partly_committed_txid_emits_the_batch_the_state_may_hold():
+    records = ["a", "b"]
+    state = memory_state()
+    source = _GrowingSource(records)
+    emitter = opaque(source, state)
+    cap = BoltCapture()
+    out = BatchCollector(cap)
+    emitter.emit_batch(TransactionAttempt(1, 1), None, out)
+    emitter.emit_batch(TransactionAttempt(2, 1), None, out)
+    assert emitted(cap) == [[1, "a"], [1, "b"]]
+    emitter.commit(TransactionAttempt(1, 1))  # this task (and maybe a state) commits; another task fails it
+    records.append("c")
+    emitter.emit_batch(TransactionAttempt(1, 2), None, out)  # the replay is the batch txid 1 committed
+    emitter.emit_batch(TransactionAttempt(2, 2), None, out)  # txid 2's first attempt (empty) follows it still
+    assert emitted(cap) == [[1, "a"], [1, "b"]]
+
+    restarted = opaque(source, state)  # after a restart the persisted batch of txid 1 is the replay
+    records.append("d")
+    restarted.emit_batch(TransactionAttempt(1, 3), None, out)
+    restarted.emit_batch(TransactionAttempt(2, 3), None, out)
+    assert emitted(cap) == [[1, "a"], [1, "b"], [2, "c"], [2, "d"]]
+    restarted.commit(TransactionAttempt(1, 3))
+    restarted.emit_batch(TransactionAttempt(2, 4), None, out)  # txid 2 was never committed: it repeats too
+    assert emitted(cap) == [[2, "c"], [2, "d"]]
+    assert state.transactional_get("op", "user", "0", "1") == {"first": 0, "next": 2}
+
+
+def test_an_opaque_replay_that_no_longer_follows_the_previous_batch_emits_a_new_one():
+    records = ["a", "b", "c"]
+    state = memory_state()
+    source = _GrowingSource(records)
+    emitter = opaque(source, state)
+    cap = BoltCapture()
+    out = BatchCollector(cap)
+    emitter.emit_batch(TransactionAttempt(1, 1), None, out)
+    emitter.commit(TransactionAttempt(1, 1))
+    emitter.emit_batch(TransactionAttempt(2, 1), None, out)
+    emitted(cap)
+    emitter.cached[1] = {0: {"first": 0, "next": 1}}  # txid 1's batch as a replay re-emitted it differently
+    emitter.emit_batch(TransactionAttempt(2, 2), None, out)
+    assert emitted(cap) == [[2, "b"], [2, "c"]]
