@@ -22,6 +22,7 @@ from storm_py.nimbus.userblobs import UserBlobs, check_key, parse_acl
 from storm_py.node.http_api import BadRequestError, Reply, Request, Route
 from storm_py.state.cluster_state import ClusterState
 
+OCTET_STREAM = "application/octet-stream"
 API = "/api/v1"
 
 
@@ -93,8 +94,9 @@ def blob_routes(node: BlobNode) -> list[Route]:
     return [
         Route("GET", API + "/blobs", listing, protected=True),
         Route("GET", path, cat, protected=True),
-        Route("POST", path, leader_only(create), protected=True),
-        Route("PUT", path, leader_only(update), protected=True),
+        # a blob's bytes travel as application/octet-stream, which no cross-site form or simple request can send
+        Route("POST", path, leader_only(create), protected=True, bodies=(OCTET_STREAM,)),
+        Route("PUT", path, leader_only(update), protected=True, bodies=(OCTET_STREAM,)),
         Route("DELETE", path, leader_only(delete), protected=True),
         Route("POST", path + "/acl", leader_only(set_acl), protected=True),
     ]
