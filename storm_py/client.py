@@ -409,9 +409,11 @@ class LogViewerClient:
         """``[{"file": "<id>/<port>/<name>", "size": n}]`` of a topology on that supervisor."""
         return list(self._get(f"/logs/{quote(topology_id, safe='')}")["files"])
 
-    def read(self, rel: str, start: int = 0) -> dict[str, Any]:
-        """One chunk of a file from ``start``: ``{"file", "start", "next", "size", "data"}``."""
-        return dict(self._get(f"/log?file={quote(rel, safe='/')}&start={int(start)}"))
+    def read(self, rel: str, start: int = 0, length: int | None = None) -> dict[str, Any]:
+        """One chunk of a file from ``start`` (at most ``length`` bytes, if given): ``{"file", "start", "next",
+        "size", "data"}``."""
+        extra = "" if length is None else f"&length={int(length)}"
+        return dict(self._get(f"/log?file={quote(rel, safe='/')}&start={int(start)}{extra}"))
 
     def search(self, rel: str, text: str, num_matches: int = 10, start: int = 0) -> dict[str, Any]:
         """Storm's ``search`` in one worker file: ``{"matches": [{"byteOffset", "matchString", ...}], ...}``."""

@@ -28,6 +28,7 @@ from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.rest_params import debug_request, debug_view, wait_param, window_param
 from storm_py.nimbus.userblobs import UserBlobs
+from storm_py.nimbus.worker_log import worker_log_routes
 from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
@@ -104,6 +105,7 @@ class NimbusApi:
             Route("GET", API + "/blobs/{key}", self.blob, protected=True),
             *blob_routes(self.node),
             *admin_routes(self.node),
+            *worker_log_routes(self.node, self._base),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data
             Route("GET", "/{page}", self.ui_page, public=True),

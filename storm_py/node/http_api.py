@@ -64,6 +64,7 @@ STATUS_BY_CODE = {
     "not_leader": 503,
     "state_error": 503,
     "nimbus_unreachable": 502,
+    "logviewer_error": 502,
 }
 
 

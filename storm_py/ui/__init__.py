@@ -17,7 +17,7 @@ CONTENT_TYPES = {
 }
 
 #: Pages served at the root (``/`` is the cluster page).
-PAGES = ("index.html", "topology.html", "component.html")
+PAGES = ("index.html", "topology.html", "component.html", "log.html")
 
 
 def asset(path: str) -> tuple[bytes, str] | None:

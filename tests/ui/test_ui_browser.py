@@ -7,6 +7,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -100,17 +101,17 @@ def test_topology_page_counts_change_live(metrics_cluster: MetricsCluster, brows
     ports = column(browser, "#workers", "Port")
     assert ports and all(p.isdigit() for p in ports), ports
     links = browser.driver.find_elements("css selector", "#workers a")
-    assert links and all(a.get_attribute("href").startswith("http://") for a in links)
+    # same origin: the log page reads the log through nimbus with the token (a log viewer link would be a 401)
+    assert links and all(a.get_attribute("href").startswith(metrics_cluster.url + "/log.html?") for a in links)
     assert browser.script_errors() == []
     browser.shot("topology")
-    href = links[0].get_attribute("href")
-    browser.driver.get(href)  # the log viewer serves token holders only: a bare link is refused
-    assert '"unauthorized"' in browser.text("body")
-    request = urllib.request.Request(href, headers={"Authorization": f"Bearer {metrics_cluster.token}"})
-    with urllib.request.urlopen(request, timeout=30) as reply:  # the worker's log as text a person reads
-        assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
-        text = reply.read().decode("utf-8")
-    assert text.count("\n") > 1 and not text.startswith('{"file"')  # lines, not the JSON API's reply
+    port = ports[0]
+    links[0].click()
+    wait_until(lambda: "running executors" in browser.text("#log-text"), 30, interval=0.2, what="the worker's log")
+    text = browser.text("#log-text")
+    assert f"of {tid} running executors" in text and f"on port {port}" in text
+    assert "of " in browser.text("#log-range") and browser.script_errors() == []
+    browser.shot("worker-log")
 
 
 def test_graph_renders_every_component_with_rates_and_capacity(
@@ -146,11 +147,11 @@ def test_component_page_shows_executors_streams_and_log_links(
                interval=0.2, what="judge's two executors")
     assert "counted" in browser.text("#input-stats") and "default" in browser.text("#input-stats")
     links = browser.driver.find_elements("css selector", "#executors a")
-    assert len(links) == 2 and all("/log?file=" in a.get_attribute("href") for a in links)
+    assert len(links) == 2 and all("/log.html?topology_id=" in a.get_attribute("href") for a in links)
     assert browser.script_errors() == []
     wait_until(lambda: "tuple 5 looks odd" in browser.text("#errors"), 30, interval=0.2, what="the reported error")
     error_links = browser.driver.find_elements("css selector", "#errors a")
-    assert error_links and "/log?file=" in error_links[0].get_attribute("href")
+    assert error_links and "/log.html?topology_id=" in error_links[0].get_attribute("href")
     browser.shot("component")
 
 
@@ -284,3 +285,48 @@ def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: B
             urllib.request.urlopen(f"{metrics_cluster.url}/api/v1{path}", timeout=30)
         assert err.value.code == 404, path
     client.kill("charted", 0)
+
+
+def workerlog(cluster: MetricsCluster, tid: str, query: str, token: bool = True) -> tuple[int, dict[str, Any]]:
+    """Status and JSON reply of nimbus's ``/topology/:id/workerlog?query``."""
+    headers = {"Authorization": f"Bearer {cluster.token}"} if token else {}
+    url = f"{cluster.url}/api/v1/topology/{quote(tid, safe='')}/workerlog?{query}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as reply:
+            return reply.status, dict(json.loads(reply.read()))
+    except urllib.error.HTTPError as err:
+        return err.code, dict(json.loads(err.read()))
+
+
+def test_nimbus_reads_a_worker_log_from_known_log_viewers_only(metrics_cluster: MetricsCluster) -> None:
+    tid = metrics_cluster.client().topology_id("judged")
+    worker = metrics_cluster.client().request("GET", f"/topology-workers/{quote(tid, safe='')}")["hostPortList"][0]
+    host, port, sid = worker["host"], worker["port"], worker["supervisorId"]
+    where = f"host={quote(host)}&port={port}"
+    wait_until(lambda: "running executors" in workerlog(metrics_cluster, tid, where)[1].get("data", ""), 30,
+               interval=0.3, what="the worker's log through nimbus")
+    status, page = workerlog(metrics_cluster, tid, where)
+    assert status == 200 and f"of {tid} running executors" in page["data"] and page["supervisorId"] == sid
+    assert page["next"] == page["size"] and page["file"] == "worker.log"  # the tail unless a start is given
+    status, page = workerlog(metrics_cluster, tid, f"supervisor={quote(sid)}&port={port}&start=0&length=10")
+    assert status == 200 and (page["start"], page["next"]) == (0, 10) and len(page["data"]) <= 10
+    assert workerlog(metrics_cluster, tid, where, token=False)[0] == 401
+    for query, status, named in [
+        (f"host=evil.example&port={port}", 404, "evil.example"),  # not a supervisor of this topology's workers
+        (f"host=127.0.0.2&port={port}", 404, "127.0.0.2"),
+        (f"host={quote(host)}&port=1", 404, ":1"),  # a known host, but no worker of the topology there
+        (f"supervisor=nobody&port={port}", 404, "nobody"),
+        (f"host={quote('http://evil.example/x')}&port={port}", 400, "host"),
+        (f"host={quote(host)}&port=x", 400, "port"),
+        (f"host={quote(host)}&port=70000", 400, "port"),
+        (f"host={quote(host)}", 400, "port"),
+        (f"port={port}", 400, "host"),
+        (f"host={quote(host)}&supervisor={quote(sid)}&port={port}", 400, "host"),
+        (f"{where}&file=..%2F..%2Fetc%2Fpasswd", 400, "file"),
+        (f"{where}&length=0", 400, "length"),
+        (f"{where}&length={(1 << 20) + 1}", 400, "length"),
+        (f"{where}&start=-1", 400, "start"),
+    ]:
+        got, body = workerlog(metrics_cluster, tid, query)
+        assert (got, named in body.get("errorMessage", "")) == (status, True), (query, body)
+    assert workerlog(metrics_cluster, "no-such-topology-1-1", where)[0] == 404

@@ -57,13 +57,13 @@
       { label: "Host:Port", render: r => r.host + ":" + r.port },
       ...(spout ? Storm.counterColumns("spout") : Storm.counterColumns("bolt", "processLatency")),
       Storm.numColumn("Queue", "receiveQueuePopulation"),
-      { label: "Log", render: r => Storm.logLink(r.workerLogLink, "worker.log") },
+      { label: "Log", render: r => Storm.workerLogLink(page.topologyId, r.host, r.port, r.workerLogLink) },
     ], page.executorStats || [], r => r.id + "@" + r.host + ":" + r.port, "No executors are running.");
     table($("errors"), [
       { label: "Time", render: r => new Date(r.errorTime * 1000).toISOString() },
       { label: "Host:Port", render: r => r.errorHost + ":" + r.errorPort },
       { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
-      { label: "Log", render: r => Storm.logLink(r.errorWorkerLogLink, "worker.log") },
+      { label: "Log", render: r => Storm.workerLogLink(page.topologyId, r.errorHost, r.errorPort, r.errorWorkerLogLink) },
     ], page.componentErrors || [], null, "No errors.");
     StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(page.topologyId) + "/component/" +
       encodeURIComponent(componentId) + "/timeseries"), !spout);

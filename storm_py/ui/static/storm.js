@@ -104,8 +104,16 @@ const Storm = (() => {
 
   function link(href, text) { return el("a", { href }, text); }
 
-  function logLink(url, text) {
-    return url ? el("a", { href: url, target: "_blank", rel: "noopener" }, text || "log") : el("span", { class: "muted" }, "—");
+  /** A worker's log, read through nimbus (same origin, so the token goes in a header); `served` is false when the
+   *  worker's supervisor has no log viewer (its page gives no log link). */
+  function workerLogLink(topologyId, host, port, served) {
+    return served && host && port
+      ? el("a", { href: workerLogHref(topologyId, host, port) }, "worker.log") : el("span", { class: "muted" }, "—");
+  }
+
+  function workerLogHref(topologyId, host, port) {
+    return "log.html?topology_id=" + encodeURIComponent(topologyId) + "&host=" + encodeURIComponent(host) +
+      "&port=" + encodeURIComponent(port);
   }
 
   function topologyHref(id, window) {
@@ -214,6 +222,6 @@ const Storm = (() => {
     table(container, [{ label: "Key", key: "key" }, { label: "Value", key: "value" }], rows, r => r.key);
   }
 
-  return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, workersCell, link, logLink,
+  return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, workersCell, link, workerLogLink, workerLogHref,
            topologyHref, componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable };
 })();

@@ -56,7 +56,7 @@
       { label: "Uptime", key: "uptime" },
       { label: "Executors", key: "executorsTotal", num: true },
       { label: "Components", render: r => Object.entries(r.componentNumTasks || {}).map(([c, n]) => c + " (" + n + ")").join(", ") },
-      { label: "Log", render: r => Storm.logLink(r.workerLogLink, "worker.log") },
+      { label: "Log", render: r => Storm.workerLogLink(topologyId, r.host, r.port, r.workerLogLink) },
     ], page.workers || [], r => r.supervisorId + ":" + r.port, "No workers are running.");
     const lag = [];
     for (const s of Object.values(page.spoutLag || {})) {
@@ -85,7 +85,7 @@
       { label: "Time", render: r => new Date(r.time_secs * 1000).toISOString() },
       { label: "Host", render: r => r.host + (r.port ? ":" + r.port : "") },
       { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
-      { label: "Log", render: r => Storm.logLink(r.errorWorkerLogLink || "", "worker.log") },
+      { label: "Log", render: r => Storm.workerLogLink(topologyId, r.host, r.port, r.errorWorkerLogLink) },
     ], errors.slice(0, 50), null, "No errors.");
     const settings = page.componentSettings || [];  // windowed bolts' window keys, the checkpoint spout's state keys
     $("settings-section").hidden = settings.length === 0;
