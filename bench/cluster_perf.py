@@ -36,11 +36,15 @@ HERE = Path(__file__).resolve().parent
 STORM = [sys.executable, "-m", "storm_py"]
 
 
-def start_cluster(workdir: Path, base_conf: Path | None = None) -> subprocess.Popen[str]:
+def start_cluster(workdir: Path, base_conf: Path | None = None, supervisors: int = 2,
+                  ports_per_supervisor: int | None = 2) -> subprocess.Popen[str]:
+    """``storm-py dev-cluster`` in ``workdir``, returned once nimbus is up (``ports_per_supervisor`` None: the
+    command's default)."""
     extra = ["--config", str(base_conf)] if base_conf is not None else []
+    if ports_per_supervisor is not None:
+        extra += ["--ports-per-supervisor", str(ports_per_supervisor)]
     proc = subprocess.Popen(
-        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", "2", "--ports-per-supervisor", "2",
-         *extra],
+        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", str(supervisors), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     assert proc.stdout is not None

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,31 +34,9 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-STORM = [sys.executable, "-m", "storm_py"]
+sys.path.append(str(REPO / "bench"))  # the other bench scripts (``python -P`` leaves the script's directory out)
 
-
-def start_cluster(workdir: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", "1", "--ports-per-supervisor", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"dev-cluster exited with {proc.poll()}")
-        if line.startswith("nimbus:"):
-            return proc
-    raise RuntimeError("dev-cluster did not come up in 120 s")
-
-
-def stop_cluster(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+from cluster_perf import STORM, start_cluster, stop_cluster  # noqa: E402  (bench/ is the script's own directory)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -113,7 +90,7 @@ def main() -> None:
         (project / "examples").mkdir(parents=True)
         shutil.copy(REPO / "examples" / "basic_drpc.py", project / "examples" / "basic_drpc.py")
         (project / "examples" / "__init__.py").write_text("", encoding="utf-8")
-        cluster = start_cluster(work / "cluster")
+        cluster = start_cluster(work / "cluster", supervisors=1)
         try:
             config = work / "cluster" / "storm.yaml"
             conf = yaml.safe_load(config.read_text(encoding="utf-8"))

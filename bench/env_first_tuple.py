@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,11 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-STORM = [sys.executable, "-m", "storm_py"]
+sys.path.append(str(REPO / "bench"))  # the other bench scripts (``python -P`` leaves the script's directory out)
+
+import cluster_perf  # noqa: E402  (bench/ is the script's own directory)
+from cluster_perf import STORM, stop_cluster  # noqa: E402
+
 CONF = {"supervisor.monitor.frequency.secs": 0.5, "nimbus.monitor.freq.secs": 0.5,
         "worker.heartbeat.frequency.secs": 0.5, "supervisor.env.cleanup.secs": 3600}
 
@@ -96,27 +99,7 @@ def make_wheel(out: Path, name: str, version: str, files: dict[str, str], requir
 def start_cluster(workdir: Path) -> subprocess.Popen[str]:
     base = workdir.parent / "base.yaml"
     base.write_text(yaml.safe_dump(CONF), encoding="utf-8")
-    proc = subprocess.Popen(
-        [*STORM, "dev-cluster", "--workdir", str(workdir), "--supervisors", "1", "--config", str(base)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"dev-cluster exited with {proc.poll()}")
-        if line.startswith("nimbus:"):
-            return proc
-    raise RuntimeError("dev-cluster did not come up in 120 s")
-
-
-def stop_cluster(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+    return cluster_perf.start_cluster(workdir, base, supervisors=1, ports_per_supervisor=None)
 
 
 def first_tuple(workdir: Path, app: Path, name: str, wheelhouse: Path, module: str | None) -> tuple[float, float]:

@@ -36,10 +36,10 @@ PARTITIONS = 2
 
 
 class EndlessRows(Sequence[list[Any]]):
-    """A partition that never runs out: the same row, ``10**12`` times (nothing is materialized)."""
+    """A partition that never runs out: ``rows`` cycled, ``10**12`` rows long (nothing is materialized)."""
 
-    def __init__(self, row: list[Any]) -> None:
-        self.row = row
+    def __init__(self, rows: list[list[Any]]) -> None:
+        self.rows = rows
 
     def __len__(self) -> int:
         return 10**12
@@ -51,10 +51,13 @@ class EndlessRows(Sequence[list[Any]]):
     def __getitem__(self, index: slice) -> list[list[Any]]: ...
 
     def __getitem__(self, index: int | slice) -> list[Any] | list[list[Any]]:
+        rows = self.rows
         if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            return [self.row] * len(range(start, stop, step))
-        return self.row
+            indices = range(*index.indices(len(self)))
+            if len(rows) == 1:
+                return rows * len(indices)
+            return [rows[i % len(rows)] for i in indices]
+        return rows[index % len(rows)]
 
 
 def db_commit_ms(samples: int = 200) -> float:
@@ -70,7 +73,7 @@ def db_commit_ms(samples: int = 200) -> float:
 def run(batch_size: int, pending: int, secs: float, warmup: float, workers: int) -> dict[str, Any]:
     """One measurement: steady-state committed batches per second for ``batch_size``."""
     take = batch_size // PARTITIONS
-    data: dict[int, Any] = {p: EndlessRows(["word"]) for p in range(PARTITIONS)}
+    data: dict[int, Any] = {p: EndlessRows([["word"]]) for p in range(PARTITIONS)}
     with tempfile.TemporaryDirectory() as tmp:
         db = global_count.GlobalCountDB(os.path.join(tmp, "count.db"))
         topology = global_count.build_topology(db.path, data, take, tx_id=TX_ID, spout_parallelism=PARTITIONS)

@@ -29,11 +29,13 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
+sys.path.append(str(Path(__file__).resolve().parent))  # the other bench scripts (``python -P`` leaves them out)
+
+from transactional_bench import EndlessRows  # bench/ is the script's own directory
 
 from storm_py import LocalCluster
 from storm_py.api.tuple import Tuple
@@ -74,25 +76,6 @@ def trident(batch: int) -> tuple[Any, str]:
         .persistent_aggregate(MemoryMapState.factory("opaque"), Count(), ["count"])
     )
     return topology.build(), "bench-trident"
-
-
-class EndlessSentences(Sequence[list[Any]]):
-    """The sentences, cycled ``10**12`` times (nothing is materialized)."""
-
-    def __len__(self) -> int:
-        return 10**12
-
-    @overload
-    def __getitem__(self, index: int) -> list[Any]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[list[Any]]: ...
-
-    def __getitem__(self, index: int | slice) -> list[Any] | list[list[Any]]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            return [SENTENCES[i % DISTINCT] for i in range(start, stop, step)]
-        return SENTENCES[index % DISTINCT]
 
 
 class SplitCount(BaseTransactionalBolt):
@@ -147,7 +130,7 @@ def _adder(n: int) -> Any:
 
 
 def transactional(batch: int) -> tuple[Any, str]:
-    spout = MemoryTransactionalSpout({0: EndlessSentences()}, ["sentence"], batch)
+    spout = MemoryTransactionalSpout({0: EndlessRows(SENTENCES)}, ["sentence"], batch)
     builder = TransactionalTopologyBuilder("bench-transactional", "spout", spout, 1)
     builder.set_bolt("split-count", SplitCount(), 1).shuffle_grouping("spout")
     builder.set_bolt("apply", ApplyCounts(), 1).fields_grouping("split-count", ["word"])

@@ -14,8 +14,6 @@ import base64
 import http.client
 import json
 import logging
-import select
-import socket
 import threading
 import urllib.error
 import urllib.request
@@ -34,7 +32,7 @@ from storm_py.errors import (
     StormPyError,
     TopologyLoadError,
 )
-from storm_py.node.http_api import sign_request
+from storm_py.node.http_api import closed_by_peer, reply_object, sign_request
 from storm_py.node.tls import client_context, scheme
 from storm_py.node.token_file import read_token
 from storm_py.packaging.package import TopologyPackage
@@ -61,15 +59,6 @@ _ERRORS: dict[str, type[StormPyError]] = {
 
 #: Errors of a kept-alive connection the server closed while it was idle (the request is sent again, once).
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
-
-
-def _closed_by_peer(sock: socket.socket) -> bool:
-    """Whether an idle kept-alive connection is readable: the server closed it."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
 
 
 class NimbusUnreachableError(StormPyError):
@@ -106,12 +95,7 @@ def parse_seeds(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 def error_from_reply(status: int, body: bytes, url: str) -> StormPyError:
     """The exception an error reply stands for."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
+    data = reply_object(body)
     code = str(data.get("error") or "")
     message = str(data.get("errorMessage") or data.get("message") or f"HTTP {status} from {url}")
     fields = {k: v for k, v in data.items() if k not in ("error", "errorMessage", "message", "status")}
@@ -166,7 +150,7 @@ class NimbusClient:
         pool: dict[str, http.client.HTTPConnection] = self._local.__dict__.setdefault("connections", {})
         for _ in (0, 1):
             conn = pool.pop(parts.netloc, None)
-            fresh = conn is None or conn.sock is None or _closed_by_peer(conn.sock)
+            fresh = conn is None or conn.sock is None or closed_by_peer(conn.sock)
             if conn is None or fresh:
                 if conn is not None:
                     conn.close()

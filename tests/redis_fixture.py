@@ -1,5 +1,6 @@
 """Pytest plugin: a real ``redis-server`` for the session (``storm_py.dev.redis``, as ``storm-py dev-redis`` runs it)
-on a free loopback port; a missing server fails the test with the fix to apply."""
+on a free loopback port; a missing server fails the test with the fix to apply.  ``redis_server``: one per test,
+its data in the test's temporary directory."""
 
 from __future__ import annotations
 
@@ -27,3 +28,13 @@ def redis_port() -> Iterator[int]:
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServerProcess]:
+    server = RedisServerProcess(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -2,7 +2,8 @@
 
 ``zookeeper`` (session scope) runs :class:`~storm_py.dev.zookeeper.ZooKeeperProcess` on a free loopback port
 with a temporary data dir.  A missing Java or ZooKeeper fails the test with the fix to apply (never a skip: CI
-must run these tests).  ``zk_chroot`` gives each test its own chroot path, so tests never see each other's nodes.
+must run these tests).  ``zk_chroot`` gives each test its own chroot path, so tests never see each other's nodes;
+:func:`digest_conf` is a cluster's settings on that server and chroot, with digest auth.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +50,16 @@ def zk_chroot(zookeeper: ZooKeeperProcess, request: pytest.FixtureRequest) -> st
         _start(zookeeper)
     name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
     return f"/tests/{name}-{uuid.uuid4().hex[:8]}"
+
+
+def digest_conf(zookeeper: ZooKeeperProcess, chroot: str, payload: str) -> dict[str, Any]:
+    """A cluster's ZooKeeper settings: this server, the cluster's root under ``chroot``, digest auth ``payload``."""
+    return {
+        "storm.zookeeper.servers": [zookeeper.connect_string],
+        "storm.zookeeper.port": zookeeper.port,
+        "storm.zookeeper.session.timeout": 6000,
+        "storm.zookeeper.connection.timeout": 10000,
+        "storm.zookeeper.root": f"{chroot}/storm",
+        "storm.zookeeper.auth.scheme": "digest",
+        "storm.zookeeper.auth.payload": payload,
+    }

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from types import FrameType
-
 import click
 
+from storm_py.cli.daemons import _stop_on_signals
 from storm_py.cli.options import config_options
 from storm_py.errors import StormPyError
 
@@ -25,28 +22,21 @@ def dev_kafka(port: int, host: str, topics: tuple[str, ...], config_file: str | 
     from storm_py.dev.kafka import KafkaBrokerProcess
 
     broker = KafkaBrokerProcess(port or None, host=host, die_with_parent=True)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _stop_on_signals() as stop:
         try:
-            broker.start()
-            if topics:
-                _create_topics(broker.bootstrap_servers, topics)
-        except (StormPyError, ValueError) as err:
+            try:
+                broker.start()
+                if topics:
+                    _create_topics(broker.bootstrap_servers, topics)
+            except (StormPyError, ValueError) as err:
+                broker.stop()
+                raise click.ClickException(str(err)) from err
+            click.echo(f"kafka: {broker.bootstrap_servers}", nl=True)
+            while not stop.wait(0.5):
+                if not broker.running:
+                    raise click.ClickException("the Kafka broker exited")
+        finally:
             broker.stop()
-            raise click.ClickException(str(err)) from err
-        click.echo(f"kafka: {broker.bootstrap_servers}", nl=True)
-        while not stop.wait(0.5):
-            if not broker.running:
-                raise click.ClickException("the Kafka broker exited")
-    finally:
-        broker.stop()
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def _create_topics(bootstrap_servers: str, topics: tuple[str, ...]) -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from storm_py.cli.daemons import _stop_on_signals
 from storm_py.cli.options import config_options
 from storm_py.errors import StormPyError
 
@@ -25,23 +23,16 @@ def dev_redis(port: int, host: str, data_dir: str, config_file: str | None, over
     from storm_py.dev.redis import RedisServerProcess
 
     server = RedisServerProcess(Path(data_dir), port or None, host=host, die_with_parent=True)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _stop_on_signals() as stop:
         try:
-            server.start()
-        except StormPyError as err:
+            try:
+                server.start()
+            except StormPyError as err:
+                server.stop()
+                raise click.ClickException(str(err)) from err
+            click.echo(f"redis: {server.address}", nl=True)
+            while not stop.wait(0.5):
+                if not server.running:
+                    raise click.ClickException("the Redis server exited")
+        finally:
             server.stop()
-            raise click.ClickException(str(err)) from err
-        click.echo(f"redis: {server.address}", nl=True)
-        while not stop.wait(0.5):
-            if not server.running:
-                raise click.ClickException("the Redis server exited")
-    finally:
-        server.stop()
-        for s, h in previous.items():
-            signal.signal(s, h)

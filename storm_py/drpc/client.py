@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
-import socket
 import ssl
 import threading
 from typing import Any
@@ -21,17 +19,9 @@ from typing import Any
 from storm_py.drpc.errors import UNREACHABLE, DRPCExecutionException
 from storm_py.drpc.ledger import Invocation
 from storm_py.drpc.wire import EXECUTE_PATH, FAILURE_PATH, FETCH_PATH, RESULT_PATH, error_from_reply
+from storm_py.node.http_api import closed_by_peer
 
 _RETRIABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, http.client.CannotSendRequest)
-
-
-def _closed_by_peer(sock: socket.socket) -> bool:
-    """Whether an idle kept-alive connection is readable: the peer closed it (or sent what nobody asked for)."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
 
 
 class _JsonConnection:
@@ -54,7 +44,7 @@ class _JsonConnection:
         body = json.dumps(payload).encode("utf-8")
         with self._lock:
             for attempt in (0, 1):
-                if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
+                if self._conn is not None and self._conn.sock is not None and closed_by_peer(self._conn.sock):
                     self._drop()  # the server closed it while idle: never send a request into it
                 fresh = self._conn is None
                 if self._conn is None:

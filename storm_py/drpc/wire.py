@@ -18,10 +18,10 @@ shutting down or busy, 401 token, 413 too large).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from storm_py.drpc.errors import BAD_REQUEST, TOO_LARGE, UNAUTHORIZED, UNREACHABLE, DRPCExecutionException
+from storm_py.node.http_api import reply_object
 
 EXECUTE_PATH = "/drpc/execute"
 FETCH_PATH = "/drpc/fetch"
@@ -42,12 +42,7 @@ def error_body(err: DRPCExecutionException) -> dict[str, Any]:
 
 def error_from_reply(status: int, body: bytes, where: str) -> DRPCExecutionException:
     """The exception an error reply from ``where`` (``host:port``) stands for."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
+    data = reply_object(body)
     message = str(data.get("errorMessage") or f"HTTP {status}")
     kind = data.get("type")
     if status == 401:

@@ -191,15 +191,7 @@ class ShellBolt(ShellComponent, Bolt):
             self._collector.fail(self._ledger.answer(msg.get("id"), "fail"))
         elif command == "sync":
             pass
-        elif command == "log":
-            self._handle_log(msg)
-        elif command == "error":
-            self._collector.report_error(self._error(f"the process reported: {msg.get('msg')}"))
-        elif command == "metrics":
-            self._handle_metrics(msg)
-        elif command is None:
-            raise ProtocolError(f"a message without a command: {quote(repr(msg))}")
-        else:
+        elif not self._handle_shared(msg, command, self._collector.report_error):
             self._log.warning("ignored a message with the unknown command %r", command)
 
     def _emit(self, msg: dict[str, Any]) -> None:

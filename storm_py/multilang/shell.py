@@ -10,6 +10,7 @@ updates the metric the component registered under that name with ``context.regis
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,7 +20,7 @@ from storm_py.config.keys import KEYS
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.handshake import caller_file, handshake, resources_dir
 from storm_py.multilang.process import ShellProcess, component_logger
-from storm_py.multilang.serializer import ProtocolError, Serializer, serializer_for
+from storm_py.multilang.serializer import ProtocolError, Serializer, quote, serializer_for
 
 #: Storm's multilang log levels
 LOG_LEVELS: Final = {0: 5, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
@@ -95,6 +96,22 @@ class ShellComponent:
         return ShellProcessError(f"{self._where()}: {reason}", component=self.component_id)
 
     # ---------------------------------------------------------------------------------------- shared messages
+
+    def _handle_shared(self, msg: dict[str, Any], command: Any,
+                       report_error: Callable[[BaseException], None]) -> bool:
+        """Handle ``log``, ``error`` (through ``report_error``), ``metrics`` and a message without a command;
+        False: another command."""
+        if command == "log":
+            self._handle_log(msg)
+        elif command == "error":
+            report_error(self._error(f"the process reported: {msg.get('msg')}"))
+        elif command == "metrics":
+            self._handle_metrics(msg)
+        elif command is None:
+            raise ProtocolError(f"a message without a command: {quote(repr(msg))}")
+        else:
+            return False
+        return True
 
     def _handle_log(self, msg: dict[str, Any]) -> None:
         level = msg.get("level", 2)

@@ -127,15 +127,7 @@ class ShellSpout(ShellComponent, Spout):
                 targets = self._collector.emit(values, msg_id, stream)
                 if msg.get("need_task_ids", True) is not False:
                     proc.send(self._serializer.encode(targets))
-        elif command == "log":
-            self._handle_log(msg)
-        elif command == "error":
-            self._collector.report_error(self._error(f"the process reported: {msg.get('msg')}"))
-        elif command == "metrics":
-            self._handle_metrics(msg)
-        elif command is None:
-            raise ProtocolError(f"a message without a command: {quote(repr(msg))}")
-        else:
+        elif not self._handle_shared(msg, command, self._collector.report_error):
             raise ProtocolError(f"unknown command {command!r}")
         return False
 

@@ -27,6 +27,7 @@ import logging
 import math
 import re
 import secrets
+import select
 import socket
 import ssl
 import threading
@@ -192,6 +193,24 @@ def error_reply(err: StormPyError) -> Reply:
     body = {k: str(v) for k, v in err.fields.items()}
     body.update({"error": err.code, "errorMessage": err.message})
     return Reply.of_json(body, STATUS_BY_CODE.get(err.code, 500))
+
+
+def reply_object(body: bytes) -> dict[str, Any]:
+    """A client's reading of an error reply's body: its JSON object, else ``{}``."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether a client's idle kept-alive connection is readable: the server closed it (or sent unasked)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class _BoundedServer(ThreadingHTTPServer):

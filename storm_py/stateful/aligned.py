@@ -28,6 +28,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException
 from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
+from storm_py.stateful.executors import AnchoredCollector
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
 
@@ -116,23 +117,6 @@ class _FailWatchingCollector:
         self._delegate.report_error(exc)
 
 
-class _BasicEmitter:
-    """Emits of a wrapped :class:`BasicBolt`, anchored to its current input."""
-
-    def __init__(self, collector: OutputCollector) -> None:
-        self._collector = collector
-        self.input: Tuple | None = None
-
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit(values, anchors=self.input, stream=stream)
-
-    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
-        self._collector.emit_direct(task_id, values, anchors=self.input, stream=stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._collector.report_error(exc)
-
-
 class AlignedBoltExecutor:
     """Runs one bolt task under exactly_once (see the module's description); ``stateful`` bolts get their state
     and its hooks, the others only pass barriers and markers on."""
@@ -144,7 +128,7 @@ class AlignedBoltExecutor:
         self.alignment = Alignment(frozenset())
         self.state: KeyValueState | None = None
         self.held: list[Tuple] = []
-        self._basic: _BasicEmitter | None = None
+        self._basic: AnchoredCollector | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
@@ -155,7 +139,7 @@ class AlignedBoltExecutor:
             self.state = new_state(state_namespace(context), conf, context)
         watching = _FailWatchingCollector(collector, self)
         if isinstance(self.bolt, BasicBolt):
-            self._basic = _BasicEmitter(collector)
+            self._basic = AnchoredCollector(collector)
             self.bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, watching)

@@ -129,7 +129,7 @@ class CheckpointHandler(Bolt):
         self.bolt.cleanup()
 
 
-class _AnchoredCollector:
+class AnchoredCollector:
     """The collector a wrapped :class:`BasicBolt` emits through: every emit anchored to the current input."""
 
     def __init__(self, collector: OutputCollector) -> None:
@@ -151,12 +151,12 @@ class CheckpointTupleForwarder(CheckpointHandler):
 
     def __init__(self, bolt: Any, checkpoint_sources: Sequence[str]) -> None:
         super().__init__(bolt, checkpoint_sources)
-        self._basic: _AnchoredCollector | None = None
+        self._basic: AnchoredCollector | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.init_checkpoints(context, collector)
         if isinstance(self.bolt, BasicBolt):
-            self._basic = _AnchoredCollector(collector)
+            self._basic = AnchoredCollector(collector)
             self.bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, collector)

@@ -9,13 +9,11 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.dev.redis import RedisServerProcess
 from storm_py.stateful.redis_state import RedisKeyValueState
 from tests.cluster.conftest import zk_root_conf
 from tests.cluster.harness import APPS, DevClusterProcess, alive, build_wheel
@@ -24,16 +22,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pyte
 
 WORDS = 6000
 RATE = 300
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServerProcess]:
-    server = RedisServerProcess(tmp_path / "redis")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def truth() -> dict[str, int]:

@@ -292,7 +292,7 @@ def test_a_remote_topology_serves_requests_and_killing_it_mid_request_fails_that
 def test_a_client_idle_past_the_connection_timeout_reconnects_instead_of_failing(
     drpc_server: Callable[..., DRPCServerProcess],
 ) -> None:
-    from storm_py.drpc.client import _closed_by_peer
+    from storm_py.node.http_api import closed_by_peer as _closed_by_peer
 
     server = drpc_server({"drpc.connection.timeout.secs": 0.5})
     with answering(server, "echo", lambda a: a), DRPCClient("127.0.0.1", server.port, 10, TOKEN) as client:

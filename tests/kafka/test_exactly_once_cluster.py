@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pyte
 APP = Path(__file__).parent / "apps" / "kafkatx"
 RECORDS = 200_000
 PARTITIONS = 4
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServerProcess]:
-    server = RedisServerProcess(tmp_path / "redis")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def committed(config: dict[str, Any]) -> dict[str, int]:

@@ -4,26 +4,12 @@ words written, and a second run over more sentences goes on from the first run's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from examples import kafka_exactly_once_counts as example
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.dev.redis import RedisServerProcess
 from tests.kafka.conftest import Broker
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServerProcess]:
-    server = RedisServerProcess(tmp_path / "redis")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_kafka_exactly_once_counts_example(broker: Broker, redis_server: RedisServerProcess) -> None:

@@ -13,6 +13,7 @@ from storm_py.state import znodes
 from storm_py.state.acl import topology_name, worker_auth
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.zk import KazooStorage
+from tests.zk_fixture import digest_conf
 
 pytestmark = pytest.mark.zookeeper
 
@@ -22,16 +23,7 @@ ZK_ROOT = "/kafka-spout"
 
 @pytest.fixture
 def cluster_conf(zookeeper: Any, zk_chroot: str) -> dict[str, Any]:
-    return {
-        "storm.zookeeper.servers": [zookeeper.connect_string],
-        "storm.zookeeper.port": zookeeper.port,
-        "storm.zookeeper.session.timeout": 6000,
-        "storm.zookeeper.connection.timeout": 10000,
-        "storm.zookeeper.root": f"{zk_chroot}/storm",
-        "transactional.zookeeper.root": f"{zk_chroot}/transactional",
-        "storm.zookeeper.auth.scheme": "digest",
-        "storm.zookeeper.auth.payload": SECRET,
-    }
+    return {**digest_conf(zookeeper, zk_chroot, SECRET), "transactional.zookeeper.root": f"{zk_chroot}/transactional"}
 
 
 @pytest.fixture

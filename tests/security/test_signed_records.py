@@ -13,6 +13,7 @@ from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import Assignment, StormBase
 from storm_py.state.zk import KazooStorage
 from storm_py.supervisor.core import Supervisor
+from tests.zk_fixture import digest_conf
 
 pytestmark = pytest.mark.zookeeper
 
@@ -45,16 +46,7 @@ class Launcher:
 
 @pytest.fixture
 def conf(zookeeper: Any, zk_chroot: str) -> dict[str, Any]:
-    return {
-        "storm.zookeeper.servers": [zookeeper.connect_string],
-        "storm.zookeeper.port": zookeeper.port,
-        "storm.zookeeper.session.timeout": 6000,
-        "storm.zookeeper.connection.timeout": 10000,
-        "storm.zookeeper.root": f"{zk_chroot}/storm",
-        "storm.zookeeper.auth.scheme": "digest",
-        "storm.zookeeper.auth.payload": "storm:5e1d-stolen-digest",
-        "nimbus.auth.token": TOKEN,
-    }
+    return {**digest_conf(zookeeper, zk_chroot, "storm:5e1d-stolen-digest"), "nimbus.auth.token": TOKEN}
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from storm_py.clock import wait_until
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase, SupervisorInfo
 from storm_py.state.zk import KazooStorage
+from tests.zk_fixture import digest_conf
 
 pytestmark = pytest.mark.zookeeper
 
@@ -21,15 +22,7 @@ SECRET = "storm:9f2c7d1e-cluster"
 
 @pytest.fixture
 def cluster_conf(zookeeper: Any, zk_chroot: str) -> dict[str, Any]:
-    return {
-        "storm.zookeeper.servers": [zookeeper.connect_string],
-        "storm.zookeeper.port": zookeeper.port,
-        "storm.zookeeper.session.timeout": 6000,
-        "storm.zookeeper.connection.timeout": 10000,
-        "storm.zookeeper.root": f"{zk_chroot}/storm",
-        "storm.zookeeper.auth.scheme": "digest",
-        "storm.zookeeper.auth.payload": SECRET,
-    }
+    return digest_conf(zookeeper, zk_chroot, SECRET)
 
 
 @pytest.fixture
