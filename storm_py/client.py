@@ -259,7 +259,7 @@ class NimbusClient:
         The request is signed (:func:`~storm_py.node.http_api.sign_request`): the token itself never goes to an
         address read from the cluster state.
         """
-        url = f"{self._base(holder)}{API}/blobs/{quote(key, safe='')}"
+        url = f"{self._base(holder)}{API}/stored-blobs/{quote(key, safe='')}"
         return self._http("GET", url, None, REQUEST_TIMEOUT_SECS, signed=True)
 
     # ------------------------------------------------------------------------------------------- reads

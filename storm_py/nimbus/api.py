@@ -102,7 +102,7 @@ class NimbusApi:
             post("/topology/{id}/kill", self.kill),
             post("/topology/{id}/kill/{wait}", self.kill),
             post("/uploadTopology", self.upload),
-            Route("GET", API + "/blobs/{key}", self.blob, protected=True),
+            Route("GET", API + "/stored-blobs/{key}", self.blob, protected=True),
             *blob_routes(self.node),
             *admin_routes(self.node),
             *worker_log_routes(self.node, self._base),
@@ -273,7 +273,8 @@ class NimbusApi:
         return Reply(200, body, content_type, {"Cache-Control": "no-cache"})
 
     def blob(self, req: Request) -> Reply:
-        """A blob's bytes (for supervisors and standby nimbuses)."""
+        """A stored blob's bytes by its store key, for supervisors and standby nimbuses (a user blob is stored as
+        ``userblob/<key>``; the users' own resource is ``/api/v1/blobs/<key>``, :mod:`storm_py.nimbus.blob_api`)."""
         key = req.params["key"]
         data = self.node.blobs.get(key)
         if data is None:

@@ -142,7 +142,7 @@ def test_a_planted_blob_holder_learns_nothing_replayable(tmp_path: object) -> No
         heard.append(next((v for k, v in request.headers.items() if k.lower() == "authorization"), ""))
         return Reply(200, b"malicious wheel", "application/octet-stream")
 
-    evil = JsonApiServer("127.0.0.1", 0, [Route("GET", "/api/v1/blobs/{key}", blob)], name="evil")
+    evil = JsonApiServer("127.0.0.1", 0, [Route("GET", "/api/v1/stored-blobs/{key}", blob)], name="evil")
     evil.start()
     try:
         client = NimbusClient({"nimbus.seeds": ["127.0.0.1:1"], "nimbus.auth.token": TOKEN})

@@ -197,7 +197,7 @@ def test_topology_page_shows_window_and_state_settings_per_component(
     assert f"Finished submitting topology: {name}" in out.stdout
     client = metrics_cluster.client()
     tid = client.topology_id(name)
-    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
     wait_until(lambda: section_shown(browser, "Window and State Settings"), 60, interval=0.2,
                what="the settings section")
     table = "#component-settings"
@@ -255,7 +255,7 @@ def chart_points(browser: Browser, chart: str) -> list[dict[str, object]]:
 def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: Browser, tmp_path: Path) -> None:
     tid = metrics_cluster.submit("charted", tmp_path / "charted-consumer.jsonl", "-c", "metrics.lag=false")
     client = metrics_cluster.client()
-    browser.driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
 
     def last(key: str) -> float:
         points = chart_points(browser, "rates-chart")
@@ -274,7 +274,7 @@ def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: B
     assert browser.script_errors() == []
     browser.driver.execute_script("document.getElementById('rates-chart').scrollIntoView()")
     browser.shot("charts-after-deactivate")
-    browser.driver.get(f"{metrics_cluster.url}/component.html?topology_id={quote(tid)}&id=paced&refresh=1")
+    metrics_cluster.open(browser, f"/component.html?topology_id={quote(tid)}&id=paced&refresh=1")
     wait_until(lambda: len(chart_points(browser, "rates-chart")) > 0, 30, interval=0.3, what="the spout's chart")
     assert any(float(p["emitted"]) > 0 for p in chart_points(browser, "rates-chart"))  # type: ignore[arg-type]
     browser.shot("charts-component")
@@ -282,7 +282,8 @@ def test_charts_follow_a_rate_change(metrics_cluster: MetricsCluster, browser: B
     assert reply["bucketSecs"] == 30 and 0 < len(reply["points"]) <= 20
     for path in (f"/topology/{quote(tid)}/component/nope/timeseries", "/topology/no-such-topology/timeseries"):
         with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(f"{metrics_cluster.url}/api/v1{path}", timeout=30)
+            urllib.request.urlopen(urllib.request.Request(f"{metrics_cluster.url}/api/v1{path}", headers={
+                "Authorization": f"Bearer {metrics_cluster.token}"}), timeout=30)
         assert err.value.code == 404, path
     client.kill("charted", 0)
 
