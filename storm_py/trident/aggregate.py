@@ -123,8 +123,8 @@ class CombineValues(CombinerAggregator):
     def init(self, tuple: Any) -> Any:
         return tuple.get_value(0)
 
-    def combine(self, val1: Any, val2: Any) -> Any:
-        return self.agg.combine(val1, val2)
+    def combine(self, a: Any, b: Any) -> Any:
+        return self.agg.combine(a, b)
 
     def zero(self) -> Any:
         return self.agg.zero()

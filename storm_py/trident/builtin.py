@@ -23,8 +23,8 @@ class Count(CombinerAggregator):
     def init(self, tuple: TridentTuple) -> int:
         return 1
 
-    def combine(self, val1: int, val2: int) -> int:
-        return val1 + val2
+    def combine(self, a: int, b: int) -> int:
+        return a + b
 
     def zero(self) -> int:
         return 0
@@ -36,8 +36,8 @@ class Sum(CombinerAggregator):
     def init(self, tuple: TridentTuple) -> Any:
         return tuple.get_value(0)
 
-    def combine(self, val1: Any, val2: Any) -> Any:
-        return val1 + val2
+    def combine(self, a: Any, b: Any) -> Any:
+        return a + b
 
     def zero(self) -> int:
         return 0

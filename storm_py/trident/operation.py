@@ -64,7 +64,7 @@ class CombinerAggregator(Operation):
         """The value of one tuple."""
         raise NotImplementedError(f"{type(self).__name__} must implement init")
 
-    def combine(self, val1: Any, val2: Any) -> Any:
+    def combine(self, a: Any, b: Any) -> Any:
         """Merge two values."""
         raise NotImplementedError(f"{type(self).__name__} must implement combine")
 

@@ -119,12 +119,12 @@ class BaseWindowedBolt(Component):
         self.__dict__["_timestamp_extractor"] = FieldTimestamp(name)
         return self
 
-    def with_timestamp_extractor(self, extractor: TimestampExtractor) -> Self:
-        """Event time: ``extractor(tuple)`` gives each tuple's timestamp in ms."""
-        if not callable(extractor):
-            raise TypeError(f"timestamp extractor must be callable (tuple -> ms), got {extractor!r}")
+    def with_timestamp_extractor(self, fn: TimestampExtractor) -> Self:
+        """Event time: ``fn(tuple)`` gives each tuple's timestamp in ms."""
+        if not callable(fn):
+            raise TypeError(f"timestamp extractor must be callable (tuple -> ms), got {fn!r}")
         self._window_conf().pop(TIMESTAMP_FIELD, None)
-        self.__dict__["_timestamp_extractor"] = extractor
+        self.__dict__["_timestamp_extractor"] = fn
         return self
 
     def with_lag(self, duration: Duration) -> Self:

@@ -17,13 +17,13 @@ class Count:
 
     __slots__ = ("value",)
 
-    def __init__(self, value: int) -> None:
-        self.value: int = _count(value, "window count")
+    def __init__(self, n: int) -> None:
+        self.value: int = _count(n, "window count")
 
     @classmethod
-    def of(cls, value: int) -> Count:
-        """``Count(value)``."""
-        return cls(value)
+    def of(cls, n: int) -> Count:
+        """``Count(n)``."""
+        return cls(n)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Count) and other.value == self.value
@@ -40,33 +40,33 @@ class Duration:
 
     __slots__ = ("value",)
 
-    def __init__(self, millis: int) -> None:
-        self.value: int = _count(millis, "window duration (ms)")
+    def __init__(self, ms: int) -> None:
+        self.value: int = _count(ms, "window duration (ms)")
 
     @classmethod
-    def of(cls, millis: int) -> Duration:
-        """``Duration(millis)``."""
-        return cls(millis)
+    def of(cls, ms: int) -> Duration:
+        """``Duration(ms)``."""
+        return cls(ms)
 
     @classmethod
-    def seconds(cls, secs: int) -> Duration:
-        """``secs`` seconds."""
-        return cls(_count(secs, "seconds") * 1000)
+    def seconds(cls, s: int) -> Duration:
+        """``s`` seconds."""
+        return cls(_count(s, "seconds") * 1000)
 
     @classmethod
-    def minutes(cls, mins: int) -> Duration:
-        """``mins`` minutes."""
-        return cls(_count(mins, "minutes") * 60_000)
+    def minutes(cls, m: int) -> Duration:
+        """``m`` minutes."""
+        return cls(_count(m, "minutes") * 60_000)
 
     @classmethod
-    def hours(cls, hours: int) -> Duration:
-        """``hours`` hours."""
-        return cls(_count(hours, "hours") * 3_600_000)
+    def hours(cls, h: int) -> Duration:
+        """``h`` hours."""
+        return cls(_count(h, "hours") * 3_600_000)
 
     @classmethod
-    def days(cls, days: int) -> Duration:
-        """``days`` days."""
-        return cls(_count(days, "days") * 86_400_000)
+    def days(cls, d: int) -> Duration:
+        """``d`` days."""
+        return cls(_count(d, "days") * 86_400_000)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Duration) and other.value == self.value
