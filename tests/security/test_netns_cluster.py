@@ -132,8 +132,8 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
     for address, port, routes in targets:
         for route in (r for r in routes if not r.public):
             for authorization in ({}, {"Authorization": "Bearer wrong"}):
-                post = route.method == "POST"
-                headers = {**authorization, "Content-Type": "application/json"} if post else authorization
+                post = route.method in ("POST", "PUT")
+                headers = {**authorization, "Content-Type": route.bodies[0]} if post else authorization
                 body = b"{}" if post else None
                 status = call(port, route.method, concrete(route.pattern), headers, body, address=address)[0]
                 assert status == 401, (address, port, route.method, route.pattern)
