@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from storm_py.kafka.offsets import PartitionOffsets
+from storm_py.kafka.offsets import PartitionOffsets, RetryPolicy
 from storm_py.kafka.positions import from_saved, positions, to_saved
 
 
 def manager(fetched_to: int) -> PartitionOffsets:
-    m = PartitionOffsets(0, 100, None)  # type: ignore[arg-type]
+    m = PartitionOffsets(0, 100, RetryPolicy())
     m.fetched_to = fetched_to
     return m
 
