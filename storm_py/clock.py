@@ -99,8 +99,11 @@ class Deadline:
         return self.clock.now() >= self.at
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.005, what: str = "condition") -> None:
-    """Poll ``predicate`` in real time until it holds; raise :class:`WaitTimeoutError` after ``timeout`` seconds."""
+def wait_until(
+    predicate: Callable[[], object], timeout: float, interval: float = 0.005, what: str = "condition"
+) -> None:
+    """Poll ``predicate`` in real time until it returns something truthy (a bool, a non-empty list, ...);
+    raise :class:`WaitTimeoutError` after ``timeout`` seconds."""
     from storm_py.errors import WaitTimeoutError
 
     deadline = time.monotonic() + timeout
