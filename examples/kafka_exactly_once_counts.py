@@ -16,40 +16,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections import Counter
+import sys
+from pathlib import Path
 from typing import Any
 
-from storm_py import BaseStatefulBolt, BasicBolt, Config, KeyValueState, LocalCluster, TopologyBuilder
-from storm_py.api.components import BasicOutputCollector, OutputCollector, OutputFieldsDeclarer
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # run as a script: the examples package
+
+from examples.kafka_word_count import produce_sentences, sentence
+from examples.stateful_word_count import committed_counts
+from examples.word_count import SplitSentence
+from storm_py import BaseStatefulBolt, Config, KeyValueState, LocalCluster, TopologyBuilder
+from storm_py.api.components import OutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.clock import wait_until
-from storm_py.kafka import KafkaRecord, KafkaSpout, KafkaSpoutConfig
+from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 
 log = logging.getLogger(__name__)
-
-SENTENCES = (
-    "the cow jumped over the moon",
-    "an apple a day keeps the doctor away",
-    "four score and seven years ago",
-    "snow white and the seven dwarfs",
-    "i am at two with nature",
-)
-
-
-def sentence(record: KafkaRecord) -> list[Any] | None:
-    """The record's value as a sentence."""
-    text = (record.value or b"").decode("utf-8").strip()
-    return [text] if text else None
-
-
-class SplitSentence(BasicBolt):
-    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
-        for word in tup[0].split():
-            collector.emit([word])
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["word"])
 
 
 class WordCount(BaseStatefulBolt):
@@ -89,32 +72,6 @@ def topology_conf(bootstrap: str, topic: str, redis_host: str, redis_port: int,
         "topology.state.checkpoint.interval.ms": 1000,
     })
     return conf
-
-
-def committed_counts(conf: dict[str, Any]) -> Counter[str]:
-    """The committed counts in Redis, over every task of the count bolt."""
-    from storm_py.stateful.redis_state import RedisKeyValueState
-
-    counts: Counter[str] = Counter()
-    for state in RedisKeyValueState.committed_of("count", conf["topology.state.provider.config"]).values():
-        counts.update(state)
-    return counts
-
-
-def produce_sentences(bootstrap: str, topic: str, rounds: int) -> Counter[str]:
-    """Write the sentences ``rounds`` times to ``topic``; the words written, counted."""
-    from storm_py.kafka.client import KafkaProducerClient
-
-    producer = KafkaProducerClient(bootstrap)
-    errors: list[str] = []
-    for _ in range(rounds):
-        for s in SENTENCES:
-            producer.produce(topic, None, s.encode(),
-                             lambda err, t, p, o: errors.append(err) if err is not None else None)
-    producer.flush(30)
-    if errors:
-        raise SystemExit(f"producing sentences failed: {errors[0]}")
-    return Counter(w for s in SENTENCES for w in s.split() for _ in range(rounds))
 
 
 def main() -> None:

@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # run as a script: the examples package
+
+from examples.word_count import SENTENCES, SplitSentence
 from storm_py import BasicBolt, Config, LocalCluster, TopologyBuilder
 from storm_py.api.components import BasicOutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
@@ -33,28 +38,11 @@ from storm_py.kafka import KafkaBolt, KafkaRecord, KafkaSpout, KafkaSpoutConfig
 
 log = logging.getLogger(__name__)
 
-SENTENCES = (
-    "the cow jumped over the moon",
-    "an apple a day keeps the doctor away",
-    "four score and seven years ago",
-    "snow white and the seven dwarfs",
-    "i am at two with nature",
-)
-
 
 def sentence(record: KafkaRecord) -> list[Any] | None:
     """The record's value as a sentence (empty records are skipped, and so acked at once)."""
     text = (record.value or b"").decode("utf-8").strip()
     return [text] if text else None
-
-
-class SplitSentence(BasicBolt):
-    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
-        for word in tup[0].split():
-            collector.emit([word])
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["word"])
 
 
 class WordCount(BasicBolt):
@@ -85,8 +73,9 @@ def build(conf: dict[str, Any] | None = None) -> Any:
     return builder.create_topology()
 
 
-def produce_sentences(bootstrap: str, topic: str, rounds: int) -> int:
-    """Write the sentences ``rounds`` times to ``topic`` (each confirmed by the broker)."""
+def produce_sentences(bootstrap: str, topic: str, rounds: int) -> Counter[str]:
+    """Write the sentences ``rounds`` times to ``topic`` (each confirmed by the broker); the words written,
+    counted."""
     from storm_py.kafka.client import KafkaProducerClient
 
     producer = KafkaProducerClient(bootstrap)
@@ -98,7 +87,7 @@ def produce_sentences(bootstrap: str, topic: str, rounds: int) -> int:
     producer.flush(30)
     if errors:
         raise SystemExit(f"producing sentences failed: {errors[0]}")
-    return rounds * len(SENTENCES)
+    return Counter(w for s in SENTENCES for w in s.split() for _ in range(rounds))
 
 
 def read_counts(bootstrap: str, topic: str, timeout: float = 10.0, quiet_secs: float = 1.0) -> dict[str, int]:
@@ -148,7 +137,8 @@ def main() -> None:
         print_counts(args.output, read_counts(args.bootstrap, args.output))
         return
     if args.produce:
-        print("produced", produce_sentences(args.bootstrap, args.input, args.produce), "sentences")
+        produce_sentences(args.bootstrap, args.input, args.produce)
+        print("produced", args.produce * len(SENTENCES), "sentences")
     conf = Config()
     conf.update({"kafka.bootstrap": args.bootstrap, "kafka.input.topic": args.input,
                  "kafka.output.topic": args.output})

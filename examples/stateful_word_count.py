@@ -17,24 +17,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from storm_py import BaseStatefulBolt, BasicBolt, Config, KeyValueState, LocalCluster, Spout, TopologyBuilder
-from storm_py.api.components import BasicOutputCollector, OutputCollector, OutputFieldsDeclarer, SpoutOutputCollector
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # run as a script: the examples package
+
+from examples.word_count import SENTENCES, SplitSentence
+from storm_py import BaseStatefulBolt, Config, KeyValueState, LocalCluster, Spout, TopologyBuilder
+from storm_py.api.components import OutputCollector, OutputFieldsDeclarer, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.clock import wait_until
 
 log = logging.getLogger(__name__)
-
-SENTENCES = (
-    "the cow jumped over the moon",
-    "an apple a day keeps the doctor away",
-    "four score and seven years ago",
-    "snow white and the seven dwarfs",
-    "i am at two with nature",
-)
 
 
 class SentenceSpout(Spout):
@@ -57,15 +54,6 @@ class SentenceSpout(Spout):
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["sentence"])
-
-
-class SplitSentence(BasicBolt):
-    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
-        for word in tup[0].split():
-            collector.emit([word])
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["word"])
 
 
 class WordCount(BaseStatefulBolt):
