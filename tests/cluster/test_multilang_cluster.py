@@ -4,6 +4,7 @@ serializers, submitted to a dev cluster: exact word counts, every spout tuple ac
 from __future__ import annotations
 
 import runpy
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -13,14 +14,26 @@ from storm_py.clock import wait_until
 from tests.cluster.harness import APPS, build_wheel
 from tests.cluster.test_word_count import final_counts
 
-SENTENCES = runpy.run_path(str(APPS / "mlwc" / "mlwc" / "resources" / "sentences.py"))["SENTENCES"]
+RESOURCES = Path(__file__).resolve().parent.parent / "multilang" / "resources"
+SCRIPTS = ("sentence_spout.py", "split_bolt.py", "count_bolt.py", "sentences.py")
+SENTENCES = runpy.run_path(str(RESOURCES / "sentences.py"))["SENTENCES"]
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(300)]
 pytest.importorskip("pystorm")
 
 
+def mlwc_project(root: Path) -> Path:
+    """The mlwc app with the multilang tests' pystorm scripts in its package's resources/ folder."""
+    project = root / "mlwc"
+    shutil.copytree(APPS / "mlwc", project, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    (project / "mlwc" / "resources").mkdir()
+    for script in SCRIPTS:
+        shutil.copy(RESOURCES / script, project / "mlwc" / "resources" / script)
+    return project
+
+
 def test_multilang_word_count_on_a_dev_cluster_is_exact(dev_cluster, tmp_path: Path) -> None:
-    wheel = build_wheel(APPS / "mlwc", tmp_path)
+    wheel = build_wheel(mlwc_project(tmp_path / "app"), tmp_path)
     cluster = dev_cluster(supervisors=2)
     sentences = 400
     submitted = cluster.cli(
