@@ -25,6 +25,7 @@ from storm_py.config import merge_component_conf
 from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
+from storm_py.runtime.credentials import CredentialsInbox, deliver_credentials
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
@@ -115,6 +116,7 @@ class WorkerRuntime:
         self._applied_active = False
         self._debug_seen: dict[str, Any] = {}  # the component_debug last handed in (set_debug)
         self._debug_wanted: dict[str, Any] | None = None
+        self.credentials = CredentialsInbox()  # set_credentials' news, delivered by the loop thread
         self.worker_tasks = sorted(t for _, (s, e) in executors for t in range(s, e + 1))
         self._worker_task_set = set(self.worker_tasks)
         self._routes: dict[int, dict[str, StreamRoute]] = {}
@@ -261,6 +263,8 @@ class WorkerRuntime:
         if self._debug_wanted is not None:
             wanted, self._debug_wanted = self._debug_wanted, None
             apply_debug(self.executors, self.topology_id, wanted)
+        if self.credentials.pending:
+            deliver_credentials(self.executors, self.credentials.take() or {}, self.report_error)
         if self._unsent_roots:
             did = True
             self._fail_roots()
