@@ -212,13 +212,20 @@ class Worker:
             log.info("worker %s: logger %s set to %s", self.key, name, logging.getLevelName(level))
 
     def _poll_credentials(self) -> None:
-        """Read the topology's credentials every ``task.credentials.poll.secs`` and hand news to the tasks."""
+        """Read the topology's credentials every ``task.credentials.poll.secs`` (Storm's credentials check)."""
         runtime = self.runtime
         now = self.clock.now()
         if runtime is None or now < self._next_credentials_poll:
             return
         conf = {**defaults_of(["task.credentials.poll.secs"]), **runtime.conf}
         self._next_credentials_poll = now + float(conf["task.credentials.poll.secs"])
+        self.check_credentials()
+
+    def check_credentials(self) -> None:
+        """Read the topology's credentials now and hand news to the tasks' ``set_credentials`` (on the loop)."""
+        runtime = self.runtime
+        if runtime is None:
+            return
         try:
             stored = self.state.credentials(self.topology_id)
         except StormPyError as err:
