@@ -54,6 +54,13 @@ class CredentialsInbox:
             creds, self._pending = self._pending, None
         return creds
 
+    def deliver(self, executors: Iterable[Any], report: ErrorReport) -> None:
+        """On the loop thread, every pass: hand waiting credentials to the listeners of ``executors``."""
+        if self._pending is not None:
+            creds = self.take()
+            if creds is not None:
+                deliver_credentials(executors, creds, report)
+
 
 def listeners(executors: Iterable[Any]) -> list[tuple[str, int, Any]]:
     """``(component_id, task, component)`` of every spout and bolt of ``executors`` that defines

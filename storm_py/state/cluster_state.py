@@ -387,8 +387,7 @@ class ClusterState:
 
     # ----------------------------------------------------------------------------------------- credentials
     def set_credentials(self, topology_id: str, credentials: Credentials) -> None:
-        """Write a topology's credentials, replacing the ones it had (Storm's ``setCredentials``); signed, and
-        readable by the topology's workers only (its ACL)."""
+        """Write a topology's credentials (replacing any; signed, readable by its own workers only)."""
         self._put(znodes.credentials(self.root, topology_id), credentials, signed=True)
 
     def credentials(self, topology_id: str) -> Credentials | None:
@@ -401,8 +400,7 @@ class ClusterState:
 
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
-        """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels,
-        credentials."""
+        """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels, creds."""
         self.remove_storm_base(topology_id)
         self.remove_assignment(topology_id)
         self.remove_worker_heartbeats(topology_id)
