@@ -87,6 +87,7 @@ class Worker:
         self.log_levels = LogLevels()
         self._next_log_poll = 0.0
         self._credentials = CredentialsWatch()
+        self._credentials_lock = threading.Lock()  # the poll (heartbeat) and LocalCluster's upload both check
         self._next_credentials_poll = 0.0
         self.started_at = clock.now()
         self._next_heartbeat = 0.0
@@ -226,15 +227,17 @@ class Worker:
         runtime = self.runtime
         if runtime is None:
             return
-        try:
-            stored = self.state.credentials(self.topology_id)
-        except StormPyError as err:
-            log.warning("worker %s could not read its credentials: %s", self.key, err)
-            return
-        news = self._credentials.changed(stored.creds if stored is not None else None)
+        with self._credentials_lock:
+            try:
+                stored = self.state.credentials(self.topology_id)
+            except StormPyError as err:
+                log.warning("worker %s could not read its credentials: %s", self.key, err)
+                return
+            news = self._credentials.changed(stored.creds if stored is not None else None)
+            if news is not None:
+                runtime.credentials.offer(news)
         if news is not None:
             log.info("worker %s: new credentials (keys %s)", self.key, ", ".join(sorted(news)) or "none")
-            runtime.credentials.offer(news)
             runtime.wake.set()
 
     def _transfer_metrics(self) -> dict[str, int]:
