@@ -37,18 +37,18 @@ def remove_corrupt_topologies(config_file: str | None, overrides: tuple[str, ...
 
 
 @admin.command("creds")
-@click.argument("topology")
+@click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
 @config_options
-def creds(topology: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Print the keys of TOPOLOGY's credentials (storm-py upload-credentials), one a line; never the values."""
+def creds(topologies: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Print the keys of each TOPOLOGY's credentials (id or name) under its id, as Storm does; never the values."""
     from storm_py.client import NimbusClient
 
-    try:
-        reply = NimbusClient(load_conf(config_file, overrides)).request(
-            "GET", f"/topology/{quote(topology, safe='')}/credentials")
-    except StormPyError as err:
-        raise command_error(err, config_file) from err
-    for key in reply["keys"]:
-        click.echo(key)
-    if not reply["keys"]:
-        click.echo(f"Topology {reply['name']} has no credentials.", err=True)
+    client = NimbusClient(load_conf(config_file, overrides))
+    for topology in topologies:
+        try:
+            reply = client.request("GET", f"/topology/{quote(topology, safe='')}/credentials")
+        except StormPyError as err:
+            raise command_error(err, config_file) from err
+        click.echo(f"{reply['id']}:")
+        for key in reply["keys"]:
+            click.echo(f"\t{key}")

@@ -23,8 +23,8 @@ NAME = "holders"
 
 
 class Cluster:
-    def __init__(self, dc: DevClusterProcess, out: Path, root: Path) -> None:
-        self.dc, self.out, self.root = dc, out, root
+    def __init__(self, dc: DevClusterProcess, tid: str, out: Path, root: Path) -> None:
+        self.dc, self.tid, self.out, self.root = dc, tid, out, root
 
     def seen(self) -> dict[str, dict[str, str]]:
         """What each bolt task was last handed, by task file name."""
@@ -50,7 +50,7 @@ def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         tid = dc.client().topology_id(NAME)
         wait_until(lambda: len(dc.client().request("GET", f"/topology/{tid}")["workers"]) == 2, 120,
                    interval=0.2, what="both workers to run")  # fmt: skip
-        yield Cluster(dc, out, root)
+        yield Cluster(dc, tid, out, root)
     finally:
         dc.stop()
 
@@ -63,8 +63,7 @@ def failed(proc: Any, code: int = 1) -> str:
 
 def test_uploaded_credentials_reach_every_task_of_a_running_bolt(cluster: Cluster) -> None:
     dc = cluster.dc
-    listed = dc.cli("admin", "creds", NAME)
-    assert listed.stdout == "" and f"Topology {NAME} has no credentials." in listed.stderr
+    assert dc.cli("admin", "creds", NAME).stdout == f"{cluster.tid}:\n"  # Storm's shape: the id, then its keys
     assert cluster.seen() == {}  # nothing handed while there are none
 
     props = cluster.root / "creds.properties"
@@ -75,14 +74,14 @@ def test_uploaded_credentials_reach_every_task_of_a_running_bolt(cluster: Cluste
     wait_until(lambda: list(cluster.seen().values()) == [wanted, wanted], 60, interval=0.2,
                what="both bolt tasks, one per worker, to be handed the credentials")  # fmt: skip
 
-    listed = dc.cli("admin", "creds", NAME)
-    assert listed.stdout == "password\nuser\n"
+    listed = dc.cli("admin", "creds", NAME, cluster.tid)  # by name or id, several at once
+    assert listed.stdout == f"{cluster.tid}:\n\tpassword\n\tuser\n" * 2
     assert "pa55" not in listed.stdout + listed.stderr and "bob" not in listed.stdout + listed.stderr
 
     dc.cli("upload-credentials", NAME, "token", "t-2")  # replaces the whole map, as Storm
     wait_until(lambda: list(cluster.seen().values()) == [{"token": "t-2"}] * 2, 60, interval=0.2,
                what="the second upload to replace the first in both tasks")  # fmt: skip
-    assert dc.cli("admin", "creds", NAME).stdout == "token\n"
+    assert dc.cli("admin", "creds", NAME).stdout == f"{cluster.tid}:\n\ttoken\n"
 
 
 def test_bad_uploads_get_clear_errors_and_change_nothing(cluster: Cluster) -> None:
