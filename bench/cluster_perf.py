@@ -16,7 +16,9 @@ the build (pure Python or compiled), the commit and the machine.  Counts reach n
 heartbeats (every ``worker.heartbeat.frequency.secs``), so both ends of the window are read at a heartbeat.
 
 ``--encryption none,curve`` runs every case on one cluster per ``storm.messaging.encryption`` setting, in turn,
-``--rounds`` times (the settings alternate, so both see the same machine).
+``--rounds`` times (the settings alternate, so both see the same machine), and ends with one summary line per
+case: each setting's median rate and median worker CPU per acked tuple, and how much each setting after the first
+loses against it by either measure (``loss_pct``; issue 30's budget for CURVE against tags alone is 15 %).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -261,8 +264,46 @@ def main() -> None:
                     base = Path(tmp) / f"base-{mode}.yaml"
                     base.write_text(json.dumps({"storm.messaging.encryption": mode}), encoding="utf-8")
                 rows.extend(run_cluster(args, workdir, base, ceiling, mode))
+    if len(modes) > 1:
+        for line in encryption_summary(rows, [str(m) for m in modes]):
+            rows.append(line)
+            print(json.dumps(line), flush=True)
     if args.json:
         append_rows(args.json, rows)
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def encryption_summary(rows: list[dict[str, Any]], modes: list[str]) -> list[dict[str, Any]]:
+    """Per case and acker count: each setting's median rate and worker CPU µs per tuple over the rounds, and the
+    loss of each later setting against the first (rate lower, or CPU per tuple higher, in percent)."""
+    out = []
+    cases = dict.fromkeys((r["topology"], r["ackers_per_worker"]) for r in rows if "encryption" in r)
+    for topology, ackers in cases:
+        mine = [r for r in rows if (r.get("topology"), r.get("ackers_per_worker")) == (topology, ackers)]
+        medians: dict[str, dict[str, Any]] = {}
+        for mode in modes:
+            of = [r for r in mine if r.get("encryption") == mode]
+            medians[mode] = {
+                "rounds": len(of),
+                "acked_per_s": _median([r["acked_per_s"] for r in of]),
+                "worker_cpu_us_per_tuple": _median([r["worker_cpu_us_per_tuple"] for r in of
+                                                    if r.get("worker_cpu_us_per_tuple") is not None]),
+            }  # fmt: skip
+        base = medians[modes[0]]
+        loss: dict[str, dict[str, float | None]] = {}
+        for mode in modes[1:]:
+            m = medians[mode]
+            rate = (round(100 * (1 - m["acked_per_s"] / base["acked_per_s"]), 1)
+                    if m["acked_per_s"] and base["acked_per_s"] else None)  # fmt: skip
+            cpu = (round(100 * (m["worker_cpu_us_per_tuple"] / base["worker_cpu_us_per_tuple"] - 1), 1)
+                   if m["worker_cpu_us_per_tuple"] and base["worker_cpu_us_per_tuple"] else None)  # fmt: skip
+            loss[mode] = {"rate": rate, "cpu_per_tuple": cpu}
+        out.append({"summary": "encryption", "topology": topology, "ackers_per_worker": ackers,
+                    "against": modes[0], "medians": medians, "loss_pct": loss})  # fmt: skip
+    return out
 
 
 def run_cluster(args: argparse.Namespace, workdir: Path, base: Path | None, ceiling: float,

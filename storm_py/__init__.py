@@ -15,6 +15,7 @@ from storm_py.api.components import (
 )
 from storm_py.api.config import Config
 from storm_py.api.context import TopologyContext
+from storm_py.api.credentials import CredentialsListener
 from storm_py.api.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
 from storm_py.api.tuple import Fields, MessageId, Tuple
 from storm_py.errors import (
@@ -39,6 +40,7 @@ __all__ = [
     "BoltDeclarer",
     "Config",
     "Count",
+    "CredentialsListener",
     "CustomStreamGrouping",
     "Duration",
     "FailedException",

@@ -16,13 +16,15 @@ from typing import Any
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock, SimulatedClock
 from storm_py.config import defaults, merge_registrations
-from storm_py.errors import WaitTimeoutError
+from storm_py.errors import NotAliveException, WaitTimeoutError
 from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.credentials_api import parse_credentials
 from storm_py.packaging.code_store import MemoryCodeStore
 from storm_py.protocol import registration
 from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.state.models import Credentials
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.launcher import ThreadLauncher
 from storm_py.worker.core import Worker
@@ -202,6 +204,18 @@ class LocalCluster:
         with self._lock:
             self.nimbus.rebalance(name, wait_secs, num_workers, executors)
             self._sync()
+
+    def upload_credentials(self, name: str, creds: Mapping[str, str]) -> None:
+        """Storm's ``uploadNewCredentials``: replace ``name``'s credentials with ``creds``; every task of it that
+        defines ``set_credentials`` is handed them (here at once, on a cluster within ``task.credentials.poll.secs``).
+        """
+        checked = parse_credentials({"credentials": dict(creds)})
+        tid = self.nimbus.topology_id(name)
+        if tid is None:
+            raise NotAliveException(f"topology {name!r} is not alive", topology=name)
+        self.state.set_credentials(tid, Credentials(checked))
+        for w in self.workers(tid):
+            w.check_credentials()
 
     def get_topology_summary(self, name: str) -> dict[str, Any]:
         """Storm UI's topology page of ``name`` (with fresh counters)."""

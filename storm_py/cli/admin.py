@@ -1,10 +1,13 @@
-"""``storm-py admin remove_corrupt_topologies``: the subcommand of Storm's ``storm admin`` that applies here.
+"""``storm-py admin remove_corrupt_topologies`` and ``storm-py admin creds TOPOLOGY``: the subcommands of Storm's
+``storm admin`` that apply here.
 
-Storm's others do not: ``zk_cli`` opens Storm's ZooKeeper shell (``storm-py heartbeats list|get`` reads the
-cluster state instead) and ``creds`` prints credentials that storm_py does not keep.
+Storm's other one does not: ``zk_cli`` opens Storm's ZooKeeper shell (``storm-py heartbeats list|get`` reads the
+cluster state instead).  ``creds`` prints the keys of a topology's credentials, never their values.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 import click
 
@@ -31,3 +34,21 @@ def remove_corrupt_topologies(config_file: str | None, overrides: tuple[str, ...
         click.echo(f"Removed corrupt topology {row['name']} ({row['id']}): missing {', '.join(row['missing'])}")
     if not reply["removed"]:
         click.echo("No corrupt topologies.")
+
+
+@admin.command("creds")
+@click.argument("topologies", metavar="TOPOLOGY...", nargs=-1, required=True)
+@config_options
+def creds(topologies: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Print the keys of each TOPOLOGY's credentials (id or name) under its id, as Storm does; never the values."""
+    from storm_py.client import NimbusClient
+
+    client = NimbusClient(load_conf(config_file, overrides))
+    for topology in topologies:
+        try:
+            reply = client.request("GET", f"/topology/{quote(topology, safe='')}/credentials")
+        except StormPyError as err:
+            raise command_error(err, config_file) from err
+        click.echo(f"{reply['id']}:")
+        for key in reply["keys"]:
+            click.echo(f"\t{key}")

@@ -12,6 +12,7 @@ from storm_py import build
 from storm_py.cli.admin import admin
 from storm_py.cli.blobstore import blobstore
 from storm_py.cli.cluster_info import get_errors, heartbeats, localconfvalue, remoteconfvalue
+from storm_py.cli.credentials import upload_credentials
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.drpc import drpc, drpc_client
 from storm_py.cli.kafka import dev_kafka
@@ -52,6 +53,7 @@ for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_h
                  blobstore, shell, admin):
     cli.add_command(_command)
 cli.add_command(streamparse)
+cli.add_command(upload_credentials)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

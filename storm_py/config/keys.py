@@ -82,6 +82,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.max.replication.wait.time.secs", NUMBER, 60, "nimbus", "how long submit waits for that (-1: forever)", min=-1),
         Key("ui.host", STR, "127.0.0.1", "ui", "interface of storm-py ui"),
         Key("ui.port", INT, 8080, "ui", "port of storm-py ui (0: a free port)", min=0, max=65535),
+        Key("nimbus.credentials.max.bytes", INT, 65536, "nimbus", "largest credentials upload (storm-py upload-credentials), its JSON encoded; more is refused with 413", min=1, max=1000000),
     ),
     "clients": (
         Key("storm.nimbus.retry.times", INT, 5, "clients", "retries while nimbus is unreachable", min=0),
@@ -99,6 +100,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("supervisor.worker.restart.backoff.max.secs", NUMBER, 30, "supervisor", "longest backoff", min=0),
         Key("worker.heartbeat.frequency.secs", NUMBER, 1, "worker", "how often a worker heartbeats", min=0),
         Key("worker.log.level.reset.poll.secs", NUMBER, 30, "worker", "how often a worker reads set_log_level's levels", min=0),
+        Key("task.credentials.poll.secs", NUMBER, 30, "worker", "how often a worker reads its topology's credentials and hands changed ones to set_credentials (Storm's)", min=0),
         Key("worker.gc.threshold0", INT, 100000, "worker, LocalCluster", "CPython's generation-0 collection threshold in a worker process (CPython's default: 700; 0: no automatic collection); a LocalCluster sets it in its own process, until it shuts down, only when its daemon_conf names the key", min=0),
         Key("zmq.hwm", INT, 100, "worker", "frames queued per peer socket before the sender holds back", min=1),
         Key("zmq.socket.buffer.bytes", INT, None, "worker", "kernel send/receive buffer of each worker TCP socket (null: the kernel's own sizing; at least 64 KiB, since a buffer below one loopback segment stalls TCP)", min=65536),

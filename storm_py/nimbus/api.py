@@ -26,6 +26,7 @@ from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
+from storm_py.nimbus.credentials_api import credentials_routes
 from storm_py.nimbus.rest_params import debug_request, debug_view, wait_param, window_param
 from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.nimbus.worker_log import worker_log_routes
@@ -105,6 +106,7 @@ class NimbusApi:
             Route("GET", API + "/stored-blobs/{key}", self.blob, protected=True),
             *blob_routes(self.node),
             *admin_routes(self.node),
+            *credentials_routes(self.node, self._base),
             *worker_log_routes(self.node, self._base),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data

@@ -3,6 +3,9 @@
 It knows nothing of ZooKeeper, processes or sockets: the worker daemon (or LocalCluster) hands it the topology,
 its executors, where every other task lives, and a ``send_remote`` callable.  :class:`WorkerLoop` is the thin
 driver thread: it calls :meth:`WorkerRuntime.run_once` and waits when a pass found nothing to do.
+
+Length: just over 450 lines because one pass applies every change handed in by other threads (activation, debug,
+credentials) before the executors' steps; the parts are in their own modules (taps, loads, credentials).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from storm_py.config import merge_component_conf
 from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
+from storm_py.runtime.credentials import CredentialsInbox
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
@@ -115,6 +119,7 @@ class WorkerRuntime:
         self._applied_active = False
         self._debug_seen: dict[str, Any] = {}  # the component_debug last handed in (set_debug)
         self._debug_wanted: dict[str, Any] | None = None
+        self.credentials = CredentialsInbox()  # set_credentials' news, delivered by the loop thread
         self.worker_tasks = sorted(t for _, (s, e) in executors for t in range(s, e + 1))
         self._worker_task_set = set(self.worker_tasks)
         self._routes: dict[int, dict[str, StreamRoute]] = {}
@@ -261,6 +266,7 @@ class WorkerRuntime:
         if self._debug_wanted is not None:
             wanted, self._debug_wanted = self._debug_wanted, None
             apply_debug(self.executors, self.topology_id, wanted)
+        self.credentials.deliver(self.executors, self.report_error)
         if self._unsent_roots:
             did = True
             self._fail_roots()

@@ -5,7 +5,7 @@ over any :class:`~storm_py.state.storage.StateStorage`, with values stored as UT
 and no thread of its own; watch callbacks take no arguments and run on the storage thread, so they should
 only post an event to their daemon's loop.
 
-Storm bases and assignments are signed by the writer and checked by every reader
+Storm bases, assignments and credentials are signed by the writer and checked by every reader
 (:mod:`storm_py.state.signing`): a record that does not verify is logged, counted in :attr:`ClusterState.refused`
 and read as absent.
 """
@@ -22,6 +22,7 @@ from storm_py.state import znodes
 from storm_py.state.election import current_leader
 from storm_py.state.models import (
     Assignment,
+    Credentials,
     ErrorInfo,
     NimbusInfo,
     NodePort,
@@ -384,14 +385,28 @@ class ClusterState:
         value = {} if data is None else decode_json(path, data)
         return dict(value) if isinstance(value, Mapping) else {}
 
+    # ----------------------------------------------------------------------------------------- credentials
+    def set_credentials(self, topology_id: str, credentials: Credentials) -> None:
+        """Write a topology's credentials (replacing any; signed, readable by its own workers only)."""
+        self._put(znodes.credentials(self.root, topology_id), credentials, signed=True)
+
+    def credentials(self, topology_id: str) -> Credentials | None:
+        """A topology's credentials, or None when none were uploaded (or they do not verify)."""
+        return self._read(znodes.credentials(self.root, topology_id), Credentials.from_json, signed=True)
+
+    def remove_credentials(self, topology_id: str) -> None:
+        """Forget a topology's credentials."""
+        self.storage.delete(znodes.credentials(self.root, topology_id))
+
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
-        """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels."""
+        """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels, creds."""
         self.remove_storm_base(topology_id)
         self.remove_assignment(topology_id)
         self.remove_worker_heartbeats(topology_id)
         self.remove_errors(topology_id)
         self.storage.delete(znodes.log_config(self.root, topology_id))
+        self.remove_credentials(topology_id)
         log.info("removed the cluster state of topology %s", topology_id)
 
     # ------------------------------------------------------------------------------------------ internals

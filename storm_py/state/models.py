@@ -305,3 +305,24 @@ class NimbusInfo:
             version=str(d.get("version", "")),
             start_time=float(d.get("start_time", 0.0)),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """A topology's credentials under ``credentials/<topology-id>`` (Storm's ``Credentials``): string keys to
+    string values, uploaded by ``storm-py upload-credentials`` and handed to the topology's spouts and bolts."""
+
+    creds: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return {"creds": dict(self.creds)}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Credentials:
+        """Read the form written by :meth:`to_json` (every key and value must be a string)."""
+        creds = _mapping(_mapping(obj)["creds"])
+        for key, value in creds.items():
+            if not isinstance(value, str):
+                raise TypeError(f"credential {key!r} is a {type(value).__name__}, not a string")
+        return cls(creds=creds)

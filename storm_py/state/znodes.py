@@ -11,6 +11,8 @@ No other module joins path segments with ``"/"`` itself.  The layout follows Sto
     nimbuses/<host:port>                                  nimbus registration (ephemeral)
     leader-lock/<candidate>                               nimbus election candidates (ephemeral, sequential)
     blobstore/<key>/<host:port>                           which nimbus holds which blob key
+    logconfigs/<topology-id>                              dynamic log levels
+    credentials/<topology-id>                             credentials (``storm-py upload-credentials``)
 
 and under ``transactional.zookeeper.root`` (``/transactional``)::
 
@@ -43,6 +45,7 @@ NIMBUSES = "nimbuses"
 LEADER_LOCK = "leader-lock"
 BLOBSTORE = "blobstore"
 LOGCONFIGS = "logconfigs"
+CREDENTIALS = "credentials"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -288,18 +291,24 @@ def log_config(root: str, topology_id: str) -> str:
     return join(root, LOGCONFIGS, topology_id)
 
 
+def credentials(root: str, topology_id: str) -> str:
+    """A topology's credentials (``storm upload-credentials``), read by its workers."""
+    return join(root, CREDENTIALS, topology_id)
+
+
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:
     """``(topology_id, writable)`` when ``path`` belongs to one topology, else None.
 
-    A topology's storm base, assignment and log levels are its to read (``writable`` False); its heartbeats and errors,
-    and everything below them, are its to write (True).  Used to give a topology's workers access (ACLs).
+    A topology's storm base, assignment, log levels and credentials are its to read (``writable`` False); its
+    heartbeats and errors, and everything below them, are its to write (True).  Used to give a topology's workers
+    access (ACLs).
     """
     if not is_within(path, root):
         return None
     names = relative_to(path, root).split(SEPARATOR)[1:]
     if len(names) < 2:
         return None
-    if names[0] in (STORMS, ASSIGNMENTS, LOGCONFIGS) and len(names) == 2:
+    if names[0] in (STORMS, ASSIGNMENTS, LOGCONFIGS, CREDENTIALS) and len(names) == 2:
         return names[1], False
     if names[0] in (WORKERBEATS, ERRORS):
         return names[1], True

@@ -15,10 +15,11 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
-from storm_py.config import merge_component_conf
+from storm_py.config import defaults_of, merge_component_conf
 from storm_py.errors import StormPyError
 from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
+from storm_py.runtime.credentials import CredentialsWatch
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
@@ -85,6 +86,9 @@ class Worker:
         self.metrics: WorkerMetrics | None = None
         self.log_levels = LogLevels()
         self._next_log_poll = 0.0
+        self._credentials = CredentialsWatch()
+        self._credentials_lock = threading.Lock()  # the poll (heartbeat) and LocalCluster's upload both check
+        self._next_credentials_poll = 0.0
         self.started_at = clock.now()
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
@@ -129,6 +133,7 @@ class Worker:
         self.transport.bind(self.key, runtime)
         runtime.set_active(ts.spouts_active(base.status))
         runtime.set_debug(base.component_debug)
+        self._poll_credentials()  # credentials stored before this worker started reach its tasks first
         self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
         self.heartbeat()
@@ -190,6 +195,7 @@ class Worker:
         except StormPyError as err:
             log.warning("worker %s could not heartbeat: %s", self.key, err)
         self._poll_log_levels()
+        self._poll_credentials()
 
     def _poll_log_levels(self) -> None:
         """Follow the topology's dynamic log levels (``storm-py set_log_level``) every poll period."""
@@ -205,6 +211,34 @@ class Worker:
             return
         for name, level in apply_log_levels(self.log_levels, config, self.clock.wall()):
             log.info("worker %s: logger %s set to %s", self.key, name, logging.getLevelName(level))
+
+    def _poll_credentials(self) -> None:
+        """Read the topology's credentials every ``task.credentials.poll.secs`` (Storm's credentials check)."""
+        runtime = self.runtime
+        now = self.clock.now()
+        if runtime is None or now < self._next_credentials_poll:
+            return
+        conf = {**defaults_of(["task.credentials.poll.secs"]), **runtime.conf}
+        self._next_credentials_poll = now + float(conf["task.credentials.poll.secs"])
+        self.check_credentials()
+
+    def check_credentials(self) -> None:
+        """Read the topology's credentials now and hand news to the tasks' ``set_credentials`` (on the loop)."""
+        runtime = self.runtime
+        if runtime is None:
+            return
+        with self._credentials_lock:
+            try:
+                stored = self.state.credentials(self.topology_id)
+            except StormPyError as err:
+                log.warning("worker %s could not read its credentials: %s", self.key, err)
+                return
+            news = self._credentials.changed(stored.creds if stored is not None else None)
+            if news is not None:
+                runtime.credentials.offer(news)
+        if news is not None:
+            log.info("worker %s: new credentials (keys %s)", self.key, ", ".join(sorted(news)) or "none")
+            runtime.wake.set()
 
     def _transfer_metrics(self) -> dict[str, int]:
         metrics = getattr(self.transport, "metrics", None)

@@ -34,11 +34,38 @@ class Endpoints:
 
     servers: dict[str, JsonApiServer]
     handled: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the daemon objects serving them (nimbus, ui, supervisor, drpc), to find every server each one runs
+    daemons: dict[str, Any] = field(default_factory=dict)
     refused: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     def routes(self, name: str) -> list[Route]:
         """The route table of server ``name``; the UI relays nimbus's, so it is attacked with nimbus's."""
         return self.servers["nimbus" if name == "ui" else name].routes
+
+
+def servers_of(obj: Any, depth: int = 3) -> list[JsonApiServer]:
+    """Every HTTP server reachable from ``obj`` through its attributes, dicts and lists (``depth`` levels)."""
+    found: list[JsonApiServer] = []
+    seen: set[int] = set()
+
+    def walk(value: Any, level: int) -> None:
+        if id(value) in seen or level < 0:
+            return
+        seen.add(id(value))
+        if isinstance(value, JsonApiServer):
+            found.append(value)
+            return
+        if isinstance(value, dict):
+            children: list[Any] = list(value.values())
+        elif isinstance(value, (list, tuple)):
+            children = list(value)
+        else:
+            children = list(getattr(value, "__dict__", {}).values())
+        for child in children:
+            walk(child, level - 1)
+
+    walk(obj, depth)
+    return found
 
 
 def concrete(pattern: str) -> str:
@@ -116,7 +143,8 @@ def loopback_endpoints(tmp: Path) -> Iterator[Endpoints]:
         drpc.start()
         stops.append(drpc.stop)
         endpoints = Endpoints({"nimbus": nimbus.api, "ui": ui.server, "logviewer": supervisor.logviewer.server,
-                               **drpc.servers})
+                               **drpc.servers},
+                              daemons={"nimbus": nimbus, "ui": ui, "supervisor": supervisor, "drpc": drpc})
         for name, server in endpoints.servers.items():
             _spy(endpoints, name, server)
         yield endpoints
@@ -126,4 +154,5 @@ def loopback_endpoints(tmp: Path) -> Iterator[Endpoints]:
         thread.join(10)
 
 
-__all__ = ["API", "PUBLIC_PATTERNS", "TOKEN", "Endpoints", "call", "concrete", "error_of", "loopback_endpoints"]
+__all__ = ["API", "PUBLIC_PATTERNS", "TOKEN", "Endpoints", "call", "concrete", "error_of", "loopback_endpoints",
+           "servers_of"]

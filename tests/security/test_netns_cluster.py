@@ -1,5 +1,6 @@
-"""A cluster across a real network: ZooKeeper, nimbus and two supervisors each in its own network namespace
-with its own address, joined by veth pairs; a word count whose two workers run on different nodes.
+"""A cluster across a real network: ZooKeeper, nimbus, two supervisors, the UI and the DRPC server each in its own
+network namespace with its own address, joined by veth pairs; a word count whose two workers run on different
+nodes, and every HTTP route of every daemon attacked from outside (the test's own namespace).
 
 Skipped only where network namespaces cannot be created (the reason is printed loudly); everything the test
 makes (namespaces, links, processes) is removed afterwards, which the test checks.
@@ -22,7 +23,9 @@ from kazoo.exceptions import NoAuthError
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
+from storm_py.drpc.server import DRPCServer
 from storm_py.nimbus.api import NimbusApi
+from storm_py.node.http_api import Route
 from storm_py.supervisor.logviewer import LogFiles, logviewer_routes
 from tests.cluster.harness import build_wheel, storm_py_command, word_count_project
 from tests.security.endpoints import call, concrete
@@ -34,6 +37,8 @@ ZK_PORT = 2181
 NIMBUS_PORT = 6627
 SECRET = "storm:netns-cluster-secret"
 TOKEN = "netns-cluster-token"
+UI_PORT = 8080
+DRPC_PORTS = {"drpc.port": 3772, "drpc.invocations.port": 3773, "drpc.http.port": 3774}
 
 
 @pytest.fixture
@@ -58,9 +63,19 @@ def write_conf(path: Path, conf: dict[str, Any]) -> Path:
     return path
 
 
+def drpc_route_tables() -> dict[str, list[Route]]:
+    """The route table of each of the DRPC server's three ports, read from a server built here and closed."""
+    local = DRPCServer({"nimbus.auth.token": TOKEN, "drpc.port": 0, "drpc.invocations.port": 0, "drpc.http.port": 0})
+    try:
+        return {name: list(server.routes) for name, server in local.servers.items()}
+    finally:
+        local.stop()
+
+
 def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: Path) -> None:
     zk, nimbus = network.add("zk"), network.add("nimbus")
     supervisors = [network.add("sup1"), network.add("sup2")]
+    ui_node, drpc_node = network.add("ui"), network.add("drpc")
     logs = tmp_path / "logs"
     logs.mkdir()
 
@@ -90,6 +105,9 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
         (sup, "supervisor", {"storm.local.hostname": sup.address, "supervisor.slots.ports": [6700, 6701],
                              "logviewer.port": 8000})
         for sup in supervisors
+    ] + [
+        (ui_node, "ui", {"ui.host": ui_node.address, "ui.port": UI_PORT}),
+        (drpc_node, "drpc", {"drpc.host": drpc_node.address, **DRPC_PORTS}),
     ]  # fmt: skip
     for node, kind, extra in daemons:
         conf = write_conf(tmp_path / f"{node.name}.yaml",
@@ -124,21 +142,40 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
     assert {w["host"] for w in page["workers"]} == {s.address for s in supervisors}  # one worker per node
     assert page["spouts"][0]["failed"] == 0
 
-    # Over the network, every route of nimbus and of each supervisor's log viewer (from their route tables)
-    # refuses no token and a wrong one, and a rebinding Host is refused even with the right one.
-    targets = [(nimbus.address, NIMBUS_PORT, NimbusApi(cast(Any, None)).routes())] + [
-        (sup.address, 8000, logviewer_routes(LogFiles(tmp_path))) for sup in supervisors
+    # Over the network, every route of nimbus, of each supervisor's log viewer, of the UI (nimbus's routes, which
+    # it relays) and of the DRPC server's three ports (from their route tables) refuses no token and a wrong one,
+    # and a rebinding Host is refused even with the right one.
+    nimbus_routes = NimbusApi(cast(Any, None)).routes()
+    drpc_routes = drpc_route_tables()
+    targets = [
+        ("nimbus", nimbus.address, NIMBUS_PORT, nimbus_routes),
+        *(("logviewer", sup.address, 8000, logviewer_routes(LogFiles(tmp_path))) for sup in supervisors),
+        ("ui", ui_node.address, UI_PORT, nimbus_routes),
+        *((name, drpc_node.address, DRPC_PORTS[key], drpc_routes[name])
+          for name, key in (("drpc", "drpc.port"), ("drpc-invocations", "drpc.invocations.port"),
+                            ("drpc-http", "drpc.http.port"))),
     ]  # fmt: skip
-    for address, port, routes in targets:
-        for route in (r for r in routes if not r.public):
+    attacked: dict[str, int] = {}
+    for name, address, port, routes in targets:
+        for route in (r for r in routes if not r.public and r.pattern != "/health"):
             for authorization in ({}, {"Authorization": "Bearer wrong"}):
                 post = route.method in ("POST", "PUT")
-                headers = {**authorization, "Content-Type": route.bodies[0]} if post else authorization
+                # each route's own body type; the UI relays JSON bodies only
+                content = "application/json" if name == "ui" else route.bodies[0]
+                headers = {**authorization, "Content-Type": content} if post else authorization
                 body = b"{}" if post else None
                 status = call(port, route.method, concrete(route.pattern), headers, body, address=address)[0]
-                assert status == 401, (address, port, route.method, route.pattern)
+                assert status == 401, (name, address, port, route.method, route.pattern)
+                attacked[name] = attacked.get(name, 0) + 1
         rebound = {"Host": f"attacker.example:{port}", "Authorization": f"Bearer {TOKEN}"}
-        assert call(port, "GET", "/health", rebound, address=address)[0] == 403
+        assert call(port, "GET", "/health", rebound, address=address)[0] == 403, (name, address, port)
+    assert set(attacked) == {"nimbus", "logviewer", "ui", "drpc", "drpc-invocations", "drpc-http"}, attacked
+    # The refusals are the token's, not a dead relay's: with the token, the UI in its namespace reaches nimbus in
+    # its own across the network, and the DRPC server answers.
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    status, _, summary = call(UI_PORT, "GET", "/api/v1/cluster/summary", good, address=ui_node.address)
+    assert status == 200 and b"supervisors" in summary
+    assert call(DRPC_PORTS["drpc.port"], "GET", "/health", good, address=drpc_node.address)[0] == 200
 
     # From outside the cluster (the test's own namespace), ZooKeeper gives nothing without the secret.
     stranger = KazooClient(hosts=f"{zk.address}:{ZK_PORT}", timeout=6.0)

@@ -29,7 +29,7 @@ PACKAGE = REPO / "storm_py"
 #: Not "spark": that is Spark's own namespace (session settings); storm_py's keys use "topology." / "storm.".
 _KEY_PREFIXES = {
     "topology", "storm", "nimbus", "supervisor", "worker", "ui", "logviewer", "transactional", "drpc", "dev", "zmq",
-    "kafka", "metrics", "pacemaker", "blobstore",
+    "kafka", "metrics", "pacemaker", "blobstore", "task",
 }
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*\.[a-zA-Z0-9_-]+$")  # Storm has superACL
 _FILE_SUFFIXES = (

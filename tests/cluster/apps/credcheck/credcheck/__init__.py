@@ -1,0 +1,1 @@
+"""A test topology for topology credentials (``storm-py upload-credentials``)."""
