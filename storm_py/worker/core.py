@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
@@ -172,7 +173,7 @@ class Worker:
         """Write this worker's heartbeat (executors and their counters)."""
         if self.runtime is None:
             return
-        freq = float(self.conf.get("worker.heartbeat.frequency.secs", 1))
+        freq = float(setting(self.conf, "worker.heartbeat.frequency.secs"))
         self._next_heartbeat = self.clock.now() + freq
         hb = WorkerHeartbeat(
             topology_id=self.topology_id,
@@ -197,7 +198,7 @@ class Worker:
         if now < self._next_log_poll:
             return
         conf = self.runtime.conf if self.runtime is not None else self.conf  # the topology may set it
-        self._next_log_poll = now + float(conf.get("worker.log.level.reset.poll.secs") or 30)
+        self._next_log_poll = now + float(setting(conf, "worker.log.level.reset.poll.secs"))
         try:
             config = self.state.log_config(self.topology_id)
         except StormPyError as err:
