@@ -194,6 +194,10 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
         Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
     ),
+    "accepted for compatibility": (
+        Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),
+        Key("topology.sleep.spout.wait.strategy.time.ms", INT, None, "components' own code", "the sleep of Storm's sleep spout wait strategy", min=0, per_component=True, not_read="as topology.spout.wait.strategy"),
+    ),
     "load-aware messaging": (
         Key("topology.disable.loadaware.messaging", BOOL, False, "workers", "shuffle and local-or-shuffle go round robin instead of preferring less loaded targets"),
         Key("topology.localityaware.higher.bound", NUMBER, 0.8, "workers", "local-or-shuffle spreads over every target while its worker's targets' mean load is above this", min=0, max=1),
@@ -201,14 +205,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
 }
 
-#: Storm's per-component keys that storm_py passes through to components without reading them itself
-#: (spout wait strategies of Storm).
-PASS_THROUGH_COMPONENT_KEYS = frozenset(
-    {
-        "topology.sleep.spout.wait.strategy.time.ms",
-        "topology.spout.wait.strategy",
-    }
-)
+#: Storm's per-component keys that storm_py passes through to components without reading them itself.
+PASS_THROUGH_COMPONENT_KEYS = frozenset(k.name for keys in SECTIONS.values() for k in keys if k.not_read and k.per_component)
 
 
 def all_keys() -> Iterator[Key]:
