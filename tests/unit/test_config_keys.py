@@ -192,38 +192,44 @@ def test_declared_defaults_pass_their_own_validation():
     validate(defaults())
 
 
-def _literal_defaults() -> list[str]:
-    """``x.get(key, literal)`` and ``x.get(key) or literal`` for a declared key, anywhere in storm_py: where, key
-    and literal.  A key constant of the module counts as the key, a constant of the module as a literal."""
-    constants = _module_constants()
+def _literal_defaults_in(path: str, tree: ast.Module) -> list[str]:
+    """``x.get(key, literal)`` and ``x.get(key) or literal`` for a declared key in one module: where, key and
+    literal.  A key constant (of the module or imported) counts as the key, a constant of the module as a literal."""
+    names = _names_in(tree, _module_constants())
+    own: set[str] = set()
+
+    def literal(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in own
+        try:
+            return ast.literal_eval(node) is not None
+        except (ValueError, TypeError, SyntaxError):
+            return False
+
+    own |= {  # the module's constants: top-level names bound to literals (``DEFAULT_TIMEOUT_SECS = 60.0``)
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and literal(node.value)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id.isupper()
+    }
+
+    def key_of(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            declared = [k for k in _strings(node.args[0], names) if k in KEYS] if node.args else []
+            return declared[0] if len(declared) == 1 else None
+        return None
+
     out = []
-    for path, _, tree in parsed_sources():
-        module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        names = _names_in(tree, constants)
-
-        def literal(node: ast.AST, own: dict[str, set[str]] = constants[module]) -> bool:
-            if isinstance(node, ast.Name) and node.id.isupper() and node.id in own:
-                return True
-            try:
-                return ast.literal_eval(node) is not None
-            except ValueError:
-                return False
-
-        def key_of(node: ast.AST) -> str | None:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
-                declared = [k for k in _strings(node.args[0], names) if k in KEYS] if node.args else []
-                return declared[0] if len(declared) == 1 else None
-            return None
-
-        for node in ast.walk(tree):
-            if (key := key_of(node)) is not None and isinstance(node, ast.Call) and len(node.args) == 2:
-                fallback = node.args[1]
-            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and (key := key_of(node.values[0])):
-                fallback = node.values[1]
-            else:
-                continue
-            if literal(fallback) and not (KEYS[key].default is None and _is_empty_container(fallback)):
-                out.append(f"{path}:{node.lineno}: {key} falls back to {ast.unparse(fallback)}")
+    for node in ast.walk(tree):
+        if (key := key_of(node)) is not None and isinstance(node, ast.Call) and len(node.args) == 2:
+            fallback = node.args[1]
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and (key := key_of(node.values[0])):
+            fallback = node.values[1]
+        else:
+            continue
+        if literal(fallback) and not (KEYS[key].default is None and _is_empty_container(fallback)):
+            out.append(f"{path}:{node.lineno}: {key} falls back to {ast.unparse(fallback)}")
     return out
 
 
@@ -236,10 +242,27 @@ def _is_empty_container(node: ast.AST) -> bool:
 
 def test_no_literal_default_for_a_declared_key():
     """Each default is stated once, in keys.py: code reads it with setting(conf, key), never restates it."""
-    found = _literal_defaults()
+    found = [line for path, _, tree in parsed_sources() for line in _literal_defaults_in(path, tree)]
     assert not found, "literal defaults of declared keys (read them with storm_py.config.keys.setting):\n" + "\n".join(
         found
     )
+
+
+def test_the_literal_default_scan_sees_each_form():
+    source = """
+PORT_KEY = "nimbus.thrift.port"
+FALLBACK = 6627
+a = conf.get("topology.workers", 1)
+b = int(self.conf.get(PORT_KEY) or FALLBACK)
+c = setting(conf, "topology.workers")
+d = conf.get("topology.acker.executors") or []
+e = conf.get("my.own.key", 3)
+"""
+    found = _literal_defaults_in("storm_py/example.py", ast.parse(source))
+    assert found == [
+        "storm_py/example.py:4: topology.workers falls back to 1",
+        "storm_py/example.py:5: nimbus.thrift.port falls back to FALLBACK",
+    ]
 
 
 def test_operator_config_files_name_only_declared_keys():
