@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what storm_py needs on a fresh machine and prints each thing it installs, one line each:
-#   - a virtualenv in .venv with the package and its extras: dev (tests, linters), kafka, spark, redis;
+#   - a virtualenv in .venv with the package and its extras: dev (tests, linters, the dev Kafka broker), kafka, spark, redis;
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
 #     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis

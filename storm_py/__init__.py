@@ -1,4 +1,4 @@
-"""storm_py: Apache Storm's stream-processing model, natively in Python (public API of ``API.md`` §1)."""
+"""storm_py: Apache Storm's stream-processing model, natively in Python (public API: ``docs/REFERENCE.md``)."""
 
 from __future__ import annotations
 

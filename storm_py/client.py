@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -75,9 +76,9 @@ class NimbusRequestError(StormPyError):
 
 def parse_seeds(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
     """The ``(host, port)`` of every nimbus seed."""
-    raw = conf.get("nimbus.seeds") or ["127.0.0.1"]
+    raw = setting(conf, "nimbus.seeds")
     items = raw.split(",") if isinstance(raw, str) else list(raw)
-    port = int(conf.get("nimbus.thrift.port") or 6627)
+    port = int(setting(conf, "nimbus.thrift.port"))
     seeds: list[tuple[str, int]] = []
     for item in items:
         text = str(item).strip()
@@ -116,9 +117,9 @@ class NimbusClient:
         self.token = read_token(conf, None)
         self.scheme = scheme(conf)
         self.tls = client_context(conf)
-        self.retry_times = max(0, int(conf.get("storm.nimbus.retry.times", 5)))
-        self.retry_interval = max(0.0, float(conf.get("storm.nimbus.retry.interval.millis", 2000)) / 1000.0)
-        self.retry_ceiling = float(conf.get("storm.nimbus.retry.intervalceiling.millis", 60000)) / 1000.0
+        self.retry_times = max(0, int(setting(conf, "storm.nimbus.retry.times")))
+        self.retry_interval = max(0.0, float(setting(conf, "storm.nimbus.retry.interval.millis")) / 1000.0)
+        self.retry_ceiling = float(setting(conf, "storm.nimbus.retry.intervalceiling.millis")) / 1000.0
         self._leader: str | None = None
         self._local = threading.local()
 

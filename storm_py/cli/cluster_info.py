@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from storm_py.cli.options import command_error, config_options, load_conf
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import KEYS, setting
 from storm_py.errors import StormPyError
 from storm_py.state import znodes
 
@@ -98,7 +98,7 @@ def _open(config_file: str | None, overrides: tuple[str, ...]) -> tuple[Any, str
     from storm_py.node.session import open_storage
 
     conf = load_conf(config_file, overrides)
-    root = str(conf.get("storm.zookeeper.root", "/storm")).rstrip("/")
+    root = str(setting(conf, "storm.zookeeper.root")).rstrip("/")
     try:
         return open_storage(conf), root
     except StormPyError as err:

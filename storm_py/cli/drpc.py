@@ -8,6 +8,7 @@ import sys
 import click
 
 from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def drpc_client(function: str, args: tuple[str, ...], timeout: float | None, con
     from storm_py.node.tls import client_context
 
     conf = load_conf(config_file, overrides)
-    servers = parse_servers(conf.get("drpc.servers"), int(conf.get("drpc.port", 3772)))
+    servers = parse_servers(conf.get("drpc.servers"), int(setting(conf, "drpc.port")))
     if not servers:
         raise click.ClickException("no DRPC server: set drpc.servers in the config (or -c drpc.servers=[HOST])")
     token = read_token(conf, config_file)

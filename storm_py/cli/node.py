@@ -20,6 +20,7 @@ import click
 
 from storm_py.cli.options import config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.config.keys import setting
 from storm_py.node.local_state import read_json, workers_artifacts_root
 from storm_py.supervisor.healthcheck import health_check_dir, run_health_checks
 
@@ -72,7 +73,7 @@ def kill_workers(config_file: str | None, overrides: tuple[str, ...]) -> None:
         except ProcessLookupError:
             continue
         click.echo(f"Stopping worker {what} (pid {pid})")
-    grace = float(conf.get("supervisor.worker.shutdown.sleep.secs", 3))
+    grace = float(setting(conf, "supervisor.worker.shutdown.sleep.secs"))
     deadline = SYSTEM_CLOCK.now() + grace
     waiting = [pid for pid, _ in found]
     while waiting and SYSTEM_CLOCK.now() < deadline:

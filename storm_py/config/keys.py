@@ -9,7 +9,9 @@ Adding a key is one line in the section of the part that reads it (a new part ad
     Key("kafka.spout.poll.timeout.ms", INT, 200, "kafka spout", "longest wait of one poll", min=0),
 
 then regenerate ``defaults.yaml``.  Values are checked against the table when a config is loaded and when a
-topology is submitted; an error names the key.
+topology is submitted; an error names the key.  Code reads a key through :func:`setting` (or a conf already
+merged with the defaults), so each default is stated here only: a literal fallback such as
+``conf.get(key) or 30`` fails a test.  A key no storm_py code reads says why in ``not_read``.
 """
 
 # ruff: noqa: E501  (one line per key, by design)
@@ -39,6 +41,9 @@ class Key:
     max: float | None = None
     choices: tuple[Any, ...] | None = None
     per_component: bool = False  # a component's own conf may override it (Storm's whitelist)
+    #: why no storm_py code reads the key (it is passed through to the topology's own code, or accepted for
+    #: compatibility); empty for every key storm_py reads, which a test checks both ways
+    not_read: str = ""
 
     @property
     def nullable(self) -> bool:
@@ -60,7 +65,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.zookeeper.topology.name.auth.payload", STR, None, "workers", "identity of a topology's name, owning its Kafka spouts' ZooKeeper offsets roots (supervisors derive it from the cluster's and hand it over)"),
         Key("storm.zookeeper.superACL", STR, None, "workers", "\"digest:user:hash\" granted everything on the nodes a topology's workers create"),
         Key("storm.local.dir", STR, ".storm-py", "nimbus, supervisor", "supervisor id, downloaded code, nimbus blobs"),
-        Key("storm.local.hostname", STR, None, "supervisor, worker", "name workers and log viewers bind and peers connect to (default: 127.0.0.1, this machine only)"),
+        Key("storm.local.hostname", STR, "127.0.0.1", "supervisor, worker", "name workers and log viewers bind and peers connect to (127.0.0.1: this machine only; a cluster of several hosts sets it on each)"),
         Key("storm.log.dir", STR, "logs", "supervisor, logs command", "workers' logs under <dir>/workers-artifacts/"),
         Key("transactional.zookeeper.root", STR, "/transactional", "transactional topologies", "root of transactional state"),
         Key("dev.zookeeper.path", STR, "dev-zookeeper", "dev-zookeeper command", "data directory of the dev ZooKeeper"),
@@ -112,7 +117,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("logviewer.cleanup.age.mins", NUMBER, 10080, "supervisor", "a gone worker's artifacts are removed after this long untouched", min=0),
     ),
     "topology": (
-        Key("topology.name", STR, None, "nimbus", "set by nimbus to the submitted name"),
+        Key("topology.name", STR, None, "nimbus", "set by nimbus to the submitted name", not_read="the topology's own code reads it, as in Storm; storm_py itself knows the name from the assignment"),
         Key("topology.workers", INT, 1, "nimbus, worker", "worker processes of the topology", min=1),
         Key("topology.acker.executors", INT, None, "nimbus", "acker tasks (null: one per worker; 0: no acking)", min=0),
         Key("topology.ras.acker.executors.per.worker", INT, 1, "nimbus", "ackers per worker when the above is null", min=0),
@@ -191,6 +196,10 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
         Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
     ),
+    "accepted for compatibility": (
+        Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),
+        Key("topology.sleep.spout.wait.strategy.time.ms", INT, None, "components' own code", "the sleep of Storm's sleep spout wait strategy", min=0, per_component=True, not_read="as topology.spout.wait.strategy"),
+    ),
     "load-aware messaging": (
         Key("topology.disable.loadaware.messaging", BOOL, False, "workers", "shuffle and local-or-shuffle go round robin instead of preferring less loaded targets"),
         Key("topology.localityaware.higher.bound", NUMBER, 0.8, "workers", "local-or-shuffle spreads over every target while its worker's targets' mean load is above this", min=0, max=1),
@@ -198,14 +207,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
 }
 
-#: Storm's per-component keys that storm_py passes through to components without reading them itself
-#: (spout wait strategies of Storm).
-PASS_THROUGH_COMPONENT_KEYS = frozenset(
-    {
-        "topology.sleep.spout.wait.strategy.time.ms",
-        "topology.spout.wait.strategy",
-    }
-)
+#: Storm's per-component keys that storm_py passes through to components without reading them itself.
+PASS_THROUGH_COMPONENT_KEYS = frozenset(k.name for keys in SECTIONS.values() for k in keys if k.not_read and k.per_component)
 
 
 def all_keys() -> Iterator[Key]:
@@ -229,3 +232,13 @@ def render_defaults_yaml() -> str:
         for k in keys:
             lines.append(f"{k.name}: {json.dumps(k.default)}  # {k.doc} [{k.readers}]")
     return "\n".join(lines) + "\n"
+
+
+def setting(conf: Mapping[str, Any], name: str) -> Any:
+    """``conf``'s value of the declared key ``name``, else (absent or null) the default declared above.
+
+    Code reads a key's default only through here (or a conf already merged with the defaults), never from a
+    literal of its own; an undeclared ``name`` raises ``KeyError``.
+    """
+    value = conf.get(name)
+    return KEYS[name].default if value is None else value

@@ -25,7 +25,7 @@ from typing import Any
 from packaging.tags import Tag, sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import setting
 from storm_py.errors import DependencyError
 
 #: The folder of a topology package that holds its wheelhouse (not importable, so never on ``sys.path`` by name).
@@ -166,7 +166,7 @@ def with_dependencies(data: bytes, filename: str, conf: Mapping[str, Any],
         check_platforms(p.name for p in given.glob("*.whl"))
     if not _has_requirements(requirements):
         return data, []
-    timeout, max_mb = (float(conf.get(k, KEYS[k].default)) for k in SUBMIT_KEYS)
+    timeout, max_mb = (float(setting(conf, k)) for k in SUBMIT_KEYS)
     with tempfile.TemporaryDirectory(prefix="storm-py-wheelhouse-") as tmp:
         wheels = [w for w in resolve(requirements, Path(tmp), wheelhouse, timeout) if not is_storm_py(w.name)]
         check_platforms(w.name for w in wheels)

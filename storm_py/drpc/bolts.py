@@ -22,6 +22,7 @@ from typing import Any
 from storm_py.api.components import BasicBolt, BasicOutputCollector, Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
+from storm_py.config.keys import setting
 from storm_py.drpc.client import DRPCInvocationsClient
 from storm_py.drpc.errors import DRPCExecutionException
 from storm_py.drpc.local import local_service
@@ -67,7 +68,7 @@ class JoinResult(Bolt):
         self._clock = context.clock
         self._returns: dict[Any, tuple[Tuple, float]] = {}
         self._results: dict[Any, tuple[Tuple, float]] = {}
-        self._expire_after = 2.0 * float(conf.get("topology.message.timeout.secs", 30))
+        self._expire_after = 2.0 * float(setting(conf, "topology.message.timeout.secs"))
         self._next_sweep = self._clock.now() + self._expire_after
 
     def execute(self, tup: Tuple) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
+from storm_py.config.keys import setting
 from storm_py.drpc.client import DRPCInvocationsClient
 from storm_py.drpc.errors import DRPCExecutionException
 from storm_py.drpc.ledger import Invocation
@@ -125,7 +126,7 @@ class DRPCSpout(Spout):
             if self._wake is not None:
                 self._local.add_waker(self._wake)
             return
-        port = int(conf.get("drpc.invocations.port", 3773))
+        port = int(setting(conf, "drpc.invocations.port"))
         self._servers = parse_servers(conf.get("drpc.servers"), port)
         if not self._servers:
             raise ConfigError(

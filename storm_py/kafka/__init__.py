@@ -1,4 +1,4 @@
-"""storm_py.kafka: Kafka spouts and bolt with storm-kafka / storm-kafka-client semantics (API.md §5).
+"""storm_py.kafka: Kafka spouts and bolt with storm-kafka / storm-kafka-client semantics (``docs/REFERENCE.md``).
 
 * :class:`KafkaSpout` (:class:`KafkaSpoutConfig`): at-least-once reading with per-partition offset managers,
   retries with backoff, a dead-letter stream, offsets committed to Kafka or kept in ZooKeeper.

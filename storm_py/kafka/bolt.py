@@ -43,7 +43,7 @@ def to_bytes(value: Any) -> bytes | None:
 
 
 class KafkaBolt(Bolt):
-    """Storm's ``KafkaBolt`` (API.md §5): ``topic`` a name or ``tup -> name``; key/value from fields."""
+    """Storm's ``KafkaBolt``: ``topic`` a name or ``tup -> name``; key/value from fields."""
 
     def __init__(self, bootstrap_servers: str, topic: str | Callable[[Tuple], str], key_field: str | None = "key",
                  value_field: str = "value", **producer_options: Any) -> None:

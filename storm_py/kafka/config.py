@@ -121,7 +121,7 @@ def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 @dataclass
 class KafkaSpoutConfig:
-    """What a Kafka spout reads and how (API.md §5).
+    """What a Kafka spout reads and how.
 
     Args:
         bootstrap_servers: ``"host:port,..."``.

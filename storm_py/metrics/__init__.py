@@ -1,6 +1,6 @@
 """Storm's metrics: metric types for ``register_metric``, consumers, statistics windows and Prometheus text.
 
-Public names (``API.md`` §7): :class:`CountMetric`, :class:`MultiCountMetric`, :class:`ReducedMetric` with
+Public names (``docs/REFERENCE.md``): :class:`CountMetric`, :class:`MultiCountMetric`, :class:`ReducedMetric` with
 :class:`MeanReducer`, :class:`CombinedMetric`; consumers derive from :class:`MetricsConsumer` (or just have its
 methods) and are registered with ``topology.metrics.consumer.register``; :class:`LoggingMetricsConsumer` ships.
 """

@@ -17,6 +17,7 @@ from typing import Any
 from storm_py.api.components import Bolt
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class Registration:
 
 def registrations(conf: Mapping[str, Any]) -> list[Registration]:
     """The consumers registered in a topology conf; a :class:`ConfigError` names a malformed entry."""
-    raw = conf.get(REGISTER_KEY) or []
+    raw = setting(conf, REGISTER_KEY) or []
     if not isinstance(raw, list):
         raise ConfigError(f"{REGISTER_KEY} must be a list of {{class, parallelism.hint, argument}} objects",
                           key=REGISTER_KEY)

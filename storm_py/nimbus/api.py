@@ -17,6 +17,7 @@ from urllib.parse import quote
 import storm_py
 from storm_py import ui
 from storm_py.clock import Clock, wait_until
+from storm_py.config.keys import setting
 from storm_py.deps.envcache import environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus, rest, series
@@ -411,8 +412,8 @@ class NimbusApi:
 
     def _await_replication(self, tid: str, conf: Mapping[str, Any]) -> int:
         """Wait until ``topology.min.replication.count`` nimbuses hold the package (Storm's submit wait)."""
-        wanted = int(conf.get("topology.min.replication.count") or 1)
-        max_wait = float(conf.get("topology.max.replication.wait.time.secs", 60))
+        wanted = int(setting(conf, "topology.min.replication.count"))
+        max_wait = float(setting(conf, "topology.max.replication.wait.time.secs"))
         store = self.node.code_store
         if wanted <= 1:
             return store.replication_count(tid)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.api.topology import StormTopology
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import KEYS, setting
 from storm_py.metrics import rest, stats
 from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
@@ -207,7 +207,7 @@ def topology_page(
     page["encodedId"] = tid
     page["uptime"] = pretty_duration(page.get("uptimeSeconds", 0))
     page["msgTimeout"] = base.topology_conf.get("topology.message.timeout.secs")
-    page["debug"] = bool(base.topology_conf.get("topology.debug", False))
+    page["debug"] = bool(setting(base.topology_conf, "topology.debug"))
     page["replicationCount"] = replication
     page.setdefault("window", ALL_TIME)
     page["windowHint"] = window_pretty(str(page["window"]))

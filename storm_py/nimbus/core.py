@@ -22,6 +22,7 @@ from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
+from storm_py.config.keys import setting
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
 from storm_py.metrics import rest
 from storm_py.metrics.windows import ALL_TIME, StatsBook
@@ -101,7 +102,7 @@ class Nimbus:
             if self.topology_id(name) is not None:
                 raise AlreadyAliveException(f"topology {name!r} is already alive", topology=name)
             topo_conf = self._normalize_conf(name, conf or {})
-            workers = int(topo_conf.get("topology.workers") or 1)
+            workers = int(setting(topo_conf, "topology.workers"))
             self._check_caps(name, workers, int(topo_conf["topology.acker.executors"]))
             topology = self.loader(code, topo_conf)
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
@@ -114,7 +115,7 @@ class Nimbus:
                 name=name,
                 status="inactive" if inactive else "active",
                 launch_time=self.clock.wall(),
-                num_workers=int(topo_conf.get("topology.workers") or 1),
+                num_workers=int(setting(topo_conf, "topology.workers")),
                 component_executors={c: e for c, (_, e) in counts.items()},
                 component_tasks={c: t for c, (t, _) in counts.items()},
                 spout_ids=sorted(system.spouts),
@@ -271,7 +272,7 @@ class Nimbus:
 
     def _wait(self, base: StormBase, wait_secs: float | None) -> float:
         if wait_secs is None:
-            return float(base.topology_conf.get("topology.message.timeout.secs", 30))
+            return float(setting(base.topology_conf, "topology.message.timeout.secs"))
         if (
             isinstance(wait_secs, bool)
             or not isinstance(wait_secs, (int, float))

@@ -19,11 +19,12 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.nimbus.api import NimbusApi
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
-from storm_py.nimbus.topology_check import DEFAULT_TIMEOUT_SECS, check_package
+from storm_py.nimbus.topology_check import check_package
 from storm_py.node.http_api import JsonApiServer
 from storm_py.node.http_guard import allowed_hosts
 from storm_py.node.local_state import nimbus_blob_dir
@@ -56,7 +57,7 @@ class NimbusDaemon:
         conf = with_token(conf)  # never without a token, on loopback too
         self.conf = dict(conf)
         self.clock = Clock()
-        self.host = str(conf.get("nimbus.host") or "127.0.0.1")
+        self.host = str(setting(conf, "nimbus.host"))
         bind = str(conf.get("nimbus.bind.host") or self.host)
         tls = server_context(conf)
         self.state = ClusterState(storage if storage is not None else open_storage(conf), conf)
@@ -68,7 +69,7 @@ class NimbusDaemon:
         try:
             self.api = JsonApiServer(
                 bind,
-                int(conf.get("nimbus.thrift.port") or 0),
+                int(setting(conf, "nimbus.thrift.port")),
                 [],
                 token=str(conf["nimbus.auth.token"]),
                 name="nimbus",
@@ -122,7 +123,7 @@ class NimbusDaemon:
     def _validate(self, code: Any, conf: dict[str, Any]) -> StormTopology:
         if not isinstance(code, TopologyPackage):
             raise TopologyLoadError(f"nimbus needs a topology package, got {type(code).__name__}")
-        timeout = float(self.conf.get("nimbus.topology.validation.timeout.secs") or DEFAULT_TIMEOUT_SECS)
+        timeout = float(setting(self.conf, "nimbus.topology.validation.timeout.secs"))
         with tempfile.TemporaryDirectory(prefix="storm-py-upload-") as tmp:
             path = Path(tmp) / "package.zip"
             path.write_bytes(code.data)
@@ -148,7 +149,7 @@ class NimbusDaemon:
 
     def round(self) -> float:
         """One round of the loop; returns how long to wait before the next."""
-        freq = float(self.conf.get("nimbus.monitor.freq.secs") or 10)
+        freq = float(setting(self.conf, "nimbus.monitor.freq.secs"))
         leader = self.is_leader()
         if leader and not self._was_leader:
             self.nimbus.reset_heartbeat_tracking()

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storm_py.config.keys import setting
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.scheduler import schedule_even
 from storm_py.state.models import Assignment, StormBase, SupervisorInfo, WorkerHeartbeat
@@ -32,9 +33,9 @@ class Timeouts:
     def from_conf(cls, conf: Mapping[str, Any]) -> Timeouts:
         """The timeouts a nimbus configuration gives."""
         return cls(
-            task=float(conf.get("nimbus.task.timeout.secs", 30)),
-            launch=float(conf.get("nimbus.task.launch.secs", 120)),
-            supervisor=float(conf.get("nimbus.supervisor.timeout.secs", 60)),
+            task=float(setting(conf, "nimbus.task.timeout.secs")),
+            launch=float(setting(conf, "nimbus.task.launch.secs")),
+            supervisor=float(setting(conf, "nimbus.supervisor.timeout.secs")),
         )
 
 

@@ -21,12 +21,11 @@ from typing import Any
 
 from storm_py.api.topology import ComponentSpec, Grouping, StormTopology, validate_topology
 from storm_py.api.tuple import Fields
+from storm_py.config.keys import setting
 from storm_py.errors import InvalidTopologyException, StormPyError, TopologyLoadError
 
 log = logging.getLogger(__name__)
 
-#: How long a validation may take unless ``nimbus.topology.validation.timeout.secs`` says otherwise.
-DEFAULT_TIMEOUT_SECS = 60.0
 #: How much of the child's stderr an error message quotes.
 STDERR_TAIL = 1500
 
@@ -128,15 +127,18 @@ def main() -> int:
 
 
 def check_package(
-    package: Path, entry: str, conf: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT_SECS
+    package: Path, entry: str, conf: Mapping[str, Any], timeout: float | None = None
 ) -> StormTopology:
-    """Validate a package in a subprocess; return the topology's skeleton.
+    """Validate a package in a subprocess within ``timeout`` seconds (default:
+    ``nimbus.topology.validation.timeout.secs``); return the topology's skeleton.
 
     Raises:
         TopologyLoadError: the package does not import, the function is missing or returns no topology, or
             the check crashed or timed out.
         InvalidTopologyException: the topology's structure is invalid.
     """
+    if timeout is None:
+        timeout = float(setting(conf, "nimbus.topology.validation.timeout.secs"))
     request = json.dumps({"package": str(package), "entry": entry, "conf": dict(conf)})
     env = dict(os.environ)
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")

@@ -14,6 +14,7 @@ from typing import Any
 
 from storm_py import ui
 from storm_py.client import API, NimbusClient
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
 from storm_py.node.http_guard import allowed_hosts
@@ -29,8 +30,8 @@ class UiDaemon:
     def __init__(self, conf: Mapping[str, Any]) -> None:
         conf = with_token(conf)
         self.client = NimbusClient(conf)
-        host = str(conf.get("ui.host") or "127.0.0.1")
-        port = int(conf.get("ui.port") or 0)
+        host = str(setting(conf, "ui.host"))
+        port = int(setting(conf, "ui.port"))
         try:
             self.server = JsonApiServer(
                 host, port, [], token=str(conf["nimbus.auth.token"]), fallback=self._relay, name="ui",

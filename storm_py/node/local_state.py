@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 
 
@@ -47,12 +48,12 @@ def read_json(path: Path) -> Any | None:
 
 def local_dir(conf: Mapping[str, Any]) -> Path:
     """``storm.local.dir`` as an absolute path."""
-    return Path(str(conf.get("storm.local.dir") or ".storm-py")).expanduser().resolve()
+    return Path(str(setting(conf, "storm.local.dir"))).expanduser().resolve()
 
 
 def log_dir(conf: Mapping[str, Any]) -> Path:
     """``storm.log.dir`` as an absolute path."""
-    return Path(str(conf.get("storm.log.dir") or "logs")).expanduser().resolve()
+    return Path(str(setting(conf, "storm.log.dir"))).expanduser().resolve()
 
 
 def nimbus_blob_dir(conf: Mapping[str, Any]) -> Path:

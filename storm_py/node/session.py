@@ -12,10 +12,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.config.keys import setting
 from storm_py.state.storage import StateStorage
-
-#: Where daemons and workers listen when no address is configured: this machine only.
-LOOPBACK = "127.0.0.1"
 
 
 def open_storage(conf: Mapping[str, Any]) -> StateStorage:
@@ -36,5 +34,5 @@ def is_loopback(host: str) -> bool:
 
 
 def local_hostname(conf: Mapping[str, Any]) -> str:
-    """``storm.local.hostname``, else the loopback address."""
-    return str(conf.get("storm.local.hostname") or LOOPBACK)
+    """``storm.local.hostname`` (declared default: the loopback address)."""
+    return str(setting(conf, "storm.local.hostname"))

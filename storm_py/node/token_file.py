@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from storm_py.config.keys import setting
+
 TOKEN_FILE = "storm-py.token"
 TOKEN_KEY = "nimbus.auth.token"
 
@@ -21,7 +23,7 @@ def token_path(conf: Mapping[str, Any], config_file: str | None) -> Path:
     """Where the token file of this config lives."""
     if config_file:
         return Path(config_file).resolve().parent / TOKEN_FILE
-    return Path(str(conf.get("storm.local.dir") or ".storm-py")).resolve() / TOKEN_FILE
+    return Path(str(setting(conf, "storm.local.dir"))).resolve() / TOKEN_FILE
 
 
 def read_token(conf: Mapping[str, Any], config_file: str | None) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
+from storm_py.config.keys import setting
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
@@ -173,15 +174,15 @@ class SpoutExecutor(Executor):
         self.ids = rt.ids
         msp = self.conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(task_ids) if (msp and self.acking) else 0
-        timeouts = bool(rt.conf.get("topology.enable.message.timeouts", True))
-        timeout = float(rt.conf.get("topology.message.timeout.secs", 30))
+        timeouts = bool(setting(rt.conf, "topology.enable.message.timeouts"))
+        timeout = float(setting(rt.conf, "topology.message.timeout.secs"))
         self.now = rt.clock.now()
         #: the emit time of what the running spout call emits, shared by its pending entries and set when the
         #: call returns: the clock is read once per ``next_tuple`` call instead of once per emit (about 500
         #: instructions), and complete latency counts from the end of the call, before which no emit leaves the
         #: step; emits from ``ack`` or ``fail`` get the step's start
         self.emit_stamp = [self.now]
-        flush_ms = float(self.conf.get("topology.batch.flush.interval.millis") or 0)
+        flush_ms = float(setting(self.conf, "topology.batch.flush.interval.millis"))
         #: a step stops calling next_tuple once this long has passed, so that its emits leave the worker at the
         #: end of the pass (Storm's batch flush interval; 0: only after SPOUT_CALLS_PER_PASS calls)
         self.flush_secs = flush_ms / 1000.0

@@ -13,6 +13,7 @@ from typing import Any
 
 from storm_py.api.topology import DIRECT, FIELDS, SHUFFLE, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
+from storm_py.config.keys import setting
 from storm_py.metrics.consumer import MetricsConsumerBolt, registrations
 from storm_py.runtime.eventlogger import EVENTLOG_FIELDS, EVENTLOG_STREAM, EVENTLOGGER_COMPONENT, EventLoggerBolt
 
@@ -33,7 +34,7 @@ def num_ackers(conf: dict[str, Any]) -> int:
     """``topology.acker.executors``, or workers x ``topology.ras.acker.executors.per.worker`` when unset."""
     n = conf.get("topology.acker.executors")
     if n is None:
-        return int(conf.get("topology.workers") or 1) * int(conf.get("topology.ras.acker.executors.per.worker") or 1)
+        return int(setting(conf, "topology.workers")) * int(setting(conf, "topology.ras.acker.executors.per.worker"))
     return int(n)
 
 
@@ -49,7 +50,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         spec.streams[SYSTEM_STREAM] = (Fields("event"), False)
     _with_event_loggers(topo, conf)
     n = num_ackers(conf)
-    timeout = conf.get("topology.message.timeout.secs", 30)
+    timeout = setting(conf, "topology.message.timeout.secs")
     if n <= 0:
         return _with_metrics_consumers(topo, conf)
     for spec in topo.components().values():
@@ -61,7 +62,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
             spec.streams[ACK_RESET_TIMEOUT] = (Fields("id"), False)
     acker = ComponentSpec(ACKER_COMPONENT, AckerBolt(), n, False)
     # with message timeouts disabled the acker never rotates, so a slow tree can still complete (Storm)
-    timeouts = conf.get("topology.enable.message.timeouts", True)
+    timeouts = setting(conf, "topology.enable.message.timeouts")
     acker.conf = {"topology.tasks": n, "topology.tick.tuple.freq.secs": timeout if timeouts else None}
     acker.streams = {
         ACK_ACK: (Fields("id", "time-delta-ms"), True),
@@ -85,7 +86,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
 def _with_event_loggers(topo: StormTopology, conf: dict[str, Any]) -> None:
     """Add ``topology.eventlogger.executors`` ``__eventlogger`` tasks fed by every component's ``__eventlog``
     stream, grouped by component (Storm's wiring); with none, nothing is added and debug sampling has no target."""
-    n = int(conf.get("topology.eventlogger.executors") or 0)
+    n = int(setting(conf, "topology.eventlogger.executors"))
     if n <= 0:
         return
     sources = list(topo.components())

@@ -25,6 +25,7 @@ from storm_py.api.topology import StormTopology
 from storm_py.api.tuple import Fields, Tuple, tuple_roots
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
+from storm_py.config.keys import setting
 from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
 from storm_py.runtime.bolt_executor import BoltExecutor
@@ -102,7 +103,7 @@ class WorkerRuntime:
         self.ids = worker_id_source(self.rng.getrandbits(ID_BITS), ackers,
                               set(t for _, (s, e) in executors for t in range(s, e + 1)))
         self.backlog = 0
-        self.backlog_limit = int(self.conf.get("topology.executor.receive.buffer.size") or 32768)
+        self.backlog_limit = int(setting(self.conf, "topology.executor.receive.buffer.size"))
         #: ``topology.testing.always.try.serialize`` also checks tuples between this worker's own tasks (Storm)
         self.check_local = bool(self.conf.get("topology.testing.always.try.serialize"))
         self.dropped = 0

@@ -1,7 +1,8 @@
 """storm_py.spark: committed batches landed exactly once as Parquet, read by Spark, and Spark jobs as batch sinks.
 
-``API.md`` §6.  Needs the ``spark`` extra (pyarrow, pyspark), imported lazily: importing this package pulls in
-neither, the sink imports pyarrow when it first writes, and only Spark reads and jobs import pyspark.
+Public names: ``docs/REFERENCE.md``.  Needs the ``spark`` extra (pyarrow, pyspark), imported lazily: importing
+this package pulls in neither, the sink imports pyarrow when it first writes, and only Spark reads and jobs import
+pyspark.
 
 * :class:`ParquetState` / :class:`ParquetUpdater` — the same dataset from Trident (:mod:`storm_py.spark.trident`);
 * :class:`ParquetBatchSink` — the committer bolt (:mod:`storm_py.spark.sink`), layout in

@@ -240,7 +240,7 @@ WRITERS = _Writers()
 
 
 class ParquetBatchSink(BaseTransactionalBolt, Committer):
-    """A committer batch bolt landing each txid atomically under ``root`` (``API.md`` §6).
+    """A committer batch bolt landing each txid atomically under ``root``.
 
     Input tuples are ``[attempt, *values]`` in schema order.  Options: ``max_rows_per_file``,
     ``row_group_rows``, ``compression`` (pyarrow's names, default zstd), ``fsync``; ``source_fields=(partition,

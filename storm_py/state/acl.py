@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
 from storm_py.state import znodes
 
@@ -231,8 +232,8 @@ def policy_from_conf(conf: Mapping[str, Any]) -> AclPolicy:
     A cluster payload wins (daemons); a topology payload alone makes a worker's session, which also grants
     ``storm.zookeeper.superACL`` on what it creates.  A scheme other than ``digest`` is a :class:`ConfigError`.
     """
-    root = str(conf.get("storm.zookeeper.root") or "/storm")
-    tx_root = str(conf.get("transactional.zookeeper.root") or "/transactional")
+    root = str(setting(conf, "storm.zookeeper.root"))
+    tx_root = str(setting(conf, "transactional.zookeeper.root"))
     cluster = _payload(conf, "storm.zookeeper.auth.scheme", conf.get("storm.zookeeper.auth.payload"))
     if cluster is not None:
         return AclPolicy(own=(cluster,), cluster_payload=cluster, workers=workers_payload(cluster), root=root,

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from storm_py.config.keys import setting
 from storm_py.errors import StateError
 from storm_py.state import znodes
 from storm_py.state.election import current_leader
@@ -40,8 +41,6 @@ MAX_RECORD_BYTES = 1_000_000
 #: How many errors are kept per component (Storm keeps 10).
 MAX_ERRORS_PER_COMPONENT = 10
 
-DEFAULT_ROOT = "/storm"
-DEFAULT_TX_ROOT = "/transactional"
 
 
 class _Record(Protocol):
@@ -76,8 +75,8 @@ class ClusterState:
     def __init__(self, storage: StateStorage, conf: Mapping[str, Any] | None = None) -> None:
         conf = conf or {}
         self.storage = storage
-        self.root = znodes.normalize(str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT))
-        self.tx_root = znodes.normalize(str(conf.get("transactional.zookeeper.root") or DEFAULT_TX_ROOT))
+        self.root = znodes.normalize(str(setting(conf, "storm.zookeeper.root")))
+        self.tx_root = znodes.normalize(str(setting(conf, "transactional.zookeeper.root")))
         self.signer: RecordSigner | None = signer_from_conf(conf)
         #: storm bases and assignments refused because their signature is missing or wrong
         self.refused = 0

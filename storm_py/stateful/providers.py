@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from storm_py.api.context import TopologyContext
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
 from storm_py.stateful.state import MEMORY_STORES, KeyValueState
 
@@ -52,7 +53,7 @@ def provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_provider(conf: Mapping[str, Any]) -> None:
     """Refuse a provider name that is neither built in nor ``module:Class``, and a config that is not a mapping."""
-    name = conf.get("topology.state.provider", MEMORY)
+    name = setting(conf, "topology.state.provider")
     if name not in (MEMORY, REDIS) and (not isinstance(name, str) or ":" not in name):
         raise ConfigError(
             f"topology.state.provider {name!r} is not 'memory', 'redis' or 'module:Class'",
@@ -63,7 +64,7 @@ def check_provider(conf: Mapping[str, Any]) -> None:
 
 def new_state(namespace: str, conf: Mapping[str, Any], context: TopologyContext) -> KeyValueState:
     """The state of ``namespace`` from the topology's provider (Storm's ``StateFactory.getState``)."""
-    name = conf.get("topology.state.provider", MEMORY)
+    name = setting(conf, "topology.state.provider")
     if name == MEMORY:
         return KeyValueState(MEMORY_STORES.store(context.topology_id, namespace))
     if name == REDIS:

@@ -10,6 +10,7 @@ from typing import Any
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
+from storm_py.config.keys import setting
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
@@ -38,7 +39,7 @@ TX_STATE_KEY = SPOUT_TX_STATE_KEY
 
 def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
     """``topology.state.checkpoint.interval.ms`` in seconds, never below Storm's floor of 100 ms."""
-    return max(MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms", 1000))) / 1000.0
+    return max(MIN_INTERVAL_MS, int(setting(conf, "topology.state.checkpoint.interval.ms"))) / 1000.0
 
 
 class CheckpointSpout(Spout):
@@ -81,7 +82,7 @@ class CheckpointSpout(Spout):
         self._controls = [
             control_namespace(c, t) for c in self.stateful_spouts for t in context.get_component_tasks(c)
         ]
-        stuck = float(conf.get("topology.message.timeout.secs", 30))
+        stuck = float(setting(conf, "topology.message.timeout.secs"))
         log.info("checkpoint coordinator (exactly_once) starts at %s", current)
         self.eo = ExactlyOnceCoordinator(current, checkpoint_interval_secs(conf), stuck, self._clock.now())
 

@@ -20,6 +20,7 @@ from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputColl
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
+from storm_py.config.keys import setting
 from storm_py.stateful import checkpoint as storm
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, MIN_INTERVAL_MS
 from storm_py.stateful.exactly_once import (
@@ -45,7 +46,7 @@ EXACTLY_ONCE = "exactly_once"
 
 def poll_secs(conf: dict[str, Any]) -> float:
     """How often spouts and the coordinator look at each other's state: a tenth of the checkpoint interval."""
-    return max(MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms", 1000))) / 10000.0
+    return max(MIN_INTERVAL_MS, int(setting(conf, "topology.state.checkpoint.interval.ms"))) / 10000.0
 
 
 def control_namespace(component: str, task: int) -> str:

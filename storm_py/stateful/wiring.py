@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from storm_py.api.topology import ALL, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, InvalidTopologyException
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
@@ -98,7 +99,7 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
         check_provider(conf)
     except ConfigError as err:
         raise InvalidTopologyException(str(err)) from err
-    if conf.get("topology.state.guarantee", AT_LEAST_ONCE) != EXACTLY_ONCE:
+    if setting(conf, "topology.state.guarantee") != EXACTLY_ONCE:
         return
     if conf.get("topology.acker.executors") == 0:
         raise InvalidTopologyException(

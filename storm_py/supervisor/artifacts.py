@@ -17,18 +17,17 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from storm_py.config.keys import setting
+
 log = logging.getLogger(__name__)
 
 #: The files rotated in each worker's directory.
 ROTATED = ("worker.log", "worker.log.out", "worker.log.err", "events.log")
-#: Storm's defaults.
-DEFAULT_MAX_MB = 2048.0
-DEFAULT_CLEANUP_MINS = 10080.0
 
 
 def file_limit(conf: Mapping[str, Any]) -> int:
     """Bytes one log file may reach before it is rotated."""
-    total_mb = float(conf.get("logviewer.max.per.worker.logs.size.mb") or DEFAULT_MAX_MB)
+    total_mb = float(setting(conf, "logviewer.max.per.worker.logs.size.mb"))
     return max(1, int(total_mb * 1024 * 1024 / (2 * len(ROTATED))))
 
 
@@ -76,7 +75,7 @@ def maintain(root: Path, conf: Mapping[str, Any], live: Collection[tuple[str, in
         for port_dir in (p for p in topo.iterdir() if p.is_dir() and not p.is_symlink()):
             for name in rotate(port_dir, limit):
                 log.info("rotated %s/%s (over %d bytes)", port_dir, name, limit)
-    age = float(conf.get("logviewer.cleanup.age.mins") or DEFAULT_CLEANUP_MINS) * 60.0
+    age = float(setting(conf, "logviewer.cleanup.age.mins")) * 60.0
     for port_dir in expired(root, live, age, now):
         shutil.rmtree(port_dir, ignore_errors=True)
         log.info("removed the artifacts of %s, gone for over %.0f minutes", port_dir, age / 60)

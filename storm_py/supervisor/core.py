@@ -12,6 +12,7 @@ from typing import Any
 
 import storm_py
 from storm_py.clock import Clock
+from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META
 from storm_py.errors import StormPyError
 from storm_py.state.cluster_state import ClusterState
@@ -41,16 +42,16 @@ class Supervisor:
         self.clock = clock
         self.id = supervisor_id
         self.hostname = hostname
-        self.ports = list(ports if ports is not None else conf.get("supervisor.slots.ports", [6700, 6701, 6702, 6703]))
+        self.ports = list(ports if ports is not None else setting(conf, "supervisor.slots.ports"))
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
         self.launch_failures: dict[int, str] = {}
         #: ports whose worker waits for something being prepared (its topology's environment), and what
         self.launch_pending: dict[int, str] = {}
         self.backoff = RestartBackoff(
-            float(conf.get("supervisor.worker.restart.min.uptime.secs", 10)),
-            float(conf.get("supervisor.worker.restart.backoff.secs", 1)),
-            float(conf.get("supervisor.worker.restart.backoff.max.secs", 30)),
+            float(setting(conf, "supervisor.worker.restart.min.uptime.secs")),
+            float(setting(conf, "supervisor.worker.restart.backoff.secs")),
+            float(setting(conf, "supervisor.worker.restart.backoff.max.secs")),
         )
         self._launched: dict[int, WantedSlot] = {}  # what each port was last launched for
         self.logviewer_port = 0  # set by the daemon that serves this host's worker logs
@@ -97,7 +98,7 @@ class Supervisor:
         for port, w in self.workers.items():
             alive = w.alive and w.refresh()
             running[port] = RunningSlot(w.topology_id, tuple(w.executors), alive, w.silent_secs())
-        timeout = float(self.conf.get("supervisor.worker.timeout.secs", 30))
+        timeout = float(setting(self.conf, "supervisor.worker.timeout.secs"))
         actions = reconcile(wanted, running, timeout)
         now = self.clock.now()
         for port in actions.stop:

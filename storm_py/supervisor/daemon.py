@@ -19,7 +19,7 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import setting
 from storm_py.deps.venv import EnvCache
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
@@ -78,11 +78,11 @@ class SupervisorDaemon:
         self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
         self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
         env_keys = ("supervisor.env.cleanup.secs", "supervisor.env.build.timeout.secs")
-        cleanup, build_timeout = (float(self.conf.get(k, KEYS[k].default)) for k in env_keys)
+        cleanup, build_timeout = (float(setting(self.conf, k)) for k in env_keys)
         self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake)
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
                                         report_env_error=self._report_env_error)
-        ports = [int(p) for p in conf.get("supervisor.slots.ports") or []]
+        ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
@@ -112,7 +112,7 @@ class SupervisorDaemon:
 
     def round(self) -> float:
         """One sync: heartbeat, stop and launch workers, forget code nobody needs; the wait until the next."""
-        freq = float(self.conf.get("supervisor.monitor.frequency.secs") or 3)
+        freq = float(setting(self.conf, "supervisor.monitor.frequency.secs"))
         self._check_health()
         try:
             self.localizer.sync({port: want.topology_id for port, want in self.supervisor.wanted().items()})

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storm_py.config.keys import setting
+
 log = logging.getLogger(__name__)
 
 #: Characters of a failing script's output kept in the reason.
@@ -38,7 +40,7 @@ class HealthReport:
 
 def health_check_dir(conf: Mapping[str, Any]) -> Path:
     """The directory of the check scripts."""
-    return Path(str(conf.get("storm.health.check.dir", "healthchecks")))
+    return Path(str(setting(conf, "storm.health.check.dir")))
 
 
 def judge(name: str, code: int | None, output: str, fail_on_timeout: bool) -> str | None:
@@ -56,8 +58,8 @@ def judge(name: str, code: int | None, output: str, fail_on_timeout: bool) -> st
 def run_health_checks(conf: Mapping[str, Any]) -> HealthReport:
     """Run every script of ``storm.health.check.dir`` and judge the node."""
     root = health_check_dir(conf)
-    timeout = float(conf.get("storm.health.check.timeout.ms", 5000)) / 1000.0
-    fail_on_timeout = bool(conf.get("storm.health.check.fail.on.timeouts", True))
+    timeout = float(setting(conf, "storm.health.check.timeout.ms")) / 1000.0
+    fail_on_timeout = bool(setting(conf, "storm.health.check.fail.on.timeouts"))
     if not root.is_dir():
         return HealthReport()
     scripts = sorted(p for p in root.iterdir() if p.is_file() and os.access(p, os.X_OK))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
@@ -39,8 +40,6 @@ log = logging.getLogger(__name__)
 
 #: Reports a topology's failed environment build: (topology id, port, executors, error text).
 EnvErrorReport = Callable[[str, int, list[tuple[int, int]], str], None]
-#: How long a stopped worker gets to exit cleanly before it is killed (``supervisor.worker.shutdown.sleep.secs``).
-DEFAULT_SHUTDOWN_SECS = 3.0
 
 
 class WorkerHandle(Protocol):
@@ -285,8 +284,8 @@ class ProcessLauncher:
             executors=list(executors),
             heartbeat_path=heartbeat,
             artifacts=artifacts,
-            start_timeout=float(self.conf.get("supervisor.worker.start.timeout.secs") or 120),
-            shutdown_secs=float(self.conf.get("supervisor.worker.shutdown.sleep.secs") or DEFAULT_SHUTDOWN_SECS),
+            start_timeout=float(setting(self.conf, "supervisor.worker.start.timeout.secs")),
+            shutdown_secs=float(setting(self.conf, "supervisor.worker.shutdown.sleep.secs")),
             clock=self.clock,
         )
         self.launched = [w for w in self.launched if w.alive]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
 from storm_py.node.http_guard import allowed_hosts
@@ -301,7 +302,7 @@ class LogViewer:
     ``logviewer.port`` (0 picks a free port)."""
 
     def __init__(self, conf: Mapping[str, Any], root: Path, host: str) -> None:
-        port = int(conf.get("logviewer.port", 8000) or 0)
+        port = int(setting(conf, "logviewer.port"))
         bind = str(conf.get("logviewer.host") or host)
         files = LogFiles(root)
         routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host)

@@ -1,4 +1,7 @@
-"""storm_py.testing: Storm's test kit (``API.md`` §2) — complete topologies, tracked topologies, feeders, trackers."""
+"""storm_py.testing: Storm's test kit — complete topologies, tracked topologies, feeders, trackers.
+
+Public names: ``docs/REFERENCE.md``.
+"""
 
 from storm_py.testing.complete import capture_topology, complete_topology, read_tuples
 from storm_py.testing.components import (

@@ -1,4 +1,4 @@
-"""storm_py.transactional: Storm 1.2 transactional topologies (``API.md`` §3) and map-state helpers.
+"""storm_py.transactional: Storm 1.2 transactional topologies (``docs/REFERENCE.md``) and map-state helpers.
 
 Batches are processed in parallel and committed strictly in txid order; a failed batch is replayed with the
 same txid under a new attempt id.  The lower-level pieces live in the submodules: the spout contracts in

@@ -28,6 +28,7 @@ from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.errors import FailedException
 from storm_py.transactional.streams import COORD_FIELDS, COORD_STREAM
 
@@ -154,8 +155,8 @@ class CoordinatedBolt(Bolt):
         self.num_reports = sum(
             1 if single else len(context.get_component_tasks(c)) for c, single in self.sources.items()
         )
-        if conf.get("topology.enable.message.timeouts", True):
-            self._expire_after = 2.0 * float(conf.get("topology.message.timeout.secs") or 30)
+        if setting(conf, "topology.enable.message.timeouts"):
+            self._expire_after = 2.0 * float(setting(conf, "topology.message.timeout.secs"))
         self._next_sweep = self._clock.now() + (self._expire_after or 0.0)
         self.delegate.prepare(conf, context, _CountingCollector(self, collector))
 

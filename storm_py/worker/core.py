@@ -15,7 +15,8 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
-from storm_py.config import defaults_of, merge_component_conf
+from storm_py.config import merge_component_conf
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
@@ -177,7 +178,7 @@ class Worker:
         """Write this worker's heartbeat (executors and their counters)."""
         if self.runtime is None:
             return
-        freq = float(self.conf.get("worker.heartbeat.frequency.secs", 1))
+        freq = float(setting(self.conf, "worker.heartbeat.frequency.secs"))
         self._next_heartbeat = self.clock.now() + freq
         hb = WorkerHeartbeat(
             topology_id=self.topology_id,
@@ -203,7 +204,7 @@ class Worker:
         if now < self._next_log_poll:
             return
         conf = self.runtime.conf if self.runtime is not None else self.conf  # the topology may set it
-        self._next_log_poll = now + float(conf.get("worker.log.level.reset.poll.secs") or 30)
+        self._next_log_poll = now + float(setting(conf, "worker.log.level.reset.poll.secs"))
         try:
             config = self.state.log_config(self.topology_id)
         except StormPyError as err:
@@ -218,8 +219,7 @@ class Worker:
         now = self.clock.now()
         if runtime is None or now < self._next_credentials_poll:
             return
-        conf = {**defaults_of(["task.credentials.poll.secs"]), **runtime.conf}
-        self._next_credentials_poll = now + float(conf["task.credentials.poll.secs"])
+        self._next_credentials_poll = now + float(setting(runtime.conf, "task.credentials.poll.secs"))
         self.check_credentials()
 
     def check_credentials(self) -> None:

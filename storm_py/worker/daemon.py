@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
@@ -91,9 +92,9 @@ def run_worker(
     transfer = SocketTransfer(
         open_transport(
             "zmq",
-            hwm=int(conf.get("zmq.hwm") or 100),
-            max_message_size=int(conf.get("zmq.max.message.bytes") or -1),
-            buffer_bytes=int(conf.get("zmq.socket.buffer.bytes") or 0),
+            hwm=int(setting(conf, "zmq.hwm")),
+            max_message_size=int(setting(conf, "zmq.max.message.bytes")),
+            buffer_bytes=int(setting(conf, "zmq.socket.buffer.bytes") or 0),
             curve_seed=topology_curve_seed(conf, topology_id),
         ),
         host,
@@ -124,8 +125,8 @@ def run_worker(
         gc.freeze()  # what exists now (code, topology, executors) lives as long as the process
         # every tuple makes short-lived objects, and CPython's default threshold (700) runs the collector
         # thousands of times a second (docs/DESIGN.md, "Garbage collection")
-        gc.set_threshold(int(conf.get("worker.gc.threshold0", 100_000)), *gc.get_threshold()[1:])
-        freq = float(conf.get("worker.heartbeat.frequency.secs") or 1)
+        gc.set_threshold(int(setting(conf, "worker.gc.threshold0")), *gc.get_threshold()[1:])
+        freq = float(setting(conf, "worker.heartbeat.frequency.secs"))
         beats = threading.Thread(
             target=_local_heartbeats, args=(worker, heartbeat_file, freq, stop), name="local-heartbeat", daemon=True
         )
@@ -166,7 +167,7 @@ def _local_heartbeats(worker: Worker, path: Path, freq: float, stop: threading.E
     supervisor restarts the worker after ``supervisor.worker.timeout.secs``, and the stuck component with its
     stack is reported to the topology's errors once it has been stuck for half that time.
     """
-    stuck_after = float(worker.conf.get("supervisor.worker.timeout.secs") or 30) / 2
+    stuck_after = float(setting(worker.conf, "supervisor.worker.timeout.secs")) / 2
     reported = False
     while not stop.is_set() and worker.alive:
         silent = worker.silent_secs()

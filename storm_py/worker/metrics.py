@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from storm_py.api.tuple import Tuple
+from storm_py.config.keys import setting
 from storm_py.metrics import stats
 from storm_py.metrics.consumer import METRICS_STREAM, TaskInfo, registrations
 from storm_py.metrics.registry import MetricsSchedule, builtin_points
@@ -100,7 +101,7 @@ class WorkerMetrics:
         self.wall = wall
         self.started = rt.clock.now()
         self.consumers = bool(registrations(rt.conf))
-        self.builtin_secs = float(rt.conf.get("topology.builtin.metrics.bucket.size.secs") or 60)
+        self.builtin_secs = float(setting(rt.conf, "topology.builtin.metrics.bucket.size.secs"))
         self.schedule = MetricsSchedule(self.started)
         self._registered: set[tuple[int, str]] = set()
         self._builtin_prev: dict[str, dict[str, float]] = {}

@@ -1,4 +1,4 @@
-"""storm_py.testing against Storm's Testing / testing4j behaviour (API.md §2), through LocalCluster."""
+"""storm_py.testing against Storm's Testing / testing4j behaviour, through LocalCluster."""
 
 from __future__ import annotations
 

@@ -173,5 +173,20 @@ def test_setup_compiles_exactly_the_hot_modules(setup_py, monkeypatch):
         assert (REPO / setup_py.source_of(module)).is_file(), module
 
 
-def test_stale_build_error_is_an_import_error():
-    assert issubclass(StaleBuildError, ImportError)
+def test_a_stale_build_fails_the_import_naming_the_extension_and_the_fix(tmp_path, monkeypatch):
+    """What `import storm_py` raises over a stale build is an import failure (`except ImportError` around an
+    import sees it) that names the stale extension and how to fix it; once the source is older, nothing is raised."""
+    root, py, ext = _tree(tmp_path)
+    _age(ext, 60)
+    scan = build.stale_modules
+    monkeypatch.setattr(build, "stale_modules", lambda: scan(root))
+    try:
+        build.refuse_stale()
+    except ImportError as err:
+        caught: ImportError = err
+    else:
+        pytest.fail("a stale build imported")
+    assert isinstance(caught, StaleBuildError)
+    assert str(ext) in str(caught) and "pip install ." in str(caught)
+    _age(py, 120)  # the source is older than its extension again
+    build.refuse_stale()

@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from storm_py import Config
-from storm_py.config import defaults, merge_component_conf, parse_override, read_storm_config
+from storm_py.client import parse_seeds
+from storm_py.config import merge_component_conf, parse_override, read_storm_config
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
 
 
-def test_defaults_hold_storms_keys_and_values():
-    d = defaults()
-    assert d["topology.message.timeout.secs"] == 30
-    assert d["topology.acker.executors"] is None
-    assert d["topology.max.spout.pending"] is None
-    assert d["storm.zookeeper.root"] == "/storm"
-    assert d["nimbus.task.timeout.secs"] == 30
-    assert Config()["topology.workers"] == 1
+def test_a_misspelt_key_in_a_config_file_warns_naming_it_and_changes_nothing(tmp_path, caplog):
+    f = tmp_path / "storm.yaml"
+    f.write_text("topology.message.timeout.sec: 5\n")
+    with caplog.at_level(logging.WARNING, logger="storm_py.config"):
+        conf = read_storm_config(f)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"unknown config key 'topology.message.timeout.sec' in config file {f}; "
+        "did you mean 'topology.message.timeout.secs'?"
+    ]
+    assert conf["topology.message.timeout.secs"] != 5
+    assert Config()["topology.message.timeout.secs"] == conf["topology.message.timeout.secs"]
+
+
+def test_a_key_left_out_reads_as_in_a_full_config_and_a_given_value_wins():
+    """A client given a partial conf dials where one given the whole merged config does (one default, stated
+    once); a value given on the command line wins; null is "unset"; an undeclared key has no default."""
+    full = read_storm_config(search_dirs=[])
+    assert parse_seeds({}) == parse_seeds({"nimbus.thrift.port": None}) == parse_seeds(full)
+    assert parse_seeds(read_storm_config(overrides=["nimbus.thrift.port=7000"], search_dirs=[])) == [
+        ("127.0.0.1", 7000)
+    ]
+    assert setting({}, "topology.message.timeout.secs") == full["topology.message.timeout.secs"]
+    with pytest.raises(KeyError, match=r"nimbus\.thrift\.prot"):
+        setting(full, "nimbus.thrift.prot")
 
 
 def test_merge_order_defaults_file_overrides(tmp_path):

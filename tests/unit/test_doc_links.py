@@ -14,10 +14,51 @@ EXAMPLE_PROJECT = "my_topology/"
 _TEMPLATE = re.compile(r"(?:^|/)NAME\.")
 
 
+#: a bare document name anywhere in the text (`NOTES.md`, "see GUIDE.md"): a file of this repository or nothing
+_BARE_DOC = re.compile(r"(?<![\w./-])([\w-]+\.(?:md|rst))\b")
+
+
 def _documents() -> list[Path]:
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     bench = REPO / "BENCHMARKS.md"
     return docs + ([bench] if bench.exists() else []) + sorted((REPO / "storm_py").rglob("*.py"))
+
+
+def _all_texts() -> list[Path]:
+    """The documents, plus the tests', examples' and benchmarks' sources (this file's patterns aside)."""
+    more = [p for d in ("tests", "examples", "bench") for p in sorted((REPO / d).rglob("*.py")) + sorted(
+        (REPO / d).rglob("*.md"))]
+    return _documents() + [p for p in more if p != Path(__file__).resolve()]
+
+
+def bare_doc_names_missing(text: str, doc: Path) -> list[str]:
+    """Bare document names in ``text`` that name no file beside ``doc``, at the repository's root or in docs/."""
+    missing = []
+    for m in _BARE_DOC.finditer(text):
+        name = m.group(1)
+        if not any((base / name).is_file() for base in (doc.parent, REPO, REPO / "docs")):
+            missing.append(name)
+    return missing
+
+
+def test_bare_document_names_exist_in_the_repository():
+    """A document named without a path (`API.md`, a contract kept elsewhere) must still be a file of this
+    repository: the project cites only itself."""
+    outside = [
+        f"{doc.relative_to(REPO)}: {name}"
+        for doc in _all_texts()
+        for name in bare_doc_names_missing(doc.read_text(encoding="utf-8"), doc)
+    ]
+    assert not outside, "documents named that are not in the repository:\n" + "\n".join(outside)
+
+
+def test_the_bare_name_check_sees_backticks_and_prose():
+    doc = REPO / "docs" / "DESIGN.md"
+    missing_name = "NO" + "SUCH.md"
+    assert bare_doc_names_missing(f"see `{missing_name}` and {missing_name}, not docs/DESIGN.md", doc) == [
+        missing_name, missing_name
+    ]
+    assert bare_doc_names_missing("DESIGN.md, README.md and [x](REFERENCE.md)", doc) == []
 
 
 def test_links_stay_inside_the_repository():

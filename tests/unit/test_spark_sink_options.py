@@ -7,9 +7,11 @@ import sys
 
 import pytest
 
-from storm_py.spark import ParquetBatchSink
+from storm_py.spark import ParquetBatchSink, committed_txids
 from storm_py.spark.jobs import JobError
 from storm_py.spark.schema import SchemaError
+from storm_py.testing import test_tuple
+from storm_py.transactional import TransactionAttempt
 
 SCHEMA = {"p": "int64", "o": "int64", "day": "string", "x": "float64?"}
 
@@ -29,7 +31,10 @@ def test_options_are_checked_at_construction(tmp_path):
         ParquetBatchSink(tmp_path, SCHEMA, max_rows_per_file=0)
 
 
-def test_declares_the_errors_stream():
+def test_refused_rows_leave_on_the_declared_stream_naming_their_field(tmp_path):
+    """A batch's rows the schema refuses are emitted, not written: on the stream the sink declares, one value per
+    declared field, the reason naming the field at fault; the good rows are committed."""
+
     class Declarer:
         def __init__(self):
             self.streams = {}
@@ -37,9 +42,29 @@ def test_declares_the_errors_stream():
         def declare_stream(self, stream, fields, direct=False):
             self.streams[stream] = list(fields)
 
-    d = Declarer()
-    ParquetBatchSink("/nowhere", SCHEMA).declare_output_fields(d)
-    assert d.streams == {"errors": ["attempt", "values", "reason"]}
+    class Collector:
+        def __init__(self):
+            self.emitted = []
+
+        def emit(self, values, stream="default"):
+            self.emitted.append((stream, values))
+
+    sink = ParquetBatchSink(tmp_path, SCHEMA, fsync=False)
+    declared = Declarer()
+    sink.declare_output_fields(declared)
+    collector = Collector()
+    attempt = TransactionAttempt(1, 0)
+    sink.prepare({}, None, collector, attempt)
+    for row in ([1, 10, "mon", 0.5], ["seven", 11, "mon", None], [2, 12, None, 1.0]):
+        sink.execute(test_tuple([attempt, *row]))
+    sink.finish_batch()
+
+    assert [stream for stream, _ in collector.emitted] == [next(iter(declared.streams))] * 2
+    refused = [dict(zip(declared.streams[stream], values, strict=True)) for stream, values in collector.emitted]
+    assert [(r["attempt"], r["values"]) for r in refused] == [(attempt, ["seven", 11, "mon", None]),
+                                                              (attempt, [2, 12, None, 1.0])]
+    assert "'p'" in refused[0]["reason"] and "'day'" in refused[1]["reason"]
+    assert committed_txids(tmp_path) == [1]
 
 
 def test_importing_storm_py_and_the_sink_pulls_neither_pyarrow_nor_pyspark():
