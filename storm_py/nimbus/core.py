@@ -23,16 +23,16 @@ from storm_py.clock import Clock
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
-from storm_py.metrics import rest
 from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
-from storm_py.nimbus.api_views import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
+from storm_py.ui import rest
+from storm_py.ui.api_views import component_settings
 
 log = logging.getLogger(__name__)
 
