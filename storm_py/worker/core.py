@@ -24,6 +24,7 @@ from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import WorkerHeartbeat
+from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels
 from storm_py.worker.metrics import WorkerMetrics
@@ -121,7 +122,7 @@ class Worker:
             send_remote=self.transport.send,
             error_sink=self._record_error,
             worker_port=self.port,
-            transactional_state=self.state,
+            resources={TRANSACTIONAL_STATE_RESOURCE: self.state},
         )
         self.runtime = runtime
         self.metrics = WorkerMetrics(runtime, self.host, self.port, self.clock.wall)
