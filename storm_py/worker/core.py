@@ -17,13 +17,12 @@ from typing import Any, Protocol
 from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.errors import StormPyError
-from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import WorkerHeartbeat
+from storm_py.state.models import WorkerHeartbeat, spouts_active
 from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels
@@ -128,7 +127,7 @@ class Worker:
         self.metrics = WorkerMetrics(runtime, self.host, self.port, self.clock.wall)
         self.metrics.install()
         self.transport.bind(self.key, runtime)
-        runtime.set_active(ts.spouts_active(base.status))
+        runtime.set_active(spouts_active(base.status))
         runtime.set_debug(base.component_debug)
         self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
@@ -160,7 +159,7 @@ class Worker:
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
         if mine != self.executors:
             return False
-        self.runtime.set_active(ts.spouts_active(base.status))
+        self.runtime.set_active(spouts_active(base.status))
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
