@@ -111,7 +111,7 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
 @config_options
 def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Serve Storm UI (its pages at /, the REST API at /api/v1/...) on ui.port, relayed to the leading nimbus."""
-    from storm_py.nimbus.ui_daemon import UiDaemon
+    from storm_py.ui.daemon import UiDaemon
 
     conf = with_daemon_token(load_conf(config_file, overrides), config_file_used(config_file))
     _info_logging()

@@ -9,12 +9,31 @@ ignored offsets, so nothing is dropped without a number saying so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from storm_py.kafka.spout import KafkaSpout
+    from storm_py.clock import Clock
+    from storm_py.kafka.client import KafkaConsumerClient
+    from storm_py.kafka.offsets import PartitionOffsets
+
+
+class MeteredSpout(Protocol):
+    """What the metric and the lag report read of a Kafka spout (:class:`storm_py.kafka.spout.KafkaSpout`): its
+    clock, counters, offset managers and consumer."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def stats(self) -> KafkaSpoutStats: ...
+
+    @property
+    def managers(self) -> Mapping[tuple[str, int], PartitionOffsets]: ...
+
+    @property
+    def client(self) -> KafkaConsumerClient: ...
 
 
 @dataclass
@@ -44,7 +63,7 @@ class KafkaSpoutStats:
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def offset_metric(self, spout: KafkaSpout) -> KafkaOffsetMetric:
+    def offset_metric(self, spout: MeteredSpout) -> KafkaOffsetMetric:
         """The metric object the spout registers."""
         return KafkaOffsetMetric(spout)
 
@@ -52,7 +71,7 @@ class KafkaSpoutStats:
 class KafkaOffsetMetric:
     """``get_value_and_reset()``: lag and offsets per partition, totals, records/s since the last call."""
 
-    def __init__(self, spout: KafkaSpout) -> None:
+    def __init__(self, spout: MeteredSpout) -> None:
         self.spout = spout
         self.last_time: float | None = None
         self.last_emitted = 0
@@ -82,7 +101,7 @@ class KafkaOffsetMetric:
         return out
 
 
-def partition_offsets(spout: KafkaSpout) -> Iterator[tuple[tuple[str, int], int, int]]:
+def partition_offsets(spout: MeteredSpout) -> Iterator[tuple[tuple[str, int], int, int]]:
     """Per owned partition whose log end is known: ``(topic, partition)``, the commit and the log end (the high
     watermark of the last fetch, no broker call)."""
     for tp, m in spout.managers.items():
@@ -91,12 +110,12 @@ def partition_offsets(spout: KafkaSpout) -> Iterator[tuple[tuple[str, int], int,
             yield tp, m.committed, marks[1]
 
 
-def partition_lag(spout: KafkaSpout) -> dict[tuple[str, int], int]:
+def partition_lag(spout: MeteredSpout) -> dict[tuple[str, int], int]:
     """Per owned partition: log end minus the commit."""
     return {tp: max(0, head - committed) for tp, committed, head in partition_offsets(spout)}
 
 
-def lag_report(spout: KafkaSpout) -> dict[str, Any]:
+def lag_report(spout: MeteredSpout) -> dict[str, Any]:
     """What the worker puts in its heartbeat for nimbus's lag view: per owned partition whose log end is known
     ``[topic, partition, committed, log end]``, and the records emitted since the spout opened."""
     rows = [[tp[0], tp[1], committed, head] for tp, committed, head in partition_offsets(spout)]

@@ -20,9 +20,8 @@ from storm_py.clock import Clock, wait_until
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
-from storm_py.metrics import prometheus, rest, series
+from storm_py.metrics import prometheus
 from storm_py.metrics.windows import ALL_TIME
-from storm_py.nimbus import api_views
 from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
@@ -38,6 +37,7 @@ from storm_py.packaging.package import TopologyPackage, check_archive
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
+from storm_py.ui import api_views, rest, series
 from storm_py.worker.log_levels import level_number
 
 log = logging.getLogger(__name__)
@@ -242,7 +242,7 @@ class NimbusApi:
 
     def timeseries(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/timeseries`` and ``/topology/:id/component/:component/timeseries``: the UI's charts,
-        rates and latency per 30-second bucket over the last 10 minutes (:mod:`storm_py.metrics.series`)."""
+        rates and latency per 30-second bucket over the last 10 minutes (:mod:`storm_py.ui.series`)."""
         tid, base = self._base(req.params["id"])
         comp = req.params.get("component")
         if comp is not None and comp not in base.component_executors:

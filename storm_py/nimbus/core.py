@@ -24,16 +24,16 @@ from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
-from storm_py.metrics import rest
 from storm_py.metrics.windows import ALL_TIME, StatsBook
 from storm_py.nimbus import topology_status as ts
-from storm_py.nimbus.api_views import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import StormBase
+from storm_py.state.models import ACTIVE, INACTIVE, KILLED, StormBase
+from storm_py.ui import rest
+from storm_py.ui.api_views import component_settings
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class Nimbus:
             self.code_store.put(tid, code)
             base = StormBase(
                 name=name,
-                status="inactive" if inactive else "active",
+                status=INACTIVE if inactive else ACTIVE,
                 launch_time=self.clock.wall(),
                 num_workers=int(setting(topo_conf, "topology.workers")),
                 component_executors={c: e for c, (_, e) in counts.items()},
@@ -223,7 +223,7 @@ class Nimbus:
             wait = self._wait(base, wait_secs)
             options = {"action": "kill", "delay_secs": wait, "at": self.clock.wall() + wait}
             self.state.set_storm_base(
-                tid, _replace(base, status=ts.KILLED, prev_status=base.status, topology_action_options=options)
+                tid, _replace(base, status=KILLED, prev_status=base.status, topology_action_options=options)
             )
             log.info("killing %s in %ss", tid, wait)
         self.step()
@@ -320,7 +320,7 @@ class Nimbus:
                     if opts.get("action") == "rebalance":
                         self._do_rebalance(tid, base, opts)
                         continue
-                if base.status != ts.KILLED:
+                if base.status != KILLED:
                     self._monitor(tid, base)
 
     def _remove(self, tid: str) -> None:
@@ -336,7 +336,7 @@ class Nimbus:
         execs = dict(base.component_executors)
         execs.update(opts.get("num_executors") or {})
         workers = opts.get("num_workers") or base.num_workers
-        restored = base.prev_status if base.prev_status in (ts.ACTIVE, ts.INACTIVE) else ts.ACTIVE
+        restored = base.prev_status if base.prev_status in (ACTIVE, INACTIVE) else ACTIVE
         new = _replace(
             base,
             status=restored,

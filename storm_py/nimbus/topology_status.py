@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 from storm_py.errors import StormPyError
-
-ACTIVE = "active"
-INACTIVE = "inactive"
-KILLED = "killed"
-REBALANCING = "rebalancing"
+from storm_py.state.models import ACTIVE, INACTIVE, KILLED, REBALANCING
 
 
 class InvalidTransitionError(StormPyError):
     """An action that the topology's current status does not allow (e.g. activating a killed topology)."""
 
     code = "invalid_transition"
-
-
-def spouts_active(status: str) -> bool:
-    """Spouts call ``next_tuple`` only while the topology is active."""
-    return status == ACTIVE
 
 
 def apply(status: str, action: str, name: str = "") -> str:

@@ -7,17 +7,43 @@ of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_execut
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple, tuple_roots
+from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple, tuple_roots
 from storm_py.runtime.acker import FAIL, RESET
-from storm_py.runtime.executor import bad_stream, direct_route
+from storm_py.runtime.executor import ExecutorHost, ExecutorStats, bad_stream, direct_route
 from storm_py.runtime.hooks import report_ack, report_fail
 from storm_py.runtime.routing import StreamRoute
 
-if TYPE_CHECKING:
-    from storm_py.runtime.bolt_executor import BoltExecutor
+
+class BoltHost(Protocol):
+    """What the collectors of a bolt task use of the executor running it
+    (:class:`storm_py.runtime.bolt_executor.BoltExecutor`)."""
+
+    @property
+    def rt(self) -> ExecutorHost: ...
+
+    @property
+    def component_id(self) -> str: ...
+
+    @property
+    def outbuf(self) -> defaultdict[int, list[Any]]: ...
+
+    @property
+    def stats(self) -> ExecutorStats: ...
+
+    @property
+    def process_samples(self) -> dict[int, float]: ...
+
+    def ack_root(self, root: Id, val: int) -> None:
+        """Ack ``val`` into the tree of ``root`` (merged with the acks of consecutive inputs of one tree)."""
+        ...
+
+    def report_error(self, task: int, exc: BaseException) -> None:
+        """Record an error of ``task`` for the topology summary."""
+        ...
 
 
 def _anchor_list(anchors: Any) -> list[Tuple]:
@@ -36,7 +62,7 @@ class _TaskEmitter:
         "_samples", "_stats", "_task", "component_id",
     )
 
-    def __init__(self, ex: BoltExecutor, task: int) -> None:
+    def __init__(self, ex: BoltHost, task: int) -> None:
         self._ex = ex
         self._task = task
         self._routes = ex.rt.routes_for(task)
@@ -198,7 +224,7 @@ class BasicCollector(_TaskEmitter):
 
     __slots__ = ("_bolt_collector", "input")
 
-    def __init__(self, ex: BoltExecutor, task: int, bolt_collector: BoltCollector) -> None:
+    def __init__(self, ex: BoltHost, task: int, bolt_collector: BoltCollector) -> None:
         super().__init__(ex, task)
         self._bolt_collector = bolt_collector
         self.input: Tuple | None = None

@@ -46,9 +46,6 @@ log = logging.getLogger(__name__)
 
 ErrorSink = Callable[[str, int, str], None]
 
-#: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
-#: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
-TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
 #: resource key of the worker loop's wake-up event: a component fed from a thread of its own (the DRPC spout)
 #: sets it so its next step runs at once instead of after the idle back-off
 WAKE_RESOURCE: Final = "storm_py.worker.wake"
@@ -73,7 +70,7 @@ class WorkerRuntime:
         error_sink: ErrorSink | None = None,
         worker_port: int | None = None,
         seed: int | None = None,
-        transactional_state: Any = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name
@@ -93,10 +90,9 @@ class WorkerRuntime:
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
         registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
-        self.resources: dict[str, Any] = {}
+        #: what the worker shares with its tasks (``context.get_resource``), e.g. the transactional-state store
+        self.resources: dict[str, Any] = dict(resources or {})
         self.worker_hooks: list[Any] = []  # started in prepare
-        if transactional_state is not None:
-            self.resources[TRANSACTIONAL_STATE_RESOURCE] = transactional_state
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
         self.acker_for = acker_chooser(list(ackers))

@@ -32,7 +32,7 @@ from storm_py.spark.layout import (
     partition_dir,
     prune_empty,
 )
-from storm_py.spark.schema import Field, Schema, SchemaError
+from storm_py.spark.schema import Field, Schema, SchemaError, plain_schema
 
 ARROW_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -187,9 +187,7 @@ def read_committed_table(root: str | os.PathLike[str], schema: Any = None) -> pa
 
 
 def _coerce(schema: Any) -> Schema:
-    from storm_py.spark.schema import coerce_schema
-
-    return coerce_schema(schema)
+    return schema_from_arrow(schema) if isinstance(schema, pa.Schema) else plain_schema(schema)
 
 
 def compact(root: str | os.PathLike[str], min_rows: int = 100_000, row_group_rows: int = 128 * 1024,

@@ -420,12 +420,6 @@ class DatasetLayout:
                 if m and TXID_DIR_RE.match(os.path.basename(dirpath)):
                     yield Path(dirpath) / name, int(m.group(1)), int(m.group(2))
 
-    def janitor(self, task: int, ntasks: int) -> list[str]:
-        """Start-up: :meth:`recover`, then one task's leftovers removed (:func:`storm_py.spark.janitor.clean_up`)."""
-        from storm_py.spark.janitor import clean_up
-
-        return clean_up(self, task, ntasks)
-
 
 def prune_empty(directory: Path, root: Path) -> None:
     """Remove ``directory`` and its parents up to ``root`` while they are empty."""

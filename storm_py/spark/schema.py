@@ -200,14 +200,11 @@ def value_problem(f: Field, value: Any) -> str | None:
     return None
 
 
-def coerce_schema(schema: Any) -> Schema:
-    """A :class:`Schema` from a dict, a :class:`Schema`, or a pyarrow schema (converted by the arrow module)."""
+def plain_schema(schema: Any) -> Schema:
+    """A :class:`Schema` from a ``{field: type}`` dict or a :class:`Schema` (a pyarrow schema goes through
+    :func:`storm_py.spark.resolve.coerce_schema`)."""
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, Mapping):
         return Schema.from_dict(schema)
-    if type(schema).__module__.startswith("pyarrow"):
-        from storm_py.spark.arrow import schema_from_arrow
-
-        return schema_from_arrow(schema)
     raise SchemaError(f"a dataset schema is a {{field: type}} dict or a pyarrow schema, not {type(schema).__name__}")

@@ -25,7 +25,8 @@ from pyspark.sql import types as T
 
 from storm_py.errors import StormPyError
 from storm_py.spark.layout import COMPACTED, TXID_COLUMN, DatasetLayout
-from storm_py.spark.schema import Schema, SchemaError, coerce_schema
+from storm_py.spark.resolve import coerce_schema
+from storm_py.spark.schema import Schema, SchemaError
 
 LOCAL_MASTER = "local[2]"
 SPARK_TYPES: dict[str, Any] = {

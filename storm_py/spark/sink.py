@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from storm_py.api.components import OutputFieldsDeclarer
 from storm_py.api.tuple import Tuple
 from storm_py.spark.durable import fsync_round, in_background
+from storm_py.spark.janitor import clean_up
 from storm_py.spark.layout import (
     CommitAction,
     DatasetLayout,
@@ -39,7 +40,8 @@ from storm_py.spark.layout import (
     plan_commit,
     source_ranges,
 )
-from storm_py.spark.schema import Schema, coerce_schema
+from storm_py.spark.resolve import coerce_schema
+from storm_py.spark.schema import Schema
 from storm_py.transactional.attempt import TransactionAttempt
 from storm_py.transactional.batch import BaseTransactionalBolt, BatchOutputCollector, Committer
 
@@ -103,7 +105,7 @@ class DatasetWriter:
             if self._started:
                 return []
             self.layout.ensure()
-            removed = self.layout.janitor(self.task, self.ntasks)
+            removed = clean_up(self.layout, self.task, self.ntasks)
             self._latest = self.layout.latest() if self.ntasks == 1 else None
             if removed:
                 log.info("dataset %s: removed leftovers of task %d: %s", self.layout.root, self.task, removed)

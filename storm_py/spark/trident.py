@@ -17,7 +17,7 @@ from typing import Any
 
 from storm_py.errors import InvalidTopologyException
 from storm_py.spark.layout import CommitAction
-from storm_py.spark.schema import coerce_schema
+from storm_py.spark.resolve import coerce_schema
 from storm_py.spark.sink import WRITERS, CommitResult, DatasetWriter, WriterOptions
 from storm_py.trident.state import BaseStateUpdater, State, StateFactory
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Final, Literal, cast, get_args
 
 from storm_py.state import znodes
 
@@ -20,6 +20,16 @@ NodePort = tuple[str, int]
 TopologyStatus = Literal["active", "inactive", "killed", "rebalancing"]
 
 TOPOLOGY_STATUSES: tuple[TopologyStatus, ...] = get_args(TopologyStatus)
+#: a topology's status in its storm base (Storm's ``TopologyStatus``; nimbus's actions move between them)
+ACTIVE: Final = "active"
+INACTIVE: Final = "inactive"
+KILLED: Final = "killed"
+REBALANCING: Final = "rebalancing"
+
+
+def spouts_active(status: str) -> bool:
+    """Spouts call ``next_tuple`` only while the topology is active."""
+    return status == ACTIVE
 
 
 def _status(value: Any) -> TopologyStatus:

@@ -15,10 +15,12 @@ failure modes without help from its users:
   ``StateError(reason="no_auth")``.
 
 Bookkeeping after a reconnection runs on the storage thread before connection listeners hear ``connected``;
-whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.
+whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.  That
+recovery lives in :mod:`storm_py.state.zk_session` and the kept watches in :mod:`storm_py.state.zk_watches`;
+neither imports kazoo: this module talks to ZooKeeper for them.
 
-Length: over 450 lines because it is the one owner of kazoo; splitting it would spread kazoo's types, errors and
-session recovery over several modules.
+Length: over 450 lines because it is the one owner of kazoo: every ZooKeeper call (waits and retries, error
+conversion, ACLs of created nodes and their parents, ephemeral nodes, watchers) is made here.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -55,24 +57,15 @@ from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StateError
 from storm_py.state import acl as acls
 from storm_py.state import znodes
-from storm_py.state.dispatch import CallbackThread
 from storm_py.state.election import LatchElection
-from storm_py.state.storage import (
-    ConnectionListener,
-    ConnectionListeners,
-    ConnectionState,
-    LeaderElection,
-    WatchCallback,
-)
+from storm_py.state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
+from storm_py.state.zk_session import SessionKeeper
+from storm_py.state.zk_watches import KeptWatch, Key, WatchKind, WatchRegistry
 
 log = logging.getLogger(__name__)
 
-_WatchKind = Literal["data", "children"]
-_Key = tuple[int, int] | None
 #: Errors after which an operation is retried (the client reconnects on its own meanwhile).
 _RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, SessionMovedError)
-#: Errors of the storage thread's own bookkeeping, which it retries later instead of raising.
-_BOOKKEEPING_ERRORS = (StateError, KazooException, KazooTimeoutError)
 _PORT_SUFFIX = re.compile(r":\d+$")
 #: ZooKeeper's own subtree, hidden from listings of the real root.
 _SYSTEM_NODE = "zookeeper"
@@ -94,34 +87,6 @@ def hosts_string(servers: Sequence[str] | str, port: int) -> str:
     if not hosts:
         raise StateError("no ZooKeeper servers configured", servers=str(servers))
     return ",".join(hosts)
-
-
-class _KazooWatch:
-    """A watch kept armed by its :class:`KazooStorage` (see the module docstring)."""
-
-    def __init__(self, storage: KazooStorage, kind: _WatchKind, path: str, callback: WatchCallback) -> None:
-        self._storage = storage
-        self.kind = kind
-        self._path = path
-        self.full = storage._full(path)
-        self.callback = callback
-        self.key: _Key = None
-        self.lock = threading.Lock()
-        self.cancelled = False
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self._storage._forget_watch(self)
-
-    def on_event(self, event: Any) -> None:
-        """kazoo's watcher (on kazoo's thread): hand the work to the storage thread."""
-        # NONE events only say the connection dropped; the reconnection re-arms every watch.
-        if not self.cancelled and event.type != EventType.NONE:
-            self._storage._dispatcher.post(functools.partial(self._storage._refresh, self))
 
 
 #: kazoo's node errors -> (what the message says, the StateError reason)
@@ -171,25 +136,18 @@ class KazooStorage:
         self._session_timeout = session_timeout
         self._connection_timeout = connection_timeout
         self._op_timeout = operation_timeout if operation_timeout is not None else connection_timeout
-        self._lock = threading.RLock()
-        self._connected = threading.Event()
-        self._state: ConnectionState = "lost"
+        self._lock = threading.Lock()
         self._closed = False
-        self._listeners = ConnectionListeners()
-        self._watches: set[_KazooWatch] = set()
-        # path -> (latest data, id of the session that last created it or None if unknown)
-        self._ephemerals: dict[str, tuple[bytes, int | None]] = {}
-        self._session_id: int | None = None
-        self._needs_resync = False
-        self._lost_event = threading.Event()
-        self._dispatcher = CallbackThread(f"zk-storage[{self._hosts}{self._prefix}]", idle=self._on_idle)
+        self._watches = WatchRegistry(self._arm_converted, self._on_watch_event, self._is_closed)
+        self._keeper = SessionKeeper(f"zk-storage[{self._hosts}{self._prefix}]", self._hosts, self._live_session,
+                                     self._restore_ephemeral, self._watches, self._is_closed)
         self._client = self._new_client(None)
         self._client.add_listener(self._on_kazoo_state)
         try:
             self._client.start(timeout=connection_timeout)
         except KazooTimeoutError as err:
             self._shutdown_client(self._client)
-            self._dispatcher.stop()
+            self._keeper.dispatcher.stop()
             raise StateError(
                 f"could not connect to ZooKeeper within {connection_timeout:g}s: "
                 f"no answer from {self._hosts.replace(',', ', ')}",
@@ -197,8 +155,8 @@ class KazooStorage:
                 timeout=connection_timeout,
                 reason="connection",
             ) from err
-        self._session_id = self._live_session()
-        log.info("connected to ZooKeeper %s (session 0x%x)", self._hosts, self._session_id or 0)
+        self._keeper.session_id = self._live_session()
+        log.info("connected to ZooKeeper %s (session 0x%x)", self._hosts, self._keeper.session_id or 0)
         if self._prefix != znodes.ROOT:
             try:
                 self._ensure_chroot()
@@ -242,11 +200,7 @@ class KazooStorage:
         path = znodes.normalize(path)
         full = self._full(path)
         data = bytes(data)
-        with self._lock:
-            tracked = path in self._ephemerals
-            if tracked:
-                self._ephemerals[path] = (data, self._ephemerals[path][1])
-        if tracked:
+        if self._keeper.ephemerals.update(path, data):
             # A node of ours stays ephemeral, even when (re-)created by a write.
             self.set_ephemeral(path, data)
             return
@@ -267,9 +221,7 @@ class KazooStorage:
     def set_ephemeral(self, path: str, data: bytes) -> None:
         data = bytes(data)
         path = znodes.normalize(path)
-        with self._lock:
-            previous = self._ephemerals.get(path)
-            self._ephemerals[path] = (data, None if previous is None else previous[1])
+        self._keeper.ephemerals.track(path, data)
         # Stays tracked even if this write fails: the node is restored with the next session bookkeeping.
         self._put_ephemeral(path, data, internal=False)
 
@@ -291,8 +243,7 @@ class KazooStorage:
                 created = full
         rel = znodes.relative_to(created, self._prefix)
         if ephemeral and not sequential:
-            with self._lock:
-                self._ephemerals[rel] = (data, self._live_session())
+            self._keeper.ephemerals.created(rel, data, self._live_session())
         return rel
 
     def exists(self, path: str) -> bool:
@@ -314,9 +265,7 @@ class KazooStorage:
     def delete(self, path: str) -> None:
         path = znodes.normalize(path)
         full = self._full(path)
-        with self._lock:
-            for tracked in [p for p in self._ephemerals if znodes.is_within(p, path)]:
-                del self._ephemerals[tracked]
+        self._keeper.ephemerals.forget_within(path)
         with self._converted("delete", path):
             if full == self._prefix:
                 for child in self.children(path):
@@ -325,38 +274,31 @@ class KazooStorage:
                 self._delete_tree(path, full)
 
     # ------------------------------------------------------------------------------------------- watches
-    def watch_data(self, path: str, callback: WatchCallback) -> _KazooWatch:
+    def watch_data(self, path: str, callback: WatchCallback) -> KeptWatch:
         return self._watch("data", path, callback)
 
-    def watch_children(self, path: str, callback: WatchCallback) -> _KazooWatch:
+    def watch_children(self, path: str, callback: WatchCallback) -> KeptWatch:
         return self._watch("children", path, callback)
 
-    def _watch(self, kind: _WatchKind, path: str, callback: WatchCallback) -> _KazooWatch:
-        watch = _KazooWatch(self, kind, znodes.normalize(path), callback)
-        # Registered before arming, so that a reconnection in between re-arms it.
-        with self._lock:
-            self._watches.add(watch)
-        try:
-            with watch.lock, self._converted("watch", path):
-                watch.key = self._arm(watch, internal=False)
-        except StateError:
-            watch.cancel()
-            raise
-        return watch
+    def _watch(self, kind: WatchKind, path: str, callback: WatchCallback) -> KeptWatch:
+        path = znodes.normalize(path)
+        return self._watches.keep(kind, path, self._full(path), callback)
 
-    def _forget_watch(self, watch: _KazooWatch) -> None:
-        with self._lock:
-            self._watches.discard(watch)
+    def _on_watch_event(self, watch: KeptWatch, event: Any) -> None:
+        """kazoo's watcher (on kazoo's thread): hand the work to the storage thread."""
+        # NONE events only say the connection dropped; the reconnection re-arms every watch.
+        if event.type != EventType.NONE:
+            self._keeper.dispatcher.post(functools.partial(self._keeper.refresh, watch))
 
     # ---------------------------------------------------------------------------------------- connection
     def add_connection_listener(self, callback: ConnectionListener) -> None:
-        self._listeners.add(callback)
+        self._keeper.listeners.add(callback)
 
     def remove_connection_listener(self, callback: ConnectionListener) -> None:
-        self._listeners.remove(callback)
+        self._keeper.listeners.remove(callback)
 
     def connection_state(self) -> ConnectionState:
-        return "lost" if self._closed else self._state
+        return "lost" if self._closed else self._keeper.state
 
     def elect(self, path: str, identifier: str) -> LeaderElection:
         return LatchElection(self, znodes.normalize(path), identifier)
@@ -368,8 +310,8 @@ class KazooStorage:
             self._closed = True
         self._shutdown_client(self._client)
         # Wake operations waiting for a connection: they find the storage closed.
-        self._connected.set()
-        self._dispatcher.stop()
+        self._keeper.connected.set()
+        self._keeper.dispatcher.stop()
         log.info("closed ZooKeeper session to %s", self._hosts)
 
     def expire_session(self, timeout: float | None = None) -> None:
@@ -379,8 +321,9 @@ class KazooStorage:
         sees ``suspended``, ``lost`` and, with a new session, ``connected``.  Returns once ``lost`` was seen.
         """
         deadline = SYSTEM_CLOCK.now() + (timeout if timeout is not None else self._session_timeout + 10.0)
-        self._lost_event.clear()
-        while not self._lost_event.is_set():
+        lost = self._keeper.lost
+        lost.clear()
+        while not lost.is_set():
             client_id = self._client.client_id
             if client_id is not None:
                 intruder = self._new_client(client_id)
@@ -395,7 +338,7 @@ class KazooStorage:
             remaining = deadline - SYSTEM_CLOCK.now()
             if remaining <= 0:
                 raise StateError("the session did not expire", servers=self._hosts, reason="connection")
-            self._lost_event.wait(min(remaining, 2.0))
+            lost.wait(min(remaining, 2.0))
 
     # ------------------------------------------------------------------------------------------ internals
     def _create_node(self, op: str, path: str, data: bytes, internal: bool = False, **kw: Any) -> str:
@@ -486,7 +429,8 @@ class KazooStorage:
                     f"cannot {op} {path}: the storage session is closed", path=path, op=op, reason="closed"
                 )
             remaining = deadline - SYSTEM_CLOCK.now()
-            if not self._connected.is_set() and (internal or not self._connected.wait(max(remaining, 0.0))):
+            connected = self._keeper.connected
+            if not connected.is_set() and (internal or not connected.wait(max(remaining, 0.0))):
                 raise lost(f"no connection to {self._hosts} within {timeout:g}s")
             try:
                 return start(*args, **kw).get(timeout=max(deadline - SYSTEM_CLOCK.now(), 0.05))
@@ -548,9 +492,7 @@ class KazooStorage:
                         continue
                 except (NoNodeError, NodeExistsError, BadVersionError):
                     continue  # raced with another writer or with the old session's expiry; look again
-                with self._lock:
-                    if path in self._ephemerals:
-                        self._ephemerals[path] = (self._ephemerals[path][0], session)
+                self._keeper.ephemerals.settled(path, session)
                 return
         raise StateError(f"ZooKeeper set {path}: could not settle the ephemeral node", path=path, op="set")
 
@@ -573,7 +515,17 @@ class KazooStorage:
             f"ZooKeeper delete {path}: children keep appearing", path=path, op="delete", reason="not_empty"
         )
 
-    def _arm(self, watch: _KazooWatch, internal: bool) -> _Key:
+    def _restore_ephemeral(self, path: str, data: bytes) -> None:
+        self._put_ephemeral(path, data, internal=True)
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _arm_converted(self, watch: KeptWatch, internal: bool) -> Key:
+        with self._converted("watch", watch.path):
+            return self._arm(watch, internal)
+
+    def _arm(self, watch: KeptWatch, internal: bool) -> Key:
         """Set kazoo's watcher for ``watch`` and return the key telling whether the watched state changed."""
         client, full, path = self._client, watch.full, watch.path
         if watch.kind == "data":
@@ -597,83 +549,9 @@ class KazooStorage:
                 # Created in between: loop to set the children watcher.
         raise StateError(f"ZooKeeper watch {path}: node keeps appearing and vanishing", path=path, op="watch")
 
-    def _refresh(self, watch: _KazooWatch) -> None:
-        """On the storage thread: re-arm ``watch`` and notify if its state changed since it last looked."""
-        with watch.lock:
-            if watch.cancelled or self._closed:
-                return
-            try:
-                key = self._arm(watch, internal=True)
-            except _BOOKKEEPING_ERRORS as err:
-                log.debug("cannot re-arm the watch on %s yet: %s", watch.path, err)
-                self._needs_resync = True
-                return
-            changed, watch.key = key != watch.key, key
-        if changed and not watch.cancelled:
-            try:
-                watch.callback(watch.path)
-            except Exception:
-                log.exception("watch callback for %s failed", watch.path)
-
     def _on_kazoo_state(self, state: str) -> None:
-        """kazoo's state listener, on kazoo's connection thread: records, then posts to the storage thread."""
-        mapped = _STATES[state]
-        if mapped == "lost":
-            self._lost_event.set()
-        if self._closed:
-            return
-        self._state = mapped
-        if mapped == "connected":
-            self._connected.set()
-        else:
-            self._connected.clear()
-        session = self._live_session() if mapped == "connected" else None
-        self._dispatcher.post(functools.partial(self._handle_state, mapped, session))
-
-    def _handle_state(self, state: ConnectionState, session: int | None) -> None:
-        if self._closed:
-            return
-        if state == "connected":
-            previous, self._session_id = self._session_id, session
-            if previous is not None and session != previous:
-                log.warning(
-                    "ZooKeeper session 0x%x expired; new session 0x%x: restoring ephemeral nodes and watches",
-                    previous,
-                    session or 0,
-                )
-            elif previous is not None:
-                log.info("reconnected to ZooKeeper %s", self._hosts)
-            self._resync()
-        else:
-            log.warning("ZooKeeper connection %s (%s)", state, self._hosts)
-        for listener in self._listeners.snapshot():
-            try:
-                listener(state)
-            except Exception:
-                log.exception("connection listener failed")
-
-    def _resync(self) -> None:
-        """Restore this client's ephemeral nodes (when the session changed) and re-arm every watch."""
-        self._needs_resync = False
-        session = self._live_session()
-        with self._lock:
-            ephemerals = dict(self._ephemerals)
-            watches = list(self._watches)
-        for path, (data, owner) in sorted(ephemerals.items()):
-            if session is not None and owner == session:
-                continue
-            try:
-                self._put_ephemeral(path, data, internal=True)
-                log.info("re-created ephemeral node %s", path)
-            except _BOOKKEEPING_ERRORS as err:
-                log.warning("cannot re-create ephemeral node %s yet: %s", path, err)
-                self._needs_resync = True
-        for watch in watches:
-            self._refresh(watch)
-
-    def _on_idle(self) -> None:
-        if self._needs_resync and self._connected.is_set() and not self._closed:
-            self._resync()
+        """kazoo's state listener, on kazoo's connection thread."""
+        self._keeper.on_state(_STATES[state])
 
     def __repr__(self) -> str:
         return f"KazooStorage({self._hosts!r}, chroot={self._prefix!r}, state={self.connection_state()!r})"

@@ -132,7 +132,7 @@ class SupervisorDaemon:
 
     def _report_env_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
         """Put a failed environment build on the errors of the components the worker would have run."""
-        from storm_py.nimbus.api_views import task_components
+        from storm_py.ui.api_views import task_components
 
         base = self.state.storm_base(topology_id)
         if base is None:

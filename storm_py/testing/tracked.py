@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from storm_py.api.topology import StormTopology
-from storm_py.clock import SYSTEM_CLOCK, Deadline, SimulatedClock
+from storm_py.clock import SYSTEM_CLOCK, Clock, Deadline, SimulatedClock
 from storm_py.errors import WaitTimeoutError
 
 if TYPE_CHECKING:
-    from storm_py.local import LocalCluster
+    from storm_py.worker.core import Worker
+
+
+class Cluster(Protocol):
+    """What tracking reads of the cluster running the topology (:class:`storm_py.local.LocalCluster`)."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def workers(self, topology_id: str | None = None) -> Sequence[Worker]: ...
+
+    def wait_idle(self, timeout: float = 30.0) -> None: ...
 
 
 class TrackedTopology:
     """A topology whose spout emits a test can wait for (submit it through ``cluster.submit_topology``)."""
 
-    def __init__(self, topology: StormTopology, cluster: LocalCluster) -> None:
+    def __init__(self, topology: StormTopology, cluster: Cluster) -> None:
         self.topology = topology
         self.cluster = cluster
         self.topology_id: str | None = None

@@ -15,12 +15,15 @@ import bisect
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from storm_py.errors import StormPyError
-from storm_py.runtime.worker_runtime import TRANSACTIONAL_STATE_RESOURCE
 
 log = logging.getLogger(__name__)
+
+#: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
+#: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
+TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
 
 COORDINATOR_SUBTREE = "coordinator"
 USER_SUBTREE = "user"

@@ -18,14 +18,14 @@ from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
-from storm_py.nimbus import topology_status as ts
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.credentials import CredentialsWatch
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import WorkerHeartbeat
+from storm_py.state.models import WorkerHeartbeat, spouts_active
+from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels
 from storm_py.worker.metrics import WorkerMetrics
@@ -126,13 +126,13 @@ class Worker:
             send_remote=self.transport.send,
             error_sink=self._record_error,
             worker_port=self.port,
-            transactional_state=self.state,
+            resources={TRANSACTIONAL_STATE_RESOURCE: self.state},
         )
         self.runtime = runtime
         self.metrics = WorkerMetrics(runtime, self.host, self.port, self.clock.wall)
         self.metrics.install()
         self.transport.bind(self.key, runtime)
-        runtime.set_active(ts.spouts_active(base.status))
+        runtime.set_active(spouts_active(base.status))
         runtime.set_debug(base.component_debug)
         self._poll_credentials()  # credentials stored before this worker started reach its tasks first
         self.loop = WorkerLoop(runtime, name=self._loop_name())
@@ -165,7 +165,7 @@ class Worker:
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
         if mine != self.executors:
             return False
-        self.runtime.set_active(ts.spouts_active(base.status))
+        self.runtime.set_active(spouts_active(base.status))
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)

@@ -236,7 +236,7 @@ def test_an_unknown_error_code_is_kept(nimbuses) -> None:
 
 
 def test_the_ui_relays_the_api_to_the_leader(nimbuses) -> None:
-    from storm_py.nimbus.ui_daemon import UiDaemon
+    from storm_py.ui.daemon import UiDaemon
 
     cluster = nimbuses(**{"nimbus.auth.token": "s3cret"})
     cluster.start()

@@ -8,8 +8,9 @@ from typing import Any
 from storm_py import Bolt, Fields, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.local import LocalCluster
-from storm_py.metrics import CountMetric, prometheus, rest
+from storm_py.metrics import CountMetric, prometheus
 from storm_py.testing import AckFailMapTracker, FeederSpout
+from storm_py.ui import rest
 
 
 class Counting(Bolt):

@@ -17,10 +17,10 @@ from typing import Any
 from storm_py.drpc.server import DRPCServer
 from storm_py.nimbus.api import API
 from storm_py.nimbus.daemon import NimbusDaemon
-from storm_py.nimbus.ui_daemon import UiDaemon
 from storm_py.node.http_api import JsonApiServer, Request, Route
 from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.supervisor.daemon import SupervisorDaemon
+from storm_py.ui.daemon import UiDaemon
 
 TOKEN = "the-cluster-token-0123456789abcdef"
 #: The only routes open without the token: the UI's files and the health check.

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
-from storm_py.metrics import prometheus, rest
+from storm_py.metrics import prometheus
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.ui import rest
 from tests.stateful.components import new_run, word_count_topology
 
 WORDS = ["apple", "pear", "fig"] * 20

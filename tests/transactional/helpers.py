@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py.api.context import TopologyContext
-from storm_py.runtime.worker_runtime import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 
 
 def memory_state() -> ClusterState:

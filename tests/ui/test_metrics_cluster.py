@@ -130,7 +130,7 @@ def test_set_log_level_reaches_the_workers_and_reverts(metrics_cluster: MetricsC
 
 
 def test_storm_py_ui_serves_the_pages_and_relays_api_and_metrics(metrics_cluster: MetricsCluster) -> None:
-    from storm_py.nimbus.ui_daemon import UiDaemon
+    from storm_py.ui.daemon import UiDaemon
 
     daemon = UiDaemon({**metrics_cluster.conf, "ui.port": 0})
     daemon.start()

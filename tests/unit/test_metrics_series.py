@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from storm_py.metrics.rest import Report
-from storm_py.metrics.series import series
 from storm_py.metrics.windows import StatsBook
+from storm_py.ui.rest import Report
+from storm_py.ui.series import series
 
 
 def report(component: str, is_spout: bool, t: float, counters: dict[str, float]) -> Report:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from storm_py.spark.janitor import clean_up
 from storm_py.spark.layout import (
     CommitAction,
     DatasetError,
@@ -95,7 +96,7 @@ def test_janitor_removes_only_its_own_unpublished_leftovers(tmp_path):
     _touch(replaced)
     layout.write_manifest(Manifest(2, 1, [FileEntry(committed.relative_to(tmp_path).as_posix(), 1)], {}, "f"))
 
-    removed = DatasetLayout(tmp_path).janitor(task=0, ntasks=2)
+    removed = clean_up(DatasetLayout(tmp_path), task=0, ntasks=2)
 
     assert committed.exists() and other_late.exists()
     assert not replaced.exists(), "files of the last committed txid that its manifest does not list go"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storm_py.metrics import prometheus, rest, stats
+from storm_py.metrics import prometheus, stats
 from storm_py.state.models import WorkerHeartbeat
+from storm_py.ui import rest
 
 
 def beat(lag: Any, component: str = "kafka", tasks: list[int] | None = None) -> WorkerHeartbeat:

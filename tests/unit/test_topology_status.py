@@ -5,22 +5,23 @@ from __future__ import annotations
 import pytest
 
 from storm_py.nimbus import topology_status as ts
+from storm_py.state.models import ACTIVE, INACTIVE, KILLED, REBALANCING, spouts_active
 
 
 @pytest.mark.parametrize(
     ("status", "action", "after"),
     [
-        (ts.ACTIVE, "deactivate", ts.INACTIVE),
-        (ts.INACTIVE, "activate", ts.ACTIVE),
-        (ts.ACTIVE, "activate", ts.ACTIVE),
-        (ts.INACTIVE, "deactivate", ts.INACTIVE),
-        (ts.ACTIVE, "rebalance", ts.REBALANCING),
-        (ts.INACTIVE, "rebalance", ts.REBALANCING),
-        (ts.REBALANCING, "activate", ts.REBALANCING),
-        (ts.REBALANCING, "deactivate", ts.REBALANCING),
-        (ts.ACTIVE, "kill", ts.KILLED),
-        (ts.REBALANCING, "kill", ts.KILLED),
-        (ts.KILLED, "kill", ts.KILLED),
+        (ACTIVE, "deactivate", INACTIVE),
+        (INACTIVE, "activate", ACTIVE),
+        (ACTIVE, "activate", ACTIVE),
+        (INACTIVE, "deactivate", INACTIVE),
+        (ACTIVE, "rebalance", REBALANCING),
+        (INACTIVE, "rebalance", REBALANCING),
+        (REBALANCING, "activate", REBALANCING),
+        (REBALANCING, "deactivate", REBALANCING),
+        (ACTIVE, "kill", KILLED),
+        (REBALANCING, "kill", KILLED),
+        (KILLED, "kill", KILLED),
     ],
 )
 def test_transitions(status: str, action: str, after: str) -> None:
@@ -30,10 +31,10 @@ def test_transitions(status: str, action: str, after: str) -> None:
 @pytest.mark.parametrize(
     ("status", "action", "message"),
     [
-        (ts.KILLED, "activate", "is being killed"),
-        (ts.KILLED, "rebalance", "is being killed"),
-        (ts.REBALANCING, "rebalance", "already rebalancing"),
-        (ts.ACTIVE, "explode", "unknown topology action"),
+        (KILLED, "activate", "is being killed"),
+        (KILLED, "rebalance", "is being killed"),
+        (REBALANCING, "rebalance", "already rebalancing"),
+        (ACTIVE, "explode", "unknown topology action"),
     ],
 )
 def test_refused_transitions_name_the_topology_or_action(status: str, action: str, message: str) -> None:
@@ -42,4 +43,4 @@ def test_refused_transitions_name_the_topology_or_action(status: str, action: st
 
 
 def test_only_active_topologies_run_their_spouts() -> None:
-    assert [s for s in (ts.ACTIVE, ts.INACTIVE, ts.KILLED, ts.REBALANCING) if ts.spouts_active(s)] == [ts.ACTIVE]
+    assert [s for s in (ACTIVE, INACTIVE, KILLED, REBALANCING) if spouts_active(s)] == [ACTIVE]

@@ -2,7 +2,7 @@
 
 Field names follow the REST API of Storm's UI (``slotsTotal``, ``uptimeSeconds``, ``spoutId``...).
 Statistics come from the workers' heartbeats, over Storm's windows (``?window=600|10800|86400|:all-time``,
-see :mod:`storm_py.metrics.rest`); resource fields of the resource-aware scheduler are not reported.
+see :mod:`storm_py.ui.rest`); resource fields of the resource-aware scheduler are not reported.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.config.keys import KEYS, setting
-from storm_py.metrics import rest, stats
+from storm_py.metrics import stats
 from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
 from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD
+from storm_py.ui import rest
 from storm_py.windowing.spec import WINDOW_KEYS
 
 #: the per-component keys shown as a component's window and state settings
