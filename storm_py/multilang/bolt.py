@@ -110,6 +110,8 @@ class ShellBolt(ShellComponent, Bolt):
         if proc.inbox:
             self._drain(proc, now)
             did = True
+            if self._outbuf and self._process is proc:  # task ids asked for: answered in this pass
+                self._flush(proc)
         if self._process is proc:
             self._timers(proc, now)
             if self._clock.simulated and (len(self._ledger) or self._beat.outstanding):
