@@ -15,7 +15,8 @@ more it takes now, and the rest waits in the executor's inbox (``execute`` itsel
 handed more).
 
 The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
-(called on every pass of the worker loop, which the reader thread wakes) writes it and handles what came back.
+(called on every pass of the worker loop, which the process's watcher thread wakes) writes it, reads what came back
+and handles it.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         elif proc.unsent:
             proc.flush()
+        proc.read()
         if proc.inbox:
             self._drain(proc, now)
             did = True
@@ -144,9 +146,8 @@ class ShellBolt(ShellComponent, Bolt):
                 self._flush(proc)
             elif proc.unsent:
                 proc.flush()
-            proc.arrived.clear()
             if not proc.inbox:
-                proc.arrived.wait(WAIT_SLICE)
+                proc.wait(WAIT_SLICE)
             now = clock.now()
             if proc.inbox:
                 self._drain(proc, now)
