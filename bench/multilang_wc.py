@@ -12,7 +12,7 @@ shared machine the wall rates move with the load, the CPU per sentence less.  ``
 over storm_py's worker's for the same sentences (1.0: storm_py's side of the pipes costs what the bare driver's
 does).
 
-usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack]
+usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack] [--floor]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 import msgpack
 
-from storm_py import LocalCluster, Spout, TopologyBuilder
+from storm_py import BasicBolt, LocalCluster, Spout, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.multilang import ShellBolt
 
@@ -95,12 +95,38 @@ def thread_cpu() -> dict[str, float]:
     return out
 
 
-def run_topology(n: int, serializer: str) -> float:
+class PySplit(BasicBolt):
+    """The split bolt in Python, in the worker (``--floor``)."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for word in tup.values[0].split():
+            collector.emit([word])
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word"])
+
+
+class PyCount(BasicBolt):
+    """The count bolt in Python, in the worker (``--floor``)."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        word = tup.values[0]
+        self.counts[word] = self.counts.get(word, 0) + 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        pass
+
+
+def run_topology(n: int, serializer: str, floor: bool = False) -> float:
     ACKED[0] = 0
+    THREADS.clear()
     builder = TopologyBuilder()
     builder.set_spout("sentences", SentenceSpout(n)).set_max_spout_pending(1000)
-    builder.set_bolt("split", Bolt("split", serializer)).shuffle_grouping("sentences")
-    builder.set_bolt("count", Bolt("count", serializer)).fields_grouping("split", ["word"])
+    builder.set_bolt("split", PySplit() if floor else Bolt("split", serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", PyCount() if floor else Bolt("count", serializer)).fields_grouping("split", ["word"])
     conf = {"topology.multilang.serializer": serializer, "topology.message.timeout.secs": 300}
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
@@ -208,7 +234,7 @@ def measured(run: Any, n: int, serializer: str) -> dict[str, float]:
     bolts = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     out = {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
            "this_process_cpu_s": round(own, 2), "this_process_us_per_sentence": round(own / n * 1e6)}
-    if run is run_topology:
+    if run is not run_bare:
         out.update({f"{role}_threads_cpu_s": round(secs, 2) for role, secs in sorted(THREADS.items())})
     return out
 
@@ -217,10 +243,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--serializer", default="json", choices=("json", "msgpack"))
+    ap.add_argument("--floor", action="store_true",
+                    help="also run the same topology with the split and count bolts in Python in the worker: what "
+                         "storm_py's spout, bolts, groupings and acker cost per sentence without any process")
     a = ap.parse_args()
     bare = measured(run_bare, a.n, a.serializer)
     shell = measured(run_topology, a.n, a.serializer)
-    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell,
+    extra = {"floor": measured(lambda k, _s: run_topology(k, _s, floor=True), a.n, a.serializer)} if a.floor else {}
+    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell, **extra,
                       "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3),
                       "cpu_ratio": round(bare["this_process_cpu_s"] / shell["this_process_cpu_s"], 3)}))
 
