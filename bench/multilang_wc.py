@@ -7,15 +7,19 @@ writes the sentences to a split process, turns each of its emits into a tuple fo
 acks, from three threads (as the peer measurement ``wc_multilang.py`` does); throughput = sentences per second
 until the count process acked every word.  Both report the CPU seconds of the two pystorm processes together
 (``getrusage`` of reaped children) and of this process (the driver, or storm_py's worker with its spout, acker
-and the shell bolts' threads): on a shared machine the wall rates move with the load, the CPU per sentence less.
+and the shell bolts' threads, also split by thread: the worker loop, the shell bolts' threads, the rest): on a
+shared machine the wall rates move with the load, the CPU per sentence less.  ``cpu_ratio`` is the driver's CPU
+over storm_py's worker's for the same sentences (1.0: storm_py's side of the pipes costs what the bare driver's
+does).
 
-usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack]
+usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack] [--floor]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -26,7 +30,7 @@ from typing import Any
 
 import msgpack
 
-from storm_py import LocalCluster, Spout, TopologyBuilder
+from storm_py import BasicBolt, LocalCluster, Spout, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.multilang import ShellBolt
 
@@ -71,18 +75,66 @@ class Bolt(ShellBolt):
             declarer.declare(["word"])
 
 
-def run_topology(n: int, serializer: str) -> float:
+THREADS: dict[str, float] = {}
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's live threads, summed by role (the worker loop, the shell bolts' watcher
+    threads, the cluster's other threads), read from ``/proc`` (Linux)."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for t in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if t is threading.main_thread():  # its CPU since the process started: in this_process_cpu_s instead
+            continue
+        role = "loop" if t.name.startswith("worker-") else "shell" if t.name.startswith("shell-") else "cluster"
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+class PySplit(BasicBolt):
+    """The split bolt in Python, in the worker (``--floor``)."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for word in tup.values[0].split():
+            collector.emit([word])
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word"])
+
+
+class PyCount(BasicBolt):
+    """The count bolt in Python, in the worker (``--floor``)."""
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        word = tup.values[0]
+        self.counts[word] = self.counts.get(word, 0) + 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        pass
+
+
+def run_topology(n: int, serializer: str, floor: bool = False) -> float:
     ACKED[0] = 0
+    THREADS.clear()
     builder = TopologyBuilder()
     builder.set_spout("sentences", SentenceSpout(n)).set_max_spout_pending(1000)
-    builder.set_bolt("split", Bolt("split", serializer)).shuffle_grouping("sentences")
-    builder.set_bolt("count", Bolt("count", serializer)).fields_grouping("split", ["word"])
+    builder.set_bolt("split", PySplit() if floor else Bolt("split", serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", PyCount() if floor else Bolt("count", serializer)).fields_grouping("split", ["word"])
     conf = {"topology.multilang.serializer": serializer, "topology.message.timeout.secs": 300}
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
         cluster.submit_topology("mlwc", conf, builder.create_topology())
         wait_until(lambda: ACKED[0] >= n, 600, interval=0.01, what="every sentence acked")
-        return n / (time.perf_counter() - t0)
+        rate = n / (time.perf_counter() - t0)
+        THREADS.update(thread_cpu())
+        return rate
 
 
 class Bare:
@@ -180,19 +232,27 @@ def measured(run: Any, n: int, serializer: str) -> dict[str, float]:
     own = time.process_time() - own
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     bolts = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
-    return {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
-            "this_process_cpu_s": round(own, 2)}
+    out = {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
+           "this_process_cpu_s": round(own, 2), "this_process_us_per_sentence": round(own / n * 1e6)}
+    if run is not run_bare:
+        out.update({f"{role}_threads_cpu_s": round(secs, 2) for role, secs in sorted(THREADS.items())})
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--serializer", default="json", choices=("json", "msgpack"))
+    ap.add_argument("--floor", action="store_true",
+                    help="also run the same topology with the split and count bolts in Python in the worker: what "
+                         "storm_py's spout, bolts, groupings and acker cost per sentence without any process")
     a = ap.parse_args()
     bare = measured(run_bare, a.n, a.serializer)
     shell = measured(run_topology, a.n, a.serializer)
-    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell,
-                      "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3)}))
+    extra = {"floor": measured(lambda k, _s: run_topology(k, _s, floor=True), a.n, a.serializer)} if a.floor else {}
+    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell, **extra,
+                      "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3),
+                      "cpu_ratio": round(bare["this_process_cpu_s"] / shell["this_process_cpu_s"], 3)}))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ ID_LENGTH = 24
 #: A supervisor's heartbeat carries ``{PENDING_META + topology id: what its worker waits for}`` in its
 #: ``scheduler_meta`` while an environment is built; the topology's page shows them as its ``environment``.
 PENDING_META = "env.pending."
+#: ... and ``{STATE_META + topology id: "ready: ..." | "failed: ..."}`` once its environment is built or failed.
+STATE_META = "env.state."
+#: The states of a topology's environment on one supervisor, as its page shows them.
+ENV_STATES = ("building", "ready", "failed")
 
 
 def set_id(wheels: Mapping[str, str]) -> str:
@@ -79,3 +83,19 @@ def environment_status(topology_id: str, supervisors: Iterable[tuple[str, Mappin
     no supervisor is building an environment for it."""
     key = PENDING_META + topology_id
     return sorted(f"{host}: {meta[key]}" for host, meta in supervisors if key in meta)
+
+
+def environment_states(topology_id: str,
+                       supervisors: Iterable[tuple[str, Mapping[str, str]]]) -> list[dict[str, str]]:
+    """The topology's environment per supervisor (``(hostname, scheduler_meta)`` pairs) that has one:
+    ``{"host", "state": "building" | "ready" | "failed", "detail"}`` (what is built, or the failure's text),
+    sorted by host; empty for a topology without a wheelhouse."""
+    pending, done = PENDING_META + topology_id, STATE_META + topology_id
+    out = []
+    for host, meta in supervisors:
+        if pending in meta:
+            out.append({"host": host, "state": "building", "detail": meta[pending]})
+        elif done in meta:
+            state, _, detail = meta[done].partition(": ")
+            out.append({"host": host, "state": state, "detail": detail})
+    return sorted(out, key=lambda e: (e["host"], e["state"], e["detail"]))

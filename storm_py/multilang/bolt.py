@@ -15,7 +15,8 @@ more it takes now, and the rest waits in the executor's inbox (``execute`` itsel
 handed more).
 
 The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
-(called on every pass of the worker loop, which the reader thread wakes) writes it and handles what came back.
+(called on every pass of the worker loop, which the process's watcher thread wakes) writes it, reads what came back
+and handles it.
 """
 
 from __future__ import annotations
@@ -107,9 +108,12 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         elif proc.unsent:
             proc.flush()
+        proc.read()
         if proc.inbox:
             self._drain(proc, now)
             did = True
+            if self._outbuf and self._process is proc:  # task ids asked for: answered in this pass
+                self._flush(proc)
         if self._process is proc:
             self._timers(proc, now)
             if self._clock.simulated and (len(self._ledger) or self._beat.outstanding):
@@ -142,9 +146,8 @@ class ShellBolt(ShellComponent, Bolt):
                 self._flush(proc)
             elif proc.unsent:
                 proc.flush()
-            proc.arrived.clear()
             if not proc.inbox:
-                proc.arrived.wait(WAIT_SLICE)
+                proc.wait(WAIT_SLICE)
             now = clock.now()
             if proc.inbox:
                 self._drain(proc, now)

@@ -1,17 +1,21 @@
 """This module owns a shell component's process: launching it, its pipes and the threads that serve them.
 
 :class:`ShellProcess` is the thin driver under :class:`~storm_py.multilang.bolt.ShellBolt` and
-:class:`~storm_py.multilang.spout.ShellSpout`: stdin is non-blocking, so the executor writes what it can and
-keeps the rest for its next pass (a process that stops reading never blocks the worker, and no thread handoff
-is paid per write); a reader thread decodes stdout into messages and wakes the executor, and another copies
-stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in
-the message queue as a :class:`Fault`, after every message read before it.  All decisions are the component's.
+:class:`~storm_py.multilang.spout.ShellSpout`.  Both pipes are non-blocking and served by the executor's own
+thread: it writes what stdin takes and keeps the rest for its next pass (a process that stops reading never
+blocks the worker), and it reads and decodes stdout itself on every pass (:meth:`ShellProcess.read`), so no
+message waits for another thread to get the interpreter.  A watcher thread only waits (``poll``, without the
+interpreter) for stdout to become readable while the executor is not reading, wakes the executor, and then
+waits until it has read; another copies stderr into the component's log.  What went wrong (exit, garbage,
+broken pipe) arrives in the message queue as a :class:`Fault`, after every message read before it.  All
+decisions are the component's.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -26,8 +30,9 @@ from storm_py.clock import Clock
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.serializer import ProtocolError, Serializer, quote
 
-#: how much of a process's stdout is read at once
+#: how much of a process's stdout is read at once, and at most per :meth:`ShellProcess.read`
 CHUNK: Final = 1 << 16
+MAX_READ: Final = 4 * CHUNK
 #: stderr lines kept to explain a process's death
 STDERR_TAIL: Final = 5
 #: real seconds between looks at the clock while waiting for a process to answer
@@ -67,7 +72,13 @@ class ShellProcess:
         self._wake = wake
         #: decoded messages and faults, in the order they were read
         self.inbox: deque[Any] = deque()
-        self.arrived = threading.Event()
+        self._decoder = serializer.decoder()
+        self._stdout_fd = -1
+        #: stdout ended or broke (a Fault is queued): nothing more is read
+        self._ended = False
+        #: the watcher saw stdout readable and waits (on ``_gate``) until :meth:`read` has read it
+        self._watching = False
+        self._gate = threading.Lock()
         #: bytes for stdin that the pipe did not take yet (see :meth:`flush`)
         self.unsent = bytearray()
         self._stdin_fd = -1
@@ -95,25 +106,27 @@ class ShellProcess:
                 f"cannot start {self.command!r} in {str(self.cwd)!r}: {exc}", component=self.component_id
             ) from exc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        self._start("reader", self._read, proc.stdout)
-        self._start("stderr", self._read_stderr, proc.stderr)
         self._stdin_fd = proc.stdin.fileno()
+        self._stdout_fd = proc.stdout.fileno()
         os.set_blocking(self._stdin_fd, False)
+        os.set_blocking(self._stdout_fd, False)
+        self._start("stderr", self._read_stderr, proc.stderr)
         self.send(self.serializer.encode_lenient(handshake))
         deadline = clock.now() + timeout
         while not self.inbox:
             if self.unsent:
                 self.flush()
-            if proc.poll() is not None and not self.inbox:
-                self.arrived.wait(WAIT_SLICE)  # what it wrote before exiting may still be on its way
-                if not self.inbox:
-                    raise ShellProcessError(f"exited during the handshake{self.exit_info()}")
+            self.wait(WAIT_SLICE)
+            if self.inbox:
+                break
             if clock.now() > deadline:
                 raise ShellProcessError(f"did not answer the handshake within {timeout} s")
-            self.arrived.wait(WAIT_SLICE)
-            self.arrived.clear()
+        self._gate.acquire()  # held by the watcher except while the executor reads what it saw
+        self._start("watcher", self._watch, proc.stdout)
         first = self.inbox.popleft()
         if isinstance(first, Fault):
+            if first.reason.startswith("exited"):
+                raise ShellProcessError(f"{first.reason.replace('exited', 'exited during the handshake', 1)}")
             raise ShellProcessError(f"broke the handshake: {first.reason}")
         pid = first.get("pid") if isinstance(first, dict) else None
         if not isinstance(pid, int) or isinstance(pid, bool):
@@ -128,25 +141,78 @@ class ShellProcess:
 
     # ------------------------------------------------------------------------------------------------- threads
 
-    def _read(self, stdout: IO[bytes]) -> None:
-        decoder = self.serializer.decoder()
-        fd = stdout.fileno()
+    def read(self) -> bool:
+        """Read and decode what stdout holds now (non-blocking, on the executor's thread); whether anything
+        arrived.  The end of stdout, or what is not the protocol, is queued as a :class:`Fault`."""
+        if self._ended:
+            return False
+        got = 0
         inbox = self.inbox
         try:
-            while True:
-                data = os.read(fd, CHUNK)
+            while got < MAX_READ:
+                try:
+                    data = os.read(self._stdout_fd, CHUNK)
+                except BlockingIOError:
+                    break
                 if not data:
-                    self._fault(f"exited{self.exit_info(wait=True)}")
-                    return
-                messages = decoder.feed(data)
+                    self._end(f"exited{self.exit_info(wait=True)}")
+                    return True
+                got += len(data)
+                messages = self._decoder.feed(data)
                 if messages:
                     inbox.extend(messages)
-                    self._notify()
+                if len(data) < CHUNK:
+                    break
         except ProtocolError as exc:
-            self._fault(exc.message)
+            self._end(exc.message)
+            return True
         except OSError as exc:
-            if not self._closing:
-                self._fault(f"its stdout failed: {exc}")
+            self._end(f"its stdout failed: {exc}")
+            return True
+        if self._watching:  # the watcher may look again
+            self._watching = False
+            self._gate.release()
+        return got > 0
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` real seconds for stdout to become readable, then :meth:`read` it."""
+        if self._ended:
+            return
+        if not self.read():
+            try:
+                select.select([self._stdout_fd], [], [], timeout)
+            except (OSError, ValueError):
+                pass
+            self.read()
+
+    def _watch(self, stdout: IO[bytes]) -> None:
+        """Wake the executor when stdout becomes readable; then wait until it has read before looking again."""
+        poller = select.poll()
+        poller.register(stdout.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        gate = self._gate
+        while not self._done():
+            try:
+                if not poller.poll(1000):
+                    continue
+            except OSError:
+                return
+            self._watching = True
+            if self._wake is not None:
+                self._wake()
+            while not gate.acquire(timeout=1.0):
+                if self._done():
+                    return
+
+    def _done(self) -> bool:
+        """Whether the watcher can stop: the process is being killed or its stdout ended."""
+        return self._closing or self._ended
+
+    def _end(self, reason: str) -> None:
+        self._ended = True
+        self._fault(reason)
+        if self._watching:
+            self._watching = False
+            self._gate.release()
 
     def _read_stderr(self, stderr: IO[bytes]) -> None:
         try:
@@ -160,10 +226,6 @@ class ShellProcess:
 
     def _fault(self, reason: str) -> None:
         self.inbox.append(Fault(reason))
-        self._notify()
-
-    def _notify(self) -> None:
-        self.arrived.set()
         if self._wake is not None:
             self._wake()
 
@@ -228,6 +290,9 @@ class ShellProcess:
         """Kill the process, stop its threads and remove its pid directory."""
         self._closing = True
         self.unsent.clear()
+        if self._watching:  # let the watcher see it is closing
+            self._watching = False
+            self._gate.release()
         proc = self._proc
         if proc is not None:
             if proc.poll() is None:

@@ -97,7 +97,7 @@ class JsonDecoder:
     A message starts with ``{`` (every message a process sends is an object); text that does not (a line printed
     to stdout, say) is not the protocol and fails at once, quoted, rather than when an ``end`` comes.  Blank lines
     between messages are skipped.  The stream is cut on ``\nend\n`` (a JSON document cannot hold a raw newline
-    inside a string), so each message costs one ``json.loads``.
+    inside a string), and the messages one read completes are parsed by one ``json.loads``.
     """
 
     def __init__(self) -> None:
@@ -107,7 +107,22 @@ class JsonDecoder:
     def feed(self, data: bytes) -> list[Any]:
         parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
         rest = self._rest = parts.pop()
-        out: list[Any] = []
+        if rest[:1] != b"{" and rest:
+            _check_start(rest, complete=False)
+        if not parts:
+            return []
+        # many messages: one json.loads of them as one array (a fifth of the cost of one call each), taken when
+        # each part is one object and they parse to exactly one object each; anything else is judged message by
+        # message below
+        if len(parts) > 1 and all(part[:1] == b"{" and part[-1:] == b"}" for part in parts):
+            try:
+                out: list[Any] = self._loads(b"[" + b",".join(parts) + b"]")
+            except ValueError:
+                pass
+            else:
+                if len(out) == len(parts) and all(type(msg) is dict for msg in out):
+                    return out
+        out = []
         loads = self._loads
         for part in parts:
             if part[:1] != b"{":
@@ -117,8 +132,6 @@ class JsonDecoder:
             except ValueError as exc:
                 raise ProtocolError(f"not a JSON message: {quote(part)} ({exc})") from exc
             out.append(msg)  # an object: it starts with "{"
-        if rest[:1] != b"{" and rest:
-            _check_start(rest, complete=False)
         return out
 
 

@@ -85,9 +85,8 @@ class ShellSpout(ShellComponent, Spout):
             if not inbox:
                 if proc.unsent:
                     proc.flush()
-                proc.arrived.clear()
                 if not inbox:
-                    proc.arrived.wait(WAIT_SLICE)
+                    proc.wait(WAIT_SLICE)
                 now = clock.now()
                 if not inbox:
                     if beat.expired(now):

@@ -18,7 +18,7 @@ import storm_py
 from storm_py import ui
 from storm_py.clock import Clock, wait_until
 from storm_py.config.keys import setting
-from storm_py.deps.envcache import environment_status
+from storm_py.deps.envcache import environment_states, environment_status
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus
 from storm_py.metrics.windows import ALL_TIME
@@ -193,6 +193,7 @@ class NimbusApi:
         tid, base, page = self._page(req.params["id"], window_param(req))
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
+        page["environmentStates"] = environment_states(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         return {**page, **debug_view(base.component_debug.get(tid)),
                 "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
 

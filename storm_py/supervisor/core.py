@@ -13,8 +13,8 @@ from typing import Any
 import storm_py
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
-from storm_py.deps.envcache import PENDING_META
-from storm_py.errors import StormPyError
+from storm_py.deps.envcache import PENDING_META, STATE_META
+from storm_py.errors import DependencyError, StormPyError
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
 from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
@@ -48,6 +48,8 @@ class Supervisor:
         self.launch_failures: dict[int, str] = {}
         #: ports whose worker waits for something being prepared (its topology's environment), and what
         self.launch_pending: dict[int, str] = {}
+        #: ports whose topology's environment is built ("ready: ...") or failed ("failed: ..."): topology id, state
+        self.env_states: dict[int, tuple[str, str]] = {}
         self.backoff = RestartBackoff(
             float(setting(conf, "supervisor.worker.restart.min.uptime.secs")),
             float(setting(conf, "supervisor.worker.restart.backoff.secs")),
@@ -80,7 +82,19 @@ class Supervisor:
             want = self._launched.get(port)
             if want is not None:
                 out[PENDING_META + want.topology_id] = reason
+        for topology_id, state in sorted(self.env_states.values()):
+            out[STATE_META + topology_id] = state
         return out
+
+    def _env_state(self, port: int, topology_id: str, err: BaseException | None) -> None:
+        """Remember what the launch on ``port`` says of its topology's environment (none: nothing)."""
+        envs = getattr(self.launcher, "envs", None)
+        if isinstance(err, DependencyError):
+            self.env_states[port] = (topology_id, f"failed: {err.message}")
+        elif err is None and envs is not None and topology_id in envs.envs:
+            self.env_states[port] = (topology_id, f"ready: environment {envs.envs[topology_id]}")
+        else:
+            self.env_states.pop(port, None)
 
     def wanted(self) -> dict[int, WantedSlot]:
         """The slots the assignments give this supervisor."""
@@ -94,6 +108,8 @@ class Supervisor:
         """One round: heartbeat, stop workers no longer wanted, launch missing ones, refresh the rest."""
         self.heartbeat()
         wanted = self.wanted()
+        for port in [p for p, (tid, _) in self.env_states.items() if p not in wanted or wanted[p].topology_id != tid]:
+            del self.env_states[port]  # its topology is gone from this slot
         running: dict[int, RunningSlot] = {}
         for port, w in self.workers.items():
             alive = w.alive and w.refresh()
@@ -119,13 +135,16 @@ class Supervisor:
                 self.backoff.launched(port, now)
                 self.launch_failures.pop(port, None)
                 self.launch_pending.pop(port, None)
+                self._env_state(port, want.topology_id, None)
             except LaunchPending as err:  # not a death: no backoff; launched in a later round
+                self.env_states.pop(port, None)
                 if self.launch_pending.get(port) != err.message:
                     log.info("supervisor %s: worker of %s on port %d waits: %s", self.id, want.topology_id, port,
                              err.message)
                 self.launch_pending[port] = err.message
             except Exception as err:  # a broken topology must not take the supervisor down
                 self.launch_pending.pop(port, None)
+                self._env_state(port, want.topology_id, err)
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
                 self._died(port, want.topology_id, now)

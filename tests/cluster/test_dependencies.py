@@ -126,7 +126,12 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
 
     wait_until(running, 240, interval=0.25, what="both topologies to run their bolt")
     assert any("building the environment" in line for line in shown), shown
-    assert cluster.client().topology("dep-a")["environment"] == []
+
+    def settled() -> bool:  # the supervisor's next heartbeat after the launch says so
+        page = cluster.client().topology("dep-a")
+        return page["environment"] == [] and [s["state"] for s in page["environmentStates"]] == ["ready"]
+
+    wait_until(settled, 60, interval=0.25, what="dep-a's environment shown as ready, nothing waiting")
     (env,) = envs(cluster)  # one environment for the two topologies
     for out in outs.values():
         row = rows(out)[0]
@@ -151,6 +156,12 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
         return "environment cannot be built" in json.dumps(cluster.client().topology("dep-broken"))
 
     wait_until(reported, 60, interval=0.5, what="the failed environment build on the topology's errors")
+
+    def failed() -> bool:
+        states = cluster.client().topology("dep-broken")["environmentStates"]
+        return any(s["state"] == "failed" and "environment cannot be built" in s["detail"] for s in states)
+
+    wait_until(failed, 60, interval=0.5, what="the failed environment in the topology's environmentStates")
     assert cluster.proc is not None and cluster.proc.poll() is None
 
 

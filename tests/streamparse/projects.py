@@ -13,6 +13,8 @@ from pathlib import Path
 
 WORDS = ["dog", "cat", "zebra", "elephant"]
 ROUNDS = 25
+#: what the finite spout logs once its last tuple is acked
+ALL_ACKED = "every word acked"
 #: the quickstart's count bolt adds 10 for "dog"
 EXPECTED = {w: ROUNDS * (10 if w == "dog" else 1) for w in WORDS}
 SENT = len(WORDS) * ROUNDS
@@ -36,6 +38,8 @@ class FiniteWordSpout(Spout):
 
     def ack(self, tup_id):
         self.pending.pop(tup_id)
+        if not self.todo and not self.pending:
+            self.logger.info("{ALL_ACKED}")
 
     def fail(self, tup_id):
         self.todo.append((tup_id, self.pending.pop(tup_id)))

@@ -15,7 +15,7 @@ from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.streamparse import build_topology, find_project
 from storm_py.streamparse.translate import load_topology_class, topology_conf
-from tests.streamparse.projects import EXPECTED, SENT, exact_project, read_counts
+from tests.streamparse.projects import ALL_ACKED, EXPECTED, SENT, exact_project, read_counts
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -75,8 +75,9 @@ def test_exact_counts_every_tuple_acked_msgpack_through_the_cli(wordcount_projec
     root = exact_project(wordcount_project, tmp_path, sink, serializer="msgpack")
     run = _Run(root, "exact", tmp_path=tmp_path)
     try:
-        wait_until(lambda: read_counts(sink) == EXPECTED or run.proc.poll() is not None, 120, interval=0.2,
-                   what="the exact counts")
+        # the counts are final before the last acks reach the spout: wait for its log of the last one too
+        wait_until(lambda: (read_counts(sink) == EXPECTED and ALL_ACKED in run.log()) or run.proc.poll() is not None,
+                   120, interval=0.2, what="the exact counts and every tuple acked")
         stdout = run.interrupt()
     finally:
         run.close()

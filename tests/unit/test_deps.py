@@ -11,7 +11,15 @@ import pytest
 from packaging.tags import Tag
 
 from storm_py.clock import wait_until
-from storm_py.deps.envcache import PENDING_META, BuildRecord, EnvLedger, environment_status, set_id
+from storm_py.deps.envcache import (
+    PENDING_META,
+    STATE_META,
+    BuildRecord,
+    EnvLedger,
+    environment_states,
+    environment_status,
+    set_id,
+)
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
     WHEELHOUSE,
@@ -107,6 +115,19 @@ def test_a_building_environment_shows_on_its_topology_per_supervisor() -> None:
              ("h2", {PENDING_META + "t2": "building the environment e2 of t2"}), ("h3", {})]
     assert environment_status("t1", metas) == ["h1: building the environment e1 of t1"]
     assert environment_status("t3", metas) == []
+
+
+def test_environment_states_per_supervisor_building_ready_or_failed_with_the_reason() -> None:
+    metas = [("h2", {STATE_META + "t1": "failed: the topology's environment cannot be built: bad wheel"}),
+             ("h1", {STATE_META + "t1": "ready: environment e1"}),
+             ("h3", {PENDING_META + "t1": "building the environment e1 of t1", STATE_META + "t1": "ready: old"}),
+             ("h4", {STATE_META + "t2": "ready: environment e2"})]
+    assert environment_states("t1", metas) == [
+        {"host": "h1", "state": "ready", "detail": "environment e1"},
+        {"host": "h2", "state": "failed", "detail": "the topology's environment cannot be built: bad wheel"},
+        {"host": "h3", "state": "building", "detail": "building the environment e1 of t1"},
+    ]
+    assert environment_states("t3", metas) == []
 
 
 # ------------------------------------------------------------------------------------------- the client side

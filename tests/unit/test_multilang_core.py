@@ -61,6 +61,18 @@ def test_json_decoder_rejects_bad_json_and_non_objects() -> None:
         JsonSerializer().decoder().feed(b"end\n")
 
 
+def test_json_decoder_reads_many_messages_at_once_and_still_refuses_each_bad_one() -> None:
+    ser = JsonSerializer()
+    msgs = [{"command": "emit", "anchors": [str(i)], "tuple": [f"w{i}"]} for i in range(50)] + [{"command": "sync"}]
+    assert ser.decoder().feed(b"".join(ser.encode(m) for m in msgs)) == msgs
+    good = ser.encode({"command": "ack", "id": "1"})
+    for bad in (b'{"command": "ack", "id": "2"},{"command": "sync"}\nend\n',  # two objects as one message
+                b'{"a": [{"b": 1}\nend\n{"c": 2}]}\nend\n',  # one object cut in two
+                b'{"oops}\nend\n'):
+        with pytest.raises(ProtocolError, match="not a JSON message"):
+            ser.decoder().feed(good + bad + good)
+
+
 def test_encoders_refuse_values_they_cannot_carry() -> None:
     with pytest.raises(EncodeError, match="JSON"):
         JsonSerializer().encode({"tuple": [{1, 2}]})

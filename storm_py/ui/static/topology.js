@@ -33,6 +33,15 @@
       { label: "Last checkpoint", render: r => r.lastCheckpoint ? "txid " + r.lastCheckpoint.txid +
         (r.lastCheckpoint.ageSecs === null ? "" : ", " + r.lastCheckpoint.ageSecs.toFixed(1) + " s ago") : "" },
     ], [page]);
+    // the topology's own Python environment (a wheelhouse uploaded with it), per supervisor: building, ready or
+    // failed with the failure's text; none for a topology without one
+    const envs = page.environmentStates || [];
+    $("environment-section").hidden = envs.length === 0;
+    table($("environment"), [
+      { label: "Host", key: "host" },
+      { label: "State", render: r => el("span", { class: "env-state " + r.state }, r.state) },
+      { label: "Detail", render: r => r.state === "failed" ? el("pre", { class: "error" }, r.detail) : r.detail },
+    ], envs, r => r.host + "/" + r.state + "/" + r.detail);
     table($("topology-stats"), [
       { label: "Window", render: r => Storm.link(Storm.topologyHref(topologyId, r.window), r.windowPretty) },
       ...Storm.counterColumns("spout"),
