@@ -97,7 +97,7 @@ class _FailWatchingCollector:
         self._owner = owner
 
     def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._delegate.emit(values, anchors=anchors, stream=stream)
+        return self._delegate.emit(values, anchors, stream)  # positional: the compiled collector's fast call
 
     def emit_direct(self, task_id: int, values: Sequence[Any], anchors: Anchors = None,
                     stream: str = DEFAULT_STREAM) -> None:
