@@ -236,8 +236,9 @@ class KafkaSpout(StatefulSpout):
                 self.stats.emitted += emit_waiting_trees(self.waiting, self.managers, self.collector.emit_batch,
                                                          budget)
             else:
-                self.stats.emitted += emit_waiting(self.waiting, self.managers, self.collector.emit, self.tracked,
-                                                   budget)
+                emit = self.collector.emit if self.tracked else getattr(self.collector, "emit_untracked",
+                                                                             self.collector.emit)
+                self.stats.emitted += emit_waiting(self.waiting, self.managers, emit, self.tracked, budget)
             return
         waiting = self.waiting
         managers = self.managers

@@ -137,7 +137,7 @@ class AnchoredCollector:
         self.input: Tuple | None = None
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit(values, anchors=self.input, stream=stream)
+        return self._collector.emit(values, self.input, stream)
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         self._collector.emit_direct(task_id, values, anchors=self.input, stream=stream)
@@ -160,6 +160,14 @@ class CheckpointTupleForwarder(CheckpointHandler):
             self.bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, collector)
+
+    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
+        if tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.process_checkpoint(tup)
+        elif self._basic is None:
+            self.bolt.execute(tup)
+        else:
+            self.handle_tuple(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
         basic = self._basic
@@ -198,7 +206,7 @@ class AckTrackingCollector:
     def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         if anchors is None:
             self._unanchored(stream)
-        return self.delegate.emit(values, anchors=anchors, stream=stream)
+        return self.delegate.emit(values, anchors, stream)
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM
@@ -261,6 +269,14 @@ class StatefulBoltExecutor(CheckpointHandler):
         self.tracking = AckTrackingCollector(collector, context.this_component_id)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
+
+    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
+        if tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.process_checkpoint(tup)
+        elif self.initialized:
+            self.bolt.execute(tup)
+        else:
+            self.pending.append(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
         if self.initialized:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from storm_py.api.components import Component, OutputCollector
-from storm_py.api.tuple import Tuple
+from storm_py.api.tuple import Fields, Tuple
 from storm_py.windowing.spans import Count, Duration
 from storm_py.windowing.spec import (
     LATE_TUPLE_STREAM,
@@ -37,19 +37,29 @@ TimestampExtractor = Callable[[Tuple], int]
 class FieldTimestamp:
     """The timestamp extractor of ``with_timestamp_field``: the value of one field, which must exist."""
 
-    __slots__ = ("field",)
+    __slots__ = ("field", "index", "seen")
 
     def __init__(self, field: str) -> None:
         self.field = field
+        #: the fields of the last tuple and the timestamp's position in them (tuples of a stream share fields)
+        self.seen: Fields | None = None
+        self.index = 0
 
     def __call__(self, tup: Tuple) -> int:
+        fields = tup.fields
+        if fields is self.seen:
+            value = tup.values[self.index]
+            if type(value) is int:
+                return value
         try:
-            value = tup.values[tup.fields.index(self.field)]
+            index = fields.index(self.field)
+            value = tup.values[index]
         except ValueError:
             raise ValueError(
                 f"tuple from {tup.source_component!r} on stream {tup.source_stream!r} has no timestamp field "
                 f"{self.field!r} (its fields: {tup.fields.to_list()})"
             ) from None
+        self.seen, self.index = fields, index
         if type(value) is int:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -114,6 +114,9 @@ class WindowedBoltExecutor(Bolt):
         self.late_stream: str | None = None
         #: when the next time trigger is due (ms)
         self.due: float = INFINITY
+        #: event time: the source component and stream of the last tuple and its stream's watermark cell
+        self.source: tuple[str, str] = ("", "")
+        self.cell: list[int] = [0]
 
     # ---------------------------------------------------------------------------------- building the topology
 
@@ -167,6 +170,7 @@ class WindowedBoltExecutor(Bolt):
                 self.watermark_streams(context), spec.lag_ms, spec.watermark_interval_ms
             )
             self.watermarks.start(now)
+            self.source = ("", "")  # no cell of this generator yet
         log.info("%s windows with %s (%s)", where, spec.describe(), "event time" if spec.event_time else
                  "processing time")
 
@@ -181,7 +185,8 @@ class WindowedBoltExecutor(Bolt):
     def execute(self, tup: Tuple) -> None:
         manager = self.manager
         assert manager is not None, "execute before prepare"
-        if tup.source_component == SYSTEM_COMPONENT and tup.source_stream == TICK_STREAM:  # tup.is_tick()
+        stream = tup.source_stream
+        if stream == TICK_STREAM and tup.source_component == SYSTEM_COMPONENT:  # tup.is_tick()
             self.on_time(self.now())
             return
         extractor = self.extractor
@@ -194,7 +199,17 @@ class WindowedBoltExecutor(Bolt):
             ts = extractor(tup)  # raises naming the field: the bolt executor fails the tuple and reports it
             watermarks = self.watermarks
             assert watermarks is not None
-            if not watermarks.track((tup.source_component, tup.source_stream), ts):
+            source = self.source
+            if stream is source[1] and tup.source_component is source[0]:  # the last tuple's stream: its cell
+                cell = self.cell
+                if ts > cell[0]:
+                    cell[0] = ts
+            else:  # WatermarkGenerator.track, keeping the stream's cell for the tuples after this one
+                source = self.source = (tup.source_component, stream)
+                cell = self.cell = watermarks.cell(source, ts)
+                if ts > cell[0]:
+                    cell[0] = ts
+            if ts < watermarks.watermark:
                 self.late(tup, ts, watermarks.watermark)
                 return
             steps = manager.add(tup, ts)

@@ -3,6 +3,9 @@
 Every input stream's latest timestamp is tracked; the watermark is the minimum of them minus the lag, and
 there is none before every input stream has delivered a tuple.  A tuple with a timestamp before the last
 watermark is late.  The caller asks for a watermark every watermark interval (:meth:`poll`).
+
+Each stream's latest timestamp is kept in a one-element list (its *cell*, :meth:`cell`), so a caller that sees
+many tuples of one stream in a row updates the cell itself, without a table lookup per tuple.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ class WatermarkGenerator:
         self.streams = frozenset(streams)
         self.lag = lag
         self.interval = interval
-        self.latest: dict[Hashable, int] = {}
+        #: each input stream's latest timestamp, in a cell (a one-element list) per stream that delivered one
+        self.latest: dict[Hashable, list[int]] = {}
         #: the last watermark emitted (ms); tuples before it are late
         self.watermark = 0
         self.due: int | None = None
@@ -31,17 +35,27 @@ class WatermarkGenerator:
 
     def track(self, stream: Hashable, ts: int) -> bool:
         """Record a tuple of ``stream`` with timestamp ``ts``; return ``False`` when it is late."""
-        current = self.latest.get(stream)
-        if current is None or ts > current:
-            self.latest[stream] = ts
+        cell = self.latest.get(stream)
+        if cell is None:
+            self.latest[stream] = [ts]
+        elif ts > cell[0]:
+            cell[0] = ts
         return ts >= self.watermark
+
+    def cell(self, stream: Hashable, ts: int) -> list[int]:
+        """The cell of ``stream``'s latest timestamp, created holding ``ts`` when the stream delivers its first
+        tuple; the caller keeps ``cell[0]`` the largest timestamp seen (what :meth:`track` does)."""
+        cell = self.latest.get(stream)
+        if cell is None:
+            cell = self.latest[stream] = [ts]
+        return cell
 
     def compute(self) -> int | None:
         """The watermark the tracked timestamps allow now, or ``None`` while some input stream is silent."""
         latest = self.latest
         if not latest or any(s not in latest for s in self.streams):
             return None
-        return min(latest.values()) - self.lag
+        return min(cell[0] for cell in latest.values()) - self.lag
 
     def advance(self) -> int | None:
         """A new watermark if the tracked timestamps moved it forward (it becomes the late threshold), else ``None``."""

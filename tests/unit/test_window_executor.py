@@ -207,3 +207,34 @@ def test_duration_window_sliding_by_count():
     assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
         (5, [1, 2]), (30, [3, 4]), (32, [3, 4, 5, 6]),
     ]
+
+
+def test_the_timestamp_field_is_found_in_each_tuples_own_fields():
+    """Tuples of streams with different fields: each one's timestamp comes from its own field position."""
+    from storm_py.windowing.bolt import FieldTimestamp
+
+    extract = FieldTimestamp("ts")
+    assert extract(tup(["ts", "v"], [10, 1])) == 10
+    assert extract(tup(["v", "ts"], [1, 20])) == 20
+    assert extract(tup(["ts", "v"], [30, 1])) == 30
+    with pytest.raises(ValueError, match="no timestamp field 'ts'"):
+        extract(tup(["v"], [1]))
+
+
+def test_the_watermark_is_the_minimum_over_interleaved_streams():
+    """Two input streams whose tuples alternate: the watermark follows the slower stream."""
+    clock = SimulatedClock()
+    executor = WindowedBoltExecutor(Windows().with_timestamp_field("ts"))
+    ctx = TopologyContext(
+        topology_id="t-1", topology_name="t", task_id=1, component_id="w",
+        task_to_component={1: "w", 2: "s1Src", 3: "s2Src"}, component_tasks={"w": [1], "s1Src": [2], "s2Src": [3]},
+        component_streams={"w": {}}, worker_tasks=[1, 2, 3], clock=clock,
+        sources={("s1Src", "default"): None, ("s2Src", "default"): None},
+    )
+    executor.prepare(dict(CONF), ctx, Collector())
+    fields = Fields(["ts"])
+    for fast, slow in ((100, 50), (200, 60), (300, 70)):
+        executor.execute(Tuple([fast], fields, "s1Src", "default", 2, None))
+        executor.execute(Tuple([slow], fields, "s2Src", "default", 3, None))
+    watermark(executor, clock)
+    assert executor.watermarks is not None and executor.watermarks.watermark == 70 - 5  # lag 5
