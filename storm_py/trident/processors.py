@@ -72,9 +72,10 @@ class Processor:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
-    def fused_emit(self, collector: OperationCollector, width: int) -> Callable[[Sequence[Any]], None] | None:
-        """An ``emit`` for the collector of this processor's only parent, doing this processor's step on
-        ``collector.prefix + values`` directly (None when there is none; ``width`` = the prefix's length)."""
+    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+        """For the collector of this processor's only parent: a list the parent's emits are appended to as
+        they are (no ``prefix``; ``width`` = the prefix's length) and what takes them in once the parent's
+        operation returned from an input tuple (then the list is empty again); None when there is none."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -122,8 +123,11 @@ class OperationCollector:
         self.proc = proc
         self.run: BatchRun | None = None
         self.prefix: list[Any] = []
-        #: the fields every prefix has (a function's input tuple), when fixed: lets a child fuse its step in
+        #: the fields every prefix has (a function's input tuple), when fixed: lets a child take the emits in
         self.prefix_width = prefix_width
+        #: emits not yet taken in by the child's batch sink (empty unless bound to one)
+        self.pending: list[Any] = []
+        self.flush: Callable[[BatchRun], None] | None = None
 
     @property
     def discards(self) -> bool:
@@ -132,16 +136,20 @@ class OperationCollector:
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
-        emit straight to it (the common case of a function feeding an aggregation)."""
+        emit straight to it (the common case of a function feeding an aggregation): into the child's batch
+        sink when it has one (``emit`` is then the sink's ``list.append``, no Python call per emit), else
+        to its entry point."""
         proc = self.proc
+        self.pending, self.flush = [], None
         if len(proc.targets) != 1 or proc.streams:
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
         child = proc.children[0][0]
-        fused = child.fused_emit(self, len(self.prefix_width)) if self.prefix_width is not None else None
-        if fused is not None:
-            self.emit = fused  # type: ignore[method-assign, assignment]
+        sink = child.batch_sink(len(self.prefix_width)) if self.prefix_width is not None else None
+        if sink is not None:
+            self.pending, self.flush = sink
+            self.emit = self.pending.append  # type: ignore[method-assign, assignment]
             return
 
         def emit(values: Sequence[Any]) -> None:
@@ -205,7 +213,11 @@ class EachProcessor(ProjectingProcessor):
         collector = self.collector
         collector.run = run
         collector.prefix = values
-        self.function.execute(self.project(values), collector)
+        try:
+            self.function.execute(self.project(values), collector)
+        finally:
+            if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
+                collector.flush(run)  # type: ignore[misc]
 
 
 class FilterProcessor(ProjectingProcessor):
