@@ -197,7 +197,8 @@ class CombinerProcessor(ProjectingProcessor):
         tuple of the function."""
         if self.single is None or self.mode != ONE or self.single < width:
             return None
-        slot, key_of, rows = self.slot, itemgetter(self.single - width), []
+        slot, key_of = self.slot, itemgetter(self.single - width)
+        rows: list[Any] = []
 
         def count(run: BatchRun) -> None:
             _count_into(run.states[slot], map(key_of, rows))
@@ -233,6 +234,12 @@ class CombinerProcessor(ProjectingProcessor):
         if self.group is None:
             self.emit(run, [state[0]])
         elif self.single is not None:
+            if not self.children:  # only other bolts read it: straight onto the wire
+                attempt, emit = run.attempt, run.task.collector.emit
+                for stream in self.streams:
+                    for key, value in state.items():
+                        emit([attempt, key, value], None, stream)
+                return
             self.emit_all(run, [[key, value] for key, value in state.items()])
         else:
             self.emit_all(run, [[*key, value] for key, value in state.items()])

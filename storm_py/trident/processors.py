@@ -99,8 +99,10 @@ class Processor:
         for child, index in self.children:
             child.execute_all(run, index, rows)
         if self.streams:
-            for values in rows:
-                self.send(run, values)
+            attempt, emit = run.attempt, run.task.collector.emit
+            for stream in self.streams:
+                for values in rows:
+                    emit([attempt, *values], None, stream)
 
     def emit(self, run: BatchRun, values: list[Any]) -> None:
         """Send one output tuple on."""
@@ -213,8 +215,13 @@ class EachProcessor(ProjectingProcessor):
         collector = self.collector
         collector.run = run
         collector.prefix = values
+        span = self.span  # ``project``, inlined: this runs per tuple
+        if span is not None:
+            tup = TridentTuple(values[span[0]:span[1]], self.in_schema)
+        else:
+            tup = TridentTuple([values[i] for i in self.in_positions], self.in_schema)
         try:
-            self.function.execute(self.project(values), collector)
+            self.function.execute(tup, collector)
         finally:
             if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
                 collector.flush(run)  # type: ignore[misc]
@@ -334,6 +341,8 @@ class PersistProcessor(ProjectingProcessor):
         super().__init__(schema, in_schema, in_positions)
         self.state_id = state_id
         self.updater = updater
+        #: the updater takes the batch as value lists (``update_rows``, read by position: a built-in one)
+        self.rows = callable(getattr(updater, "update_rows", None))
 
     def operations(self) -> list[Any]:
         return [self.updater]
@@ -342,11 +351,17 @@ class PersistProcessor(ProjectingProcessor):
         return []
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        run.states[self.slot].append(self.project(values))
+        projected = self.project(values)
+        run.states[self.slot].append(projected.values if self.rows else projected)
 
     def execute_all(self, run: BatchRun, parent: int, rows: list[list[Any]]) -> None:
         span, schema = self.span, self.in_schema
-        if span is None:
+        if self.rows:
+            if span is not None and span[0] == 0:  # read by position: fields after the span are never read
+                run.states[self.slot].extend(rows)
+            else:
+                run.states[self.slot].extend(self.project(values).values for values in rows)
+        elif span is None:
             run.states[self.slot].extend(self.project(values) for values in rows)
         else:
             first, end = span
@@ -362,7 +377,10 @@ class PersistProcessor(ProjectingProcessor):
         if begin_attempt is not None:  # a state that tells attempts apart (e.g. ParquetState)
             begin_attempt(run.attempt)
         state.begin_commit(txid)
-        self.updater.update_state(state, run.states[self.slot], collector)
+        if self.rows:
+            self.updater.update_rows(state, run.states[self.slot], collector)
+        else:
+            self.updater.update_state(state, run.states[self.slot], collector)
         state.commit(txid)
 
 
