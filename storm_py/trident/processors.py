@@ -162,7 +162,7 @@ class OperationCollector:
         """Emits from now on belong to ``run`` (called when the batch changes)."""
         self.run = run
         if self.sink is not None:
-            self.emit = self.sink(run)  # type: ignore[method-assign]
+            self.emit = self.sink(run)  # type: ignore[method-assign, assignment]
 
     def emit(self, values: Sequence[Any]) -> None:
         out = [*self.prefix, *values]
