@@ -8,8 +8,7 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any, cast
 
@@ -192,26 +191,20 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
-    def batch_sink(self, width: int, emitted: int) -> Callable[[BatchRun], Callable[[Sequence[Any]], None]] | None:
-        """Count straight from a function's emits when the group field is among the emitted values.  When it
-        is the only one, ``emit`` is ``Counter.update``'s C loop over the emitted values bound to the batch's
-        counts: no Python call per emit."""
+    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+        """Count straight from a function's emits when the group field is among the emitted values: the
+        emits are appended to a list as they are and counted in one pass (C's ``Counter`` loop) per input
+        tuple of the function."""
         if self.single is None or self.mode != ONE or self.single < width:
             return None
-        slot, key_at = self.slot, self.single - width
-        if emitted == 1 and key_at == 0:
-            return lambda run: partial(_count_into, run.states[slot])
+        slot, key_of = self.slot, itemgetter(self.single - width)
+        rows: list[Any] = []
 
-        def bind(run: BatchRun) -> Callable[[Sequence[Any]], None]:
-            groups = run.states[slot]
+        def count(run: BatchRun) -> None:
+            _count_into(run.states[slot], map(key_of, rows))
+            rows.clear()
 
-            def count(values: Sequence[Any]) -> None:
-                key = values[key_at]
-                groups[key] = groups.get(key, 0) + 1
-
-            return count
-
-        return bind
+        return rows, count
 
     def start(self, run: BatchRun) -> Any:
         return {} if self.group is not None else [self.agg.zero()]

@@ -72,10 +72,10 @@ class Processor:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
-    def batch_sink(self, width: int, emitted: int) -> Callable[[BatchRun], Callable[[Sequence[Any]], None]] | None:
-        """For the collector of this processor's only parent: per batch, an ``emit`` doing this processor's
-        step on ``collector.prefix + values`` directly, given the values as emitted (``width`` = the prefix's
-        length, ``emitted`` = the number of emitted fields); None when there is none."""
+    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+        """For the collector of this processor's only parent: a list the parent's emits are appended to as
+        they are (no ``prefix``; ``width`` = the prefix's length) and what takes them in once the parent's
+        operation returned from an input tuple (then the list is empty again); None when there is none."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -127,8 +127,9 @@ class OperationCollector:
         self.prefix: list[Any] = []
         #: the fields every prefix has (a function's input tuple), when fixed: lets a child take the emits in
         self.prefix_width = prefix_width
-        #: the child's ``emit`` of a batch, when it takes the emits in itself (see ``Processor.batch_sink``)
-        self.sink: Callable[[BatchRun], Callable[[Sequence[Any]], None]] | None = None
+        #: emits not yet taken in by the child's batch sink (empty unless bound to one)
+        self.pending: list[Any] = []
+        self.flush: Callable[[BatchRun], None] | None = None
 
     @property
     def discards(self) -> bool:
@@ -137,32 +138,26 @@ class OperationCollector:
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
-        emit straight to it (the common case of a function feeding an aggregation): through the child's
-        batch sink when it has one (``use`` then binds ``emit`` per batch), else to its entry point."""
+        emit straight to it (the common case of a function feeding an aggregation): into the child's batch
+        sink when it has one (``emit`` is then the sink's ``list.append``, no Python call per emit), else
+        to its entry point."""
         proc = self.proc
-        self.sink = None
-        self.run = None
+        self.pending, self.flush = [], None
         if len(proc.targets) != 1 or proc.streams:
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
         child = proc.children[0][0]
-        if self.prefix_width is not None:
-            width = len(self.prefix_width)
-            self.sink = child.batch_sink(width, len(proc.schema.fields) - width)
-            if self.sink is not None:
-                return
+        sink = child.batch_sink(len(self.prefix_width)) if self.prefix_width is not None else None
+        if sink is not None:
+            self.pending, self.flush = sink
+            self.emit = self.pending.append  # type: ignore[method-assign, assignment]
+            return
 
         def emit(values: Sequence[Any]) -> None:
             entry(self.run, index, [*self.prefix, *values])  # type: ignore[arg-type]
 
         self.emit = emit  # type: ignore[method-assign]
-
-    def use(self, run: BatchRun) -> None:
-        """Emits from now on belong to ``run`` (called when the batch changes)."""
-        self.run = run
-        if self.sink is not None:
-            self.emit = self.sink(run)  # type: ignore[method-assign, assignment]
 
     def emit(self, values: Sequence[Any]) -> None:
         out = [*self.prefix, *values]
@@ -218,15 +213,18 @@ class EachProcessor(ProjectingProcessor):
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
         collector = self.collector
-        if collector.run is not run:
-            collector.use(run)
+        collector.run = run
         collector.prefix = values
         span = self.span  # ``project``, inlined: this runs per tuple
         if span is not None:
             tup = TridentTuple(values[span[0]:span[1]], self.in_schema)
         else:
             tup = TridentTuple([values[i] for i in self.in_positions], self.in_schema)
-        self.function.execute(tup, collector)
+        try:
+            self.function.execute(tup, collector)
+        finally:
+            if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
+                collector.flush(run)  # type: ignore[misc]
 
 
 class FilterProcessor(ProjectingProcessor):
