@@ -1,6 +1,8 @@
 """Trident word count against the same count written as a transactional topology: words/s, one worker.
 
     python bench/trident_word_count.py [--batch 1000] [--secs 5] [--warmup 1] [--rounds 2] [--pending 1]
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null python bench/trident_word_count.py \
+        --delegates 22 --variant trident   # minus the same with --delegates 2, divided by 20
 
 Both count the words of the same cycling sentences (10 words each, 1,000 distinct words) exactly once into an
 opaque map state in memory (``OpaqueValue`` per word, the same ``OpaqueMap`` over a ``MemoryBackingMap``):
@@ -17,6 +19,10 @@ the coordinator's ``currtx`` over ``--secs`` seconds; ``words_per_cpu_s`` divide
 and ``words_per_worker_cpu_s`` by the CPU seconds of the busiest thread (the worker's loop, which runs every
 executor): on a loaded machine wall-clock rates measure the machine, these the code.  The variants alternate
 for ``--rounds``; one JSON line per run, then the ratios of the medians (wall clock, worker CPU).
+
+``--delegates N`` runs no cluster: it feeds one variant's two bolts (the delegates their coordinated bolts run,
+prepared with a stand-in collector and context) ``N`` batches in this thread, the first bolt's output to the
+second, and finishes each batch in both: the per-batch work of the bolts alone, for instruction counts.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ sys.path.append(str(Path(__file__).resolve().parent))  # the other bench scripts
 from transactional_bench import EndlessRows  # bench/ is the script's own directory
 
 from storm_py import LocalCluster
-from storm_py.api.tuple import Tuple
+from storm_py.api.tuple import Fields, Tuple
 from storm_py.build import compiled_modules
 from storm_py.clock import wait_until
 from storm_py.transactional import (
@@ -49,7 +55,10 @@ from storm_py.transactional import (
     OpaqueMap,
     TransactionalTopologyBuilder,
 )
+from storm_py.transactional.attempt import TransactionAttempt
+from storm_py.transactional.batch import BatchBoltExecutor
 from storm_py.trident import BaseFunction, Count, FixedBatchSpout, MemoryMapState, TridentTopology
+from storm_py.trident.planner import plan
 
 WORDS_PER_SENTENCE = 10
 DISTINCT = 1000
@@ -66,6 +75,10 @@ class Split(BaseFunction):
 
 
 def trident(batch: int) -> tuple[Any, str]:
+    return trident_topology(batch).build(), "bench-trident"
+
+
+def trident_topology(batch: int) -> TridentTopology:
     spout = FixedBatchSpout(["sentence"], batch, *SENTENCES)
     spout.set_cycle(True)
     topology = TridentTopology()
@@ -75,7 +88,7 @@ def trident(batch: int) -> tuple[Any, str]:
         .group_by(["word"])
         .persistent_aggregate(MemoryMapState.factory("opaque"), Count(), ["count"])
     )
-    return topology.build(), "bench-trident"
+    return topology
 
 
 class SplitCount(BaseTransactionalBolt):
@@ -187,6 +200,67 @@ def run(variant: str, batch: int, pending: int, secs: float, warmup: float) -> d
     }
 
 
+class _Wire:
+    """A stand-in output collector: what a bolt emits becomes the next bolt's input tuples."""
+
+    def __init__(self, component: str) -> None:
+        self.component = component
+        self.out: list[Tuple] = []
+        self.fields = Fields(["tx", "word", "count"])
+
+    def emit(self, values: Any, anchors: Any = None, stream: str = "default") -> list[int]:
+        self.out.append(Tuple(list(values), self.fields, self.component, stream, 1, None))
+        return [2]
+
+    def ack(self, tup: Tuple) -> None:
+        pass
+
+    def fail(self, tup: Tuple) -> None:
+        raise RuntimeError(f"failed {tup!r}")
+
+    def report_error(self, exc: BaseException) -> None:
+        raise exc
+
+
+class _Context:
+    """A stand-in topology context: one task per component."""
+
+    def __init__(self, component: str) -> None:
+        self.this_component_id = component
+        self.this_task_id = 1
+        self.this_task_index = 0
+
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        return [1]
+
+
+def delegates(variant: str, batch: int, batches: int) -> None:
+    """Run ``batches`` batches through the two bolts of ``variant`` in this thread (see the module's doc)."""
+    _STORES.clear()
+    if variant == "trident":
+        planned = plan(trident_topology(batch))
+        first, second = (b.executor for b in planned.bolts)
+        ((source, stream),) = planned.bolts[0].inputs
+        first_id, second_id = planned.bolts[0].id, planned.bolts[1].id
+    else:
+        first, second = BatchBoltExecutor(SplitCount()), BatchBoltExecutor(ApplyCounts())
+        source, stream, first_id, second_id = "spout", "default", "split-count", "apply"
+    wire1, wire2 = _Wire(first_id), _Wire(second_id)
+    first.prepare({}, _Context(first_id), wire1)  # type: ignore[arg-type]
+    second.prepare({}, _Context(second_id), wire2)  # type: ignore[arg-type]
+    fields = Fields(["tx", "sentence"])
+    for txid in range(1, batches + 1):
+        attempt = TransactionAttempt(txid, 7)
+        start = (txid - 1) * batch % DISTINCT
+        for (sentence,) in SENTENCES[start:start + batch]:
+            first.execute(Tuple([attempt, sentence], fields, source, stream, 1, None))
+        first.finished_id(attempt)
+        for tup in wire1.out:
+            second.execute(tup)
+        wire1.out.clear()
+        second.finished_id(attempt)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=1000, help="sentences per batch (a divisor of 1000)")
@@ -194,7 +268,13 @@ def main() -> None:
     parser.add_argument("--secs", type=float, default=5.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each variant, alternating")
+    parser.add_argument("--delegates", type=int, default=0,
+                        help="no cluster: run this many batches through the bolts of --variant in one thread")
+    parser.add_argument("--variant", choices=["trident", "transactional"], default="trident")
     args = parser.parse_args()
+    if args.delegates:
+        delegates(args.variant, args.batch, args.delegates)
+        return
     if args.batch < 1 or DISTINCT % args.batch:
         parser.error(f"--batch must divide {DISTINCT}")
     results: dict[str, list[float]] = {"trident": [], "transactional": []}

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import collections
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any, cast
 
@@ -134,6 +135,8 @@ class CombineValues(CombinerAggregator):
 #: second phase of a two-phase combiner)
 GENERAL, ONE, FIELD = 0, 1, 2
 _MISSING = object()
+#: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
+_count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
 
 
 class CombinerProcessor(ProjectingProcessor):
@@ -188,21 +191,20 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
-    def fused_emit(self, collector: OperationCollector, width: int) -> Callable[[Sequence[Any]], None] | None:
-        """Count (or sum) straight from a function's emits when the group field (and the summed one) are among
-        the emitted values: one call per emit instead of building the tuple and calling ``execute``."""
-        if self.single is None or not self.additive or self.mode == GENERAL or self.single < width:
+    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+        """Count straight from a function's emits when the group field is among the emitted values: the
+        emits are appended to a list as they are and counted in one pass (C's ``Counter`` loop) per input
+        tuple of the function."""
+        if self.single is None or self.mode != ONE or self.single < width:
             return None
-        slot, key_at = self.slot, self.single - width
-        if self.mode == ONE:
+        slot, key_of = self.slot, itemgetter(self.single - width)
+        rows: list[Any] = []
 
-            def count(values: Sequence[Any]) -> None:
-                groups = collector.run.states[slot]  # type: ignore[union-attr]
-                key = values[key_at]
-                groups[key] = groups.get(key, 0) + 1
+        def count(run: BatchRun) -> None:
+            _count_into(run.states[slot], map(key_of, rows))
+            rows.clear()
 
-            return count
-        return None
+        return rows, count
 
     def start(self, run: BatchRun) -> Any:
         return {} if self.group is not None else [self.agg.zero()]
@@ -232,6 +234,12 @@ class CombinerProcessor(ProjectingProcessor):
         if self.group is None:
             self.emit(run, [state[0]])
         elif self.single is not None:
+            if not self.children:  # only other bolts read it: straight onto the wire
+                attempt, emit = run.attempt, run.task.collector.emit
+                for stream in self.streams:
+                    for key, value in state.items():
+                        emit([attempt, key, value], None, stream)
+                return
             self.emit_all(run, [[key, value] for key, value in state.items()])
         else:
             self.emit_all(run, [[*key, value] for key, value in state.items()])

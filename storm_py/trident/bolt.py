@@ -96,6 +96,7 @@ class SubtopologyExecutor:
         self._tasks: list[int] = []
         self._this_task = -1
         self._entries: dict[tuple[str, str], list[tuple[Any, int]]] = {}
+        self._only: tuple[Any, int] | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         """Make the group's states for this task and prepare every operation."""
@@ -110,6 +111,9 @@ class SubtopologyExecutor:
         for proc in self.processors:
             proc.prepare(task)
         self._entries = {key: [(proc.entry(), i) for proc, i in readers] for key, readers in self.routes.items()}
+        readers = list(self._entries.values())
+        #: the one processor reading every input (the common case: no stream lookup per tuple)
+        self._only = readers[0][0] if len(readers) == 1 and len(readers[0]) == 1 else None
 
     def _run(self, attempt: Any) -> BatchRun:
         run = self._open.get(_key(attempt))
@@ -130,8 +134,12 @@ class SubtopologyExecutor:
         run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
         body = values[1:]
         try:
-            for execute, parent in self._entries[(tup.source_component, tup.source_stream)]:
-                execute(run, parent, body)
+            only = self._only
+            if only is not None:
+                only[0](run, only[1], body)
+            else:
+                for execute, parent in self._entries[(tup.source_component, tup.source_stream)]:
+                    execute(run, parent, body)
         except FailedException as exc:
             log.info("failed a tuple of batch %r: %s", values[0], exc)
             task.collector.fail(tup)

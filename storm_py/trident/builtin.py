@@ -166,10 +166,14 @@ class MapCombinerAggStateUpdater(BaseStateUpdater):
         self.num_keys = num_keys
 
     def update_state(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        self.update_rows(state, [t.values for t in tuples], collector)
+
+    def update_rows(self, state: Any, rows: list[list[Any]], collector: Any) -> None:
+        """``update_state`` of the tuples' value lists (the persisting processor hands those over)."""
         n, agg = self.num_keys, self.agg
-        keys = [tuple(t.values[:n]) for t in tuples]
+        keys = [(row[0],) for row in rows] if n == 1 else [tuple(row[:n]) for row in rows]
         combine = _add if type(agg) in (Count, Sum) else _combine_with(agg)
-        updaters = [combine(t.values[n]) for t in tuples]
+        updaters = [combine(row[n]) for row in rows]
         news = state.multi_update(keys, updaters)
         if getattr(collector, "discards", False):
             return

@@ -72,9 +72,10 @@ class Processor:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
-    def fused_emit(self, collector: OperationCollector, width: int) -> Callable[[Sequence[Any]], None] | None:
-        """An ``emit`` for the collector of this processor's only parent, doing this processor's step on
-        ``collector.prefix + values`` directly (None when there is none; ``width`` = the prefix's length)."""
+    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+        """For the collector of this processor's only parent: a list the parent's emits are appended to as
+        they are (no ``prefix``; ``width`` = the prefix's length) and what takes them in once the parent's
+        operation returned from an input tuple (then the list is empty again); None when there is none."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -98,8 +99,10 @@ class Processor:
         for child, index in self.children:
             child.execute_all(run, index, rows)
         if self.streams:
-            for values in rows:
-                self.send(run, values)
+            attempt, emit = run.attempt, run.task.collector.emit
+            for stream in self.streams:
+                for values in rows:
+                    emit([attempt, *values], None, stream)
 
     def emit(self, run: BatchRun, values: list[Any]) -> None:
         """Send one output tuple on."""
@@ -122,8 +125,11 @@ class OperationCollector:
         self.proc = proc
         self.run: BatchRun | None = None
         self.prefix: list[Any] = []
-        #: the fields every prefix has (a function's input tuple), when fixed: lets a child fuse its step in
+        #: the fields every prefix has (a function's input tuple), when fixed: lets a child take the emits in
         self.prefix_width = prefix_width
+        #: emits not yet taken in by the child's batch sink (empty unless bound to one)
+        self.pending: list[Any] = []
+        self.flush: Callable[[BatchRun], None] | None = None
 
     @property
     def discards(self) -> bool:
@@ -132,16 +138,20 @@ class OperationCollector:
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
-        emit straight to it (the common case of a function feeding an aggregation)."""
+        emit straight to it (the common case of a function feeding an aggregation): into the child's batch
+        sink when it has one (``emit`` is then the sink's ``list.append``, no Python call per emit), else
+        to its entry point."""
         proc = self.proc
+        self.pending, self.flush = [], None
         if len(proc.targets) != 1 or proc.streams:
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
         child = proc.children[0][0]
-        fused = child.fused_emit(self, len(self.prefix_width)) if self.prefix_width is not None else None
-        if fused is not None:
-            self.emit = fused  # type: ignore[method-assign, assignment]
+        sink = child.batch_sink(len(self.prefix_width)) if self.prefix_width is not None else None
+        if sink is not None:
+            self.pending, self.flush = sink
+            self.emit = self.pending.append  # type: ignore[method-assign, assignment]
             return
 
         def emit(values: Sequence[Any]) -> None:
@@ -205,7 +215,16 @@ class EachProcessor(ProjectingProcessor):
         collector = self.collector
         collector.run = run
         collector.prefix = values
-        self.function.execute(self.project(values), collector)
+        span = self.span  # ``project``, inlined: this runs per tuple
+        if span is not None:
+            tup = TridentTuple(values[span[0]:span[1]], self.in_schema)
+        else:
+            tup = TridentTuple([values[i] for i in self.in_positions], self.in_schema)
+        try:
+            self.function.execute(tup, collector)
+        finally:
+            if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
+                collector.flush(run)  # type: ignore[misc]
 
 
 class FilterProcessor(ProjectingProcessor):
@@ -322,6 +341,8 @@ class PersistProcessor(ProjectingProcessor):
         super().__init__(schema, in_schema, in_positions)
         self.state_id = state_id
         self.updater = updater
+        #: the updater takes the batch as value lists (``update_rows``, read by position: a built-in one)
+        self.rows = callable(getattr(updater, "update_rows", None))
 
     def operations(self) -> list[Any]:
         return [self.updater]
@@ -330,11 +351,17 @@ class PersistProcessor(ProjectingProcessor):
         return []
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        run.states[self.slot].append(self.project(values))
+        projected = self.project(values)
+        run.states[self.slot].append(projected.values if self.rows else projected)
 
     def execute_all(self, run: BatchRun, parent: int, rows: list[list[Any]]) -> None:
         span, schema = self.span, self.in_schema
-        if span is None:
+        if self.rows:
+            if span is not None and span[0] == 0:  # read by position: fields after the span are never read
+                run.states[self.slot].extend(rows)
+            else:
+                run.states[self.slot].extend(self.project(values).values for values in rows)
+        elif span is None:
             run.states[self.slot].extend(self.project(values) for values in rows)
         else:
             first, end = span
@@ -350,7 +377,10 @@ class PersistProcessor(ProjectingProcessor):
         if begin_attempt is not None:  # a state that tells attempts apart (e.g. ParquetState)
             begin_attempt(run.attempt)
         state.begin_commit(txid)
-        self.updater.update_state(state, run.states[self.slot], collector)
+        if self.rows:
+            self.updater.update_rows(state, run.states[self.slot], collector)
+        else:
+            self.updater.update_state(state, run.states[self.slot], collector)
         state.commit(txid)
 
 
