@@ -69,9 +69,21 @@ def listeners(executors: Iterable[Any]) -> list[tuple[str, int, Any]]:
     for ex in executors:
         components: dict[int, Any] = {**getattr(ex, "spouts", {}), **getattr(ex, "bolts", {})}
         for task, component in sorted(components.items()):
+            component = user_component(component)
             if callable(getattr(component, "set_credentials", None)):
                 out.append((ex.component_id, task, component))
     return out
+
+
+def user_component(component: Any) -> Any:
+    """The component itself when it listens, else the user's spout or bolt inside the wrappers the runtime puts
+    around it (a windowed bolt's executor, managed state's executors), each naming it ``wrapped_component``."""
+    for _ in range(8):  # wrappers nest a few deep at most
+        inner = getattr(component, "wrapped_component", None)
+        if inner is None or callable(getattr(component, "set_credentials", None)):
+            return component
+        component = inner
+    return component
 
 
 def deliver_credentials(executors: Iterable[Any], creds: Mapping[str, str], report: ErrorReport) -> int:

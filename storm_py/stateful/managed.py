@@ -22,6 +22,11 @@ EXACTLY_ONCE = "exactly_once"
 class ManagedBolt(Bolt):
     """A user bolt with the streams of both guarantees; its executor is chosen by ``topology.state.guarantee``."""
 
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
     def __init__(self, bolt: Any, stateful: bool, checkpoint_sources: Sequence[str],
                  barrier_sources: Sequence[str]) -> None:
         self.bolt = bolt

@@ -83,6 +83,11 @@ class UntrackedCollector:
 class StatefulSpoutExecutor(Spout):
     """Wraps a :class:`StatefulSpout` in a topology with managed state (see the module's description)."""
 
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.spout
+
     def __init__(self, spout: StatefulSpout) -> None:
         self.spout = spout
         self.exactly_once = False

@@ -179,6 +179,11 @@ class _WindowRunner(WindowedBoltExecutor):
 class StatefulWindowedBolt(BaseStatefulBolt):
     """A stateful windowed bolt as the stateful executor sees it (see the module docstring)."""
 
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
     def __init__(self, bolt: BaseStatefulWindowedBolt) -> None:
         self.bolt = bolt
         self.persistent = bolt.is_persistent()

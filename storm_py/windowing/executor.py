@@ -103,6 +103,11 @@ def tick_secs(conf: dict[str, Any], event_time: bool) -> float | None:
 class WindowedBoltExecutor(Bolt):
     """Runs a windowed bolt: windows its inputs and calls the bolt's ``execute(window)``."""
 
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
     def __init__(self, bolt: BaseWindowedBolt) -> None:
         self.bolt = bolt
         self.extractor: TimestampExtractor | None = bolt.get_timestamp_extractor()

@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from storm_py import BasicBolt, CredentialsListener, Fields, NotAliveException, TopologyBuilder
+from storm_py import (
+    BaseStatefulBolt,
+    BaseWindowedBolt,
+    BasicBolt,
+    Count,
+    CredentialsListener,
+    Fields,
+    NotAliveException,
+    TopologyBuilder,
+)
 from storm_py.clock import wait_until
 from storm_py.local import LocalCluster
 from storm_py.node.http_api import BadRequestError
@@ -91,3 +100,53 @@ def test_uploads_reach_every_listening_task_and_replace_the_last() -> None:
             cluster.upload_credentials("nope", {"k": "v"})
         with pytest.raises(BadRequestError, match="'k' must be a string"):
             cluster.upload_credentials("creds", {"k": 1})  # type: ignore[dict-item]
+
+
+class WindowedHolder(BaseWindowedBolt):
+    """A windowed bolt listening for credentials: the runtime runs it inside its window executor."""
+
+    def __init__(self, seen: Seen) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.task = context.get_this_task_id()
+
+    def set_credentials(self, creds: dict[str, str]) -> None:
+        self.seen.add("windowed", self.task, creds)
+
+    def execute(self, window: Any) -> None:
+        pass
+
+
+class StatefulHolder(BaseStatefulBolt):
+    """A stateful bolt listening for credentials: the runtime runs it inside managed state's executor."""
+
+    def __init__(self, seen: Seen) -> None:
+        self.seen = seen
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.task, self.collector = context.get_this_task_id(), collector
+
+    def init_state(self, state: Any) -> None:
+        pass
+
+    def set_credentials(self, creds: dict[str, str]) -> None:
+        self.seen.add("stateful", self.task, creds)
+
+    def execute(self, tup: Any) -> None:
+        self.collector.ack(tup)
+
+
+def test_windowed_and_stateful_bolts_get_credentials_through_the_runtimes_wrappers() -> None:
+    seen = Seen()
+    builder = TopologyBuilder()
+    builder.set_spout("feed", FeederSpout(Fields("v")), 1)
+    builder.set_bolt("windowed", WindowedHolder(seen).with_tumbling_window(Count.of(2)), 1).shuffle_grouping("feed")
+    builder.set_bolt("stateful", StatefulHolder(seen), 2).shuffle_grouping("feed")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("wrapped-creds", {}, builder.create_topology())
+        cluster.upload_credentials("wrapped-creds", {"user": "bob"})
+        wait_until(lambda: len(seen.last()) == 3, 30, what="the windowed task and both stateful tasks")
+        assert {component for component, _ in seen.last()} == {"windowed", "stateful"}
+        assert list(seen.last().values()) == [{"user": "bob"}] * 3
