@@ -26,11 +26,12 @@ from typing import Any, Final
 from storm_py.api.components import Bolt, OutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
 from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
 from storm_py.multilang.serializer import EncodeError, ProtocolError, quote
-from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent, setting
+from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent
 
 #: Storm's heartbeat stream and the task id its heartbeat tuples come from
 HEARTBEAT_STREAM: Final = "__heartbeat"

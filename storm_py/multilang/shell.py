@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.handshake import caller_file, handshake, resources_dir
 from storm_py.multilang.process import ShellProcess, component_logger
@@ -30,12 +30,6 @@ _NAMED_LEVELS: Final = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO
 SERIALIZER_KEY: Final = "topology.multilang.serializer"
 MAX_PENDING_KEY: Final = "topology.shellbolt.max.pending"
 TIMEOUT_KEY: Final = "topology.subprocess.timeout.secs"
-
-
-def setting(conf: dict[str, Any], key: str) -> Any:
-    """``conf[key]``, or the key's declared default when it is absent or null."""
-    value = conf.get(key)
-    return KEYS[key].default if value is None else value
 
 
 class ShellComponent:

@@ -24,6 +24,7 @@ from storm_py.api.components import Anchors, Bolt, OutputCollector, OutputFields
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, TICK_STREAM, Fields, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.windowing.bolt import BaseWindowedBolt, TimestampExtractor
 from storm_py.windowing.manager import Expiry, Step, WindowManager
 from storm_py.windowing.spec import (
@@ -33,7 +34,6 @@ from storm_py.windowing.spec import (
     SLIDING_DURATION,
     WATERMARK_INTERVAL,
     WindowSpec,
-    setting,
 )
 from storm_py.windowing.watermarks import WatermarkGenerator
 from storm_py.windowing.window import TupleWindow

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from storm_py.config import validate as validate_conf
-from storm_py.config.keys import KEYS
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, InvalidTopologyException
 from storm_py.windowing.manager import WindowManager
 from storm_py.windowing.policies import (
@@ -44,12 +44,6 @@ WINDOW_KEYS: Final = (
 MESSAGE_TIMEOUT: Final = "topology.message.timeout.secs"
 MAX_SPOUT_PENDING: Final = "topology.max.spout.pending"
 ENABLE_TIMEOUTS: Final = "topology.enable.message.timeouts"
-
-
-def setting(conf: Mapping[str, Any], key: str) -> Any:
-    """``conf[key]``, or the key's declared default when ``conf`` (a bolt's own conf) does not set it."""
-    value = conf.get(key)
-    return KEYS[key].default if value is None else value
 
 
 @dataclass(frozen=True)
