@@ -16,6 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 JSON = "application/json"
+#: raw bytes (user blobs): no cross-site form or simple request can send this type
+OCTET_STREAM = "application/octet-stream"
 #: Methods whose body a route reads.
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 

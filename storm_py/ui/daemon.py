@@ -17,7 +17,7 @@ from storm_py.client import API, NimbusClient
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
-from storm_py.node.http_guard import allowed_hosts
+from storm_py.node.http_guard import JSON, OCTET_STREAM, allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
 
@@ -36,6 +36,7 @@ class UiDaemon:
             self.server = JsonApiServer(
                 host, port, [], token=str(conf["nimbus.auth.token"]), fallback=self._relay, name="ui",
                 hosts=allowed_hosts(conf, host), public=_static, tls=server_context(conf),
+                fallback_bodies=(JSON, OCTET_STREAM),  # what nimbus's routes take (user blobs are raw bytes)
             )
         except OSError as err:
             raise StormPyError(f"ui cannot listen on {host}:{port}: {err.strerror}") from err

@@ -69,8 +69,7 @@ def test_every_route_refuses_no_or_a_wrong_token(endpoints: Endpoints, name: str
     endpoints.servers[name].limiter = FailureLimiter()  # each case on its own: the routes outnumber the limit
     endpoints.handled.clear()
     for route in attacked(endpoints, name):
-        # each route's own body type; the UI relay forwards JSON bodies only
-        content = JSON_BODY["Content-Type"] if name == "ui" else route.bodies[0]
+        content = route.bodies[0]  # each route's own body type (the UI relays nimbus's routes)
         headers = {"Content-Type": content} if route.method in ("POST", "PUT") else {}
         if authorization is not None:
             headers["Authorization"] = authorization
@@ -190,3 +189,17 @@ def test_host_and_origin_decisions() -> None:
     assert not origin_allowed("http://127.0.0.1:80", "127.0.0.1:80", tls=True)
     assert not origin_allowed("http://127.0.0.1:81", "127.0.0.1:80", tls=False)
     assert not origin_allowed("null", "127.0.0.1:80", tls=False)
+
+
+def test_the_ui_relays_a_blob_upload_and_still_refuses_a_simple_request_body(endpoints: Endpoints) -> None:
+    """User blobs travel as raw bytes: the UI relays them to nimbus like any route's body; a ``text/plain`` body
+    (what a cross-site simple request sends) stays refused before anything is relayed."""
+    port = endpoints.servers["ui"].port
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    status, _, reply = call(port, "POST", "/api/v1/blobs/relayed-blob",
+                            {**auth, "Content-Type": "application/octet-stream"}, b"\x00raw bytes\xff")
+    assert status == 200, reply
+    status, _, data = call(port, "GET", "/api/v1/blobs/relayed-blob", auth)
+    assert (status, data) == (200, b"\x00raw bytes\xff")
+    status, _, reply = call(port, "PUT", "/api/v1/blobs/relayed-blob", {**auth, "Content-Type": "text/plain"}, b"x")
+    assert (status, error_of(reply)) == (403, "forbidden")
