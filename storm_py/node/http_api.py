@@ -290,14 +290,11 @@ class JsonApiServer:
         tls: ssl.SSLContext | None = None,
         fallback_bodies: tuple[str, ...] = (JSON,),
     ) -> None:
-        """``hosts``: names accepted in ``Host`` besides IP addresses (see
-        :func:`~storm_py.node.http_guard.allowed_hosts`); ``public(method, path)``: whether a request the
-        ``fallback`` answers is open without the token; ``tls``: serve TLS only with this context;
-        ``fallback_bodies``: the media types of bodies the ``fallback`` accepts."""
+        """``hosts``: ``Host`` names besides IP addresses (:func:`~storm_py.node.http_guard.allowed_hosts`);
+        ``public(method, path)``: whether what ``fallback`` answers (bodies of ``fallback_bodies``) needs no token."""
         self.routes = list(routes)
         self.token = token
-        self.fallback = fallback
-        self.fallback_bodies = fallback_bodies
+        self.fallback, self.fallback_bodies = fallback, fallback_bodies
         self.name = name
         self.max_body = max_body
         self.hosts = frozenset({"localhost", host.lower(), *(h.lower() for h in hosts)})
@@ -402,8 +399,7 @@ class JsonApiServer:
             return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
         path = urlsplit(raw_path).path
         route = self._route(method, path)
-        bodies = route.bodies if route is not None else self.fallback_bodies
-        why = browser_refusal(method, headers, self.hosts, self.tls, bodies)
+        why = browser_refusal(method, headers, self.hosts, self.tls, route.bodies if route else self.fallback_bodies)
         if why is not None:
             return error_reply(ForbiddenError(why))
         if not self._open(method, path, route):
