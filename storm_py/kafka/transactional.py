@@ -163,6 +163,15 @@ class _KafkaBatches:
         for r in records:
             collector.emit([tx, r.topic, r.partition, r.offset, r.key, r.value])
 
+    def check_replayed(self, tp: tuple[str, int], first: int, nxt: int, records: list[KafkaRecord]) -> None:
+        """A replay of offsets ``first..nxt - 1`` that came back short fails its batch (tried again later) while
+        the broker has not served the whole range yet."""
+        if not records or records[-1].offset < nxt - 1:
+            marks = self.reader(tp).client.watermarks(tp, 0.0, cached=True)
+            if marks is None or marks[1] < nxt:  # the broker has not served the range yet: try again later
+                raise FailedException(f"replay of {tp[0]}/{tp[1]} offsets {first}..{nxt - 1} got "
+                                      f"{len(records)} records before the timeout")
+
     def close(self) -> None:
         for r in self.readers.values():
             r.close()
@@ -212,11 +221,7 @@ class _TransactionalEmitter(_KafkaBatches):
         except KafkaClientError as err:
             collector.report_error(err)
             raise FailedException(f"cannot replay {tp[0]}/{tp[1]} offsets {first}..{nxt - 1}: {err}") from err
-        if not records or records[-1].offset < nxt - 1:
-            marks = self.reader(tp).client.watermarks(tp, 0.0, cached=True)
-            if marks is None or marks[1] < nxt:  # the broker has not served the range yet: try again later
-                raise FailedException(f"replay of {tp[0]}/{tp[1]} offsets {first}..{nxt - 1} got "
-                                      f"{len(records)} records before the timeout")
+        self.check_replayed(tp, first, nxt, records)
         self.emit(tx, collector, records)
 
 
@@ -247,11 +252,7 @@ class _OpaqueEmitter(_KafkaBatches):
                             partition, err)
                 collector.report_error(err)
                 return last_meta
-            if not records or records[-1].offset < nxt - 1:
-                marks = self.reader(tp).client.watermarks(tp, 0.0, cached=True)
-                if marks is None or marks[1] < nxt:  # the broker has not served the range yet: try again later
-                    raise FailedException(f"replay of {tp[0]}/{tp[1]} offsets {first}..{nxt - 1} got "
-                                          f"{len(records)} records before the timeout")
+            self.check_replayed(tp, first, nxt, records)
             self.emit(tx, collector, records)
         return {"topic": tp[0], "partition": tp[1], "first_offset": first, "next_offset": nxt}
 
