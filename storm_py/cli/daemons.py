@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -49,6 +49,37 @@ def _info_logging() -> None:
 
 def _fail(err: StormPyError) -> click.ClickException:
     return click.ClickException(err.message)
+
+
+class DevService(Protocol):
+    """A development service process: ZooKeeper, the Kafka broker, Redis."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def serve_dev_service(service: DevService, what: str, address: Callable[[], str], label: str,
+                      then: Callable[[], None] | None = None) -> None:
+    """Start ``service`` (and run ``then``), print ``label: address``, and keep it until SIGINT or SIGTERM; a start
+    that fails, or ``service`` (``what``) exiting meanwhile, is a one-line error.  It is stopped in every case."""
+    with _stop_on_signals() as stop:
+        try:
+            try:
+                service.start()
+                if then is not None:
+                    then()
+            except (StormPyError, ValueError) as err:
+                raise click.ClickException(str(err)) from err
+            click.echo(f"{label}: {address()}")
+            while not stop.wait(0.5):
+                if not service.running:
+                    raise click.ClickException(f"{what} exited")
+        finally:
+            service.stop()
 
 
 def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str, Any]:
@@ -166,18 +197,7 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
     conf = load_conf(config_file, overrides)
     path = Path(data_dir or conf.get("dev.zookeeper.path") or "dev-zookeeper")
     zk = ZooKeeperProcess(path.resolve(), int(port or conf.get("storm.zookeeper.port") or 2181))
-    with _stop_on_signals() as stop:
-        try:
-            zk.start()
-        except StormPyError as err:
-            raise _fail(err) from err
-        click.echo(f"zookeeper: {zk.connect_string}")
-        try:
-            while not stop.wait(0.5):
-                if not zk.running:
-                    raise click.ClickException("ZooKeeper exited")
-        finally:
-            zk.stop()
+    serve_dev_service(zk, "ZooKeeper", lambda: zk.connect_string, "zookeeper")
 
 
 @click.command("dev-cluster")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from storm_py.cli.daemons import _stop_on_signals
+from storm_py.cli.daemons import serve_dev_service
 from storm_py.cli.options import config_options
-from storm_py.errors import StormPyError
 
 
 @click.command("dev-kafka")
@@ -22,21 +21,8 @@ def dev_kafka(port: int, host: str, topics: tuple[str, ...], config_file: str | 
     from storm_py.dev.kafka import KafkaBrokerProcess
 
     broker = KafkaBrokerProcess(port or None, host=host, die_with_parent=True)
-    with _stop_on_signals() as stop:
-        try:
-            try:
-                broker.start()
-                if topics:
-                    _create_topics(broker.bootstrap_servers, topics)
-            except (StormPyError, ValueError) as err:
-                broker.stop()
-                raise click.ClickException(str(err)) from err
-            click.echo(f"kafka: {broker.bootstrap_servers}", nl=True)
-            while not stop.wait(0.5):
-                if not broker.running:
-                    raise click.ClickException("the Kafka broker exited")
-        finally:
-            broker.stop()
+    serve_dev_service(broker, "the Kafka broker", lambda: broker.bootstrap_servers, "kafka",
+                      then=(lambda: _create_topics(broker.bootstrap_servers, topics)) if topics else None)
 
 
 def _create_topics(bootstrap_servers: str, topics: tuple[str, ...]) -> None:

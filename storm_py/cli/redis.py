@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from storm_py.cli.daemons import _stop_on_signals
+from storm_py.cli.daemons import serve_dev_service
 from storm_py.cli.options import config_options
-from storm_py.errors import StormPyError
 
 
 @click.command("dev-redis")
@@ -23,16 +22,4 @@ def dev_redis(port: int, host: str, data_dir: str, config_file: str | None, over
     from storm_py.dev.redis import RedisServerProcess
 
     server = RedisServerProcess(Path(data_dir), port or None, host=host, die_with_parent=True)
-    with _stop_on_signals() as stop:
-        try:
-            try:
-                server.start()
-            except StormPyError as err:
-                server.stop()
-                raise click.ClickException(str(err)) from err
-            click.echo(f"redis: {server.address}", nl=True)
-            while not stop.wait(0.5):
-                if not server.running:
-                    raise click.ClickException("the Redis server exited")
-        finally:
-            server.stop()
+    serve_dev_service(server, "the Redis server", lambda: server.address, "redis")
