@@ -185,7 +185,7 @@ class BlobReplicator:
                 newest = max(holders.values(), default=BLOB_VERSION)  # user blobs gain versions
                 if self.blobs.has(key) and holders.get(self.holder_id, newest) >= newest:
                     if self.holder_id not in holders:
-                        self.state.register_blob_holder(key, self.holder_id, newest)
+                        self.state.register_blob_holder(key, self.holder_id, newest, follow=True)
                     continue
                 retry_at, delay = self._retry.get(key, (0.0, COPY_RETRY_SECS / 2))
                 if self.clock.now() < retry_at:
@@ -212,7 +212,9 @@ class BlobReplicator:
                 log.warning("could not copy blob %s from %s: %s", key, holder, err)
                 continue
             self.blobs.put(key, data)
-            self.state.register_blob_holder(key, self.holder_id, version)
+            if not self.state.register_blob_holder(key, self.holder_id, version, follow=True):
+                log.info("blob %s was deleted while it was copied here", key)  # the orphan sweep removes the copy
+                return True
             log.info("copied blob %s (%d bytes) from %s", key, len(data), holder)
             return True
         if holders:

@@ -305,11 +305,14 @@ class ClusterState:
         return self.storage.watch_children(znodes.leader_lock(self.root), lambda _path: callback())
 
     # ------------------------------------------------------------------------------------------- blobstore
-    def register_blob_holder(self, key: str, holder_id: str, version: int) -> None:
-        """Record that nimbus ``holder_id`` (``host:port``) holds version ``version`` of blob ``key``."""
-        self.storage.set(
-            znodes.blob_holder(self.root, key, holder_id), encode_json({"version": int(version)})
-        )
+    def register_blob_holder(self, key: str, holder_id: str, version: int, *, follow: bool = False) -> bool:
+        """Record that nimbus ``holder_id`` (``host:port``) holds version ``version`` of blob ``key``; a ``follow``er
+        (holding a copy) only while the blob is still registered, so a delete stays done.  Whether it recorded."""
+        path, data = znodes.blob_holder(self.root, key, holder_id), encode_json({"version": int(version)})
+        if follow:
+            return self.storage.set_if_parent(path, data)
+        self.storage.set(path, data)
+        return True
 
     def remove_blob_holder(self, key: str, holder_id: str) -> None:
         """Record that ``holder_id`` no longer holds blob ``key``."""
@@ -318,12 +321,9 @@ class ClusterState:
     def blob_holders(self, key: str) -> dict[str, int]:
         """The nimbuses holding blob ``key``, with the version each holds."""
         parent = znodes.blob(self.root, key)
-        out: dict[str, int] = {}
-        for holder_id in self.storage.children(parent):
-            value = self._read(znodes.join(parent, holder_id), lambda obj: int(obj["version"]))
-            if value is not None:
-                out[holder_id] = value
-        return out
+        read = {h: self._read(znodes.join(parent, h), lambda obj: int(obj["version"]))
+                for h in self.storage.children(parent)}
+        return {holder_id: version for holder_id, version in read.items() if version is not None}
 
     def blob_keys(self) -> list[str]:
         """Every registered blob key, sorted."""

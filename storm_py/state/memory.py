@@ -292,6 +292,14 @@ class MemoryStorage:
             else:
                 self.store._set(path, bytes(data), None, self._who)
 
+    def set_if_parent(self, path: str, data: bytes) -> bool:
+        path = self._path("set", path)
+        with self.store._lock:
+            if znodes.parent(path) not in self.store._nodes:
+                return False
+            self.store._set(path, bytes(data), None, self._who)
+            return True
+
     def set_ephemeral(self, path: str, data: bytes) -> None:
         path = self._path("set", path)
         with self.store._lock:

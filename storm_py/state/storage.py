@@ -114,6 +114,12 @@ class StateStorage(Protocol):
         """Write ``data`` at ``path``, creating it and its missing parents (persistent) if needed."""
         ...
 
+    def set_if_parent(self, path: str, data: bytes) -> bool:
+        """Write ``data`` at ``path`` (persistent) only while its parent exists, never creating the parent; whether
+        it was written.  A follower registering under a node another session may delete uses it, so a delete is
+        never undone by a late write."""
+        ...
+
     def set_ephemeral(self, path: str, data: bytes) -> None:
         """Create or overwrite ``path`` as an ephemeral node of this session.
 

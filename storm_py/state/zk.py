@@ -218,6 +218,26 @@ class KazooStorage:
                     pass
         raise StateError(f"ZooKeeper set {path}: node keeps appearing and vanishing", path=path, op="set")
 
+    def set_if_parent(self, path: str, data: bytes) -> bool:
+        path = znodes.normalize(path)
+        full, data = self._full(path), bytes(data)
+        with self._converted("set", path):
+            for _ in range(10):
+                try:
+                    self._call("set", path, self._client.set_async, full, data)
+                    return True
+                except NoNodeError:
+                    pass
+                try:  # no parents made: a missing parent means the node was deleted
+                    self._call("set", path, self._client.create_async, full, data,
+                               kazoo_acl(self._policy.acl_for(path)))
+                    return True
+                except NoNodeError:
+                    return False
+                except NodeExistsError:
+                    pass
+        raise StateError(f"ZooKeeper set {path}: node keeps appearing and vanishing", path=path, op="set")
+
     def set_ephemeral(self, path: str, data: bytes) -> None:
         data = bytes(data)
         path = znodes.normalize(path)

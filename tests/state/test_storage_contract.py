@@ -31,6 +31,19 @@ def test_get_set_exists(backend: Backend) -> None:
     assert s.get("/bin") == bytes(range(256))
 
 
+def test_set_if_parent_never_creates_the_parent(backend: Backend) -> None:
+    s = backend.session()
+    assert not s.set_if_parent("/gone/child", b"x")
+    assert not s.exists("/gone")
+    s.set("/here", b"")
+    assert s.set_if_parent("/here/child", b"one")
+    assert s.set_if_parent("/here/child", b"two")
+    assert s.get("/here/child") == b"two"
+    s.delete("/here")
+    assert not s.set_if_parent("/here/child", b"three")
+    assert not s.exists("/here")
+
+
 def test_sessions_share_the_tree(backend: Backend) -> None:
     a, b = backend.session(), backend.session()
     a.set("/shared", b"x")

@@ -78,3 +78,36 @@ def test_a_blob_map_must_name_existing_blobs(tmp_path: Path, state: ClusterState
         blobs.check_map({"cfg": {}, "ghost": {}})
     with pytest.raises(InvalidTopologyException, match="localname"):
         blobs.check_map({"cfg": "cfg.txt"})
+
+
+def test_a_delete_during_a_sync_stays_deleted(tmp_path: Path, state: ClusterState) -> None:
+    """A nimbus syncing while a blob is deleted (it listed the key before the delete, or its copy arrives after it)
+    must not register itself as a holder again: that would bring the deleted blob back."""
+    store = LocalFsBlobStore(tmp_path / "n1")
+    blobs = UserBlobs(store, state, "n1:1")
+    blobs.create("other", b"x", ["o::rwa"])
+    keys = state.blob_keys
+
+    def listed_before_the_delete() -> list[str]:
+        listed = keys()
+        state.remove_blob(store_key("other"))  # the delete lands between the listing and the holders' read
+        return listed
+
+    state.blob_keys = listed_before_the_delete  # type: ignore[method-assign]
+    state.remove_blob_holder(store_key("other"), "n1:1")  # not yet registered here: the sync would register it
+    BlobReplicator(store, state, "n1:1", lambda holder, key: b"").sync()
+    state.blob_keys = keys  # type: ignore[method-assign]
+    with pytest.raises(NotFoundError, match="'other'"):
+        blobs.delete("other")
+
+    blobs.create("again", b"y", ["o::rwa"])
+    other = LocalFsBlobStore(tmp_path / "n2")
+
+    def fetch_then_deleted(holder: str, key: str) -> bytes:
+        data = store.get(key)
+        blobs.delete("again")  # deleted while the copy travels
+        assert data is not None
+        return data
+
+    BlobReplicator(other, state, "n2:2", fetch_then_deleted).sync()
+    assert blobs.list() == [] and state.blob_keys() == []
