@@ -174,6 +174,8 @@ def test_actions_need_the_token_and_deactivate_changes_the_status(
     wait_until(lambda: "Refused" in browser.text("#action-message"), 30, interval=0.2, what="the refusal shown")
     assert "nimbus.auth.token" in browser.text("#action-message")
     assert client.topology("clicks")["status"] == "ACTIVE"
+    # the page's own reads now carry the wrong token too: refused, they ask for the token
+    wait_until(lambda: browser.driver.find_elements("id", "token-prompt"), 30, interval=0.2, what="the token prompt")
     browser.shot("refused")
 
     driver.find_element("id", "token").clear()
@@ -181,6 +183,7 @@ def test_actions_need_the_token_and_deactivate_changes_the_status(
     driver.find_element("id", "deactivate").click()
     wait_until(lambda: browser.text("#status") == "INACTIVE", 30, interval=0.2, what="the page to show INACTIVE")
     assert client.topology("clicks")["status"] == "INACTIVE"
+    assert not browser.driver.find_elements("id", "token-prompt")  # the accepted token answered the prompt
     browser.shot("deactivated")
     driver.find_element("id", "activate").click()
     wait_until(lambda: client.topology("clicks")["status"] == "ACTIVE", 30, interval=0.2, what="active again")

@@ -31,12 +31,16 @@ const Storm = (() => {
       try { data = await reply.json(); } catch (e) { data = {}; }
       if (reply.status === 401 && method === "GET") { await askToken(Boolean(token)); continue; }
       if (!reply.ok) throw new ApiError(reply.status, data);
+      // a call the token got through answers a prompt still open (say, one raised while a wrong token was tried)
+      if (token && answer && token === getToken()) answer();
       return data;
     }
   }
 
   let asking = null;
-  /** Show the token form at the top of the page; resolves once a token is entered (one form for every call). */
+  let answer = null;
+  /** Show the token form at the top of the page; resolves once a token is entered (one form for every call) or a
+   *  token entered elsewhere on the page is accepted. */
   function askToken(refused) {
     if (asking) return asking;
     asking = new Promise((resolve) => {
@@ -51,10 +55,9 @@ const Storm = (() => {
         const value = input.value.trim();
         if (!value) return;
         setToken(value);
-        form.remove();
-        asking = null;
-        resolve();
+        answer();
       });
+      answer = () => { form.remove(); asking = null; answer = null; resolve(); };
       (document.querySelector("main") || document.body).prepend(form);
       input.focus();
     });
