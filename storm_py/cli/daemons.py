@@ -20,6 +20,7 @@ import click
 
 from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ def serve_dev_service(service: DevService, what: str, address: Callable[[], str]
                     then()
             except (StormPyError, ValueError) as err:
                 raise click.ClickException(str(err)) from err
+            except OSError as err:  # its directory is a file, unwritable, ...
+                raise click.ClickException(f"{what} could not start: {err}") from err
             click.echo(f"{label}: {address()}")
             while not stop.wait(0.5):
                 if not service.running:
@@ -195,8 +198,8 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
     from storm_py.dev.zookeeper import ZooKeeperProcess
 
     conf = load_conf(config_file, overrides)
-    path = Path(data_dir or conf.get("dev.zookeeper.path") or "dev-zookeeper")
-    zk = ZooKeeperProcess(path.resolve(), int(port or conf.get("storm.zookeeper.port") or 2181))
+    path = Path(data_dir or setting(conf, "dev.zookeeper.path"))
+    zk = ZooKeeperProcess(path.resolve(), int(port or setting(conf, "storm.zookeeper.port")))
     serve_dev_service(zk, "ZooKeeper", lambda: zk.connect_string, "zookeeper")
 
 

@@ -78,3 +78,11 @@ def test_the_installed_command_fails_with_one_line(args: list[str], code: int, m
     proc = subprocess.run([*storm_py_command(), *args], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == code
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("Error: ") and message in proc.stderr
+
+
+def test_a_dev_service_that_cannot_start_is_a_one_line_error(tmp_path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    proc = subprocess.run([*storm_py_command(), "dev-zookeeper", "--dir", str(tmp_path / "file" / "zk"), "--port", "0"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "ZooKeeper could not start" in proc.stderr and "file" in proc.stderr
