@@ -91,7 +91,7 @@ def _is_worker(pid: str) -> bool:
 def worker_thread_cpu(session: int) -> dict[str, float]:
     """CPU seconds used so far by the threads of the cluster's live workers, summed by thread name (libzmq's
     I/O thread is ``ZMQbg/IO/0``; Python's threads keep the process's name), and their context switches so far
-    (``<name> switches``: voluntary plus involuntary) and the bytes the workers wrote (``written bytes``)."""
+    (``<name> switches``: voluntary plus involuntary)."""
     out: dict[str, float] = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or not _is_worker(pid):
@@ -114,17 +114,7 @@ def worker_thread_cpu(session: int) -> dict[str, float]:
             out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             switches = f"{name} switches"
             out[switches] = out.get(switches, 0.0) + _switches(f"/proc/{pid}/task/{tid}/status")
-        out["written bytes"] = out.get("written bytes", 0.0) + _written(pid)
     return out
-
-
-def _written(pid: str) -> int:
-    """Bytes a process has written so far through system calls (``wchar``: a worker's are almost all frames)."""
-    try:
-        with open(f"/proc/{pid}/io") as f:
-            return next((int(ln.split()[1]) for ln in f if ln.startswith("wchar:")), 0)
-    except OSError:
-        return 0
 
 
 def _switches(status_path: str) -> int:
@@ -218,8 +208,8 @@ def sleep_sampling(client: Any, name: str, secs: float, samples: list[int] | Non
 
 
 #: per-tuple scale of ``worker_thread_cpu`` figures by their name's last word: CPU in µs, context switches per
-#: thousand tuples, bytes as they are
-_THREAD_SCALE = {"switches": 1e3, "bytes": 1.0}
+#: thousand tuples
+_THREAD_SCALE = {"switches": 1e3}
 
 
 def run_case(
@@ -260,7 +250,7 @@ def run_case(
     row["cluster_cpu_pct"] = round(100 * ours / cores, 1) if cores else None
     row["others_cpu_pct"] = round(100 * max(0.0, busy - ours) / cores, 1) if cores else None
     row["worker_cpu_us_per_tuple"] = round(workers_cpu / (a1 - a0) * 1e6, 2) if a1 > a0 else None
-    if a1 > a0:  # switches: per thousand tuples; bytes: per tuple
+    if a1 > a0:  # switches: per thousand tuples
         row["worker_thread_cpu_us_per_tuple"] = {
             name: round((th1[name] - th0.get(name, 0.0)) / (a1 - a0) * _THREAD_SCALE.get(name.split()[-1], 1e6), 2)
             for name in sorted(th1)
