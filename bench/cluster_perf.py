@@ -88,6 +88,44 @@ def _is_worker(pid: str) -> bool:
     return b"storm_py" in args and b"worker" in args
 
 
+def worker_thread_cpu(session: int) -> dict[str, float]:
+    """CPU seconds used so far by the threads of the cluster's live workers, summed by thread name (libzmq's
+    I/O thread is ``ZMQbg/IO/0``; Python's threads keep the process's name), and their context switches so far
+    (``<name> switches``: voluntary plus involuntary)."""
+    out: dict[str, float] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or not _is_worker(pid):
+            continue
+        stat = _proc_stat(pid)
+        if stat is None or stat[0] != session:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    head, rest = f.read().rsplit(")", 1)
+            except OSError:
+                continue
+            name = head.split("(", 1)[1]
+            fields = rest.split()
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            switches = f"{name} switches"
+            out[switches] = out.get(switches, 0.0) + _switches(f"/proc/{pid}/task/{tid}/status")
+    return out
+
+
+def _switches(status_path: str) -> int:
+    """Voluntary plus involuntary context switches of a thread so far (0 when it is gone)."""
+    try:
+        with open(status_path) as f:
+            return sum(int(ln.split()[1]) for ln in f if ln.endswith("ctxt_switches\n") or "ctxt_switches:" in ln)
+    except OSError:
+        return 0
+
+
 def cluster_cpu(session: int) -> tuple[float, float]:
     """CPU seconds used so far by the live processes of the cluster's session: (all of them, the workers)."""
     total = workers = 0.0
@@ -169,6 +207,11 @@ def sleep_sampling(client: Any, name: str, secs: float, samples: list[int] | Non
         samples.append(spout_totals(client, name)[0])
 
 
+#: per-tuple scale of ``worker_thread_cpu`` figures by their name's last word: CPU in µs, context switches per
+#: thousand tuples
+_THREAD_SCALE = {"switches": 1e3}
+
+
 def run_case(
     conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int,
     session: int, name: str | None = None, extra_conf: tuple[str, ...] = (), samples: list[int] | None = None,
@@ -189,11 +232,12 @@ def run_case(
     client = NimbusClient(read_storm_config(conf_path))
     sleep_sampling(client, name, warmup, samples)
     (a0, _, _, f0, s0), t0 = at_heartbeat(client, name)
-    m0, c0 = machine_cpu(), cluster_cpu(session)
+    m0, c0, th0 = machine_cpu(), cluster_cpu(session), worker_thread_cpu(session)
     sleep_sampling(client, name, secs, samples)
     (a1, lat, p99, f1, s1), t1 = at_heartbeat(client, name)
-    m1, c1 = machine_cpu(), cluster_cpu(session)
+    m1, c1, th1 = machine_cpu(), cluster_cpu(session), worker_thread_cpu(session)
     load = [round(x, 2) for x in os.getloadavg()]
+    transfer = [w.get("transfer", {}) for w in client.topology(name).get("workers", [])]
     subprocess.run([*STORM, "kill", name, "-w", "0", "--config", str(conf_path)], check=True, capture_output=True)
     row: dict[str, Any] = {"acked_per_s": round((a1 - a0) / (t1 - t0))}
     row["items_per_frame"] = round((s1 - s0) / (f1 - f0), 1) if f1 > f0 else None
@@ -206,6 +250,15 @@ def run_case(
     row["cluster_cpu_pct"] = round(100 * ours / cores, 1) if cores else None
     row["others_cpu_pct"] = round(100 * max(0.0, busy - ours) / cores, 1) if cores else None
     row["worker_cpu_us_per_tuple"] = round(workers_cpu / (a1 - a0) * 1e6, 2) if a1 > a0 else None
+    if a1 > a0:  # switches: per thousand tuples
+        row["worker_thread_cpu_us_per_tuple"] = {
+            name: round((th1[name] - th0.get(name, 0.0)) / (a1 - a0) * _THREAD_SCALE.get(name.split()[-1], 1e6), 2)
+            for name in sorted(th1)
+        }
+    # since the workers started: frames a peer's full queue refused (sent later by the pump), waits of the
+    # receiving threads for the runtime to take in what it was handed
+    row["transfer_totals"] = {k: sum(int(t.get(k, 0)) for t in transfer)
+                              for k in ("send_blocked", "receive_waits", "overflow_max", "peers_refused")}
     row["loadavg_1_5_15"] = load
     return row
 

@@ -93,6 +93,12 @@ class Sender(Protocol):
         """This sender's counters (live)."""
         ...
 
+    @property
+    def authenticates(self) -> bool:
+        """Whether the transport itself authenticates every frame to the receiver (ZeroMQ CURVE over TCP or IPC:
+        only a holder of the topology's key pair gets frames through, each unaltered)."""
+        ...
+
     def send(self, frame: bytes, block: bool = True, timeout: float | None = None) -> bool:
         """Queue ``frame`` for the peer.
 
@@ -120,6 +126,12 @@ class Receiver(Protocol):
     @property
     def stats(self) -> TransportStats:
         """This receiver's counters (live)."""
+        ...
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether every frame this receiver takes in was authenticated by the transport itself (ZeroMQ CURVE on
+        a TCP or IPC address: it came from a holder of the topology's key pair, unaltered)."""
         ...
 
     @property
@@ -266,6 +278,8 @@ class ThreadedReceiver:
     """
 
     _address: str
+    #: no transport authentication unless a subclass sets it (see :attr:`Receiver.authenticates`)
+    authenticates = False
 
     def __init__(self, logger: logging.Logger) -> None:
         self._log = logger

@@ -54,6 +54,8 @@ class _Mailbox:
 class MemorySender:
     """A sender into a mailbox of its :class:`MemoryTransport`."""
 
+    authenticates = False  # in one process: nothing on the way to authenticate against
+
     def __init__(self, transport: MemoryTransport, mailbox: _Mailbox) -> None:
         self._transport = transport
         self._box = mailbox

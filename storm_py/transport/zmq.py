@@ -18,7 +18,8 @@ Encryption: given a ``curve_seed`` (32 bytes or more, the topology's secret) eve
 with the one key pair derived from it: receivers are CURVE servers, senders CURVE clients, and a process-wide
 ZAP handler (:class:`_ZapHandler`) admits only clients presenting that key pair's public key.  A peer without
 it never completes the handshake, so none of its frames is received; each refused handshake (wrong key, or no
-CURVE at all) is seen on the receiver's monitor socket and counted (``TransportStats.peers_refused``).
+CURVE at all) is seen on the receiver's monitor socket and counted (``TransportStats.peers_refused``).  Over
+TCP and IPC every message is a CURVE box, so those endpoints ``authenticate``; ``inproc://`` never does.
 
 Threads: a socket is only ever used by one thread at a time.  A sender's socket is guarded by a lock, so
 ``send`` may be called from several threads.  A receiver's socket belongs to its background thread while
@@ -59,7 +60,6 @@ _DRAIN_MAX = 256
 
 #: At most this many frames are counted (and dropped) when a receiver closes with frames queued.
 _DISCARD_COUNT_MAX = 100_000
-
 
 #: ZeroMQ's fixed address of a context's ZAP handler.
 _ZAP_ENDPOINT = "inproc://zeromq.zap.01"
@@ -159,6 +159,7 @@ class ZmqSender:
     ) -> None:  # fmt: skip
         self._transport = transport
         self._address = address
+        self.authenticates = curve is not None and not address.startswith("inproc:")
         self._stats = TransportStats()
         self._lock = threading.Lock()
         self._closed = False
@@ -267,6 +268,7 @@ class ZmqReceiver(ThreadedReceiver):
             raise TransportError(f"cannot bind {endpoint}: {exc}", address=endpoint) from exc
         self._sock = sock
         self._address = address or endpoint
+        self.authenticates = curve is not None and not self._address.startswith("inproc:")
         self._errors = HandlerErrorLog(log, self._address)
 
     def _prepare_run(self) -> tuple[int]:
@@ -407,15 +409,12 @@ class ZmqTransport(TransportEndpoints[ZmqSender, ZmqReceiver]):
     ) -> None:  # fmt: skip
         super().__init__("zmq", hwm, ZmqSender)
         if max_message_size == 0 or max_message_size < -1:
-            raise TransportError(
-                f"maximum message size must be positive (or -1 for none), got {max_message_size}",
-                max_message_size=max_message_size,
-            )
+            raise TransportError(f"maximum message size must be positive (or -1 for none), got {max_message_size}",
+                                 max_message_size=max_message_size)  # fmt: skip
         self.max_message_size = max_message_size
         if buffer_bytes < 0:
-            raise TransportError(
-                f"socket buffer size must be 0 or positive, got {buffer_bytes}", buffer_bytes=buffer_bytes
-            )
+            raise TransportError(f"socket buffer size must be 0 or positive, got {buffer_bytes}",
+                                 buffer_bytes=buffer_bytes)  # fmt: skip
         self.buffer_bytes = buffer_bytes
         self.curve = None if curve_seed is None else curve_keypair(curve_seed)
 

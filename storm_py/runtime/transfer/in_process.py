@@ -184,6 +184,10 @@ class _CountingSender:
     def stats(self) -> TransportStats:
         return self._inner.stats
 
+    @property
+    def authenticates(self) -> bool:
+        return self._inner.authenticates
+
     def send(self, frame: bytes, block: bool = True, timeout: float | None = None) -> bool:
         address = self._inner.address
         self._counter._count(address, 1)  # counted before the receiver can see it
@@ -209,6 +213,10 @@ class _CountingReceiver:
     @property
     def stats(self) -> TransportStats:
         return self._inner.stats
+
+    @property
+    def authenticates(self) -> bool:
+        return self._inner.authenticates
 
     @property
     def running(self) -> bool:

@@ -16,7 +16,8 @@ deadlock if both waited):
   emitting until the overflow drains: the sender waits, bolts keep running.
 
 Nothing is dropped silently: frames for peers that are gone and items that cannot be encoded are counted
-(``dropped_*``), a frame without the topology's tag (:mod:`~storm_py.runtime.transfer.auth`) is dropped unread,
+(``dropped_*``), a frame without the topology's tag (:mod:`~storm_py.runtime.transfer.auth`; no tag is sealed
+or checked where the transport authenticates every frame itself, ZeroMQ CURVE between processes) is dropped unread,
 logged and counted (``frames_unauthenticated``), and a corrupted frame is rejected whole, logged and counted
 (``frames_rejected``); the spouts' message timeouts replay what was lost.
 """
@@ -122,6 +123,7 @@ class SocketTransfer:
         self._runtime: TransferHost | None = None
         self._decoder: FrameDecoder | None = None
         self._receiver: Any = None
+        self._opener: FrameAuth | None = None  # checks tags on arrival, unless the receiver authenticates
         self._base_limit = 0
         self._budget_lock = threading.Lock()
         self._queued = 0  # tuples put in overflow, ever (under _budget_lock)
@@ -147,6 +149,9 @@ class SocketTransfer:
         )
         self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams, targets)
         self._receiver = self._transport.bind(self._host, port)
+        # where the transport authenticates every frame (CURVE), a tag would only repeat it: docs/DESIGN.md,
+        # "Frame tags under CURVE"
+        self._opener = None if self._receiver.authenticates else self._auth
         self._receiver.start(self._on_frame)
         self._pump = threading.Thread(target=self._run_pump, name=f"transfer-pump-{worker_key}", daemon=True)
         self._pump.start()
@@ -172,8 +177,6 @@ class SocketTransfer:
             self._report_unencodable(encoded.rejected)
         if encoded.frame is None:
             return
-        if self._auth is not None:
-            encoded.frame = self._auth.seal(encoded.frame)
         if self._closing.is_set():  # the worker is stopping: nothing leaves any more
             m.dropped_no_peer += encoded.count
             return
@@ -187,6 +190,8 @@ class SocketTransfer:
             m.dropped_no_peer += encoded.count
             self._warn("no_peer", "dropped %d tuple(s) for %s: its host is unknown", encoded.count, worker_key)
             return
+        if self._auth is not None and not peer.sender.authenticates:  # CURVE's boxes already authenticate
+            encoded.frame = self._auth.seal(encoded.frame)
         with peer.lock:
             if not peer.overflow:
                 try:
@@ -333,8 +338,8 @@ class SocketTransfer:
         m = self.counters
         self._handling += 1
         try:
-            if self._auth is not None:
-                opened = self._auth.open(data)
+            if self._opener is not None:
+                opened = self._opener.open(data)
                 if opened is None:
                     m.frames_unauthenticated += 1
                     self._warn("unauthenticated", "dropped a frame of %d bytes on %s: its tag is not this "
