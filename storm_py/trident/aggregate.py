@@ -166,6 +166,8 @@ class CombinerProcessor(ProjectingProcessor):
         else:
             self.mode = GENERAL
         self.position = in_positions[0] if in_positions else 0
+        #: the position of the group field in the emits a parent appends to the batch state (``batch_sink``)
+        self.sink_key: int | None = None
 
     def operations(self) -> list[Any]:
         return [self.agg]
@@ -191,22 +193,18 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
-    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
+    def batch_sink(self, width: int) -> bool:
         """Count straight from a function's emits when the group field is among the emitted values: the
-        emits are appended to a list as they are and counted in one pass (C's ``Counter`` loop) per input
-        tuple of the function."""
+        emits are appended to the batch's list as they are and counted in one pass (C's ``Counter`` loop)
+        when the batch finishes."""
         if self.single is None or self.mode != ONE or self.single < width:
-            return None
-        slot, key_of = self.slot, itemgetter(self.single - width)
-        rows: list[Any] = []
-
-        def count(run: BatchRun) -> None:
-            _count_into(run.states[slot], map(key_of, rows))
-            rows.clear()
-
-        return rows, count
+            return False
+        self.sink_key = self.single - width
+        return True
 
     def start(self, run: BatchRun) -> Any:
+        if self.sink_key is not None:
+            return []
         return {} if self.group is not None else [self.agg.zero()]
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
@@ -231,6 +229,10 @@ class CombinerProcessor(ProjectingProcessor):
 
     def finish(self, run: BatchRun) -> None:
         state = run.states[self.slot]
+        if self.sink_key is not None:  # the emits of the batch: count them now
+            counts: dict[Any, int] = {}
+            _count_into(counts, map(itemgetter(self.sink_key), state))
+            state = counts
         if self.group is None:
             self.emit(run, [state[0]])
         elif self.single is not None:

@@ -72,10 +72,15 @@ class Processor:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
-    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
-        """For the collector of this processor's only parent: a list the parent's emits are appended to as
-        they are (no ``prefix``; ``width`` = the prefix's length) and what takes them in once the parent's
-        operation returned from an input tuple (then the list is empty again); None when there is none."""
+    def batch_sink(self, width: int) -> bool:
+        """For the collector of this processor's only parent: whether the parent's emits may be appended as
+        they are (no ``prefix``; ``width`` = the prefix's length) to this processor's batch state, a list it
+        takes in when the batch finishes (then nothing calls its ``execute``)."""
+        return False
+
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """What the bolt may call with each input tuple as it came off the wire (``[attempt, *values]``)
+        instead of the entry point with the values alone; None when there is none."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -127,9 +132,8 @@ class OperationCollector:
         self.prefix: list[Any] = []
         #: the fields every prefix has (a function's input tuple), when fixed: lets a child take the emits in
         self.prefix_width = prefix_width
-        #: emits not yet taken in by the child's batch sink (empty unless bound to one)
-        self.pending: list[Any] = []
-        self.flush: Callable[[BatchRun], None] | None = None
+        #: the slot of the child whose batch state (a list) the emits are appended to, when bound to one
+        self.sink: int | None = None
 
     @property
     def discards(self) -> bool:
@@ -139,19 +143,17 @@ class OperationCollector:
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
         emit straight to it (the common case of a function feeding an aggregation): into the child's batch
-        sink when it has one (``emit`` is then the sink's ``list.append``, no Python call per emit), else
-        to its entry point."""
+        state when it is a sink (``emit`` is then that list's ``append``, set per input tuple: no Python call
+        per emit), else to its entry point."""
         proc = self.proc
-        self.pending, self.flush = [], None
+        self.sink = None
         if len(proc.targets) != 1 or proc.streams:
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
         child = proc.children[0][0]
-        sink = child.batch_sink(len(self.prefix_width)) if self.prefix_width is not None else None
-        if sink is not None:
-            self.pending, self.flush = sink
-            self.emit = self.pending.append  # type: ignore[method-assign, assignment]
+        if self.prefix_width is not None and child.batch_sink(len(self.prefix_width)):
+            self.sink = child.slot
             return
 
         def emit(values: Sequence[Any]) -> None:
@@ -193,8 +195,8 @@ class ProjectingProcessor(Processor):
     def project(self, values: list[Any]) -> TridentTuple:
         span = self.span
         if span is not None:
-            return TridentTuple(values[span[0]:span[1]], self.in_schema)
-        return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
+            return self.in_schema.make(values[span[0]:span[1]])
+        return self.in_schema.make([values[i] for i in self.in_positions])
 
 
 class EachProcessor(ProjectingProcessor):
@@ -214,17 +216,34 @@ class EachProcessor(ProjectingProcessor):
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
         collector = self.collector
         collector.run = run
-        collector.prefix = values
+        sink = collector.sink
+        if sink is not None:
+            collector.emit = run.states[sink].append  # type: ignore[method-assign]
+        else:
+            collector.prefix = values
         span = self.span  # ``project``, inlined: this runs per tuple
         if span is not None:
-            tup = TridentTuple(values[span[0]:span[1]], self.in_schema)
+            tup = self.in_schema.make(values[span[0]:span[1]])
         else:
-            tup = TridentTuple([values[i] for i in self.in_positions], self.in_schema)
-        try:
-            self.function.execute(tup, collector)
-        finally:
-            if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
-                collector.flush(run)  # type: ignore[misc]
+            tup = self.in_schema.make([values[i] for i in self.in_positions])
+        self.function.execute(tup, collector)
+
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """With the emits going into a sink (no prefix to keep), the projection reads the wire tuple itself:
+        no copy of its values without the batch id."""
+        collector, span = self.collector, self.span
+        sink = collector.sink
+        if sink is None or span is None:
+            return None
+        execute, make = self.function.execute, self.in_schema.make
+        first, end = span[0] + 1, span[1] + 1
+
+        def each(run: BatchRun, values: list[Any]) -> None:
+            collector.run = run
+            collector.emit = run.states[sink].append  # type: ignore[method-assign]
+            execute(make(values[first:end]), collector)
+
+        return each
 
 
 class FilterProcessor(ProjectingProcessor):
@@ -259,7 +278,7 @@ class MapProcessor(Processor):
         return [self.function]
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        tup = TridentTuple(values, self.in_schema)
+        tup = self.in_schema.make(values)
         if self.kind == "map":
             self.emit(run, self._checked(self.call(tup)))
         elif self.kind == "flat_map":
@@ -365,7 +384,8 @@ class PersistProcessor(ProjectingProcessor):
             run.states[self.slot].extend(self.project(values) for values in rows)
         else:
             first, end = span
-            run.states[self.slot].extend([TridentTuple(values[first:end], schema) for values in rows])
+            make = schema.make
+            run.states[self.slot].extend([make(values[first:end]) for values in rows])
 
     def finish(self, run: BatchRun) -> None:
         state = run.task.states[self.state_id]
