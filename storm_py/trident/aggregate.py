@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, cast
 
@@ -135,8 +134,6 @@ class CombineValues(CombinerAggregator):
 #: second phase of a two-phase combiner)
 GENERAL, ONE, FIELD = 0, 1, 2
 _MISSING = object()
-#: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
-_count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
 
 
 class CombinerProcessor(ProjectingProcessor):
@@ -166,8 +163,6 @@ class CombinerProcessor(ProjectingProcessor):
         else:
             self.mode = GENERAL
         self.position = in_positions[0] if in_positions else 0
-        #: the position of the group field in the emits a parent appends to the batch state (``batch_sink``)
-        self.sink_key: int | None = None
 
     def operations(self) -> list[Any]:
         return [self.agg]
@@ -193,18 +188,15 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
-    def batch_sink(self, width: int) -> bool:
-        """Count straight from a function's emits when the group field is among the emitted values: the
-        emits are appended to the batch's list as they are and counted in one pass (C's ``Counter`` loop)
-        when the batch finishes."""
+    def count_sink(self, width: int) -> tuple[int, Callable[[Any], Any]] | None:
+        """Let a function count straight from its emits when the group field is among the emitted values:
+        ``(slot, key getter)``, the emits of one input tuple then go through C's ``Counter`` loop into
+        ``run.states[slot]`` with ``key getter`` (see :class:`~storm_py.trident.processors.EachProcessor`)."""
         if self.single is None or self.mode != ONE or self.single < width:
-            return False
-        self.sink_key = self.single - width
-        return True
+            return None
+        return self.slot, itemgetter(self.single - width)
 
     def start(self, run: BatchRun) -> Any:
-        if self.sink_key is not None:
-            return []
         return {} if self.group is not None else [self.agg.zero()]
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
@@ -229,10 +221,6 @@ class CombinerProcessor(ProjectingProcessor):
 
     def finish(self, run: BatchRun) -> None:
         state = run.states[self.slot]
-        if self.sink_key is not None:  # the emits of the batch: count them now
-            counts: dict[Any, int] = {}
-            _count_into(counts, map(itemgetter(self.sink_key), state))
-            state = counts
         if self.group is None:
             self.emit(run, [state[0]])
         elif self.single is not None:
