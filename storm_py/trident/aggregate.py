@@ -188,6 +188,28 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """``entry``'s ``Count`` and ``Sum`` by one group field, reading a wire tuple (the batch id first)."""
+        if self.single is None or not self.additive or self.mode == GENERAL:
+            return None
+        slot, key_at, value_at = self.slot, self.single + 1, self.position + 1
+        if self.mode == ONE:
+
+            def count(run: BatchRun, values: list[Any]) -> None:
+                groups = run.states[slot]
+                key = values[key_at]
+                groups[key] = groups.get(key, 0) + 1
+
+            return count
+
+        def add(run: BatchRun, values: list[Any]) -> None:
+            groups = run.states[slot]
+            key = values[key_at]
+            old = groups.get(key, _MISSING)
+            groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
+
+        return add
+
     def count_sink(self, width: int) -> tuple[int, Callable[[Any], Any]] | None:
         """Let a function count straight from its emits when the group field is among the emitted values:
         ``(slot, key getter)``, the emits of one input tuple then go through C's ``Counter`` loop into
