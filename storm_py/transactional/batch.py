@@ -40,6 +40,11 @@ class BatchCollector:
     def __init__(self, out: OutputCollector) -> None:
         self._out = out
 
+    @property
+    def output(self) -> OutputCollector:
+        """The output collector emits go to (``emit(values, None, stream)`` is this collector's ``emit``)."""
+        return self._out
+
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple of the batch (its first value is the batch id); return the target tasks."""
         return self._out.emit(values, None, stream)

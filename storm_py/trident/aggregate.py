@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, cast
 
@@ -135,8 +134,6 @@ class CombineValues(CombinerAggregator):
 #: second phase of a two-phase combiner)
 GENERAL, ONE, FIELD = 0, 1, 2
 _MISSING = object()
-#: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
-_count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
 
 
 class CombinerProcessor(ProjectingProcessor):
@@ -191,20 +188,35 @@ class CombinerProcessor(ProjectingProcessor):
 
         return add
 
-    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
-        """Count straight from a function's emits when the group field is among the emitted values: the
-        emits are appended to a list as they are and counted in one pass (C's ``Counter`` loop) per input
-        tuple of the function."""
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """``entry``'s ``Count`` and ``Sum`` by one group field, reading a wire tuple (the batch id first)."""
+        if self.single is None or not self.additive or self.mode == GENERAL:
+            return None
+        slot, key_at, value_at = self.slot, self.single + 1, self.position + 1
+        if self.mode == ONE:
+
+            def count(run: BatchRun, values: list[Any]) -> None:
+                groups = run.states[slot]
+                key = values[key_at]
+                groups[key] = groups.get(key, 0) + 1
+
+            return count
+
+        def add(run: BatchRun, values: list[Any]) -> None:
+            groups = run.states[slot]
+            key = values[key_at]
+            old = groups.get(key, _MISSING)
+            groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
+
+        return add
+
+    def count_sink(self, width: int) -> tuple[int, Callable[[Any], Any]] | None:
+        """Let a function count straight from its emits when the group field is among the emitted values:
+        ``(slot, key getter)``, the emits of one input tuple then go through C's ``Counter`` loop into
+        ``run.states[slot]`` with ``key getter`` (see :class:`~storm_py.trident.processors.EachProcessor`)."""
         if self.single is None or self.mode != ONE or self.single < width:
             return None
-        slot, key_of = self.slot, itemgetter(self.single - width)
-        rows: list[Any] = []
-
-        def count(run: BatchRun) -> None:
-            _count_into(run.states[slot], map(key_of, rows))
-            rows.clear()
-
-        return rows, count
+        return self.slot, itemgetter(self.single - width)
 
     def start(self, run: BatchRun) -> Any:
         return {} if self.group is not None else [self.agg.zero()]

@@ -97,6 +97,7 @@ class SubtopologyExecutor:
         self._this_task = -1
         self._entries: dict[tuple[str, str], list[tuple[Any, int]]] = {}
         self._only: tuple[Any, int] | None = None
+        self._wire: Any = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         """Make the group's states for this task and prepare every operation."""
@@ -114,6 +115,11 @@ class SubtopologyExecutor:
         readers = list(self._entries.values())
         #: the one processor reading every input (the common case: no stream lookup per tuple)
         self._only = readers[0][0] if len(readers) == 1 and len(readers[0]) == 1 else None
+        #: the only reader's entry taking the wire tuple itself, when it has one (no copy without the batch id)
+        self._wire = None
+        if self._only is not None:
+            ((proc, parent),) = next(iter(self.routes.values()))
+            self._wire = proc.wire_entry(parent)
 
     def _run(self, attempt: Any) -> BatchRun:
         run = self._open.get(_key(attempt))
@@ -132,12 +138,14 @@ class SubtopologyExecutor:
         values = tup.values
         attempt = values[0]
         run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
-        body = values[1:]
         try:
-            only = self._only
-            if only is not None:
-                only[0](run, only[1], body)
+            wire = self._wire
+            if wire is not None:
+                wire(run, values)
+            elif self._only is not None:
+                self._only[0](run, self._only[1], values[1:])
             else:
+                body = values[1:]
                 for execute, parent in self._entries[(tup.source_component, tup.source_stream)]:
                     execute(run, parent, body)
         except FailedException as exc:

@@ -199,7 +199,7 @@ class MapReducerAggStateUpdater(BaseStateUpdater):
         for t in tuples:
             values = t.values
             key = tuple(values[i] for i in self.keys)
-            groups.setdefault(key, []).append(TridentTuple([values[i] for i in self.inputs], self.in_schema))
+            groups.setdefault(key, []).append(self.in_schema.make([values[i] for i in self.inputs]))
         keys = list(groups)
         updaters = [_reduce_with(self.agg, groups[k]) for k in keys]
         for key, new in zip(keys, state.multi_update(keys, updaters), strict=True):

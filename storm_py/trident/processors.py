@@ -10,10 +10,14 @@ output tuple to the processors of the same bolt that read it and, if other bolts
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import collections
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_py.trident.tuple import Schema, TridentTuple
+
+#: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
+_count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
     from storm_py.trident.bolt import TaskScope
@@ -56,26 +60,25 @@ class Processor:
     def prepare(self, task: TaskScope) -> None:
         """Once per task, before the first batch: bind the children's entry points."""
         self.targets = [(child.entry(), index) for child, index in self.children]
-        for op in self.operations():
-            prepare = getattr(op, "prepare", None)
-            if prepare is not None:
-                prepare(task.conf, task.context)
+        for prepare in filter(None, (getattr(op, "prepare", None) for op in self.operations())):
+            prepare(task.conf, task.context)
 
     def cleanup(self) -> None:
         """When the task shuts down."""
-        for op in self.operations():
-            cleanup = getattr(op, "cleanup", None)
-            if cleanup is not None:
-                cleanup()
+        for cleanup in filter(None, (getattr(op, "cleanup", None) for op in self.operations())):
+            cleanup()
 
     def entry(self) -> Callable[[BatchRun, int, list[Any]], None]:
         """What a parent calls with each tuple (``execute``, or a specialised equivalent)."""
         return self.execute
 
-    def batch_sink(self, width: int) -> tuple[list[Any], Callable[[BatchRun], None]] | None:
-        """For the collector of this processor's only parent: a list the parent's emits are appended to as
-        they are (no ``prefix``; ``width`` = the prefix's length) and what takes them in once the parent's
-        operation returned from an input tuple (then the list is empty again); None when there is none."""
+    def count_sink(self, width: int) -> tuple[int, Callable[[Any], Any]] | None:
+        """``(slot, key getter)`` when this processor counts its input by one key (``run.states[slot]``), for
+        its only parent to count its emits (``width`` values short of ``prefix``) itself; else None."""
+        return None
+
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """What the bolt may call with each wire tuple (``[attempt, *values]``) instead of ``entry``, or None."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -127,9 +130,10 @@ class OperationCollector:
         self.prefix: list[Any] = []
         #: the fields every prefix has (a function's input tuple), when fixed: lets a child take the emits in
         self.prefix_width = prefix_width
-        #: emits not yet taken in by the child's batch sink (empty unless bound to one)
+        #: the emits of one input tuple, when bound to a child counting them (``emit`` is then its ``append``)
         self.pending: list[Any] = []
-        self.flush: Callable[[BatchRun], None] | None = None
+        #: ``(slot, key getter)`` of that child (``Processor.count_sink``)
+        self.sink: tuple[int, Callable[[Any], Any]] | None = None
 
     @property
     def discards(self) -> bool:
@@ -138,19 +142,18 @@ class OperationCollector:
 
     def bind(self) -> None:
         """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
-        emit straight to it (the common case of a function feeding an aggregation): into the child's batch
-        sink when it has one (``emit`` is then the sink's ``list.append``, no Python call per emit), else
-        to its entry point."""
+        emit straight to it (the common case of a function feeding an aggregation): into :attr:`pending` when
+        the child counts by a key among the emitted values (``emit`` is then the list's ``append``: no Python
+        call per emit; the processor counts them after each input tuple), else to its entry point."""
         proc = self.proc
-        self.pending, self.flush = [], None
-        if len(proc.targets) != 1 or proc.streams:
+        self.pending, self.sink = [], None
+        if len(proc.targets) != 1 or proc.streams:  # the class's emit
             self.__dict__.pop("emit", None)
             return
         ((entry, index),) = proc.targets
         child = proc.children[0][0]
-        sink = child.batch_sink(len(self.prefix_width)) if self.prefix_width is not None else None
-        if sink is not None:
-            self.pending, self.flush = sink
+        self.sink = child.count_sink(len(self.prefix_width)) if self.prefix_width is not None else None
+        if self.sink is not None:
             self.emit = self.pending.append  # type: ignore[method-assign, assignment]
             return
 
@@ -193,8 +196,8 @@ class ProjectingProcessor(Processor):
     def project(self, values: list[Any]) -> TridentTuple:
         span = self.span
         if span is not None:
-            return TridentTuple(values[span[0]:span[1]], self.in_schema)
-        return TridentTuple([values[i] for i in self.in_positions], self.in_schema)
+            return self.in_schema.make(values[span[0]:span[1]])
+        return self.in_schema.make([values[i] for i in self.in_positions])
 
 
 class EachProcessor(ProjectingProcessor):
@@ -217,14 +220,38 @@ class EachProcessor(ProjectingProcessor):
         collector.prefix = values
         span = self.span  # ``project``, inlined: this runs per tuple
         if span is not None:
-            tup = TridentTuple(values[span[0]:span[1]], self.in_schema)
+            tup = self.in_schema.make(values[span[0]:span[1]])
         else:
-            tup = TridentTuple([values[i] for i in self.in_positions], self.in_schema)
+            tup = self.in_schema.make([values[i] for i in self.in_positions])
         try:
             self.function.execute(tup, collector)
         finally:
-            if collector.pending:  # emits the child's batch sink holds: hand them over, as emitted
-                collector.flush(run)  # type: ignore[misc]
+            pending = collector.pending
+            if pending:  # emits the child counts: count them, as emitted
+                slot, key = collector.sink  # type: ignore[misc]
+                _count_into(run.states[slot], map(key, pending))
+                pending.clear()
+
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+        """With the emits counted here (no prefix kept), the projection reads the wire tuple itself."""
+        collector, span = self.collector, self.span
+        sink = collector.sink
+        if sink is None or span is None:
+            return None
+        execute, make, pending = self.function.execute, self.in_schema.make, collector.pending
+        slot, key = sink
+        first, end = span[0] + 1, span[1] + 1
+
+        def each(run: BatchRun, values: list[Any]) -> None:
+            collector.run = run
+            try:
+                execute(make(values[first:end]), collector)
+            finally:
+                if pending:
+                    _count_into(run.states[slot], map(key, pending))
+                    pending.clear()
+
+        return each
 
 
 class FilterProcessor(ProjectingProcessor):
@@ -259,7 +286,7 @@ class MapProcessor(Processor):
         return [self.function]
 
     def execute(self, run: BatchRun, parent: int, values: list[Any]) -> None:
-        tup = TridentTuple(values, self.in_schema)
+        tup = self.in_schema.make(values)
         if self.kind == "map":
             self.emit(run, self._checked(self.call(tup)))
         elif self.kind == "flat_map":
@@ -268,7 +295,6 @@ class MapProcessor(Processor):
         else:
             self.call(tup)
             self.emit(run, values)
-
 
     def _checked(self, out: Any) -> list[Any]:
         values = list(out)
@@ -365,7 +391,8 @@ class PersistProcessor(ProjectingProcessor):
             run.states[self.slot].extend(self.project(values) for values in rows)
         else:
             first, end = span
-            run.states[self.slot].extend([TridentTuple(values[first:end], schema) for values in rows])
+            make = schema.make
+            run.states[self.slot].extend([make(values[first:end]) for values in rows])
 
     def finish(self, run: BatchRun) -> None:
         state = run.task.states[self.state_id]

@@ -13,11 +13,12 @@ its txids and its ordered commits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_py.api.tuple import Fields
 from storm_py.errors import InvalidTopologyException
+from storm_py.transactional.batch import BatchCollector
 from storm_py.transactional.spouts import CommitterTransactionalSpout, TransactionalSpout
 from storm_py.trident.bolt import BATCH_FIELD
 
@@ -101,17 +102,22 @@ class FixedBatchSpout(TridentSpout):
 class _StreamCollector:
     """A Trident spout's collector: each emit goes out as ``[attempt, *values]`` on the spout's streams."""
 
-    __slots__ = ("attempt", "out", "streams")
+    __slots__ = ("_emit", "attempt", "out", "streams")
 
     def __init__(self, out: BatchOutputCollector, attempt: Any, streams: list[str]) -> None:
         self.out = out
         self.attempt = attempt
         self.streams = streams
+        #: ``emit(values, anchors, stream)``: the bolt's output collector itself when it is at hand
+        self._emit: Callable[[list[Any], Any, str], Any] = (
+            out.output.emit if isinstance(out, BatchCollector) else lambda values, _, stream: out.emit(values, stream)
+        )
 
     def emit(self, values: Sequence[Any]) -> None:
         wire = [self.attempt, *values]
+        emit = self._emit
         for stream in self.streams:
-            self.out.emit(wire, stream)
+            emit(wire, None, stream)
 
     def report_error(self, exc: BaseException) -> None:
         self.out.report_error(exc)
