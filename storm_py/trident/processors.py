@@ -35,8 +35,7 @@ class BatchRun:
 
 
 class Processor:
-    """A node of a Trident bolt; subclasses override ``execute`` (and ``start``/``finish`` when they keep
-    batch state)."""
+    """A node of a Trident bolt; subclasses override ``execute`` (and ``start``/``finish`` to keep batch state)."""
 
     #: a short word for plans and logs
     kind = "op"
@@ -141,10 +140,9 @@ class OperationCollector:
         return not self.proc.targets and not self.proc.streams
 
     def bind(self) -> None:
-        """Once the processor's targets are bound: with one child in the bolt and no other bolt reading,
-        emit straight to it (the common case of a function feeding an aggregation): into :attr:`pending` when
-        the child counts by a key among the emitted values (``emit`` is then the list's ``append``: no Python
-        call per emit; the processor counts them after each input tuple), else to its entry point."""
+        """Once the targets are bound, with one child in the bolt and no other bolt reading: emit straight to it,
+        into :attr:`pending` when the child counts by a key of the emits (``emit`` is the list's ``append``, no
+        Python call per emit; counted after each input tuple), else to its entry point."""
         proc = self.proc
         self.pending, self.sink = [], None
         if len(proc.targets) != 1 or proc.streams:  # the class's emit
