@@ -204,7 +204,9 @@ class ShellBolt(ShellComponent, Bolt):
                             continue
                     self._emit(msg)
                 elif command == "ack":
-                    ack(answer(msg.get("id"), "ack"))
+                    tid = msg.get("id")
+                    item = pending.pop(tid, None) if type(tid) is str else None
+                    ack(item if item is not None else answer(tid, "ack"))
                 else:
                     self._handle(msg, command)
         except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here
