@@ -58,6 +58,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._collector = collector
         self._ledger: PendingLedger[Tuple] = PendingLedger(int(setting(conf, MAX_PENDING_KEY)))
         self._outbuf: list[bytes] = []
+        self._encode_tuple = self._serializer.encode_tuple
         self._failures = 0
         self._restart_at = 0.0
         self._process = None
@@ -74,29 +75,34 @@ class ShellBolt(ShellComponent, Bolt):
         return 1 << 30 if self._process is None else self._ledger.room()
 
     def execute(self, tup: Tuple) -> None:
-        if self._process is None:
-            now = self._clock.now()
-            if now < self._restart_at or not self._restart(now):
-                self._collector.fail(tup)  # no process to run it: the spout replays it
-                return
-        if self._ledger.full():  # handed more than room() allowed (a tick tuple, say): wait for an answer
-            self._wait_for_room()
-            if self._process is None:
-                self._collector.fail(tup)
-                return
-        tid = self._ledger.add(tup)
+        ledger = self._ledger
+        if (self._process is None or ledger.full()) and not self._may_write(tup):
+            return
+        tid = ledger.add(tup)
         try:
-            data = self._serializer.encode({
-                "id": tid, "comp": tup.source_component, "stream": tup.source_stream, "task": tup.source_task,
-                "tuple": tup.values,
-            })
+            data = self._encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
         except EncodeError as exc:
-            self._ledger.discard(tid)
+            ledger.discard(tid)
             self._collector.report_error(self._error(f"cannot send a tuple of {tup.source_component!r} "
                                                      f"stream {tup.source_stream!r}: {exc.message}"))
             self._collector.fail(tup)
             return
         self._outbuf.append(data)
+
+    def _may_write(self, tup: Tuple) -> bool:
+        """With no process, or as many inputs out as may be: start a process or wait for an answer; whether
+        ``tup`` can be written now (if not, it is failed: the spout replays it)."""
+        if self._process is None:
+            now = self._clock.now()
+            if now < self._restart_at or not self._restart(now):
+                self._collector.fail(tup)  # no process to run it
+                return False
+        if self._ledger.full():  # handed more than room() allowed (a tick tuple, say): wait for an answer
+            self._wait_for_room()
+            if self._process is None:
+                self._collector.fail(tup)
+                return False
+        return True
 
     def background_step(self, now: float) -> bool:
         """Write what ``execute`` queued, handle what the process wrote, send heartbeats, notice faults."""
@@ -170,9 +176,13 @@ class ShellBolt(ShellComponent, Bolt):
     def _drain(self, proc: ShellProcess, now: float) -> None:
         inbox = proc.inbox
         self._beat.heard(now)
-        emit = self._emit
+        pending = self._ledger.pending
         answer = self._ledger.answer
-        ack = self._collector.ack
+        collector = self._collector
+        emit = collector.emit
+        ack = collector.ack
+        outbuf = self._outbuf
+        encode = self._serializer.encode
         try:
             while inbox:
                 msg = inbox.popleft()
@@ -181,9 +191,22 @@ class ShellBolt(ShellComponent, Bolt):
                     return
                 command = msg.get("command")  # the two messages of every tuple first, then the rest
                 if command == "emit":
-                    emit(msg)
+                    values = msg.get("tuple")
+                    ids = msg.get("anchors")
+                    # the common emit, inline: a list of values, one pending anchor, not direct (one anchor goes
+                    # as the tuple itself: the collector's fast path)
+                    if type(values) is list and type(ids) is list and len(ids) == 1 and not msg.get("task"):
+                        anchor = pending.get(ids[0]) if type(ids[0]) is str else None
+                        if anchor is not None:
+                            targets = emit(values, anchor, msg.get("stream") or DEFAULT_STREAM)
+                            if msg.get("need_task_ids", True) is not False:
+                                outbuf.append(encode(targets))
+                            continue
+                    self._emit(msg)
                 elif command == "ack":
-                    ack(answer(msg.get("id"), "ack"))
+                    tid = msg.get("id")
+                    item = pending.pop(tid, None) if type(tid) is str else None
+                    ack(item if item is not None else answer(tid, "ack"))
                 else:
                     self._handle(msg, command)
         except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here

@@ -83,6 +83,22 @@ def test_encoders_refuse_values_they_cannot_carry() -> None:
     assert b"{1, 2}" in JsonSerializer().encode_lenient({"conf": {1, 2}})
 
 
+@pytest.mark.parametrize("ser", [JsonSerializer(), MsgpackSerializer()], ids=["json", "msgpack"])
+def test_tuple_messages_are_the_bytes_of_the_whole_map_and_refuse_the_same_values(ser) -> None:  # type: ignore[no-untyped-def]
+    for values in (["storm"], ['a"b\n', 1, 2.5, None, True, {"k": [1, "x"]}, "\u00e9"], []):
+        for comp, stream, task in (("split", "default", 3), ('s"p', "__tick", -1)):
+            whole = {"id": "17", "comp": comp, "stream": stream, "task": task, "tuple": values}
+            assert ser.encode_tuple("17", comp, stream, task, values) == ser.encode(whole)
+    circular: list[object] = [1]
+    circular.append(circular)
+    bads: list[list[object]] = [[{1, 2}], [object()], circular] + ([[float("nan")]] if ser.name == "json" else [])
+    for bad in bads:
+        with pytest.raises(EncodeError, match=ser.name if ser.name == "msgpack" else "JSON"):
+            ser.encode_tuple("1", "c", "s", 1, bad)
+        assert ser.encode_tuple("2", "c", "s", 1, ["ok"]) == ser.encode(  # an error leaves nothing behind
+            {"id": "2", "comp": "c", "stream": "s", "task": 1, "tuple": ["ok"]})
+
+
 def test_msgpack_framing_back_to_back_and_garbage() -> None:
     ser = MsgpackSerializer()
     data = ser.encode({"command": "emit", "tuple": ["x", b"raw"]}) + msgpack.packb({"command": "sync"})
