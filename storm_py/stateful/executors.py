@@ -14,10 +14,18 @@ implements ``handle_tuple`` and ``handle_checkpoint``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from storm_py.api.components import Anchors, BasicBolt, Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import (
+    Anchors,
+    BasicBolt,
+    BasicOutputCollector,
+    Bolt,
+    OutputCollector,
+    OutputFieldsDeclarer,
+)
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
@@ -146,39 +154,75 @@ class AnchoredCollector:
         self._collector.report_error(exc)
 
 
+class BasicCheckpointForwarder(BasicBolt):
+    """A :class:`BasicBolt` in a topology that checkpoints, run by the runtime as a basic bolt: its emits (the
+    checkpoint passed on included) are anchored to the input and the input acked or failed for it, so the
+    wrapped bolt keeps the runtime's basic path and only a checkpoint tuple costs more than its own execute."""
+
+    def __init__(self, bolt: BasicBolt, checkpoint_sources: Sequence[str]) -> None:
+        self.bolt = bolt
+        self.checkpoint_sources = tuple(checkpoint_sources)
+        self.barrier = CheckpointBarrier(0)
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.barrier = CheckpointBarrier(sum(len(context.get_component_tasks(c)) for c in self.checkpoint_sources))
+        self.bolt.prepare(conf, context)
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        if tup.source_stream != CHECKPOINT_STREAM_ID:
+            self.bolt.execute(tup, collector)
+            return
+        txid, action = int(tup.values[0]), str(tup.values[1])
+        if self.barrier.arrive(action, txid) == HANDLE:  # else acked and done with, as the others
+            collector.emit([txid, action], CHECKPOINT_STREAM_ID)
+            self.barrier.handled(action, txid)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+        declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))
+
+    def cleanup(self) -> None:
+        self.bolt.cleanup()
+
+
 class CheckpointTupleForwarder(CheckpointHandler):
-    """Wraps a bolt without state (rich or basic) in a topology that checkpoints: it only passes checkpoints on."""
+    """Wraps a bolt without state (rich or basic) in a topology that checkpoints: it only passes checkpoints on.
+
+    A basic bolt's forwarder is a :class:`BasicCheckpointForwarder`, exposed as ``basic_bolt`` once prepared:
+    the runtime runs that one instead (its compiled basic path); ``execute`` runs it with an anchoring collector.
+    """
 
     def __init__(self, bolt: Any, checkpoint_sources: Sequence[str]) -> None:
         super().__init__(bolt, checkpoint_sources)
         self._basic: AnchoredCollector | None = None
+        self.basic_bolt: BasicCheckpointForwarder | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.init_checkpoints(context, collector)
         if isinstance(self.bolt, BasicBolt):
             self._basic = AnchoredCollector(collector)
-            self.bolt.prepare(conf, context)
+            self.basic_bolt = BasicCheckpointForwarder(self.bolt, self.checkpoint_sources)
+            self.basic_bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, collector)
 
     def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
-        if tup.source_stream == CHECKPOINT_STREAM_ID:
-            self.process_checkpoint(tup)
-        elif self._basic is None:
-            self.bolt.execute(tup)
-        else:
+        if self.basic_bolt is not None:
             self.handle_tuple(tup)
+        elif tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.process_checkpoint(tup)
+        else:
+            self.bolt.execute(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
-        basic = self._basic
-        if basic is None:
+        basic, forwarder, collector = self._basic, self.basic_bolt, self.collector
+        if basic is None or forwarder is None:
             self.bolt.execute(tup)
             return
-        collector = self.collector
         assert collector is not None
         basic.input = tup
         try:
-            self.bolt.execute(tup, basic)
+            forwarder.execute(tup, basic)
         except ReportedFailedException as exc:
             collector.report_error(exc)
             collector.fail(tup)
@@ -202,6 +246,8 @@ class AckTrackingCollector:
         self.delegate = delegate
         self.component_id = component_id
         self.acked: list[Tuple] = []
+        #: holding an ack is appending the input (the list's own method: no Python call per tuple)
+        self.ack: Callable[[Tuple], None] = self.acked.append
 
     def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         if anchors is None:
@@ -221,9 +267,6 @@ class AckTrackingCollector:
             "stateful topology must anchor their emits"
         )
 
-    def ack(self, tup: Tuple) -> None:
-        self.acked.append(tup)
-
     def fail(self, tup: Tuple) -> None:
         self.delegate.fail(tup)
 
@@ -235,7 +278,8 @@ class AckTrackingCollector:
 
     def take_acked(self) -> list[Tuple]:
         """The inputs acked since the last call."""
-        acked, self.acked = self.acked, []
+        acked = self.acked.copy()
+        self.acked.clear()  # in place: ``ack`` is its bound append
         return acked
 
 
@@ -300,8 +344,7 @@ class StatefulBoltExecutor(CheckpointHandler):
             self.bolt.pre_commit(txid)
             state.commit(txid)
             prepared, self.prepared = self.prepared, []
-            for t in prepared:
-                collector.ack(t)
+            deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             state.rollback()
