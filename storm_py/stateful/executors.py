@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from storm_py.api.components import (
-    Anchors,
     BasicBolt,
     BasicOutputCollector,
     Bolt,
@@ -40,6 +39,10 @@ from storm_py.stateful.checkpoint import (
 )
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.tracking import AckTrackingCollector, DataPath
+
+__all__ = ["AckTrackingCollector", "BasicCheckpointForwarder", "CheckpointBarrier", "CheckpointHandler",
+           "CheckpointTupleForwarder", "StatefulBoltExecutor"]
 
 log = logging.getLogger(__name__)
 
@@ -238,51 +241,6 @@ class CheckpointTupleForwarder(CheckpointHandler):
         self.forward(tup, action, txid)
 
 
-class AckTrackingCollector:
-    """The collector a stateful bolt sees: acks are held (see :class:`StatefulBoltExecutor`), emits must be
-    anchored, everything else goes straight through."""
-
-    def __init__(self, delegate: OutputCollector, component_id: str) -> None:
-        self.delegate = delegate
-        self.component_id = component_id
-        self.acked: list[Tuple] = []
-        #: holding an ack is appending the input (the list's own method: no Python call per tuple)
-        self.ack: Callable[[Tuple], None] = self.acked.append
-
-    def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        if anchors is None:
-            self._unanchored(stream)
-        return self.delegate.emit(values, anchors, stream)
-
-    def emit_direct(
-        self, task_id: int, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM
-    ) -> None:
-        if anchors is None:
-            self._unanchored(stream)
-        self.delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
-
-    def _unanchored(self, stream: str) -> None:
-        raise ValueError(
-            f"stateful bolt {self.component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
-            "stateful topology must anchor their emits"
-        )
-
-    def fail(self, tup: Tuple) -> None:
-        self.delegate.fail(tup)
-
-    def reset_timeout(self, tup: Tuple) -> None:
-        self.delegate.reset_timeout(tup)
-
-    def report_error(self, exc: BaseException) -> None:
-        self.delegate.report_error(exc)
-
-    def take_acked(self) -> list[Tuple]:
-        """The inputs acked since the last call."""
-        acked = self.acked.copy()
-        self.acked.clear()  # in place: ``ack`` is its bound append
-        return acked
-
-
 class StatefulBoltExecutor(CheckpointHandler):
     """Wraps a :class:`BaseStatefulBolt`: gives it its state and runs Storm's actions on it.
 
@@ -297,10 +255,9 @@ class StatefulBoltExecutor(CheckpointHandler):
         super().__init__(bolt, checkpoint_sources)
         self.bolt: BaseStatefulBolt = bolt
         self.state: KeyValueState | None = None
-        self.initialized = False
-        self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         self.tracking: AckTrackingCollector | None = None
+        self.path = DataPath(bolt.execute, self.process_checkpoint)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.prepare_with_state(conf, context, collector, new_state(state_namespace(context), conf, context))
@@ -313,26 +270,24 @@ class StatefulBoltExecutor(CheckpointHandler):
         self.tracking = AckTrackingCollector(collector, context.this_component_id)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
+        self.path.bolt_execute = self.bolt.execute  # bound once prepared (a bolt may set its own)
 
-    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
-        if tup.source_stream == CHECKPOINT_STREAM_ID:
-            self.process_checkpoint(tup)
-        elif self.initialized:
-            self.bolt.execute(tup)
-        else:
-            self.pending.append(tup)
+    @property
+    def initialized(self) -> bool:
+        """Whether the state was handed to the bolt (inputs before are kept until then)."""
+        return self.path.initialized
+
+    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute through the compiled data path
+        self.path.execute(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
-        if self.initialized:
-            self.bolt.execute(tup)
-        else:
-            self.pending.append(tup)
+        self.path.execute(tup)
 
     def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
         state, tracking, collector = self.state, self.tracking, self.collector
         assert state is not None and tracking is not None and collector is not None
         if action == PREPARE:
-            if not self.initialized:
+            if not self.path.initialized:
                 log.info("%s: PREPARE %d before the state is initialised: failing it to recover", tracking.component_id,
                          txid)
                 collector.fail(tup)
@@ -353,10 +308,9 @@ class StatefulBoltExecutor(CheckpointHandler):
                 collector.fail(t)
         elif action == INITSTATE:
             self.bolt.init_state(state)
-            if not self.initialized:
-                self.initialized = True
-                pending, self.pending = self.pending, []
-                for t in pending:
+            if not self.path.initialized:
+                self.path.initialized = True
+                for t in self.path.take_pending():
                     try:
                         self.bolt.execute(t)
                     except Exception as exc:  # as the bolt executor does with a tuple that raises
