@@ -47,7 +47,7 @@ class ManagedBolt(Bolt):
             self.delegate = CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
         self.delegate.prepare(conf, context, collector)
         self.basic_bolt = getattr(self.delegate, "basic_bolt", None)
-        path = getattr(self.delegate, "path", None)  # a stateful bolt's compiled data path, else its executor
+        path = getattr(self.delegate, "path", None)  # the executor's compiled data path, if it has one
         self.execute = path.execute if path is not None else self.delegate.execute  # type: ignore[method-assign]
 
     def execute(self, tup: Tuple) -> None:

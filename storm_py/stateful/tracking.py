@@ -1,8 +1,11 @@
-"""This module owns the per-tuple path of a stateful bolt under at_least_once: :class:`AckTrackingCollector`, the
-collector the bolt sees (its acks held until the checkpoint that covers them commits), and :class:`DataPath`,
-which runs each input through the bolt, keeps inputs until the state is initialised and hands checkpoint tuples
-to their handler (:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  A compiled build compiles this
-module: both run once or twice for every tuple of a stateful bolt.
+"""This module owns the per-tuple path of the bolts of a topology with managed state.  Under at_least_once:
+:class:`AckTrackingCollector`, the collector a stateful bolt sees (its acks held until the checkpoint that covers
+them commits), and :class:`DataPath`, which runs each input through the bolt, keeps inputs until the state is
+initialised and hands checkpoint tuples to their handler
+(:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  Under exactly_once: :class:`AlignedPath`, which
+runs a data tuple straight through the bolt while its
+:class:`~storm_py.stateful.aligned.AlignedBoltExecutor` lets it.  A compiled build compiles this module: they
+run for every tuple.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.stateful.checkpoint import CHECKPOINT_STREAM_ID
+from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
 
 
 class AckTrackingCollector:
@@ -82,3 +86,24 @@ class DataPath:
         """The inputs kept before the state was initialised."""
         pending, self.pending = self.pending, []
         return pending
+
+
+class AlignedPath:
+    """exactly_once: a data tuple goes straight to ``bolt_execute`` (what raises goes to ``failed``) while the
+    executor sets it (its channels neither blocked by a barrier nor fenced by a restart); anything else, and every
+    tuple while it is None, goes to ``other`` (the executor's full path)."""
+
+    def __init__(self, other: Callable[[Tuple], None], failed: Callable[[Tuple, Exception], None]) -> None:
+        self.bolt_execute: Callable[[Tuple], None] | None = None
+        self.other = other
+        self.failed = failed
+
+    def execute(self, tup: Tuple) -> None:
+        run = self.bolt_execute
+        if run is None or tup.source_stream == BARRIER_STREAM_ID:
+            self.other(tup)
+            return
+        try:
+            run(tup)
+        except Exception as exc:
+            self.failed(tup, exc)
