@@ -143,8 +143,8 @@ def main() -> None:
     parser.add_argument("--gc-threshold0", type=int, default=100_000,
                         help="CPython's generation-0 threshold of the bench process (default: worker.gc.threshold0)")
     parser.add_argument("--instructions", action="store_true", help="instructions per sentence, with valgrind")
-    parser.add_argument("--short", type=int, default=300, help="passes of the shorter --instructions run")
-    parser.add_argument("--long", type=int, default=800, help="passes of the longer --instructions run")
+    parser.add_argument("--short", type=int, default=100, help="passes of the shorter --instructions run")
+    parser.add_argument("--long", type=int, default=300, help="passes of the longer --instructions run")
     parser.add_argument("--case", choices=["plain", "stateful"], default="plain", help=argparse.SUPPRESS)
     parser.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)  # one fixed run (for valgrind)
     args = parser.parse_args()
