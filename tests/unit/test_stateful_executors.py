@@ -256,7 +256,7 @@ def test_a_basic_bolt_runs_as_a_basic_bolt_and_passes_checkpoints_on_once_every_
 
 
 def test_stateful_bolts_hold_acks_and_release_them_all_at_commit():
-    ex, bolt, rec, _ = stateful()
+    ex, _bolt, rec, _ = stateful()
     ex.execute(checkpoint(-1, "INITSTATE"))
     rec.take()
     for w in "abc":
