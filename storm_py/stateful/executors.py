@@ -299,7 +299,11 @@ class StatefulBoltExecutor(CheckpointHandler):
             self.bolt.pre_commit(txid)
             state.commit(txid)
             prepared, self.prepared = self.prepared, []
-            deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
+            ack_all = getattr(collector, "ack_all", None)  # the runtime collector's loop over them
+            if ack_all is not None:
+                ack_all(prepared)
+            else:
+                deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             state.rollback()
