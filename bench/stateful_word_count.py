@@ -2,6 +2,7 @@
 ``KeyValueState``, Storm's checkpoints every second, in-memory provider; acks held until the checkpoint commits).
 
     python bench/stateful_word_count.py [--secs 8] [--warmup 3] [--rounds 2] [--pending 50000] [--json out.jsonl]
+    python bench/stateful_word_count.py --instructions      # needs valgrind
 
 Each topology runs alone in a LocalCluster with one worker and one acker; the rounds alternate plain and stateful.
 Reported: acked sentences per wall second and per CPU second of the process (``time.process_time``, which tells
@@ -10,6 +11,12 @@ The bench process runs with a worker's collector threshold (``--gc-threshold0``,
 Under at_least_once a sentence's tree completes only when the checkpoint after it commits, so
 ``topology.max.spout.pending`` must hold about a checkpoint interval of sentences (``--pending``), or the spout
 waits for every commit.
+
+``--instructions`` runs no cluster: one :class:`~storm_py.runtime.worker_runtime.WorkerRuntime` of each topology
+is driven in one thread on a simulated clock that moves 10 ms a pass (a checkpoint every 100 passes), a fixed
+number of passes, twice under ``valgrind --tool=callgrind``; it reports the instructions per acked sentence of
+each topology from the difference of the two runs, and their ratio (plain over stateful: the share of the plain
+count's throughput the stateful one reaches on one core).
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ import argparse
 import gc
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +37,13 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH
 
 from storm_perf import SentenceSpout, Split, word_count  # the plain word count
 
-from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder
+from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder, build
+from storm_py.clock import SimulatedClock
+from storm_py.config import defaults
+from storm_py.runtime.system_topology import layout_tasks, system_topology
+from storm_py.runtime.worker_runtime import WorkerRuntime
+
+PASS_SECS = 0.01  # simulated time per pass of --passes
 
 
 class StatefulCount(BaseStatefulBolt):
@@ -57,8 +73,7 @@ def stateful_word_count():
 
 
 def measure(build, secs: float, warmup: float, pending: int) -> tuple[float, float]:
-    conf = {"topology.acker.executors": 1, "topology.max.spout.pending": pending, "topology.workers": 1,
-            "topology.state.checkpoint.interval.ms": 1000}
+    conf = conf_of(pending)
     with LocalCluster(supervisors=1, ports_per_supervisor=1) as cluster:
         tid = cluster.submit_topology("perf", conf, build())
         (worker,) = cluster.workers(tid)
@@ -71,6 +86,53 @@ def measure(build, secs: float, warmup: float, pending: int) -> tuple[float, flo
     return (a1 - a0) / (t1 - t0), (a1 - a0) / (c1 - c0)
 
 
+def conf_of(pending: int) -> dict[str, Any]:
+    return {"topology.acker.executors": 1, "topology.max.spout.pending": pending, "topology.workers": 1,
+            "topology.state.checkpoint.interval.ms": 1000}
+
+
+def run_passes(build_topology: Any, pending: int, passes: int) -> int:
+    """One worker of ``build_topology`` driven ``passes`` times in this thread; the sentences acked."""
+    conf = defaults()
+    conf.update(conf_of(pending))
+    topology = system_topology(build_topology(), conf)
+    layout = layout_tasks(topology)
+    executors = list(layout.all_executors())
+    clock = SimulatedClock()
+    rt = WorkerRuntime(topology_id="bench", topology_name="bench", topology=topology, conf=conf, layout=layout,
+                       executors=executors, task_to_worker={t: "w" for _, (s, e) in executors
+                                                            for t in range(s, e + 1)},
+                       worker_id="w", clock=clock)
+    rt.prepare()
+    rt.set_active(True)
+    for _ in range(passes):
+        rt.run_once(clock.now())
+        clock.advance(PASS_SECS)
+    return sum(ex.stats.acked for ex in rt.executors if ex.is_spout and ex.component_id == "spout")
+
+
+def callgrind(*script_args: str) -> tuple[int, int]:
+    """Run this script under valgrind's callgrind: the ``acked N`` it prints and the instructions collected."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+           str(Path(__file__).resolve()), *script_args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
+    refs = int(re.search(r"Collected\s*:\s*(\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    return acked, refs
+
+
+def instructions(args: argparse.Namespace) -> None:
+    out: dict[str, Any] = {"build": build.describe(), "pending": args.pending}
+    for case in ("plain", "stateful"):
+        common = ["--case", case, "--pending", str(args.pending), "--gc-threshold0", str(args.gc_threshold0)]
+        a1, i1 = callgrind(*common, "--passes", str(args.short))
+        a2, i2 = callgrind(*common, "--passes", str(args.long))
+        out[f"{case}_instructions_per_sentence"] = round((i2 - i1) / (a2 - a1))
+        out[f"{case}_sentences"] = a2 - a1
+    out["share"] = round(out["plain_instructions_per_sentence"] / out["stateful_instructions_per_sentence"], 3)
+    print(json.dumps(out), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--secs", type=float, default=8.0)
@@ -80,8 +142,22 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--gc-threshold0", type=int, default=100_000,
                         help="CPython's generation-0 threshold of the bench process (default: worker.gc.threshold0)")
+    parser.add_argument("--instructions", action="store_true", help="instructions per sentence, with valgrind")
+    parser.add_argument("--short", type=int, default=100, help="passes of the shorter --instructions run")
+    parser.add_argument("--long", type=int, default=300, help="passes of the longer --instructions run")
+    parser.add_argument("--case", choices=["plain", "stateful"], default="plain", help=argparse.SUPPRESS)
+    parser.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)  # one fixed run (for valgrind)
     args = parser.parse_args()
     gc.set_threshold(args.gc_threshold0, *gc.get_threshold()[1:])
+    if args.passes:
+        topology = word_count if args.case == "plain" else stateful_word_count
+        print(f"acked {run_passes(topology, args.pending, args.passes)}")
+        return
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+        instructions(args)
+        return
     rows: list[dict[str, Any]] = []
     for r in range(args.rounds):
         plain, plain_cpu = measure(word_count, args.secs, args.warmup, args.pending)

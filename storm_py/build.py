@@ -22,7 +22,9 @@ from storm_py.errors import StaleBuildError
 #: acking, frames and the codec), the Kafka spout's offset manager and its per-record loops (the spout itself is a
 #: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support), and
 #: the Parquet sink's per-value passes over a batch, and the window manager with its policies and watermarks (the
-#: windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted)
+#: windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted), and the managed
+#: state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs for every tuple
+#: of a stateful bolt; the bolt's executor is created at ``prepare``, never copied)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -45,6 +47,8 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.windowing.manager",
     "storm_py.windowing.policies",
     "storm_py.windowing.watermarks",
+    "storm_py.stateful.state",
+    "storm_py.stateful.tracking",
 )
 
 #: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from

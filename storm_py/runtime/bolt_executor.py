@@ -1,12 +1,14 @@
 """This module owns the bolt executor: it runs input batches through a bolt's tasks and sends their acks.
 
 A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.api.components.BasicBolt` has its
-emits anchored to the input and the input acked (or failed) for it.  A bolt whose work also arrives from outside
-its inputs (a shell bolt's process) defines ``background_step(now) -> bool`` and ``bind_wake(wake)``: the
-executor hands it the worker loop's wake-up before ``prepare`` and calls ``background_step`` on every pass, on
-its own thread, so what it emits, acks and fails there goes out like the rest.  Such a bolt may also bound its
-inputs with ``room() -> int``: the executor hands it no more tuples than that and keeps the rest in its inbox
-(still counted in the worker's backlog, which pauses the spouts), while the loop goes on with other executors.
+emits anchored to the input and the input acked (or failed) for it; a rich bolt whose ``basic_bolt`` is a basic
+bolt once it is prepared (a wrapper that runs one as it is) has that one run in its place.  A bolt whose work
+also arrives from outside its inputs (a shell bolt's process) defines ``background_step(now) -> bool`` and
+``bind_wake(wake)``: the executor hands it the worker loop's wake-up before ``prepare`` and calls
+``background_step`` on every pass, on its own thread, so what it emits, acks and fails there goes out like the
+rest.  Such a bolt may also bound its inputs with ``room() -> int``: the executor hands it no more tuples than
+that and keeps the rest in its inbox (still counted in the worker's backlog, which pauses the spouts), while the
+loop goes on with other executors.
 Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`).
 """
 
@@ -63,19 +65,24 @@ class BoltExecutor(Executor):
                 if room is not None:
                     self.rooms[t] = room
             try:
+                basic: Any = bolt
                 if isinstance(bolt, BasicBolt):
                     bolt.prepare(conf, self.context_for(t))
-                    self.runners[t] = self._basic_runner(bolt, collector)
                 else:
                     bolt.prepare(conf, self.context_for(t), collector)
+                    found = getattr(bolt, "basic_bolt", None)  # a wrapper that runs as a basic bolt once prepared
+                    basic = found if isinstance(found, BasicBolt) else None
+                if basic is not None:
+                    self.runners[t] = self._basic_runner(basic, collector)
+                else:
                     self.runners[t] = self._runner(bolt.execute, t)
                     self.sampled_tasks.add(t)
                 watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
                 hooks = self.context_for(t).hooks
                 if hooks:  # only a task with hooks runs hook code per tuple
                     collector._hooks = hooks
-                    if isinstance(bolt, BasicBolt):
-                        self.runners[t] = self._basic_runner(bolt, collector)
+                    if basic is not None:
+                        self.runners[t] = self._basic_runner(basic, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with

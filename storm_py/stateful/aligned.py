@@ -31,6 +31,7 @@ from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STRE
 from storm_py.stateful.executors import AnchoredCollector
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.tracking import AlignedPath
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class AlignedBoltExecutor:
         self.state: KeyValueState | None = None
         self.held: list[Tuple] = []
         self._basic: AnchoredCollector | None = None
+        self.path = AlignedPath(self._execute, self._failed)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
@@ -141,10 +143,23 @@ class AlignedBoltExecutor:
             self.bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, watching)
+        self._sync()
 
     def execute(self, tup: Tuple) -> None:
+        self.path.execute(tup)
+
+    def _sync(self) -> None:
+        """Let the compiled path run data straight through the bolt when nothing holds or drops it."""
+        a = self.alignment
+        direct = self._basic is None and a.initialized and not a.fenced and not a.blocked
+        self.path.bolt_execute = self.bolt.execute if direct else None
+
+    def _execute(self, tup: Tuple) -> None:
         if tup.source_stream == BARRIER_STREAM_ID:
-            self._control(tup)
+            try:
+                self._control(tup)
+            finally:
+                self._sync()
             return
         alignment = self.alignment  # Alignment.data, inlined: it runs for every tuple
         channel = tup.source_task

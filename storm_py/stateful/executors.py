@@ -14,10 +14,17 @@ implements ``handle_tuple`` and ``handle_checkpoint``.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
-from storm_py.api.components import Anchors, BasicBolt, Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import (
+    BasicBolt,
+    BasicOutputCollector,
+    Bolt,
+    OutputCollector,
+    OutputFieldsDeclarer,
+)
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
@@ -32,6 +39,10 @@ from storm_py.stateful.checkpoint import (
 )
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.tracking import AckTrackingCollector, DataPath
+
+__all__ = ["AckTrackingCollector", "BasicCheckpointForwarder", "CheckpointBarrier", "CheckpointHandler",
+           "CheckpointTupleForwarder", "StatefulBoltExecutor"]
 
 log = logging.getLogger(__name__)
 
@@ -146,39 +157,75 @@ class AnchoredCollector:
         self._collector.report_error(exc)
 
 
+class BasicCheckpointForwarder(BasicBolt):
+    """A :class:`BasicBolt` in a topology that checkpoints, run by the runtime as a basic bolt: its emits (the
+    checkpoint passed on included) are anchored to the input and the input acked or failed for it, so the
+    wrapped bolt keeps the runtime's basic path and only a checkpoint tuple costs more than its own execute."""
+
+    def __init__(self, bolt: BasicBolt, checkpoint_sources: Sequence[str]) -> None:
+        self.bolt = bolt
+        self.checkpoint_sources = tuple(checkpoint_sources)
+        self.barrier = CheckpointBarrier(0)
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        self.barrier = CheckpointBarrier(sum(len(context.get_component_tasks(c)) for c in self.checkpoint_sources))
+        self.bolt.prepare(conf, context)
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        if tup.source_stream != CHECKPOINT_STREAM_ID:
+            self.bolt.execute(tup, collector)
+            return
+        txid, action = int(tup.values[0]), str(tup.values[1])
+        if self.barrier.arrive(action, txid) == HANDLE:  # else acked and done with, as the others
+            collector.emit([txid, action], CHECKPOINT_STREAM_ID)
+            self.barrier.handled(action, txid)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+        declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))
+
+    def cleanup(self) -> None:
+        self.bolt.cleanup()
+
+
 class CheckpointTupleForwarder(CheckpointHandler):
-    """Wraps a bolt without state (rich or basic) in a topology that checkpoints: it only passes checkpoints on."""
+    """Wraps a bolt without state (rich or basic) in a topology that checkpoints: it only passes checkpoints on.
+
+    A basic bolt's forwarder is a :class:`BasicCheckpointForwarder`, exposed as ``basic_bolt`` once prepared:
+    the runtime runs that one instead (its compiled basic path); ``execute`` runs it with an anchoring collector.
+    """
 
     def __init__(self, bolt: Any, checkpoint_sources: Sequence[str]) -> None:
         super().__init__(bolt, checkpoint_sources)
         self._basic: AnchoredCollector | None = None
+        self.basic_bolt: BasicCheckpointForwarder | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.init_checkpoints(context, collector)
         if isinstance(self.bolt, BasicBolt):
             self._basic = AnchoredCollector(collector)
-            self.bolt.prepare(conf, context)
+            self.basic_bolt = BasicCheckpointForwarder(self.bolt, self.checkpoint_sources)
+            self.basic_bolt.prepare(conf, context)
         else:
             self.bolt.prepare(conf, context, collector)
 
     def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
-        if tup.source_stream == CHECKPOINT_STREAM_ID:
-            self.process_checkpoint(tup)
-        elif self._basic is None:
-            self.bolt.execute(tup)
-        else:
+        if self.basic_bolt is not None:
             self.handle_tuple(tup)
+        elif tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.process_checkpoint(tup)
+        else:
+            self.bolt.execute(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
-        basic = self._basic
-        if basic is None:
+        basic, forwarder, collector = self._basic, self.basic_bolt, self.collector
+        if basic is None or forwarder is None:
             self.bolt.execute(tup)
             return
-        collector = self.collector
         assert collector is not None
         basic.input = tup
         try:
-            self.bolt.execute(tup, basic)
+            forwarder.execute(tup, basic)
         except ReportedFailedException as exc:
             collector.report_error(exc)
             collector.fail(tup)
@@ -192,51 +239,6 @@ class CheckpointTupleForwarder(CheckpointHandler):
 
     def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
         self.forward(tup, action, txid)
-
-
-class AckTrackingCollector:
-    """The collector a stateful bolt sees: acks are held (see :class:`StatefulBoltExecutor`), emits must be
-    anchored, everything else goes straight through."""
-
-    def __init__(self, delegate: OutputCollector, component_id: str) -> None:
-        self.delegate = delegate
-        self.component_id = component_id
-        self.acked: list[Tuple] = []
-
-    def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        if anchors is None:
-            self._unanchored(stream)
-        return self.delegate.emit(values, anchors, stream)
-
-    def emit_direct(
-        self, task_id: int, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM
-    ) -> None:
-        if anchors is None:
-            self._unanchored(stream)
-        self.delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
-
-    def _unanchored(self, stream: str) -> None:
-        raise ValueError(
-            f"stateful bolt {self.component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
-            "stateful topology must anchor their emits"
-        )
-
-    def ack(self, tup: Tuple) -> None:
-        self.acked.append(tup)
-
-    def fail(self, tup: Tuple) -> None:
-        self.delegate.fail(tup)
-
-    def reset_timeout(self, tup: Tuple) -> None:
-        self.delegate.reset_timeout(tup)
-
-    def report_error(self, exc: BaseException) -> None:
-        self.delegate.report_error(exc)
-
-    def take_acked(self) -> list[Tuple]:
-        """The inputs acked since the last call."""
-        acked, self.acked = self.acked, []
-        return acked
 
 
 class StatefulBoltExecutor(CheckpointHandler):
@@ -253,10 +255,9 @@ class StatefulBoltExecutor(CheckpointHandler):
         super().__init__(bolt, checkpoint_sources)
         self.bolt: BaseStatefulBolt = bolt
         self.state: KeyValueState | None = None
-        self.initialized = False
-        self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         self.tracking: AckTrackingCollector | None = None
+        self.path = DataPath(bolt.execute, self.process_checkpoint)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.prepare_with_state(conf, context, collector, new_state(state_namespace(context), conf, context))
@@ -269,26 +270,24 @@ class StatefulBoltExecutor(CheckpointHandler):
         self.tracking = AckTrackingCollector(collector, context.this_component_id)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
+        self.path.bolt_execute = self.bolt.execute  # bound once prepared (a bolt may set its own)
 
-    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute, inlined: it runs for every tuple
-        if tup.source_stream == CHECKPOINT_STREAM_ID:
-            self.process_checkpoint(tup)
-        elif self.initialized:
-            self.bolt.execute(tup)
-        else:
-            self.pending.append(tup)
+    @property
+    def initialized(self) -> bool:
+        """Whether the state was handed to the bolt (inputs before are kept until then)."""
+        return self.path.initialized
+
+    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute through the compiled data path
+        self.path.execute(tup)
 
     def handle_tuple(self, tup: Tuple) -> None:
-        if self.initialized:
-            self.bolt.execute(tup)
-        else:
-            self.pending.append(tup)
+        self.path.execute(tup)
 
     def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
         state, tracking, collector = self.state, self.tracking, self.collector
         assert state is not None and tracking is not None and collector is not None
         if action == PREPARE:
-            if not self.initialized:
+            if not self.path.initialized:
                 log.info("%s: PREPARE %d before the state is initialised: failing it to recover", tracking.component_id,
                          txid)
                 collector.fail(tup)
@@ -300,8 +299,11 @@ class StatefulBoltExecutor(CheckpointHandler):
             self.bolt.pre_commit(txid)
             state.commit(txid)
             prepared, self.prepared = self.prepared, []
-            for t in prepared:
-                collector.ack(t)
+            ack_all = getattr(collector, "ack_all", None)  # the runtime collector's loop over them
+            if ack_all is not None:
+                ack_all(prepared)
+            else:
+                deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             state.rollback()
@@ -310,10 +312,9 @@ class StatefulBoltExecutor(CheckpointHandler):
                 collector.fail(t)
         elif action == INITSTATE:
             self.bolt.init_state(state)
-            if not self.initialized:
-                self.initialized = True
-                pending, self.pending = self.pending, []
-                for t in pending:
+            if not self.path.initialized:
+                self.path.initialized = True
+                for t in self.path.take_pending():
                     try:
                         self.bolt.execute(t)
                     except Exception as exc:  # as the bolt executor does with a tuple that raises

@@ -34,6 +34,9 @@ class ManagedBolt(Bolt):
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
         self.delegate: Any = None
+        #: once prepared, the basic bolt the runtime runs instead of this one (a stateless basic bolt under
+        #: at_least_once: see :class:`~storm_py.stateful.executors.BasicCheckpointForwarder`), else None
+        self.basic_bolt: Any = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
@@ -43,7 +46,9 @@ class ManagedBolt(Bolt):
         else:
             self.delegate = CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
         self.delegate.prepare(conf, context, collector)
-        self.execute = self.delegate.execute  # type: ignore[method-assign]  # no extra call per tuple
+        self.basic_bolt = getattr(self.delegate, "basic_bolt", None)
+        path = getattr(self.delegate, "path", None)  # the executor's compiled data path, if it has one
+        self.execute = path.execute if path is not None else self.delegate.execute  # type: ignore[method-assign]
 
     def execute(self, tup: Tuple) -> None:
         self.delegate.execute(tup)

@@ -6,6 +6,7 @@ prepared snapshot and every change since the last commit.  The in-memory state k
 snapshots in a :class:`MemoryStore`, which the ``"memory"`` provider keeps per topology and task for the life of
 the process, so a task restarted in the same process (a worker of a ``LocalCluster``) recovers its last
 committed state, while a topology killed and submitted again starts empty, as Storm's in-memory state does.
+A compiled build compiles this module (``get`` and ``put`` run for every tuple of a stateful bolt).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from storm_py.errors import StateBackendError
 from storm_py.protocol.codec import pack_value, unpack_value
@@ -30,7 +33,7 @@ class MemoryStore:
     committed_txid: int = NO_TXID
     prepared: dict[Any, Any] | None = None
     prepared_txid: int = NO_TXID
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)  # a threading.Lock
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ def _unpacked(key: Any) -> Any:
     return unpack_value(key.body) if type(key) is _PackedKey else key
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # providers subclass it
 class KeyValueState:
     """Storm's ``KeyValueState``: a map with two-phase commits, in memory unless a provider says otherwise.
 

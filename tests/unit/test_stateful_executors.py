@@ -14,6 +14,7 @@ from storm_py.stateful.executors import (
     HANDLE,
     STALE,
     WAIT,
+    BasicCheckpointForwarder,
     CheckpointBarrier,
     CheckpointTupleForwarder,
     StatefulBoltExecutor,
@@ -218,3 +219,50 @@ def test_forwarder_passes_checkpoints_on_and_runs_basic_bolts_with_their_acks():
     plain.prepare({}, context("plain", 8, {"words": [1]}), rec)
     plain.execute(word("a"))
     assert rec.take() == [("ack", ["a"])]
+
+
+class BasicRecorder:
+    """A basic bolt's collector: records emits (the runtime anchors them to the input and acks it)."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, list[Any]]] = []
+
+    def emit(self, values, stream="default"):
+        self.log.append((stream, list(values)))
+        return []
+
+    def emit_direct(self, task_id, values, stream="default"):
+        self.log.append((stream, list(values)))
+
+    def report_error(self, exc):
+        pass
+
+
+def test_a_basic_bolt_runs_as_a_basic_bolt_and_passes_checkpoints_on_once_every_input_delivered_them():
+    ex = CheckpointTupleForwarder(Upper(), ["words"])
+    ex.prepare({}, context("upper", 7, {"words": [1, 2]}), Recorder())
+    forwarder = ex.basic_bolt
+    assert isinstance(forwarder, BasicCheckpointForwarder)  # what the runtime runs on its basic path
+    rec = BasicRecorder()
+    forwarder.execute(word("a"), rec)
+    forwarder.execute(checkpoint(3, "PREPARE", source="words", task=1), rec)
+    assert rec.log == [("default", ["A"])]  # the checkpoint waits for the other input task
+    forwarder.execute(checkpoint(3, "PREPARE", source="words", task=2), rec)
+    forwarder.execute(checkpoint(2, "COMMIT", source="words", task=1), rec)
+    forwarder.execute(checkpoint(2, "COMMIT", source="words", task=2), rec)  # older than the last one: dropped
+    assert rec.log == [("default", ["A"]), (CHECKPOINT_STREAM_ID, [3, "PREPARE"])]
+    with pytest.raises(FailedException):
+        forwarder.execute(word("bad"), rec)
+
+
+def test_stateful_bolts_hold_acks_and_release_them_all_at_commit():
+    ex, _bolt, rec, _ = stateful()
+    ex.execute(checkpoint(-1, "INITSTATE"))
+    rec.take()
+    for w in "abc":
+        ex.execute(word(w))
+    ex.execute(checkpoint(0, "PREPARE"))
+    ex.execute(word("d"))
+    ex.execute(checkpoint(0, "COMMIT"))
+    acks = [v for kind, v in rec.take() if kind == "ack"]
+    assert acks == [[0, "PREPARE"], ["a"], ["b"], ["c"], [0, "COMMIT"]]  # "d" waits for the next commit

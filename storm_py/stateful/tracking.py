@@ -1,0 +1,109 @@
+"""This module owns the per-tuple path of the bolts of a topology with managed state.  Under at_least_once:
+:class:`AckTrackingCollector`, the collector a stateful bolt sees (its acks held until the checkpoint that covers
+them commits), and :class:`DataPath`, which runs each input through the bolt, keeps inputs until the state is
+initialised and hands checkpoint tuples to their handler
+(:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  Under exactly_once: :class:`AlignedPath`, which
+runs a data tuple straight through the bolt while its
+:class:`~storm_py.stateful.aligned.AlignedBoltExecutor` lets it.  A compiled build compiles this module: they
+run for every tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.stateful.checkpoint import CHECKPOINT_STREAM_ID
+from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
+
+
+class AckTrackingCollector:
+    """The collector a stateful bolt sees: acks are held (see
+    :class:`~storm_py.stateful.executors.StatefulBoltExecutor`), emits must be anchored, everything else goes
+    straight through."""
+
+    def __init__(self, delegate: Any, component_id: str) -> None:
+        self.delegate = delegate
+        self.component_id = component_id
+        self.acked: list[Tuple] = []
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        if anchors is None:
+            self._unanchored(stream)
+        targets: list[int] = self.delegate.emit(values, anchors, stream)  # positional: the compiled fast call
+        return targets
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        if anchors is None:
+            self._unanchored(stream)
+        self.delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
+
+    def _unanchored(self, stream: str) -> None:
+        raise ValueError(
+            f"stateful bolt {self.component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
+            "stateful topology must anchor their emits"
+        )
+
+    def ack(self, tup: Tuple) -> None:
+        self.acked.append(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self.delegate.fail(tup)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        self.delegate.reset_timeout(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self.delegate.report_error(exc)
+
+    def take_acked(self) -> list[Tuple]:
+        """The inputs acked since the last call."""
+        acked, self.acked = self.acked, []
+        return acked
+
+
+class DataPath:
+    """Routes a stateful bolt's inputs: a checkpoint tuple to ``on_checkpoint``, any other to the bolt's
+    ``execute`` once ``initialized``, before that into ``pending``."""
+
+    def __init__(self, execute: Callable[[Tuple], None], on_checkpoint: Callable[[Tuple], None]) -> None:
+        self.bolt_execute = execute
+        self.on_checkpoint = on_checkpoint
+        self.initialized = False
+        self.pending: list[Tuple] = []
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.source_stream == CHECKPOINT_STREAM_ID:
+            self.on_checkpoint(tup)
+        elif self.initialized:
+            self.bolt_execute(tup)
+        else:
+            self.pending.append(tup)
+
+    def take_pending(self) -> list[Tuple]:
+        """The inputs kept before the state was initialised."""
+        pending, self.pending = self.pending, []
+        return pending
+
+
+class AlignedPath:
+    """exactly_once: a data tuple goes straight to ``bolt_execute`` (what raises goes to ``failed``) while the
+    executor sets it (its channels neither blocked by a barrier nor fenced by a restart); anything else, and every
+    tuple while it is None, goes to ``other`` (the executor's full path)."""
+
+    def __init__(self, other: Callable[[Tuple], None], failed: Callable[[Tuple, Exception], None]) -> None:
+        self.bolt_execute: Callable[[Tuple], None] | None = None
+        self.other = other
+        self.failed = failed
+
+    def execute(self, tup: Tuple) -> None:
+        run = self.bolt_execute
+        if run is None or tup.source_stream == BARRIER_STREAM_ID:
+            self.other(tup)
+            return
+        try:
+            run(tup)
+        except Exception as exc:
+            self.failed(tup, exc)
