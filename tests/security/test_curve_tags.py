@@ -15,7 +15,8 @@ from storm_py.runtime.transfer.auth import TAG_BYTES, FrameAuth, topology_curve_
 from storm_py.runtime.transfer.frames import encode_entries
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.transport import open_transport
-from storm_py.transport.zmq import ZmqReceiver, ZmqTransport, curve_keypair
+from storm_py.transport.zmq import ZmqReceiver, ZmqTransport
+from tests.security.test_curve_transport import leaked_key_socket
 from tests.security.test_frame_fuzz import WORKERS, Cluster
 
 CONF = {"storm.messaging.encryption": "curve", "nimbus.auth.token": "a-cluster-token-0123456789"}
@@ -133,12 +134,7 @@ def test_a_curve_client_with_the_servers_public_key_but_its_own_pair_gets_no_fra
     receiving.bind(f"w1:{port}", rt)
     frame = encode_entries("w0:1", _relay_tuple(rt)).frame
     assert frame is not None
-    leaked: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
-    leaked.setsockopt(zmq.LINGER, 0)
-    own_public, own_secret = zmq.curve_keypair()
-    leaked.setsockopt(zmq.CURVE_SERVERKEY, curve_keypair(seed)[0])
-    leaked.setsockopt(zmq.CURVE_PUBLICKEY, own_public)
-    leaked.setsockopt(zmq.CURVE_SECRETKEY, own_secret)
+    leaked = leaked_key_socket(seed)
     try:
         leaked.connect(f"tcp://127.0.0.1:{port}")
         leaked.send(frame)

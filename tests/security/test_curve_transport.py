@@ -15,6 +15,17 @@ from storm_py.transport.zmq import curve_keypair
 CONF = {"storm.messaging.encryption": "curve", "nimbus.auth.token": "a-cluster-token-0123456789"}
 
 
+def leaked_key_socket(seed: bytes) -> zmq.Socket[bytes]:
+    """A PUSH socket of a peer that learnt the server's public key, with a CURVE key pair of its own."""
+    leaked: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
+    leaked.setsockopt(zmq.LINGER, 0)
+    own_public, own_secret = zmq.curve_keypair()
+    leaked.setsockopt(zmq.CURVE_SERVERKEY, curve_keypair(seed)[0])
+    leaked.setsockopt(zmq.CURVE_PUBLICKEY, own_public)
+    leaked.setsockopt(zmq.CURVE_SECRETKEY, own_secret)
+    return leaked
+
+
 def test_holders_of_the_topology_key_talk_and_a_peer_without_it_is_refused_and_counted() -> None:
     seed = topology_curve_seed(CONF, "wc-1-1")
     other = topology_curve_seed(CONF, "other-2-2")
@@ -28,12 +39,7 @@ def test_holders_of_the_topology_key_talk_and_a_peer_without_it_is_refused_and_c
     plain: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
     plain.setsockopt(zmq.LINGER, 0)
     # a peer that learnt the server's public key, with a key pair of its own
-    leaked: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
-    leaked.setsockopt(zmq.LINGER, 0)
-    own_public, own_secret = zmq.curve_keypair()
-    leaked.setsockopt(zmq.CURVE_SERVERKEY, curve_keypair(seed)[0])
-    leaked.setsockopt(zmq.CURVE_PUBLICKEY, own_public)
-    leaked.setsockopt(zmq.CURVE_SECRETKEY, own_secret)
+    leaked = leaked_key_socket(seed)
     try:
         stranger.connect(receiver.address).send(b"from another topology", block=False)
         plain.connect(receiver.address)
