@@ -176,13 +176,9 @@ class ShellBolt(ShellComponent, Bolt):
     def _drain(self, proc: ShellProcess, now: float) -> None:
         inbox = proc.inbox
         self._beat.heard(now)
-        pending = self._ledger.pending
+        emit = self._emit
         answer = self._ledger.answer
-        collector = self._collector
-        emit = collector.emit
-        ack = collector.ack
-        outbuf = self._outbuf
-        encode = self._serializer.encode
+        ack = self._collector.ack
         try:
             while inbox:
                 msg = inbox.popleft()
@@ -191,22 +187,9 @@ class ShellBolt(ShellComponent, Bolt):
                     return
                 command = msg.get("command")  # the two messages of every tuple first, then the rest
                 if command == "emit":
-                    values = msg.get("tuple")
-                    ids = msg.get("anchors")
-                    # the common emit, inline: a list of values, one pending anchor, not direct (one anchor goes
-                    # as the tuple itself: the collector's fast path)
-                    if type(values) is list and type(ids) is list and len(ids) == 1 and not msg.get("task"):
-                        anchor = pending.get(ids[0]) if type(ids[0]) is str else None
-                        if anchor is not None:
-                            targets = emit(values, anchor, msg.get("stream") or DEFAULT_STREAM)
-                            if msg.get("need_task_ids", True) is not False:
-                                outbuf.append(encode(targets))
-                            continue
-                    self._emit(msg)
+                    emit(msg)
                 elif command == "ack":
-                    tid = msg.get("id")
-                    item = pending.pop(tid, None) if type(tid) is str else None
-                    ack(item if item is not None else answer(tid, "ack"))
+                    ack(answer(msg.get("id"), "ack"))
                 else:
                     self._handle(msg, command)
         except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here

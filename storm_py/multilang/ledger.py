@@ -28,8 +28,6 @@ class PendingLedger(Generic[T]):
         self.max_pending = max_pending
         self._refill = max(1, max_pending // 4)
         self._pending: dict[str, T] = {}
-        #: the pending items by id, to look up (read only: the methods below change it)
-        self.pending = self._pending
         self._next = 0
 
     def __len__(self) -> int:
