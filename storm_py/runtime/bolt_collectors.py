@@ -192,32 +192,6 @@ class BoltCollector(_TaskEmitter):
             for root, v in ids.items():
                 ex.ack_root(root, v ^ av)
 
-    def ack_all(self, tups: list[Tuple]) -> None:
-        """``ack`` each of ``tups`` in turn, in one loop (a stateful bolt's inputs held until a commit)."""
-        if self._hooks or not self._acking:
-            for tup in tups:
-                self.ack(tup)
-            return
-        self._stats.acked += len(tups)
-        samples = self._samples
-        ack_root = self._ex.ack_root
-        for tup in tups:
-            if samples:  # as in ``ack``: a sampled input's process latency ends here
-                started = samples.pop(id(tup), None)
-                if started is not None:
-                    self._stats.process_secs += self._clock() - started
-                    self._stats.process_count += 1
-            root = tup._root
-            if root is not None:
-                edge: int = tup._edge
-                ack_root(root, edge ^ tup._ack_val)
-                continue
-            ids = tup._ids
-            if ids:
-                av: int = tup._ack_val
-                for r, v in ids.items():
-                    ack_root(r, v ^ av)
-
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
         if self._samples:

@@ -65,13 +65,13 @@ class BoltExecutor(Executor):
                 if room is not None:
                     self.rooms[t] = room
             try:
-                basic: Any = bolt
                 if isinstance(bolt, BasicBolt):
                     bolt.prepare(conf, self.context_for(t))
                 else:
                     bolt.prepare(conf, self.context_for(t), collector)
-                    found = getattr(bolt, "basic_bolt", None)  # a wrapper that runs as a basic bolt once prepared
-                    basic = found if isinstance(found, BasicBolt) else None
+                # a wrapper may run as a basic bolt once prepared
+                found = bolt if isinstance(bolt, BasicBolt) else getattr(bolt, "basic_bolt", None)
+                basic = found if isinstance(found, BasicBolt) else None
                 if basic is not None:
                     self.runners[t] = self._basic_runner(basic, collector)
                 else:

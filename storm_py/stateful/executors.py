@@ -219,10 +219,10 @@ class CheckpointTupleForwarder(CheckpointHandler):
 
     def handle_tuple(self, tup: Tuple) -> None:
         basic, forwarder, collector = self._basic, self.basic_bolt, self.collector
-        if basic is None or forwarder is None:
+        if forwarder is None:
             self.bolt.execute(tup)
             return
-        assert collector is not None
+        assert basic is not None and collector is not None  # set with the forwarder
         basic.input = tup
         try:
             forwarder.execute(tup, basic)
@@ -299,11 +299,7 @@ class StatefulBoltExecutor(CheckpointHandler):
             self.bolt.pre_commit(txid)
             state.commit(txid)
             prepared, self.prepared = self.prepared, []
-            ack_all = getattr(collector, "ack_all", None)  # the runtime collector's loop over them
-            if ack_all is not None:
-                ack_all(prepared)
-            else:
-                deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
+            deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             state.rollback()
