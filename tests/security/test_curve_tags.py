@@ -23,6 +23,18 @@ CONF = {"storm.messaging.encryption": "curve", "nimbus.auth.token": "a-cluster-t
 TOPOLOGY = "wc-1-1"
 
 
+def _keys() -> tuple[bytes, bytes]:
+    """The topology's CURVE seed and frame key."""
+    seed, key = topology_curve_seed(CONF, TOPOLOGY), topology_frame_key(CONF, TOPOLOGY)
+    assert seed is not None and key is not None
+    return seed, key
+
+
+def _curve_transfer(seed: bytes, key: bytes, peer_host: str | None) -> SocketTransfer:
+    """A worker's transfer under CURVE with the topology's frame key; every peer at ``peer_host``."""
+    return SocketTransfer(ZmqTransport(curve_seed=seed), "127.0.0.1", lambda _n: peer_host, auth=FrameAuth(key))
+
+
 def _relay_tuple(rt: Any) -> list[tuple[int, list[Any]]]:
     """Entries carrying one tuple the worker's relay bolt subscribes to."""
     bolt = next(t for ex in rt.executors if not ex.is_spout and not ex.is_acker and ex.component_id == "relay"
@@ -53,13 +65,11 @@ def test_only_curve_over_a_network_address_authenticates() -> None:
 
 
 def test_under_curve_frames_go_untagged_between_key_holders_and_nothing_gets_in_without_the_key() -> None:
-    seed, key = topology_curve_seed(CONF, TOPOLOGY), topology_frame_key(CONF, TOPOLOGY)
-    assert seed is not None and key is not None
+    seed, key = _keys()
     cluster = Cluster(limit=0)
     port = free_port()
-    receiving = SocketTransfer(ZmqTransport(curve_seed=seed), "127.0.0.1", lambda _n: None, auth=FrameAuth(key))
-    sending = SocketTransfer(ZmqTransport(curve_seed=seed), "127.0.0.1", lambda _n: "127.0.0.1",
-                             auth=FrameAuth(key))  # fmt: skip
+    receiving = _curve_transfer(seed, key, None)
+    sending = _curve_transfer(seed, key, "127.0.0.1")
     rt = cluster.runtimes[WORKERS[1]]
     before = len(rt.inbound)
     receiving.bind(f"w1:{port}", rt)
@@ -99,8 +109,7 @@ class _InprocZmq(ZmqTransport):
 
 
 def test_a_curve_receiver_on_inproc_still_checks_tags() -> None:
-    seed, key = topology_curve_seed(CONF, TOPOLOGY), topology_frame_key(CONF, TOPOLOGY)
-    assert seed is not None and key is not None
+    seed, key = _keys()
     cluster = Cluster(limit=0)
     receiving = SocketTransfer(_InprocZmq(curve_seed=seed), "127.0.0.1", lambda _n: None, auth=FrameAuth(key))
     rt = cluster.runtimes[WORKERS[1]]
@@ -125,11 +134,10 @@ def test_a_curve_receiver_on_inproc_still_checks_tags() -> None:
 
 def test_a_curve_client_with_the_servers_public_key_but_its_own_pair_gets_no_frame_in() -> None:
     """The one CURVE peer that could try an untagged frame: it knows the receiver's public key, not the secret."""
-    seed, key = topology_curve_seed(CONF, TOPOLOGY), topology_frame_key(CONF, TOPOLOGY)
-    assert seed is not None and key is not None
+    seed, key = _keys()
     cluster = Cluster(limit=0)
     port = free_port()
-    receiving = SocketTransfer(ZmqTransport(curve_seed=seed), "127.0.0.1", lambda _n: None, auth=FrameAuth(key))
+    receiving = _curve_transfer(seed, key, None)
     rt = cluster.runtimes[WORKERS[1]]
     receiving.bind(f"w1:{port}", rt)
     frame = encode_entries("w0:1", _relay_tuple(rt)).frame
