@@ -17,7 +17,7 @@ import pytest
 from storm_py.clock import wait_until
 from storm_py.deps.wheelhouse import WHEELHOUSE
 from tests.cluster.harness import DevClusterProcess, storm_py_command
-from tests.cluster.wheelmaker import make_wheel
+from tests.cluster.wheelmaker import ONE_INTO_PROBE, ONE_NUMBER_SPOUT, make_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -31,18 +31,7 @@ import sys
 from storm_py import BasicBolt, Spout, TopologyBuilder
 
 
-class One(Spout):
-    def open(self, conf, context, collector):
-        self.collector, self.sent = collector, False
-
-    def next_tuple(self):
-        if not self.sent:
-            self.sent = True
-            self.collector.emit([4], 1)
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["n"])
-
+''' + ONE_NUMBER_SPOUT + '''
 
 class Probe(BasicBolt):
     def prepare(self, conf, context):
@@ -62,12 +51,7 @@ class Probe(BasicBolt):
         pass
 
 
-def build(conf):
-    builder = TopologyBuilder()
-    builder.set_spout("one", One(), 1)
-    builder.set_bolt("probe", Probe(), 1).shuffle_grouping("one")
-    return builder.create_topology()
-'''
+''' + ONE_INTO_PROBE
 
 
 @pytest.fixture(scope="session")

@@ -22,3 +22,28 @@ def make_wheel(out: Path, name: str, version: str, files: Mapping[str, str], req
         for member, text in {**members, f"{dist}/RECORD": record}.items():
             zf.writestr(member, text)
     return path
+
+
+#: A topology app's spout ``One`` (``from storm_py import Spout``): it emits ``[4]`` once, on field ``n``.
+ONE_NUMBER_SPOUT = '''
+class One(Spout):
+    def open(self, conf, context, collector):
+        self.collector, self.sent = collector, False
+
+    def next_tuple(self):
+        if not self.sent:
+            self.sent = True
+            self.collector.emit([4], 1)
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+'''
+
+#: A topology app's ``build``: spout ``One`` into bolt ``Probe``.
+ONE_INTO_PROBE = '''
+def build(conf):
+    builder = TopologyBuilder()
+    builder.set_spout("one", One(), 1)
+    builder.set_bolt("probe", Probe(), 1).shuffle_grouping("one")
+    return builder.create_topology()
+'''

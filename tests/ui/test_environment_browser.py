@@ -14,7 +14,7 @@ import pytest
 from storm_py.clock import wait_until
 from storm_py.deps.wheelhouse import WHEELHOUSE
 from tests.cluster.harness import storm_py_command
-from tests.cluster.wheelmaker import make_wheel
+from tests.cluster.wheelmaker import ONE_INTO_PROBE, ONE_NUMBER_SPOUT, make_wheel
 from tests.ui.conftest import Browser, MetricsCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -23,18 +23,7 @@ APP = '''"""A spout of one number into a bolt that needs tinydep."""
 from storm_py import BasicBolt, Spout, TopologyBuilder
 
 
-class One(Spout):
-    def open(self, conf, context, collector):
-        self.collector, self.sent = collector, False
-
-    def next_tuple(self):
-        if not self.sent:
-            self.sent = True
-            self.collector.emit([4], 1)
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["n"])
-
+''' + ONE_NUMBER_SPOUT + '''
 
 class Probe(BasicBolt):
     def execute(self, tup, collector):
@@ -46,12 +35,7 @@ class Probe(BasicBolt):
         pass
 
 
-def build(conf):
-    builder = TopologyBuilder()
-    builder.set_spout("one", One(), 1)
-    builder.set_bolt("probe", Probe(), 1).shuffle_grouping("one")
-    return builder.create_topology()
-'''
+''' + ONE_INTO_PROBE
 
 
 def submit(mc: MetricsCluster, *args: str) -> None:
