@@ -168,9 +168,17 @@ class CombinerProcessor(ProjectingProcessor):
         return [self.agg]
 
     def entry(self) -> Callable[[BatchRun, int, list[Any]], None]:
+        return self._grouped(0) or self.execute
+
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, int, list[Any]], None] | None:
+        return self._grouped(1)  # a wire tuple: the batch id first
+
+    def _grouped(self, offset: int) -> Callable[[BatchRun, int, list[Any]], None] | None:
+        """``Count`` and ``Sum`` by one group field, straight into the batch's groups (the fields ``offset`` into
+        the values); None for any other aggregation."""
         if self.single is None or not self.additive or self.mode == GENERAL:
-            return self.execute
-        slot, key_at, value_at = self.slot, self.single, self.position
+            return None
+        slot, key_at, value_at = self.slot, self.single + offset, self.position + offset
         if self.mode == ONE:
 
             def count(run: BatchRun, parent: int, values: list[Any]) -> None:
@@ -181,28 +189,6 @@ class CombinerProcessor(ProjectingProcessor):
             return count
 
         def add(run: BatchRun, parent: int, values: list[Any]) -> None:
-            groups = run.states[slot]
-            key = values[key_at]
-            old = groups.get(key, _MISSING)
-            groups[key] = values[value_at] if old is _MISSING else old + values[value_at]
-
-        return add
-
-    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
-        """``entry``'s ``Count`` and ``Sum`` by one group field, reading a wire tuple (the batch id first)."""
-        if self.single is None or not self.additive or self.mode == GENERAL:
-            return None
-        slot, key_at, value_at = self.slot, self.single + 1, self.position + 1
-        if self.mode == ONE:
-
-            def count(run: BatchRun, values: list[Any]) -> None:
-                groups = run.states[slot]
-                key = values[key_at]
-                groups[key] = groups.get(key, 0) + 1
-
-            return count
-
-        def add(run: BatchRun, values: list[Any]) -> None:
             groups = run.states[slot]
             key = values[key_at]
             old = groups.get(key, _MISSING)

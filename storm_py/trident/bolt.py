@@ -98,6 +98,7 @@ class SubtopologyExecutor:
         self._entries: dict[tuple[str, str], list[tuple[Any, int]]] = {}
         self._only: tuple[Any, int] | None = None
         self._wire: Any = None
+        self._wire_parent = 0
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         """Make the group's states for this task and prepare every operation."""
@@ -119,7 +120,7 @@ class SubtopologyExecutor:
         self._wire = None
         if self._only is not None:
             ((proc, parent),) = next(iter(self.routes.values()))
-            self._wire = proc.wire_entry(parent)
+            self._wire, self._wire_parent = proc.wire_entry(parent), parent
 
     def _run(self, attempt: Any) -> BatchRun:
         run = self._open.get(_key(attempt))
@@ -141,7 +142,7 @@ class SubtopologyExecutor:
         try:
             wire = self._wire
             if wire is not None:
-                wire(run, values)
+                wire(run, self._wire_parent, values)
             elif self._only is not None:
                 self._only[0](run, self._only[1], values[1:])
             else:

@@ -76,8 +76,8 @@ class Processor:
         its only parent to count its emits (``width`` values short of ``prefix``) itself; else None."""
         return None
 
-    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
-        """What the bolt may call with each wire tuple (``[attempt, *values]``) instead of ``entry``, or None."""
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, int, list[Any]], None] | None:
+        """What the bolt may call as ``entry`` with each wire tuple (``[attempt, *values]``) instead, or None."""
         return None
 
     def start(self, run: BatchRun) -> Any:
@@ -230,7 +230,7 @@ class EachProcessor(ProjectingProcessor):
                 _count_into(run.states[slot], map(key, pending))
                 pending.clear()
 
-    def wire_entry(self, parent: int) -> Callable[[BatchRun, list[Any]], None] | None:
+    def wire_entry(self, parent: int) -> Callable[[BatchRun, int, list[Any]], None] | None:
         """With the emits counted here (no prefix kept), the projection reads the wire tuple itself."""
         collector, span = self.collector, self.span
         sink = collector.sink
@@ -240,7 +240,7 @@ class EachProcessor(ProjectingProcessor):
         slot, key = sink
         first, end = span[0] + 1, span[1] + 1
 
-        def each(run: BatchRun, values: list[Any]) -> None:
+        def each(run: BatchRun, parent: int, values: list[Any]) -> None:
             collector.run = run
             try:
                 execute(make(values[first:end]), collector)
