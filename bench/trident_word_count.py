@@ -23,6 +23,9 @@ for ``--rounds``; one JSON line per run, then the ratios of the medians (wall cl
 ``--delegates N`` runs no cluster: it feeds one variant's two bolts (the delegates their coordinated bolts run,
 prepared with a stand-in collector and context) ``N`` batches in this thread, the first bolt's output to the
 second, and finishes each batch in both: the per-batch work of the bolts alone, for instruction counts.
+``--batches N`` runs one variant in a LocalCluster until ``N`` batches are committed, then stops: the same
+difference of two runs counts the whole pipeline's instructions per batch (spout, coordination, acker, both
+bolts, the worker's executors).
 """
 
 from __future__ import annotations
@@ -261,6 +264,21 @@ def delegates(variant: str, batch: int, batches: int) -> None:
         second.finished_id(attempt)
 
 
+def committed(variant: str, batch: int, pending: int, batches: int) -> None:
+    """One LocalCluster run of ``variant`` until ``batches`` batches are committed (see the module's doc)."""
+    _STORES.clear()
+    topology, tx_id = (trident if variant == "trident" else transactional)(batch)
+    with LocalCluster() as cluster:
+
+        def done() -> int:
+            return int(cluster.state.transactional_get(tx_id, "coordinator", "currtx") or 1) - 1
+
+        cluster.submit_topology(variant, {"topology.max.spout.pending": pending}, topology)
+        wait_until(lambda: done() >= batches, 600 + 60 * batches, what=f"{batches} commits", interval=0.02)
+        cluster.kill_topology(variant, 0)
+        print(json.dumps({"bench": "trident_word_count", "variant": variant, "committed": done()}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=1000, help="sentences per batch (a divisor of 1000)")
@@ -270,10 +288,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="runs of each variant, alternating")
     parser.add_argument("--delegates", type=int, default=0,
                         help="no cluster: run this many batches through the bolts of --variant in one thread")
+    parser.add_argument("--batches", type=int, default=0,
+                        help="one LocalCluster run of --variant until this many batches are committed, no timing")
     parser.add_argument("--variant", choices=["trident", "transactional"], default="trident")
     args = parser.parse_args()
     if args.delegates:
         delegates(args.variant, args.batch, args.delegates)
+        return
+    if args.batches:
+        committed(args.variant, args.batch, args.pending, args.batches)
         return
     if args.batch < 1 or DISTINCT % args.batch:
         parser.error(f"--batch must divide {DISTINCT}")

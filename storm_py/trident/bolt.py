@@ -99,6 +99,9 @@ class SubtopologyExecutor:
         self._only: tuple[Any, int] | None = None
         self._wire: Any = None
         self._wire_parent = 0
+        #: the attempt object of the last tuple and its batch (a batch's tuples mostly carry the same object)
+        self._last_attempt: Any = None
+        self._last_run: BatchRun | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         """Make the group's states for this task and prepare every operation."""
@@ -109,7 +112,7 @@ class SubtopologyExecutor:
         for state_id, factory in self.state_factories.items():
             task.states[state_id] = factory.make_state(conf, context, index, len(self._tasks))
         self._task = task
-        self._open = {}
+        self._forget()
         for proc in self.processors:
             proc.prepare(task)
         self._entries = {key: [(proc.entry(), i) for proc, i in readers] for key, readers in self.routes.items()}
@@ -121,6 +124,11 @@ class SubtopologyExecutor:
         if self._only is not None:
             ((proc, parent),) = next(iter(self.routes.values()))
             self._wire, self._wire_parent = proc.wire_entry(parent), parent
+
+    def _forget(self) -> None:
+        """No batch open."""
+        self._open = {}
+        self._last_attempt = self._last_run = None
 
     def _run(self, attempt: Any) -> BatchRun:
         run = self._open.get(_key(attempt))
@@ -138,7 +146,11 @@ class SubtopologyExecutor:
         assert task is not None, "Trident bolt used before prepare"
         values = tup.values
         attempt = values[0]
-        run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
+        if attempt is self._last_attempt:  # the batch of the last tuple: no key to build and look up
+            run = self._last_run
+        else:
+            run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
+            self._last_attempt, self._last_run = attempt, run
         try:
             wire = self._wire
             if wire is not None:
@@ -164,6 +176,7 @@ class SubtopologyExecutor:
 
     def finished_id(self, attempt: Any) -> None:
         """The whole batch is here: finish every processor in declaration order."""
+        self._last_attempt = self._last_run = None
         if not self._receives(attempt):
             self._open.pop(_key(attempt), None)
             return
@@ -174,11 +187,12 @@ class SubtopologyExecutor:
 
     def timeout_id(self, attempt: Any) -> None:
         """The batch will not complete here: forget it."""
+        self._last_attempt = self._last_run = None
         self._open.pop(_key(attempt), None)
 
     def cleanup(self) -> None:
         """Clean up the operations."""
-        self._open = {}
+        self._forget()
         for proc in self.processors:
             proc.cleanup()
 

@@ -80,3 +80,37 @@ def test_grouped_count_of_emits_keeps_interleaved_batches_apart(function: BaseFu
         executor.finished_id(attempts[txid])
         counted = {v[1]: v[2] for _, v in wire.out if v[0] == attempts[txid]}
         assert counted == Counter(w for sentence in batch for w in sentence.split())
+
+
+def test_tuples_find_their_batch_by_value_whatever_attempt_object_they_carry() -> None:
+    """Equal attempt objects share a batch, another attempt of the same txid is a batch of its own, and a tuple
+    arriving after its batch finished opens it again (nothing is counted into a finished batch)."""
+    topology = TridentTopology()
+    spout = FixedBatchSpout(["sentence"], 2, ["a b"])
+    topology.new_stream("s", spout).each(["sentence"], Split(), ["word"]).group_by(["word"]).partition_aggregate(
+        Count(), ["count"]
+    ).shuffle().each(["word"], Split(), ["again"])
+    bolt = plan(topology).bolts[0]
+    executor = bolt.executor
+    assert executor is not None
+    ((source, stream),) = bolt.inputs
+    wire = Wire()
+    executor.prepare({}, Context(), wire)  # type: ignore[arg-type]
+
+    def send(attempt: TransactionAttempt, sentence: str) -> None:
+        executor.execute(Tuple([attempt, sentence], Fields(["$tx", "sentence"]), source, stream, 1, None))
+
+    def finish(attempt: TransactionAttempt) -> dict[str, int]:
+        wire.out.clear()
+        executor.finished_id(attempt)
+        return {v[1]: v[2] for _, v in wire.out}
+
+    first, same, replay = TransactionAttempt(1, 5), TransactionAttempt(1, 5), TransactionAttempt(1, 6)
+    send(first, "a b")
+    send(same, "a")
+    send(replay, "b")
+    send(first, "b")
+    assert finish(TransactionAttempt(1, 5)) == {"a": 2, "b": 2}
+    assert finish(replay) == {"b": 1}
+    send(first, "c")  # a straggler of the finished batch
+    assert finish(same) == {"c": 1}
