@@ -7,7 +7,7 @@ of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_execut
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -171,11 +171,8 @@ class BoltCollector(_TaskEmitter):
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots (merged by run, see ``ack_root``)."""
         self._stats.acked += 1
-        if self._samples:  # a sampled input: its process latency runs from its batch's start to this ack
-            started = self._samples.pop(id(tup), None)
-            if started is not None:
-                self._stats.process_secs += self._clock() - started
-                self._stats.process_count += 1
+        if self._samples:
+            self._processed(tup)
         if self._hooks:
             report_ack(self._hooks, tup, self._task, None)
         if not self._acking:
@@ -191,6 +188,13 @@ class BoltCollector(_TaskEmitter):
             av: int = tup._ack_val
             for root, v in ids.items():
                 ex.ack_root(root, v ^ av)
+
+    def _processed(self, tup: Tuple) -> None:
+        """A sampled input (in ``_samples``): its process latency runs from its batch's start to now."""
+        started = self._samples.pop(id(tup), None)
+        if started is not None:
+            self._stats.process_secs += self._clock() - started
+            self._stats.process_count += 1
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
@@ -217,6 +221,112 @@ class BoltCollector(_TaskEmitter):
 
     def flush(self) -> None:
         """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
+
+
+class HeldAcks:
+    """Acks made and not sent yet (see :class:`HoldingCollector`): per root the XOR of its inputs' acks, how
+    many inputs that is, and the inputs to be acked whole when released."""
+
+    __slots__ = ("count", "vals", "whole")
+
+    def __init__(self) -> None:
+        self.vals: dict[Id, int] = {}
+        self.count = 0
+        self.whole: list[Tuple] = []
+
+    def __len__(self) -> int:
+        return self.count + len(self.whole)
+
+    def merge(self, other: HeldAcks) -> None:
+        """Add ``other``'s acks to these."""
+        vals = self.vals
+        for root, v in other.vals.items():
+            vals[root] = vals.get(root, 0) ^ v
+        self.count += other.count
+        self.whole.extend(other.whole)
+
+
+class HoldingCollector(BoltCollector):
+    """The collector of a task whose acks wait for a decision: a stateful bolt's, whose acks go upstream only
+    once the checkpoint covering them commits (Storm's ``AckTrackingOutputCollector``).
+
+    Every emit must be anchored.  ``ack`` settles an input at once except for its acker rows: their values are
+    XORed per root into the held acks, which :meth:`take_held` hands over and :meth:`release` sends (one row per
+    tree) or :meth:`fail_held` fails.  Holding numbers rather than the inputs keeps a checkpoint interval of
+    tuples out of the heap the garbage collector walks.  A task with hooks holds its inputs whole, acked
+    through its own collector on release, so the hooks see each ack when it is made.
+    """
+
+    __slots__ = ("_held", "_parent")
+
+    def __init__(self, parent: BoltCollector) -> None:
+        super().__init__(parent._ex, parent._task)
+        self._parent = parent
+        self._held = HeldAcks()
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        if anchors is None:
+            unanchored(self.component_id, stream)
+        return super().emit(values, anchors, stream)
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        if anchors is None:
+            unanchored(self.component_id, stream)
+        self._emit_direct(task_id, values, anchors, stream)
+
+    def ack(self, tup: Tuple) -> None:
+        held = self._held
+        if self._parent._hooks:
+            held.whole.append(tup)
+            return
+        held.count += 1
+        if self._samples:
+            self._processed(tup)
+        if not self._acking:
+            return
+        vals = held.vals
+        root = tup._root
+        if root is not None:
+            edge: int = tup._edge
+            vals[root] = vals.get(root, 0) ^ edge ^ tup._ack_val
+            return
+        ids = tup._ids
+        if ids:
+            av: int = tup._ack_val
+            for r, v in ids.items():
+                vals[r] = vals.get(r, 0) ^ v ^ av
+
+    def take_held(self) -> HeldAcks:
+        """The acks held since the last call."""
+        held, self._held = self._held, HeldAcks()
+        return held
+
+    def release(self, held: HeldAcks) -> None:
+        """Send ``held`` upstream: one ack row per tree, then the inputs held whole."""
+        self._stats.acked += held.count
+        ack_root = self._ex.ack_root
+        for root, v in held.vals.items():
+            ack_root(root, v)
+        deque(map(self._parent.ack, held.whole), maxlen=0)
+
+    def fail_held(self, held: HeldAcks) -> None:
+        """Fail the trees of ``held``: their spouts replay them."""
+        self._stats.failed += held.count
+        out = self._out
+        acker_for = self._acker_for
+        for root in held.vals:
+            out[acker_for(root)].append((FAIL, root))
+        deque(map(self._parent.fail, held.whole), maxlen=0)
+
+
+def unanchored(component_id: str, stream: str) -> None:
+    """Raise the error of an unanchored emit of a stateful bolt (Storm's ``AnchoringOutputCollector``)."""
+    raise ValueError(
+        f"stateful bolt {component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
+        "stateful topology must anchor their emits"
+    )
 
 
 class BasicCollector(_TaskEmitter):
