@@ -224,24 +224,45 @@ class BoltCollector(_TaskEmitter):
 
 
 class HeldAcks:
-    """Acks made and not sent yet (see :class:`HoldingCollector`): per root the XOR of its inputs' acks, how
-    many inputs that is, and the inputs to be acked whole when released."""
+    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows as ``(root, XOR)`` pairs,
+    the acks of consecutive inputs of one tree merged into one (as
+    :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges them), how many inputs that is, and the
+    inputs to be acked whole when released."""
 
-    __slots__ = ("count", "vals", "whole")
+    __slots__ = ("count", "rows", "run_root", "run_val", "whole")
 
     def __init__(self) -> None:
-        self.vals: dict[Id, int] = {}
+        self.rows: list[tuple[Id, int]] = []
+        #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
+        self.run_root: Id = None
+        self.run_val = 0
         self.count = 0
         self.whole: list[Tuple] = []
 
     def __len__(self) -> int:
         return self.count + len(self.whole)
 
+    def add(self, root: Id, val: int) -> None:
+        """XOR ``val`` into the ack of ``root``."""
+        last = self.run_root
+        if root is last or (last is not None and root == last):
+            self.run_val ^= val
+            return
+        if last is not None:
+            self.rows.append((last, self.run_val))
+        self.run_root = root
+        self.run_val = val
+
+    def closed(self) -> list[tuple[Id, int]]:
+        """Every row, the open run's included."""
+        if self.run_root is not None:
+            self.rows.append((self.run_root, self.run_val))
+            self.run_root = None
+        return self.rows
+
     def merge(self, other: HeldAcks) -> None:
         """Add ``other``'s acks to these."""
-        vals = self.vals
-        for root, v in other.vals.items():
-            vals[root] = vals.get(root, 0) ^ v
+        self.closed().extend(other.closed())
         self.count += other.count
         self.whole.extend(other.whole)
 
@@ -250,9 +271,9 @@ class HoldingCollector(BoltCollector):
     """The collector of a task whose acks wait for a decision: a stateful bolt's, whose acks go upstream only
     once the checkpoint covering them commits (Storm's ``AckTrackingOutputCollector``).
 
-    Every emit must be anchored.  ``ack`` settles an input at once except for its acker rows: their values are
-    XORed per root into the held acks, which :meth:`take_held` hands over and :meth:`release` sends (one row per
-    tree) or :meth:`fail_held` fails.  Holding numbers rather than the inputs keeps a checkpoint interval of
+    Every emit must be anchored.  ``ack`` settles an input at once except for its acker row, which goes into the
+    held acks (:class:`HeldAcks`), which :meth:`take_held` hands over and :meth:`release` sends or
+    :meth:`fail_held` fails.  Holding numbers rather than the inputs keeps a checkpoint interval of
     tuples out of the heap the garbage collector walks.  A task with hooks holds its inputs whole, acked
     through its own collector on release, so the hooks see each ack when it is made.
     """
@@ -286,17 +307,16 @@ class HoldingCollector(BoltCollector):
             self._processed(tup)
         if not self._acking:
             return
-        vals = held.vals
         root = tup._root
         if root is not None:
             edge: int = tup._edge
-            vals[root] = vals.get(root, 0) ^ edge ^ tup._ack_val
+            held.add(root, edge ^ tup._ack_val)
             return
         ids = tup._ids
         if ids:
             av: int = tup._ack_val
             for r, v in ids.items():
-                vals[r] = vals.get(r, 0) ^ v ^ av
+                held.add(r, v ^ av)
 
     def take_held(self) -> HeldAcks:
         """The acks held since the last call."""
@@ -307,7 +327,7 @@ class HoldingCollector(BoltCollector):
         """Send ``held`` upstream: one ack row per tree, then the inputs held whole."""
         self._stats.acked += held.count
         ack_root = self._ex.ack_root
-        for root, v in held.vals.items():
+        for root, v in held.closed():
             ack_root(root, v)
         deque(map(self._parent.ack, held.whole), maxlen=0)
 
@@ -316,7 +336,7 @@ class HoldingCollector(BoltCollector):
         self._stats.failed += held.count
         out = self._out
         acker_for = self._acker_for
-        for root in held.vals:
+        for root in {root for root, _ in held.closed()}:
             out[acker_for(root)].append((FAIL, root))
         deque(map(self._parent.fail, held.whole), maxlen=0)
 
