@@ -224,15 +224,19 @@ class BoltCollector(_TaskEmitter):
 
 
 class HeldAcks:
-    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows as ``(root, XOR)`` pairs,
-    the acks of consecutive inputs of one tree merged into one (as
-    :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges them), how many inputs that is, and the
-    inputs to be acked whole when released."""
+    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows, the acks of consecutive
+    inputs of one tree merged into one (as :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges
+    them), how many inputs that is, and the inputs to be acked whole when released.
 
-    __slots__ = ("count", "rows", "run_root", "run_val", "whole")
+    A row is a root in ``roots`` (the object the inputs carry) and its XOR at the same place of ``vals``: two
+    list slots and an int per tree, no tuple, so a checkpoint interval of held rows stays small.
+    """
+
+    __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
 
     def __init__(self) -> None:
-        self.rows: list[tuple[Id, int]] = []
+        self.roots: list[Id] = []
+        self.vals: list[int] = []
         #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
         self.run_root: Id = None
         self.run_val = 0
@@ -249,20 +253,24 @@ class HeldAcks:
             self.run_val ^= val
             return
         if last is not None:
-            self.rows.append((last, self.run_val))
+            self.roots.append(last)
+            self.vals.append(self.run_val)
         self.run_root = root
         self.run_val = val
 
-    def closed(self) -> list[tuple[Id, int]]:
-        """Every row, the open run's included."""
+    def close(self) -> None:
+        """End the open run: every row is in ``roots`` and ``vals`` now."""
         if self.run_root is not None:
-            self.rows.append((self.run_root, self.run_val))
+            self.roots.append(self.run_root)
+            self.vals.append(self.run_val)
             self.run_root = None
-        return self.rows
 
     def merge(self, other: HeldAcks) -> None:
         """Add ``other``'s acks to these."""
-        self.closed().extend(other.closed())
+        self.close()
+        other.close()
+        self.roots.extend(other.roots)
+        self.vals.extend(other.vals)
         self.count += other.count
         self.whole.extend(other.whole)
 
@@ -326,9 +334,11 @@ class HoldingCollector(BoltCollector):
     def release(self, held: HeldAcks) -> None:
         """Send ``held`` upstream: one ack row per tree, then the inputs held whole."""
         self._stats.acked += held.count
+        held.close()
         ack_root = self._ex.ack_root
-        for root, v in held.closed():
-            ack_root(root, v)
+        vals = held.vals
+        for i, root in enumerate(held.roots):
+            ack_root(root, vals[i])
         deque(map(self._parent.ack, held.whole), maxlen=0)
 
     def fail_held(self, held: HeldAcks) -> None:
@@ -336,7 +346,8 @@ class HoldingCollector(BoltCollector):
         self._stats.failed += held.count
         out = self._out
         acker_for = self._acker_for
-        for root in {root for root, _ in held.closed()}:
+        held.close()
+        for root in set(held.roots):
             out[acker_for(root)].append((FAIL, root))
         deque(map(self._parent.fail, held.whole), maxlen=0)
 

@@ -119,3 +119,18 @@ def test_a_holding_collector_fails_held_trees_and_refuses_unanchored_emits() -> 
     assert rows(ex) == [(FAIL, root)] and ex.stats.failed == 1
     with pytest.raises(ValueError, match="stateful bolt 'bolt' emitted to stream 'default' without anchors"):
         holding.emit(["x"])
+
+
+def test_held_acks_merge_keeps_every_row_and_count() -> None:
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    r1, r2 = 11, 2**61 + 1
+    holding.ack(Tuple(["a"], Fields(["n"]), "spout", "default", 1, None, r1, 0b1))
+    first = holding.take_held()
+    holding.ack(Tuple(["b"], Fields(["n"]), "spout", "default", 1, None, r1, 0b10))
+    holding.ack(Tuple(["c"], Fields(["n"]), "spout", "default", 1, None, r2, 0b100))
+    first.merge(holding.take_held())
+    assert len(first) == 3
+    holding.release(first)
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, r1, 0b11), (ACK, r2, 0b100)] and ex.stats.acked == 3
