@@ -1,7 +1,7 @@
 """The cost of managed state: storm-perf's word count with acking, plain beside stateful (the running count in a
 ``KeyValueState``, Storm's checkpoints every second, in-memory provider; acks held until the checkpoint commits).
 
-    python bench/stateful_word_count.py [--secs 8] [--warmup 3] [--rounds 2] [--pending 50000] [--json out.jsonl]
+    python bench/stateful_word_count.py [--secs 8] [--warmup 3] [--rounds 2] [--pending 150000] [--json out.jsonl]
     python bench/stateful_word_count.py --instructions      # needs valgrind
 
 Each topology runs alone in a LocalCluster with one worker and one acker; the rounds alternate plain and stateful.
@@ -9,8 +9,9 @@ Reported: acked sentences per wall second and per CPU second of the process (``t
 the rate apart from other load on a shared machine) of each, and the stateful one's share of the plain one's.
 The bench process runs with a worker's collector threshold (``--gc-threshold0``, ``worker.gc.threshold0``).
 Under at_least_once a sentence's tree completes only when the checkpoint after it commits, so
-``topology.max.spout.pending`` must hold about a checkpoint interval of sentences (``--pending``), or the spout
-waits for every commit.
+``topology.max.spout.pending`` must hold more than a checkpoint interval of sentences (``--pending``; the
+default, 150,000, is two intervals at the plain count's rate), or the spout waits for every commit and the rate
+measured is ``pending`` per interval.  ``--interval-ms`` sets the checkpoint interval (default: every second).
 
 ``--instructions`` runs no cluster: one :class:`~storm_py.runtime.worker_runtime.WorkerRuntime` of each topology
 is driven in one thread on a simulated clock that moves 10 ms a pass (a checkpoint every 100 passes), a fixed
@@ -72,8 +73,8 @@ def stateful_word_count():
     return b.create_topology()
 
 
-def measure(build, secs: float, warmup: float, pending: int) -> tuple[float, float]:
-    conf = conf_of(pending)
+def measure(build, secs: float, warmup: float, pending: int, interval_ms: int = 1000) -> tuple[float, float]:
+    conf = conf_of(pending, interval_ms)
     with LocalCluster(supervisors=1, ports_per_supervisor=1) as cluster:
         tid = cluster.submit_topology("perf", conf, build())
         (worker,) = cluster.workers(tid)
@@ -86,9 +87,9 @@ def measure(build, secs: float, warmup: float, pending: int) -> tuple[float, flo
     return (a1 - a0) / (t1 - t0), (a1 - a0) / (c1 - c0)
 
 
-def conf_of(pending: int) -> dict[str, Any]:
+def conf_of(pending: int, interval_ms: int = 1000) -> dict[str, Any]:
     return {"topology.acker.executors": 1, "topology.max.spout.pending": pending, "topology.workers": 1,
-            "topology.state.checkpoint.interval.ms": 1000}
+            "topology.state.checkpoint.interval.ms": interval_ms}
 
 
 def run_passes(build_topology: Any, pending: int, passes: int) -> int:
@@ -138,7 +139,8 @@ def main() -> None:
     parser.add_argument("--secs", type=float, default=8.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--pending", type=int, default=50000)
+    parser.add_argument("--pending", type=int, default=150000)
+    parser.add_argument("--interval-ms", type=int, default=1000, help="topology.state.checkpoint.interval.ms")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--gc-threshold0", type=int, default=100_000,
                         help="CPython's generation-0 threshold of the bench process (default: worker.gc.threshold0)")
@@ -161,11 +163,13 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for r in range(args.rounds):
         plain, plain_cpu = measure(word_count, args.secs, args.warmup, args.pending)
-        stateful, stateful_cpu = measure(stateful_word_count, args.secs, args.warmup, args.pending)
+        stateful, stateful_cpu = measure(stateful_word_count, args.secs, args.warmup, args.pending,
+                                         args.interval_ms)
         row = {"round": r + 1, "plain_per_s": round(plain), "stateful_per_s": round(stateful),
                "share": round(stateful / plain, 3) if plain else None,
                "plain_per_cpu_s": round(plain_cpu), "stateful_per_cpu_s": round(stateful_cpu),
                "share_cpu": round(stateful_cpu / plain_cpu, 3) if plain_cpu else None, "pending": args.pending,
+               "interval_ms": args.interval_ms,
                "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()]}
         rows.append(row)
         print(json.dumps(row), flush=True)

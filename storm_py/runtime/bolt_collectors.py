@@ -7,7 +7,7 @@ of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_execut
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -171,11 +171,8 @@ class BoltCollector(_TaskEmitter):
     def ack(self, tup: Tuple) -> None:
         """The input was processed: tell the ackers of each of its roots (merged by run, see ``ack_root``)."""
         self._stats.acked += 1
-        if self._samples:  # a sampled input: its process latency runs from its batch's start to this ack
-            started = self._samples.pop(id(tup), None)
-            if started is not None:
-                self._stats.process_secs += self._clock() - started
-                self._stats.process_count += 1
+        if self._samples:
+            self._processed(tup)
         if self._hooks:
             report_ack(self._hooks, tup, self._task, None)
         if not self._acking:
@@ -191,6 +188,13 @@ class BoltCollector(_TaskEmitter):
             av: int = tup._ack_val
             for root, v in ids.items():
                 ex.ack_root(root, v ^ av)
+
+    def _processed(self, tup: Tuple) -> None:
+        """A sampled input (in ``_samples``): its process latency runs from its batch's start to now."""
+        started = self._samples.pop(id(tup), None)
+        if started is not None:
+            self._stats.process_secs += self._clock() - started
+            self._stats.process_count += 1
 
     def fail(self, tup: Tuple) -> None:
         """The input failed: fail the tuple tree of each of its roots at once."""
@@ -217,6 +221,143 @@ class BoltCollector(_TaskEmitter):
 
     def flush(self) -> None:
         """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
+
+
+class HeldAcks:
+    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows, the acks of consecutive
+    inputs of one tree merged into one (as :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges
+    them), how many inputs that is, and the inputs to be acked whole when released.
+
+    A row is a root in ``roots`` (the object the inputs carry) and its XOR at the same place of ``vals``: two
+    list slots and an int per tree, no tuple, so a checkpoint interval of held rows stays small.
+    """
+
+    __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
+
+    def __init__(self) -> None:
+        self.roots: list[Id] = []
+        self.vals: list[int] = []
+        #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
+        self.run_root: Id = None
+        self.run_val = 0
+        self.count = 0
+        self.whole: list[Tuple] = []
+
+    def __len__(self) -> int:
+        return self.count + len(self.whole)
+
+    def add(self, root: Id, val: int) -> None:
+        """XOR ``val`` into the ack of ``root``."""
+        last = self.run_root
+        if root is last or (last is not None and root == last):
+            self.run_val ^= val
+            return
+        if last is not None:
+            self.roots.append(last)
+            self.vals.append(self.run_val)
+        self.run_root = root
+        self.run_val = val
+
+    def close(self) -> None:
+        """End the open run: every row is in ``roots`` and ``vals`` now."""
+        if self.run_root is not None:
+            self.roots.append(self.run_root)
+            self.vals.append(self.run_val)
+            self.run_root = None
+
+    def merge(self, other: HeldAcks) -> None:
+        """Add ``other``'s acks to these."""
+        self.close()
+        other.close()
+        self.roots.extend(other.roots)
+        self.vals.extend(other.vals)
+        self.count += other.count
+        self.whole.extend(other.whole)
+
+
+class HoldingCollector(BoltCollector):
+    """The collector of a task whose acks wait for a decision: a stateful bolt's, whose acks go upstream only
+    once the checkpoint covering them commits (Storm's ``AckTrackingOutputCollector``).
+
+    Every emit must be anchored.  ``ack`` settles an input at once except for its acker row, which goes into the
+    held acks (:class:`HeldAcks`), which :meth:`take_held` hands over and :meth:`release` sends or
+    :meth:`fail_held` fails.  Holding numbers rather than the inputs keeps a checkpoint interval of
+    tuples out of the heap the garbage collector walks.  A task with hooks holds its inputs whole, acked
+    through its own collector on release, so the hooks see each ack when it is made.
+    """
+
+    __slots__ = ("_held", "_parent")
+
+    def __init__(self, parent: BoltCollector) -> None:
+        super().__init__(parent._ex, parent._task)
+        self._parent = parent
+        self._held = HeldAcks()
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        if anchors is None:
+            unanchored(self.component_id, stream)
+        return super().emit(values, anchors, stream)
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        if anchors is None:
+            unanchored(self.component_id, stream)
+        self._emit_direct(task_id, values, anchors, stream)
+
+    def ack(self, tup: Tuple) -> None:
+        held = self._held
+        if self._parent._hooks:
+            held.whole.append(tup)
+            return
+        held.count += 1
+        if self._samples:
+            self._processed(tup)
+        if not self._acking:
+            return
+        root = tup._root
+        if root is not None:
+            edge: int = tup._edge
+            held.add(root, edge ^ tup._ack_val)
+            return
+        ids = tup._ids
+        if ids:
+            av: int = tup._ack_val
+            for r, v in ids.items():
+                held.add(r, v ^ av)
+
+    def take_held(self) -> HeldAcks:
+        """The acks held since the last call."""
+        held, self._held = self._held, HeldAcks()
+        return held
+
+    def release(self, held: HeldAcks) -> None:
+        """Send ``held`` upstream: one ack row per tree, then the inputs held whole."""
+        self._stats.acked += held.count
+        held.close()
+        ack_root = self._ex.ack_root
+        vals = held.vals
+        for i, root in enumerate(held.roots):
+            ack_root(root, vals[i])
+        deque(map(self._parent.ack, held.whole), maxlen=0)
+
+    def fail_held(self, held: HeldAcks) -> None:
+        """Fail the trees of ``held``: their spouts replay them."""
+        self._stats.failed += held.count
+        out = self._out
+        acker_for = self._acker_for
+        held.close()
+        for root in set(held.roots):
+            out[acker_for(root)].append((FAIL, root))
+        deque(map(self._parent.fail, held.whole), maxlen=0)
+
+
+def unanchored(component_id: str, stream: str) -> None:
+    """Raise the error of an unanchored emit of a stateful bolt (Storm's ``AnchoringOutputCollector``)."""
+    raise ValueError(
+        f"stateful bolt {component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
+        "stateful topology must anchor their emits"
+    )
 
 
 class BasicCollector(_TaskEmitter):

@@ -14,7 +14,6 @@ implements ``handle_tuple`` and ``handle_checkpoint``.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -28,6 +27,7 @@ from storm_py.api.components import (
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
+from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -39,7 +39,7 @@ from storm_py.stateful.checkpoint import (
 )
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AckTrackingCollector, DataPath
+from storm_py.stateful.tracking import AckTrackingCollector, DataPath, tracking_collector
 
 __all__ = ["AckTrackingCollector", "BasicCheckpointForwarder", "CheckpointBarrier", "CheckpointHandler",
            "CheckpointTupleForwarder", "StatefulBoltExecutor"]
@@ -255,8 +255,8 @@ class StatefulBoltExecutor(CheckpointHandler):
         super().__init__(bolt, checkpoint_sources)
         self.bolt: BaseStatefulBolt = bolt
         self.state: KeyValueState | None = None
-        self.prepared: list[Tuple] = []
-        self.tracking: AckTrackingCollector | None = None
+        self.prepared = HeldAcks()
+        self.tracking: HoldingCollector | AckTrackingCollector | None = None
         self.path = DataPath(bolt.execute, self.process_checkpoint)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
@@ -267,7 +267,7 @@ class StatefulBoltExecutor(CheckpointHandler):
     ) -> None:
         """``prepare`` with a given state (what unit tests call)."""
         self.init_checkpoints(context, collector)
-        self.tracking = AckTrackingCollector(collector, context.this_component_id)
+        self.tracking = tracking_collector(collector, context.this_component_id)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
         self.path.bolt_execute = self.bolt.execute  # bound once prepared (a bolt may set its own)
@@ -294,18 +294,21 @@ class StatefulBoltExecutor(CheckpointHandler):
                 return
             self.bolt.pre_prepare(txid)
             state.prepare_commit(txid)
-            self.prepared.extend(tracking.take_acked())
+            if self.prepared:
+                self.prepared.merge(tracking.take_held())
+            else:
+                self.prepared = tracking.take_held()
         elif action == COMMIT:
             self.bolt.pre_commit(txid)
             state.commit(txid)
-            prepared, self.prepared = self.prepared, []
-            deque(map(collector.ack, prepared), maxlen=0)  # every held ack, in a C loop
+            prepared, self.prepared = self.prepared, HeldAcks()
+            tracking.release(prepared)
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             state.rollback()
-            failed, self.prepared = self.prepared + tracking.take_acked(), []
-            for t in failed:
-                collector.fail(t)
+            failed, self.prepared = self.prepared, HeldAcks()
+            failed.merge(tracking.take_held())
+            tracking.fail_held(failed)
         elif action == INITSTATE:
             self.bolt.init_state(state)
             if not self.path.initialized:

@@ -1,5 +1,5 @@
 """This module owns the per-tuple path of the bolts of a topology with managed state.  Under at_least_once:
-:class:`AckTrackingCollector`, the collector a stateful bolt sees (its acks held until the checkpoint that covers
+the collector a stateful bolt sees (:func:`tracking_collector`: its acks held until the checkpoint that covers
 them commits), and :class:`DataPath`, which runs each input through the bolt, keeps inputs until the state is
 initialised and hands checkpoint tuples to their handler
 (:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  Under exactly_once: :class:`AlignedPath`, which
@@ -14,40 +14,42 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.runtime.bolt_collectors import BoltCollector, HeldAcks, HoldingCollector, unanchored
 from storm_py.stateful.checkpoint import CHECKPOINT_STREAM_ID
 from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
 
 
+def tracking_collector(collector: Any, component_id: str) -> HoldingCollector | AckTrackingCollector:
+    """The collector a stateful bolt sees: the runtime's compiled :class:`HoldingCollector` over a task's own
+    collector, an :class:`AckTrackingCollector` over any other."""
+    if type(collector) is BoltCollector:
+        return HoldingCollector(collector)
+    return AckTrackingCollector(collector, component_id)
+
+
 class AckTrackingCollector:
-    """The collector a stateful bolt sees: acks are held (see
-    :class:`~storm_py.stateful.executors.StatefulBoltExecutor`), emits must be anchored, everything else goes
-    straight through."""
+    """A stateful bolt's collector over any output collector: as :class:`HoldingCollector` (emits must be
+    anchored; acks held until released), holding the inputs whole."""
 
     def __init__(self, delegate: Any, component_id: str) -> None:
         self.delegate = delegate
         self.component_id = component_id
-        self.acked: list[Tuple] = []
+        self.held = HeldAcks()
 
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         if anchors is None:
-            self._unanchored(stream)
-        targets: list[int] = self.delegate.emit(values, anchors, stream)  # positional: the compiled fast call
+            unanchored(self.component_id, stream)
+        targets: list[int] = self.delegate.emit(values, anchors, stream)
         return targets
 
     def emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any = None,
                     stream: str = DEFAULT_STREAM) -> None:
         if anchors is None:
-            self._unanchored(stream)
+            unanchored(self.component_id, stream)
         self.delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
 
-    def _unanchored(self, stream: str) -> None:
-        raise ValueError(
-            f"stateful bolt {self.component_id!r} emitted to stream {stream!r} without anchors: bolts of a "
-            "stateful topology must anchor their emits"
-        )
-
     def ack(self, tup: Tuple) -> None:
-        self.acked.append(tup)
+        self.held.whole.append(tup)
 
     def fail(self, tup: Tuple) -> None:
         self.delegate.fail(tup)
@@ -58,10 +60,20 @@ class AckTrackingCollector:
     def report_error(self, exc: BaseException) -> None:
         self.delegate.report_error(exc)
 
-    def take_acked(self) -> list[Tuple]:
-        """The inputs acked since the last call."""
-        acked, self.acked = self.acked, []
-        return acked
+    def take_held(self) -> HeldAcks:
+        """The acks held since the last call."""
+        held, self.held = self.held, HeldAcks()
+        return held
+
+    def release(self, held: HeldAcks) -> None:
+        """Ack ``held``'s inputs upstream."""
+        for tup in held.whole:
+            self.delegate.ack(tup)
+
+    def fail_held(self, held: HeldAcks) -> None:
+        """Fail ``held``'s inputs upstream."""
+        for tup in held.whole:
+            self.delegate.fail(tup)
 
 
 class DataPath:

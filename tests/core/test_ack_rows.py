@@ -1,13 +1,18 @@
-"""A bolt executor's ack rows: consecutive acks of one tree merge into one row, XORs kept exact."""
+"""A bolt executor's ack rows: consecutive acks of one tree merge into one row, XORs kept exact; a holding
+collector's acks go out per tree when released."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from storm_py import BasicBolt, Spout, TopologyBuilder
+from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
-from storm_py.runtime.acker import ACK
+from storm_py.runtime.acker import ACK, FAIL
+from storm_py.runtime.bolt_collectors import HoldingCollector
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
@@ -25,6 +30,9 @@ class Sink(BasicBolt):
     def execute(self, tup: Any, collector: Any) -> None:
         return
 
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
 
 def bolt_executor() -> BoltExecutor:
     conf = defaults()
@@ -32,6 +40,7 @@ def bolt_executor() -> BoltExecutor:
     b = TopologyBuilder()
     b.set_spout("spout", IdleSpout())
     b.set_bolt("bolt", Sink()).shuffle_grouping("spout")
+    b.set_bolt("sink", Sink()).shuffle_grouping("bolt")
     topology = system_topology(b.create_topology(), conf)
     layout = layout_tasks(topology)
     executors = list(layout.all_executors())
@@ -49,6 +58,10 @@ def rows(ex: BoltExecutor) -> list[tuple[Any, ...]]:
     return [row for batch in ex.outbuf.values() for row in batch]
 
 
+def ack_rows(ex: BoltExecutor) -> list[tuple[Any, ...]]:
+    return [row for row in rows(ex) if type(row) is tuple and row[0] == ACK]
+
+
 def test_consecutive_acks_of_one_root_are_one_row_and_equal_roots_merge_like_identical_ones() -> None:
     ex = bolt_executor()
     a, b = 2**61 + 12345, 2**60 + 777
@@ -64,3 +77,60 @@ def test_consecutive_acks_of_one_root_are_one_row_and_equal_roots_merge_like_ide
     ex.step(0.0)  # the step's end sends what is left
     assert rows(ex) == [(ACK, a, 0b0111), (ACK, b, 0b1000), (ACK, a, 0b10000)]
     assert ex.last_root is None
+
+
+def test_a_holding_collector_sends_nothing_until_release_then_a_row_per_run_of_a_tree() -> None:
+    ex = bolt_executor()
+    task = next(iter(ex.collectors))
+    plain, holding = ex.collectors[task], HoldingCollector(ex.collectors[task])
+    r1, r2 = 2**62 + 5, 7
+    inputs = [Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, edge)
+              for root, edge in ((r1, 0b1), (r2, 0b10), (r1, 0b100), (r1, 0b1000))]
+    holding.emit(["x"], inputs[0])  # an anchored emit XORs a fresh edge into the input's ack value
+    for tup in inputs:
+        holding.ack(tup)
+    ex.step(0.0)
+    assert ack_rows(ex) == [] and ex.stats.acked == 0  # held: nothing to the ackers, nothing counted
+    held = holding.take_held()
+    assert len(held) == 4 and len(holding.take_held()) == 0
+    holding.release(held)
+    ex.step(0.0)
+    assert [row[1] for row in ack_rows(ex)] == [r1, r2, r1] and ex.stats.acked == 4  # the last two: one row
+    sent: dict[int, int] = {}
+    for _, root, val in ack_rows(ex):
+        sent[root] = sent.get(root, 0) ^ val
+    ex.outbuf.clear()
+    for tup in inputs:  # what acking each input at once sends, merged per tree
+        plain.ack(tup)
+    ex.step(0.0)
+    once: dict[int, int] = {}
+    for _, root, val in ack_rows(ex):
+        once[root] = once.get(root, 0) ^ val
+    assert sent == once
+
+
+def test_a_holding_collector_fails_held_trees_and_refuses_unanchored_emits() -> None:
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    root = 2**61 + 3
+    holding.ack(Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, 0b1))
+    holding.fail_held(holding.take_held())
+    ex.step(0.0)
+    assert rows(ex) == [(FAIL, root)] and ex.stats.failed == 1
+    with pytest.raises(ValueError, match="stateful bolt 'bolt' emitted to stream 'default' without anchors"):
+        holding.emit(["x"])
+
+
+def test_held_acks_merge_keeps_every_row_and_count() -> None:
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    r1, r2 = 11, 2**61 + 1
+    holding.ack(Tuple(["a"], Fields(["n"]), "spout", "default", 1, None, r1, 0b1))
+    first = holding.take_held()
+    holding.ack(Tuple(["b"], Fields(["n"]), "spout", "default", 1, None, r1, 0b10))
+    holding.ack(Tuple(["c"], Fields(["n"]), "spout", "default", 1, None, r2, 0b100))
+    first.merge(holding.take_held())
+    assert len(first) == 3
+    holding.release(first)
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, r1, 0b11), (ACK, r2, 0b100)] and ex.stats.acked == 3
