@@ -239,18 +239,6 @@ class EachProcessor(ProjectingProcessor):
         execute, make, pending = self.function.execute, self.in_schema.make, collector.pending
         slot, key = sink
         first, end = span[0] + 1, span[1] + 1
-        if end - first == 1:  # one field: the tuple is made from a pair, cheaper than a slice of the values
-
-            def each_one(run: BatchRun, parent: int, values: list[Any]) -> None:
-                collector.run = run
-                try:
-                    execute(make((values[first],)), collector)
-                finally:
-                    if pending:
-                        _count_into(run.states[slot], map(key, pending))
-                        pending.clear()
-
-            return each_one
 
         def each(run: BatchRun, parent: int, values: list[Any]) -> None:
             collector.run = run
