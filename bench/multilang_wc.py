@@ -141,7 +141,8 @@ def io_counts(n: int) -> dict[str, float]:
         out[f"{who}_bytes_per_write"] = round(c["written_bytes"] / max(1, c["writes"]))
         out[f"{who}_bytes_per_read"] = round(c["read_bytes"] / max(1, c["reads"]))
         out[f"{who}_switches_per_sentence"] = round(c["switches"] / n, 2)
-        out[f"{who}_user_sys_us_per_sentence"] = [round(c[k] / os.sysconf("SC_CLK_TCK") / n * 1e6) for k in ("user", "sys")]
+        tick = os.sysconf("SC_CLK_TCK")
+        out[f"{who}_user_sys_us_per_sentence"] = [round(c[k] / tick / n * 1e6) for k in ("user", "sys")]
     return out
 
 
