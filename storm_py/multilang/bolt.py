@@ -111,7 +111,8 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         elif proc.unsent:
             proc.flush()
-        proc.read()
+        if proc.may_read():
+            proc.read()
         if proc.inbox:
             self._drain(proc, now)
             did = True

@@ -96,6 +96,8 @@ class ShellProcess:
         self.pid: int | None = None
         self.pid_dir = tempfile.mkdtemp(prefix=f"storm-py-shell-{component_id}-")
         self._closing = False
+        #: the watcher runs: stdout is read when it saw it readable (see :meth:`may_read`)
+        self._watched = False
 
     # ------------------------------------------------------------------------------------------------ starting
 
@@ -133,6 +135,7 @@ class ShellProcess:
                 raise ShellProcessError(f"did not answer the handshake within {timeout} s")
         self._gate.acquire()  # held by the watcher except while the executor reads what it saw
         self._start("watcher", self._watch, proc.stdout)
+        self._watched = True
         first = self.inbox.popleft()
         if isinstance(first, Fault):
             if first.reason.startswith("exited"):
@@ -150,6 +153,12 @@ class ShellProcess:
         self._threads.append(t)
 
     # ------------------------------------------------------------------------------------------------- threads
+
+    def may_read(self) -> bool:
+        """Whether :meth:`read` may find something now: the watcher saw stdout readable and waits for the read
+        (or there is no watcher yet).  Otherwise the watcher is looking, and wakes the executor when it sees
+        something, so a pass of the executor with nothing to read costs no system call."""
+        return self._watching or not self._watched
 
     def read(self) -> bool:
         """Read and decode what stdout holds now (non-blocking, on the executor's thread); whether anything
