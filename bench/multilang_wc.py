@@ -128,13 +128,13 @@ def children() -> list[str]:
             for pid in (task / "children").read_text().split()]
 
 
-def io_counts(n: int) -> dict[str, float]:
+def io_counts(n: int) -> dict[str, Any]:
     """Per sentence: the pystorm processes' and this process's pipe system calls and context switches, and the
     bytes per write (``/proc`` counts since each process started; this process's counted since ``IO_START``)."""
     kids = process_counts(children())
     own = process_counts(["self"])
     own = {k: v - IO_START.get(k, 0) for k, v in own.items()}
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for who, c in (("pystorm", kids), ("this_process", own)):
         out[f"{who}_reads_per_sentence"] = round(c["reads"] / n, 2)
         out[f"{who}_writes_per_sentence"] = round(c["writes"] / n, 2)
@@ -147,7 +147,7 @@ def io_counts(n: int) -> dict[str, float]:
 
 
 IO_START: dict[str, int] = {}
-IO: dict[str, float] = {}
+IO: dict[str, Any] = {}
 
 
 class PySplit(BasicBolt):
