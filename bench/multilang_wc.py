@@ -124,8 +124,13 @@ def process_counts(pids: list[str]) -> dict[str, int]:
 
 def children() -> list[str]:
     """Pids of this process's children (the pystorm processes)."""
-    return [pid for task in Path("/proc/self/task").iterdir()
-            for pid in (task / "children").read_text().split()]
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids += (task / "children").read_text().split()
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return pids
 
 
 def io_counts(n: int) -> dict[str, Any]:
