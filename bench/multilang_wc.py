@@ -12,7 +12,11 @@ shared machine the wall rates move with the load, the CPU per sentence less.  ``
 over storm_py's worker's for the same sentences (1.0: storm_py's side of the pipes costs what the bare driver's
 does).
 
-usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack] [--floor]
+``--only shellbolt`` (or ``bare``) runs one half alone, e.g. under a profiler; the ShellBolt half also reports the
+worker loop's passes per sentence (``loop_passes_per_sentence``, those that found work: ``work_passes_...``).
+
+usage: python bench/multilang_wc.py [--n 20000] [--serializer json|msgpack] [--floor] [--only shellbolt|bare]
+       [--max-pending N]
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ class Bolt(ShellBolt):
 
 
 THREADS: dict[str, float] = {}
+PASSES: dict[str, float] = {}
+MAX_PENDING: list[int] = []
 
 
 def thread_cpu() -> dict[str, float]:
@@ -93,6 +99,60 @@ def thread_cpu() -> dict[str, float]:
         role = "loop" if t.name.startswith("worker-") else "shell" if t.name.startswith("shell-") else "cluster"
         out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
+
+
+def process_counts(pids: list[str]) -> dict[str, int]:
+    """Read and write system calls, bytes and context switches of processes (``/proc``, Linux), summed."""
+    out = {"reads": 0, "writes": 0, "read_bytes": 0, "written_bytes": 0, "switches": 0, "user": 0, "sys": 0}
+    for pid in pids:
+        try:
+            io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+            status = [line for task in Path(f"/proc/{pid}/task").iterdir()
+                      for line in (task / "status").read_text().splitlines() if "ctxt_switches:" in line]
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out["user"] += int(stat[11])
+        out["sys"] += int(stat[12])
+        out["reads"] += int(io["syscr"])
+        out["writes"] += int(io["syscw"])
+        out["read_bytes"] += int(io["rchar"])
+        out["written_bytes"] += int(io["wchar"])
+        out["switches"] += sum(int(line.split()[1]) for line in status)
+    return out
+
+
+def children() -> list[str]:
+    """Pids of this process's children (the pystorm processes)."""
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids += (task / "children").read_text().split()
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return pids
+
+
+def io_counts(n: int) -> dict[str, Any]:
+    """Per sentence: the pystorm processes' and this process's pipe system calls and context switches, and the
+    bytes per write (``/proc`` counts since each process started; this process's counted since ``IO_START``)."""
+    kids = process_counts(children())
+    own = process_counts(["self"])
+    own = {k: v - IO_START.get(k, 0) for k, v in own.items()}
+    out: dict[str, Any] = {}
+    for who, c in (("pystorm", kids), ("this_process", own)):
+        out[f"{who}_reads_per_sentence"] = round(c["reads"] / n, 2)
+        out[f"{who}_writes_per_sentence"] = round(c["writes"] / n, 2)
+        out[f"{who}_bytes_per_write"] = round(c["written_bytes"] / max(1, c["writes"]))
+        out[f"{who}_bytes_per_read"] = round(c["read_bytes"] / max(1, c["reads"]))
+        out[f"{who}_switches_per_sentence"] = round(c["switches"] / n, 2)
+        tick = os.sysconf("SC_CLK_TCK")
+        out[f"{who}_user_sys_us_per_sentence"] = [round(c[k] / tick / n * 1e6) for k in ("user", "sys")]
+    return out
+
+
+IO_START: dict[str, int] = {}
+IO: dict[str, Any] = {}
 
 
 class PySplit(BasicBolt):
@@ -127,13 +187,20 @@ def run_topology(n: int, serializer: str, floor: bool = False) -> float:
     builder.set_spout("sentences", SentenceSpout(n)).set_max_spout_pending(1000)
     builder.set_bolt("split", PySplit() if floor else Bolt("split", serializer)).shuffle_grouping("sentences")
     builder.set_bolt("count", PyCount() if floor else Bolt("count", serializer)).fields_grouping("split", ["word"])
-    conf = {"topology.multilang.serializer": serializer, "topology.message.timeout.secs": 300}
+    conf: dict[str, Any] = {"topology.multilang.serializer": serializer, "topology.message.timeout.secs": 300}
+    if MAX_PENDING:
+        conf["topology.shellbolt.max.pending"] = MAX_PENDING[0]
     with LocalCluster() as cluster:
+        IO_START.update(process_counts(["self"]))
         t0 = time.perf_counter()
         cluster.submit_topology("mlwc", conf, builder.create_topology())
         wait_until(lambda: ACKED[0] >= n, 600, interval=0.01, what="every sentence acked")
         rate = n / (time.perf_counter() - t0)
         THREADS.update(thread_cpu())
+        loops = [w.loop for w in cluster.workers()]
+        PASSES["loop_passes_per_sentence"] = round(sum(loop.passes for loop in loops) / n, 3)
+        PASSES["work_passes_per_sentence"] = round(sum(loop.work_passes for loop in loops) / n, 3)
+        IO.update(io_counts(n))
         return rate
 
 
@@ -179,6 +246,7 @@ class Bare:
 
 def run_bare(n: int, serializer: str) -> float:
     pid_dir = tempfile.mkdtemp(prefix="mlwc-")
+    IO_START.update(process_counts(["self"]))
     split, count = Bare("split", serializer, pid_dir), Bare("count", serializer, pid_dir)
     lock = threading.Lock()
     done = threading.Event()
@@ -219,6 +287,7 @@ def run_bare(n: int, serializer: str) -> float:
         t.start()
     done.wait()
     rate = n / (time.perf_counter() - t0)
+    IO.update(io_counts(n))
     split.close()
     count.close()
     return rate
@@ -226,16 +295,19 @@ def run_bare(n: int, serializer: str) -> float:
 
 def measured(run: Any, n: int, serializer: str) -> dict[str, float]:
     """Sentences per second, and CPU seconds of the pystorm processes and of this process, for one run."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    IO.clear()
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = time.process_time()
     rate = run(n, serializer)
     own = time.process_time() - own
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    bolts = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    bolts = (after.ru_utime + after.ru_stime) - (reaped.ru_utime + reaped.ru_stime)
     out = {"sentences_per_s": round(rate), "bolt_processes_cpu_s": round(bolts, 2),
            "this_process_cpu_s": round(own, 2), "this_process_us_per_sentence": round(own / n * 1e6)}
     if run is not run_bare:
         out.update({f"{role}_threads_cpu_s": round(secs, 2) for role, secs in sorted(THREADS.items())})
+        out.update(PASSES)
+    out.update(IO)
     return out
 
 
@@ -246,13 +318,24 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true",
                     help="also run the same topology with the split and count bolts in Python in the worker: what "
                          "storm_py's spout, bolts, groupings and acker cost per sentence without any process")
+    ap.add_argument("--max-pending", type=int, help="topology.shellbolt.max.pending (default: Storm's 100)")
+    ap.add_argument("--only", choices=("shellbolt", "bare"), help="run one half alone (no ratios)")
     a = ap.parse_args()
-    bare = measured(run_bare, a.n, a.serializer)
-    shell = measured(run_topology, a.n, a.serializer)
-    extra = {"floor": measured(lambda k, _s: run_topology(k, _s, floor=True), a.n, a.serializer)} if a.floor else {}
-    print(json.dumps({"n": a.n, "serializer": a.serializer, "bare": bare, "shellbolt": shell, **extra,
-                      "ratio": round(shell["sentences_per_s"] / bare["sentences_per_s"], 3),
-                      "cpu_ratio": round(bare["this_process_cpu_s"] / shell["this_process_cpu_s"], 3)}))
+    out: dict[str, Any] = {"n": a.n, "serializer": a.serializer}
+    if a.max_pending:
+        MAX_PENDING.append(a.max_pending)
+        out["max_pending"] = a.max_pending
+    if a.only != "shellbolt":
+        out["bare"] = measured(run_bare, a.n, a.serializer)
+    if a.only != "bare":
+        out["shellbolt"] = measured(run_topology, a.n, a.serializer)
+    if a.floor:
+        out["floor"] = measured(lambda k, _s: run_topology(k, _s, floor=True), a.n, a.serializer)
+    if a.only is None:
+        bare, shell = out["bare"], out["shellbolt"]
+        out["ratio"] = round(shell["sentences_per_s"] / bare["sentences_per_s"], 3)
+        out["cpu_ratio"] = round(bare["this_process_cpu_s"] / shell["this_process_cpu_s"], 3)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

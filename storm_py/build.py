@@ -24,7 +24,8 @@ from storm_py.errors import StaleBuildError
 #: the Parquet sink's per-value passes over a batch, and the window manager with its policies and watermarks (the
 #: windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted), and the managed
 #: state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs for every tuple
-#: of a stateful bolt; the bolt's executor is created at ``prepare``, never copied)
+#: of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a shell bolt's per-tuple
+#: traffic, pending ledger and wire formats (made in ``prepare``; the shell components themselves stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -49,6 +50,9 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.windowing.watermarks",
     "storm_py.stateful.state",
     "storm_py.stateful.tracking",
+    "storm_py.multilang.ledger",
+    "storm_py.multilang.serializer",
+    "storm_py.multilang.traffic",
 )
 
 #: written by a compiled build next to this file: module name -> sha256 of the source it was compiled from

@@ -16,7 +16,7 @@ handed more).
 
 The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
 (called on every pass of the worker loop, which the process's watcher thread wakes) writes it, reads what came back
-and handles it.
+and handles it; the per-tuple part of that (inputs, emits, acks) is :class:`~storm_py.multilang.traffic.BoltTraffic`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from typing import Any, Final
 
 from storm_py.api.components import Bolt, OutputCollector
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import Tuple
 from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
 from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
-from storm_py.multilang.serializer import EncodeError, ProtocolError, quote
+from storm_py.multilang.serializer import EncodeError
 from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent
+from storm_py.multilang.traffic import BoltTraffic
 
 #: Storm's heartbeat stream and the task id its heartbeat tuples come from
 HEARTBEAT_STREAM: Final = "__heartbeat"
@@ -57,8 +58,8 @@ class ShellBolt(ShellComponent, Bolt):
         self._setup(conf, context)
         self._collector = collector
         self._ledger: PendingLedger[Tuple] = PendingLedger(int(setting(conf, MAX_PENDING_KEY)))
-        self._outbuf: list[bytes] = []
-        self._encode_tuple = self._serializer.encode_tuple
+        self._traffic = BoltTraffic(self._ledger, self._serializer, collector)
+        self._outbuf = self._traffic.outbuf
         self._failures = 0
         self._restart_at = 0.0
         self._process = None
@@ -75,19 +76,14 @@ class ShellBolt(ShellComponent, Bolt):
         return 1 << 30 if self._process is None else self._ledger.room()
 
     def execute(self, tup: Tuple) -> None:
-        ledger = self._ledger
-        if (self._process is None or ledger.full()) and not self._may_write(tup):
+        if (self._process is None or self._ledger.full()) and not self._may_write(tup):
             return
-        tid = ledger.add(tup)
         try:
-            data = self._encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
+            self._traffic.write(tup)
         except EncodeError as exc:
-            ledger.discard(tid)
             self._collector.report_error(self._error(f"cannot send a tuple of {tup.source_component!r} "
                                                      f"stream {tup.source_stream!r}: {exc.message}"))
             self._collector.fail(tup)
-            return
-        self._outbuf.append(data)
 
     def _may_write(self, tup: Tuple) -> bool:
         """With no process, or as many inputs out as may be: start a process or wait for an answer; whether
@@ -115,7 +111,8 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         elif proc.unsent:
             proc.flush()
-        proc.read()
+        if proc.may_read():
+            proc.read()
         if proc.inbox:
             self._drain(proc, now)
             did = True
@@ -176,22 +173,16 @@ class ShellBolt(ShellComponent, Bolt):
     def _drain(self, proc: ShellProcess, now: float) -> None:
         inbox = proc.inbox
         self._beat.heard(now)
-        emit = self._emit
-        answer = self._ledger.answer
-        ack = self._collector.ack
+        carry_out = self._traffic.carry_out  # the two messages of every tuple, emit and ack; then the rest here
         try:
             while inbox:
-                msg = inbox.popleft()
+                msg = carry_out(inbox)
+                if msg is None:
+                    return
                 if type(msg) is Fault:
                     self._fault(proc, msg.reason, now)
                     return
-                command = msg.get("command")  # the two messages of every tuple first, then the rest
-                if command == "emit":
-                    emit(msg)
-                elif command == "ack":
-                    ack(answer(msg.get("id"), "ack"))
-                else:
-                    self._handle(msg, command)
+                self._handle(msg, msg.get("command"))
         except Exception as exc:  # the process asked for what cannot be done: Storm's ShellBolt dies here
             reason = exc.message if isinstance(exc, ShellProcessError) else f"{type(exc).__name__}: {exc}"
             self._fault(proc, reason, now)
@@ -203,23 +194,6 @@ class ShellBolt(ShellComponent, Bolt):
             pass
         elif not self._handle_shared(msg, command, self._collector.report_error):
             self._log.warning("ignored a message with the unknown command %r", command)
-
-    def _emit(self, msg: dict[str, Any]) -> None:
-        values = msg.get("tuple")
-        if not isinstance(values, list):
-            raise ProtocolError(f"an emit needs a 'tuple' list, got {quote(repr(msg))}")
-        stream = msg.get("stream") or DEFAULT_STREAM
-        ids = msg.get("anchors")
-        anchors: Tuple | list[Tuple] | None = None
-        if ids:  # one anchor goes as the tuple itself: the collector's fast path
-            anchors = self._ledger.anchor(ids[0]) if type(ids) is list and len(ids) == 1 else self._ledger.anchors(ids)
-        task = msg.get("task")
-        if task:
-            self._collector.emit_direct(int(task), values, anchors, stream)
-            return
-        targets = self._collector.emit(values, anchors, stream)
-        if msg.get("need_task_ids", True) is not False:
-            self._outbuf.append(self._serializer.encode(targets))
 
     def _fault(self, proc: ShellProcess, reason: str, now: float) -> None:
         """The process is lost: report it naming the component, fail what was pending, start another."""

@@ -6,13 +6,15 @@ thread: it writes what stdin takes and keeps the rest for its next pass (a proce
 blocks the worker), and it reads and decodes stdout itself on every pass (:meth:`ShellProcess.read`), so no
 message waits for another thread to get the interpreter.  A watcher thread only waits (``poll``, without the
 interpreter) for stdout to become readable while the executor is not reading, wakes the executor, and then
-waits until it has read; another copies stderr into the component's log.  What went wrong (exit, garbage,
-broken pipe) arrives in the message queue as a :class:`Fault`, after every message read before it.  All
-decisions are the component's.
+waits until a read of the executor finds nothing to handle (while its reads find messages, the executor comes
+back on its next pass without waiting, so a process writing steadily costs no wake-ups); another thread copies
+stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in the message queue as a
+:class:`Fault`, after every message read before it.  All decisions are the component's.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import select
@@ -46,6 +48,11 @@ class Fault:
         self.reason = reason
 
 
+def _nothing_read(size: int) -> bytes | None:
+    """The stdout reader of a process not started yet."""
+    return None
+
+
 def component_logger(component_id: str) -> logging.Logger:
     """The logger a shell component's ``log`` messages and stderr go to."""
     return logging.getLogger(f"storm_py.multilang.{component_id}")
@@ -74,9 +81,10 @@ class ShellProcess:
         self.inbox: deque[Any] = deque()
         self._decoder = serializer.decoder()
         self._stdout_fd = -1
+        self._read_stdout: Callable[[int], bytes | None] = _nothing_read
         #: stdout ended or broke (a Fault is queued): nothing more is read
         self._ended = False
-        #: the watcher saw stdout readable and waits (on ``_gate``) until :meth:`read` has read it
+        #: the watcher saw stdout readable and waits (on ``_gate``) until :meth:`read` finds nothing to handle
         self._watching = False
         self._gate = threading.Lock()
         #: bytes for stdin that the pipe did not take yet (see :meth:`flush`)
@@ -88,6 +96,8 @@ class ShellProcess:
         self.pid: int | None = None
         self.pid_dir = tempfile.mkdtemp(prefix=f"storm-py-shell-{component_id}-")
         self._closing = False
+        #: the watcher runs: stdout is read when it saw it readable (see :meth:`may_read`)
+        self._watched = False
 
     # ------------------------------------------------------------------------------------------------ starting
 
@@ -108,6 +118,8 @@ class ShellProcess:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._stdin_fd = proc.stdin.fileno()
         self._stdout_fd = proc.stdout.fileno()
+        # unbuffered, and None (no exception) when nothing can be read now
+        self._read_stdout = io.FileIO(self._stdout_fd, "rb", closefd=False).read
         os.set_blocking(self._stdin_fd, False)
         os.set_blocking(self._stdout_fd, False)
         self._start("stderr", self._read_stderr, proc.stderr)
@@ -123,6 +135,7 @@ class ShellProcess:
                 raise ShellProcessError(f"did not answer the handshake within {timeout} s")
         self._gate.acquire()  # held by the watcher except while the executor reads what it saw
         self._start("watcher", self._watch, proc.stdout)
+        self._watched = True
         first = self.inbox.popleft()
         if isinstance(first, Fault):
             if first.reason.startswith("exited"):
@@ -141,6 +154,12 @@ class ShellProcess:
 
     # ------------------------------------------------------------------------------------------------- threads
 
+    def may_read(self) -> bool:
+        """Whether :meth:`read` may find something now: the watcher saw stdout readable and waits for the read
+        (or there is no watcher yet).  Otherwise the watcher is looking, and wakes the executor when it sees
+        something, so a pass of the executor with nothing to read costs no system call."""
+        return self._watching or not self._watched
+
     def read(self) -> bool:
         """Read and decode what stdout holds now (non-blocking, on the executor's thread); whether anything
         arrived.  The end of stdout, or what is not the protocol, is queued as a :class:`Fault`."""
@@ -148,11 +167,11 @@ class ShellProcess:
             return False
         got = 0
         inbox = self.inbox
+        read = self._read_stdout
         try:
             while got < MAX_READ:
-                try:
-                    data = os.read(self._stdout_fd, CHUNK)
-                except BlockingIOError:
+                data = read(CHUNK)
+                if data is None:  # nothing there now (non-blocking; no exception raised for it)
                     break
                 if not data:
                     self._end(f"exited{self.exit_info(wait=True)}")
@@ -169,8 +188,8 @@ class ShellProcess:
         except OSError as exc:
             self._end(f"its stdout failed: {exc}")
             return True
-        if self._watching:  # the watcher may look again
-            self._watching = False
+        if self._watching and not inbox:  # the watcher may look again (with messages to handle, the executor
+            self._watching = False          # comes back for more on its next pass without waiting)
             self._gate.release()
         return got > 0
 

@@ -187,6 +187,10 @@ def _check_start(text: bytes, complete: bool) -> None:
     raise ProtocolError(f"not the multilang protocol: {quote(line)}")
 
 
+#: a msgpack map of five entries and the first one's key, ``"id"``
+_TUPLE_MAP_ID: Final = b"\x85\xa2id"
+
+
 class MsgpackSerializer:
     """pystorm's msgpack framing: maps written back to back (strings as str, bytes as bin)."""
 
@@ -194,7 +198,10 @@ class MsgpackSerializer:
 
     def __init__(self) -> None:
         self._packer = msgpack.Packer(use_bin_type=True)
+        self._pack: Callable[[Any], bytes] = self._packer.pack
         self._lenient = msgpack.Packer(use_bin_type=True, default=str)
+        #: the packed ``"comp", .., "stream", .., "task", .., "tuple"`` of a tuple map, per source of tuples
+        self._middles: dict[tuple[str, str, int], bytes] = {}
 
     def encode(self, message: Any) -> bytes:
         try:
@@ -209,12 +216,20 @@ class MsgpackSerializer:
         return data
 
     def encode_tuple(self, tid: str, comp: str, stream: str, task: int, values: list[Any]) -> bytes:
+        # the map's parts packed one after the other, in the map's order: the same bytes as packing the map
+        pack = self._pack
+        key = (comp, stream, task)
+        middle = self._middles.get(key)
+        if middle is None:
+            if len(self._middles) >= 1024:
+                self._middles.clear()
+            middle = self._middles[key] = b"".join(
+                [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")])
         try:
-            data: bytes = self._packer.pack({"id": tid, "comp": comp, "stream": stream, "task": task, "tuple": values})
+            return _TUPLE_MAP_ID + pack(tid) + middle + pack(values)
         except (TypeError, ValueError, OverflowError) as exc:
             self._packer.reset()
             raise EncodeError(f"cannot encode as msgpack: {exc}") from exc
-        return data
 
     def decoder(self) -> MsgpackDecoder:
         return MsgpackDecoder()

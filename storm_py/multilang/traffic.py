@@ -1,0 +1,83 @@
+"""This module owns a shell bolt's per-tuple traffic: the inputs it writes to its process and the emits and acks
+the process answers with.
+
+:class:`BoltTraffic` is made by :class:`~storm_py.multilang.bolt.ShellBolt` in ``prepare`` (never copied with the
+topology, so it is compiled with the hot modules): :meth:`BoltTraffic.write` queues an input under a new pending
+id, :meth:`BoltTraffic.carry_out` carries out the ``emit`` and ``ack`` messages at the head of the process's
+inbox and hands back the first other message (a ``fail``, ``log``, ``sync``... or a fault) for the bolt to
+handle.  What the process asked for that cannot be done raises :class:`~storm_py.errors.ShellProcessError`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.multilang.ledger import PendingLedger
+from storm_py.multilang.serializer import EncodeError, ProtocolError, Serializer, quote
+
+
+class BoltTraffic:
+    """A shell bolt's pending inputs, the bytes queued for its process, and its emits and acks."""
+
+    def __init__(self, ledger: PendingLedger[Tuple], serializer: Serializer, collector: Any) -> None:
+        self.ledger = ledger
+        #: encoded messages for the process, written together by the bolt's next flush
+        self.outbuf: list[bytes] = []
+        self._encode_tuple: Callable[[str, str, str, int, list[Any]], bytes] = serializer.encode_tuple
+        self._encode: Callable[[Any], bytes] = serializer.encode
+        self._emit: Callable[..., Any] = collector.emit
+        self._emit_direct: Callable[..., Any] = collector.emit_direct
+        self._ack: Callable[[Any], None] = collector.ack
+
+    def write(self, tup: Tuple) -> None:
+        """Queue ``tup`` for the process under a new pending id; a value the format cannot carry raises
+        :class:`EncodeError` (and ``tup`` is not pending)."""
+        ledger = self.ledger
+        tid = ledger.add(tup)
+        try:
+            data = self._encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
+        except EncodeError:
+            ledger.discard(tid)
+            raise
+        self.outbuf.append(data)
+
+    def carry_out(self, inbox: deque[Any]) -> Any:
+        """Carry out the emits and acks at the head of ``inbox``; return the first other message or fault, taken
+        out of it (None: ``inbox`` is empty)."""
+        ledger = self.ledger
+        ack = self._ack
+        while inbox:
+            msg = inbox.popleft()
+            if type(msg) is not dict:
+                return msg
+            command = msg.get("command")
+            if command == "emit":
+                self.emit(msg)
+            elif command == "ack":
+                ack(ledger.answer(msg.get("id"), "ack"))
+            else:
+                return msg
+        return None
+
+    def emit(self, msg: dict[str, Any]) -> None:
+        """Carry out an ``emit``: anchored to the pending inputs it names, answered with the target task ids
+        unless ``need_task_ids`` is false or it is direct."""
+        values = msg.get("tuple")
+        if not isinstance(values, list):
+            raise ProtocolError(f"an emit needs a 'tuple' list, got {quote(repr(msg))}")
+        stream = msg.get("stream") or DEFAULT_STREAM
+        ids = msg.get("anchors")
+        anchors: Tuple | list[Tuple] | None = None
+        if ids:  # one anchor goes as the tuple itself: the collector's fast path
+            ledger = self.ledger
+            anchors = ledger.anchor(ids[0]) if type(ids) is list and len(ids) == 1 else ledger.anchors(ids)
+        task = msg.get("task")
+        if task:
+            self._emit_direct(int(task), values, anchors, stream)
+            return
+        targets = self._emit(values, anchors, stream)
+        if msg.get("need_task_ids", True) is not False:
+            self.outbuf.append(self._encode(targets))
