@@ -53,6 +53,17 @@ class Context:
         return [1]
 
 
+def first_bolt(topology: TridentTopology) -> tuple[Any, str, str, Wire]:
+    """The executor of the topology's first bolt, prepared with a recording wire, and its input."""
+    bolt = plan(topology).bolts[0]
+    executor = bolt.executor
+    assert executor is not None
+    ((source, stream),) = bolt.inputs
+    wire = Wire()
+    executor.prepare({}, Context(), wire)  # type: ignore[arg-type]
+    return executor, source, stream, wire
+
+
 @pytest.mark.parametrize(("function", "fields"), [(Split(), ["word"]), (SplitWithLength(), ["n", "word"])])
 def test_grouped_count_of_emits_keeps_interleaved_batches_apart(function: BaseFunction, fields: list[str]) -> None:
     """Two batches open at once in one task: each batch's counts are its own words', whichever way the
@@ -61,12 +72,7 @@ def test_grouped_count_of_emits_keeps_interleaved_batches_apart(function: BaseFu
     spout = FixedBatchSpout(["sentence"], 2, ["a b a"], ["c"])
     counts = topology.new_stream("s", spout).each(["sentence"], function, fields).group_by(["word"])
     counts.partition_aggregate(Count(), ["count"]).shuffle().each(["word"], Split(), ["again"])
-    bolt = plan(topology).bolts[0]
-    executor = bolt.executor
-    assert executor is not None
-    ((source, stream),) = bolt.inputs
-    wire = Wire()
-    executor.prepare({}, Context(), wire)  # type: ignore[arg-type]
+    executor, source, stream, wire = first_bolt(topology)
     sentences = {1: ["a b a", "c a", "b"], 2: ["c c", "a"]}
     attempts = {txid: TransactionAttempt(txid, 5) for txid in sentences}
     for i in range(3):  # interleaved: tx 1, tx 2, tx 1, tx 2, tx 1
@@ -90,12 +96,7 @@ def test_tuples_find_their_batch_by_value_whatever_attempt_object_they_carry() -
     topology.new_stream("s", spout).each(["sentence"], Split(), ["word"]).group_by(["word"]).partition_aggregate(
         Count(), ["count"]
     ).shuffle().each(["word"], Split(), ["again"])
-    bolt = plan(topology).bolts[0]
-    executor = bolt.executor
-    assert executor is not None
-    ((source, stream),) = bolt.inputs
-    wire = Wire()
-    executor.prepare({}, Context(), wire)  # type: ignore[arg-type]
+    executor, source, stream, wire = first_bolt(topology)
 
     def send(attempt: TransactionAttempt, sentence: str) -> None:
         executor.execute(Tuple([attempt, sentence], Fields(["$tx", "sentence"]), source, stream, 1, None))
