@@ -131,13 +131,15 @@ class SubtopologyExecutor:
         self._last_attempt = self._last_run = None
 
     def _run(self, attempt: Any) -> BatchRun:
-        run = self._open.get(_key(attempt))
+        """The open batch of ``attempt``, opened now if it is not."""
+        key = _key(attempt)
+        run = self._open.get(key)
         if run is None:
             assert self._task is not None, "Trident bolt used before prepare"
             run = BatchRun(attempt, self._task, len(self.processors))
             for proc in self.processors:
                 run.states[proc.slot] = proc.start(run)
-            self._open[_key(attempt)] = run
+            self._open[key] = run
         return run
 
     def execute(self, tup: Tuple) -> None:
@@ -146,10 +148,9 @@ class SubtopologyExecutor:
         assert task is not None, "Trident bolt used before prepare"
         values = tup.values
         attempt = values[0]
-        if attempt is self._last_attempt:  # the batch of the last tuple: no key to build and look up
-            run = self._last_run
-        else:
-            run = self._open.get((attempt.transaction_id << 64) | attempt.attempt_id) or self._run(attempt)
+        run = self._last_run  # the batch of the last tuple when this one carries the same attempt object
+        if run is None or attempt is not self._last_attempt:
+            run = self._run(attempt)
             self._last_attempt, self._last_run = attempt, run
         try:
             wire = self._wire
