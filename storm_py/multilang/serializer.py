@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import msgpack
 
@@ -77,6 +77,20 @@ class Serializer(Protocol):
         ...
 
 
+T = TypeVar("T")
+
+#: how many sources of tuples (component, stream, task) a serializer keeps the packed middle of a tuple message for
+MAX_SOURCES: Final = 1024
+
+
+def _remembered(middles: dict[tuple[str, str, int], T], key: tuple[str, str, int], middle: T) -> T:
+    """Keep ``middle`` for ``key`` (all of them dropped first once ``MAX_SOURCES`` are kept) and return it."""
+    if len(middles) >= MAX_SOURCES:
+        middles.clear()
+    middles[key] = middle
+    return middle
+
+
 class JsonSerializer:
     """Storm's JSON framing: a document, a newline, ``end``, a newline."""
 
@@ -113,11 +127,8 @@ class JsonSerializer:
         key = (comp, stream, task)
         middle = self._middles.get(key)
         if middle is None:
-            if len(self._middles) >= 1024:
-                self._middles.clear()
-            middle = self._middles[key] = (
-                "," + self._dumps({"comp": comp, "stream": stream, "task": task})[1:-1] + ',"tuple":'
-            )
+            head = self._dumps({"comp": comp, "stream": stream, "task": task})[1:-1]
+            middle = _remembered(self._middles, key, "," + head + ',"tuple":')
         try:
             body = self._values(values)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -221,10 +232,8 @@ class MsgpackSerializer:
         key = (comp, stream, task)
         middle = self._middles.get(key)
         if middle is None:
-            if len(self._middles) >= 1024:
-                self._middles.clear()
-            middle = self._middles[key] = b"".join(
-                [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")])
+            middle = _remembered(self._middles, key, b"".join(
+                [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")]))
         try:
             return _TUPLE_MAP_ID + pack(tid) + middle + pack(values)
         except (TypeError, ValueError, OverflowError) as exc:
