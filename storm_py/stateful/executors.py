@@ -294,10 +294,7 @@ class StatefulBoltExecutor(CheckpointHandler):
                 return
             self.bolt.pre_prepare(txid)
             state.prepare_commit(txid)
-            if self.prepared:
-                self.prepared.merge(tracking.take_held())
-            else:
-                self.prepared = tracking.take_held()
+            self.prepared.merge(tracking.take_held())
         elif action == COMMIT:
             self.bolt.pre_commit(txid)
             state.commit(txid)
