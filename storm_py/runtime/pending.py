@@ -10,10 +10,28 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``(spout task, message id, [emitted at], tuples)`` of one pending tuple tree (``tuples``: 1, or the size of a
-#: batch emitted as one tree).  The time is in a list that every tree emitted by one spout call shares: the
-#: spout executor reads the clock once per call, when the call returns (see ``SpoutExecutor.emit_stamp``)
-PendingEntry = tuple[int, Any, list[float], int]
+from mypy_extensions import mypyc_attr
+
+
+@mypyc_attr(acyclic=True)
+class Stamp:
+    """An emit time that every tree emitted by the spout calls of one step of the spout executor shares, set
+    when the last call returns (see ``SpoutExecutor.emit_stamp``).
+
+    Compiled, it is acyclic, outside the garbage collector, so a pending entry holding it and a message id of
+    an atomic type leaves the collector's walks at its first collection (a list would keep it in them until the
+    tree completes: under a stateful bolt, a checkpoint interval of trees).
+    """
+
+    __slots__ = ("at",)
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+
+#: ``(spout task, message id, emitted at, tuples)`` of one pending tuple tree (``tuples``: 1, or the size of a
+#: batch emitted as one tree)
+PendingEntry = tuple[int, Any, Stamp, int]
 
 
 class PendingMap:
@@ -45,7 +63,7 @@ class PendingMap:
 
     def add(self, root: int, task: int, msg_id: Any, now: float, tuples: int = 1) -> None:
         """Track the tuple tree ``root`` of ``tuples`` spout tuples emitted by ``task`` with ``msg_id`` at ``now``."""
-        self._new[root] = (task, msg_id, [now], tuples)
+        self._new[root] = (task, msg_id, Stamp(now), tuples)
 
     def complete(self, root: int) -> PendingEntry | None:
         """Stop tracking ``root`` (acked or failed); None when it is unknown (timed out already, or never added)."""

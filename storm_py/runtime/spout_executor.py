@@ -17,7 +17,7 @@ from storm_py.config.keys import setting
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
-from storm_py.runtime.pending import PendingEntry, PendingMap
+from storm_py.runtime.pending import PendingEntry, PendingMap, Stamp
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.taps import watch
 
@@ -177,11 +177,12 @@ class SpoutExecutor(Executor):
         timeouts = bool(setting(rt.conf, "topology.enable.message.timeouts"))
         timeout = float(setting(rt.conf, "topology.message.timeout.secs"))
         self.now = rt.clock.now()
-        #: the emit time of what the running spout call emits, shared by its pending entries and set when the
-        #: call returns: the clock is read once per ``next_tuple`` call instead of once per emit (about 500
-        #: instructions), and complete latency counts from the end of the call, before which no emit leaves the
-        #: step; emits from ``ack`` or ``fail`` get the step's start
-        self.emit_stamp = [self.now]
+        #: the emit time of what the step's spout calls emit, shared by their pending entries and set when the
+        #: last call returns: complete latency counts from there, before which no emit leaves the worker, and
+        #: the clock is read for no emit; emits from ``ack`` or ``fail`` get the step's start.  One list per
+        #: step, not per call: a tree waiting for a checkpoint to commit holds no object of its own beyond its
+        #: pending entry
+        self.emit_stamp = Stamp(self.now)
         flush_ms = float(setting(self.conf, "topology.batch.flush.interval.millis"))
         #: a step stops calling next_tuple once this long has passed, so that its emits leave the worker at the
         #: end of the pass (Storm's batch flush interval; 0: only after SPOUT_CALLS_PER_PASS calls)
@@ -242,7 +243,7 @@ class SpoutExecutor(Executor):
     def step(self, now: float) -> bool:
         since = now - self.now
         self.now = now
-        self.emit_stamp = [now]
+        self.emit_stamp = Stamp(now)  # what ack and fail emit below keeps the step's start
         did = False
         inbox = self.inbox
         if inbox:
@@ -264,9 +265,9 @@ class SpoutExecutor(Executor):
             since /= len(self.spouts) or 1  # once the executor waits, every task's turn counts its share
             # the worker's backlog changes only between steps (emits wait in the out-buffer until the step ends)
             throttled = rt.backlog >= rt.backlog_limit
-            acking = self.acking
-            stamp = [now]  # the first call's own: what ack and fail emitted above keeps the step's start
+            stamp = Stamp(now)  # the spout calls' emits share it (see emit_stamp)
             self.emit_stamp = stamp
+            at = now
             for task, spout in self.spouts.items():
                 for _ in range(SPOUT_CALLS_PER_PASS):
                     if max_pending and len(newer) + len(older) >= max_pending:
@@ -286,12 +287,9 @@ class SpoutExecutor(Executor):
                         break  # nothing to emit: the pass goes on and what was emitted leaves the worker
                     did = True
                     at = clock.now()
-                    if acking:
-                        stamp[0] = at  # the emits of this call
-                        stamp = [at]
-                        self.emit_stamp = stamp  # a fresh one for the next
                     if flush_secs and at >= deadline:
                         break  # every task still gets a call per pass; the emits leave at the pass's end
+            stamp.at = at
         else:
             self.stats.skipped_inactive += since
         return did
@@ -321,7 +319,7 @@ class SpoutExecutor(Executor):
                 try:
                     if code == ACKED:
                         stats.acked += size
-                        latency = (now - emitted_at[0]) * 1000.0
+                        latency = (now - emitted_at.at) * 1000.0
                         stats.lat_sum += latency * size  # every tuple of a batch completed with its tree
                         stats.lat_count += size
                         if len(samples) < LATENCY_SAMPLES:

@@ -3,12 +3,15 @@ random tuple trees."""
 
 from __future__ import annotations
 
+import gc
 import random
 from collections import defaultdict
+from importlib.machinery import EXTENSION_SUFFIXES
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storm_py.runtime import acker as acker_module
 from storm_py.runtime.acker import ACK, ACKED, FAIL, FAILED, INIT, RESET, RESET_TIMEOUT, AckerBolt, AckLedger
 from storm_py.testing import test_tuple
 
@@ -25,6 +28,14 @@ def test_init_then_acks_complete():
     assert run(led, [(ACK, 7, 0b1000)]) == []
     assert run(led, [(ACK, 7, 0b0010)]) == [(3, ACKED, 7)]
     assert 7 not in led
+
+
+def test_compiled_an_open_trees_entry_is_outside_the_garbage_collector():
+    """Under a stateful bolt a checkpoint interval of trees stays open: no collection may walk their entries."""
+    led = AckLedger()
+    run(led, [(INIT, 7, 0b1010, 3)])
+    compiled = acker_module.__file__.endswith(tuple(EXTENSION_SUFFIXES))
+    assert [gc.is_tracked(e) for e in led._entries.values()] == [not compiled]
 
 
 def test_ack_before_init_completes_when_init_arrives():
