@@ -45,6 +45,7 @@ class ShellBolt(ShellComponent, Bolt):
     """Storm's ``ShellBolt``: the process is ``[command, *args]``; subclass it to declare the output fields."""
 
     kind = "shell bolt"
+    _shorthand = True  # its traffic carries out short emits and acks
 
     def __init__(self, command: str, *args: str) -> None:
         super().__init__(command, *args)

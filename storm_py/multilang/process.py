@@ -69,6 +69,7 @@ class ShellProcess:
         component_id: str,
         env: dict[str, str] | None = None,
         wake: Callable[[], None] | None = None,
+        shorthand: bool = False,
     ) -> None:
         self.command = list(command)
         self.cwd = cwd
@@ -77,9 +78,10 @@ class ShellProcess:
         self.log = component_logger(component_id)
         self._env = env
         self._wake = wake
-        #: decoded messages and faults, in the order they were read
+        #: decoded messages and faults, in the order they were read (with ``shorthand``, pystorm's emits and acks
+        #: may be in :func:`storm_py.multilang.msgpack_fast.scan`'s form)
         self.inbox: deque[Any] = deque()
-        self._decoder = serializer.decoder()
+        self._decoder = serializer.decoder(shorthand)
         self._stdout_fd = -1
         self._read_stdout: Callable[[int], bytes | None] = _nothing_read
         #: stdout ended or broke (a Fault is queued): nothing more is read

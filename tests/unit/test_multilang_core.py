@@ -13,10 +13,12 @@ from storm_py.errors import ConfigError
 from storm_py.multilang import ShellBolt, ShellSpout
 from storm_py.multilang.handshake import context_json, resources_dir
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.msgpack_fast import pack_str, pack_values
 from storm_py.multilang.serializer import (
     STORM_JSON_CLASS,
     EncodeError,
     JsonSerializer,
+    MsgpackDecoder,
     MsgpackSerializer,
     ProtocolError,
     serializer_for,
@@ -224,3 +226,65 @@ def test_working_directory_is_the_resources_folder_beside_or_above(tmp_path: Pat
 
 def test_shell_component_remembers_the_module_that_built_it() -> None:
     assert _Split()._origin == __file__
+
+
+def _pystorm_emit(word: object, anchor: str, **extra: object) -> dict[str, object]:
+    """An emit as pystorm builds it (key order included): auto-anchored, no task ids asked for."""
+    return {"command": "emit", "tuple": [word], "anchors": [anchor], **extra, "need_task_ids": False}
+
+
+def test_msgpack_shorthand_reads_pystorm_emits_and_acks_as_the_unpacker_would() -> None:
+    values = [["storm"], ["\u00e9t\u00e9", 7, -3, None, True, False], [], ["x" * 40], ["y" * 300]]
+    msgs: list[dict[str, object]] = []
+    for i, vals in enumerate(values):
+        msgs.append({"command": "emit", "tuple": vals, "anchors": [str(i)], "need_task_ids": False})
+        msgs.append({"command": "ack", "id": str(i)})
+    data = b"".join(msgpack.packb(m) for m in msgs)
+    out = MsgpackDecoder(shorthand=True).feed(data)
+    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert MsgpackDecoder().feed(data) == msgs  # without shorthand: maps, as ever
+
+
+@pytest.mark.parametrize("other", [
+    _pystorm_emit("w", "1", stream="words"),  # another stream
+    {"command": "emit", "tuple": ["w"], "anchors": ["1", "2"], "need_task_ids": False},  # two anchors
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"]},  # task ids asked for
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"], "need_task_ids": True},
+    {"command": "emit", "tuple": ["w"], "anchors": [1], "need_task_ids": False},  # an id as a number
+    {"command": "emit", "tuple": [b"raw", 1.5, 300, {"k": 1}], "anchors": ["1"], "need_task_ids": False},
+    {"command": "emit", "anchors": ["1"], "tuple": ["w"], "need_task_ids": False},  # another key order
+    {"command": "ack", "id": 5}, {"command": "fail", "id": "1"}, {"command": "sync"}, {"pid": 4},
+])
+def test_msgpack_shorthand_leaves_every_other_message_a_map_in_order(other: dict[str, object]) -> None:
+    data = msgpack.packb(_pystorm_emit("a", "1")) + msgpack.packb(other) + msgpack.packb({"command": "ack", "id": "1"})
+    assert MsgpackDecoder(shorthand=True).feed(data) == [(["a"], "1"), other, {"command": "ack", "id": "1"}]
+    dec = MsgpackDecoder(shorthand=True)
+    out = []
+    for i in range(0, len(data), 7):  # cut anywhere, messages included
+        out += dec.feed(data[i:i + 7])
+    out += dec.feed(msgpack.packb({"command": "ack", "id": "2"}))  # shorthand again once the unpacker is done
+    assert out[1] == other and len(out) == 4 and out[3] == "2"
+    assert out[0] in (_pystorm_emit("a", "1"), (["a"], "1")) and out[2] in ({"command": "ack", "id": "1"}, "1")
+
+
+def test_msgpack_shorthand_hands_garbage_and_bad_utf8_to_the_unpacker_errors() -> None:
+    emit = msgpack.packb(_pystorm_emit("a", "1"))
+    bad_utf8 = emit.replace(b"\xa1a", b"\xa1\xff")
+    for data in (emit + b"\xc1", emit + msgpack.packb(3), bad_utf8):
+        with pytest.raises(ProtocolError, match=r"not (msgpack|the multilang protocol)"):
+            MsgpackDecoder(shorthand=True).feed(data)
+
+
+def test_pack_values_writes_the_packers_bytes_or_declines() -> None:
+    packer = msgpack.Packer(use_bin_type=True)
+    for values in (["storm"], [], ["\u00e9", 0, 127, None, True, False], ["x" * 31, "y" * 32, "z" * 255],
+                   ["w"] * 15):
+        assert pack_values(values) == packer.pack(values)
+    for values in (["w"] * 16, ["z" * 256], [128], [-1], [1.5], [b"raw"], [["nested"]], ["\ud800"]):
+        assert pack_values(values) is None
+    assert pack_str("17") == packer.pack("17") and pack_str("x" * 200) == packer.pack("x" * 200)
+    assert pack_str("x" * 256) is None
+    ser, comp, stream = MsgpackSerializer(), "split", "default"
+    for task in (1, 2, 1, 3):  # the same source names (one object each) from other tasks
+        assert ser.encode_tuple("5", comp, stream, task, ["w"]) == ser.encode(
+            {"id": "5", "comp": comp, "stream": stream, "task": task, "tuple": ["w"]})
