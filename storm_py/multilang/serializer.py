@@ -17,6 +17,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgpack
 
 from storm_py.errors import ConfigError, ShellProcessError
+from storm_py.multilang.json_fast import dump_values, plain_str, scan_message
 from storm_py.multilang.msgpack_fast import pack_str, pack_values, scan
 
 #: Storm's class name for the JSON serializer, accepted as a synonym of ``"json"``
@@ -131,6 +132,9 @@ class JsonSerializer:
         if middle is None:
             head = self._dumps({"comp": comp, "stream": stream, "task": task})[1:-1]
             middle = _remembered(self._middles, key, "," + head + ',"tuple":')
+        body = dump_values(values) if type(values) is list else None  # the common values, written here
+        if body is not None and plain_str(tid):
+            return ('{"id":"' + tid + '"' + middle + body + "}\nend\n").encode()
         try:
             body = self._values(values)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -139,7 +143,7 @@ class JsonSerializer:
         return ('{"id":' + _quote_json(tid) + middle + body + "}\nend\n").encode()
 
     def decoder(self, shorthand: bool = False) -> JsonDecoder:
-        return JsonDecoder()
+        return JsonDecoder(shorthand)
 
 
 class JsonDecoder:
@@ -151,9 +155,10 @@ class JsonDecoder:
     inside a string), and the messages one read completes are parsed by one ``json.loads``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shorthand: bool = False) -> None:
         self._rest = b""
         self._loads = json.loads
+        self._shorthand = shorthand
 
     def feed(self, data: bytes) -> list[Any]:
         parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
@@ -162,6 +167,21 @@ class JsonDecoder:
             _check_start(rest, complete=False)
         if not parts:
             return []
+        if self._shorthand:  # pystorm's emits and acks at the head, short; the rest as below
+            short: list[Any] = []
+            for part in parts:
+                msg = scan_message(part)
+                if msg is None:
+                    break
+                short.append(msg)
+            if len(short) == len(parts):
+                return short
+            if short:
+                return short + self._parse(parts[len(short):])
+        return self._parse(parts)
+
+    def _parse(self, parts: list[bytes]) -> list[Any]:
+        """The messages ``parts`` hold, each the text before an ``end`` line."""
         # many messages: one json.loads of them as one array (a fifth of the cost of one call each), taken when
         # each part is one object and they parse to exactly one object each; anything else is judged message by
         # message below

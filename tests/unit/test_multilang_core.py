@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import msgpack
@@ -12,6 +13,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.errors import ConfigError
 from storm_py.multilang import ShellBolt, ShellSpout
 from storm_py.multilang.handshake import context_json, resources_dir
+from storm_py.multilang.json_fast import dump_values
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
 from storm_py.multilang.msgpack_fast import pack_str, pack_values
 from storm_py.multilang.serializer import (
@@ -288,3 +290,62 @@ def test_pack_values_writes_the_packers_bytes_or_declines() -> None:
     for task in (1, 2, 1, 3):  # the same source names (one object each) from other tasks
         assert ser.encode_tuple("5", comp, stream, task, ["w"]) == ser.encode(
             {"id": "5", "comp": comp, "stream": stream, "task": task, "tuple": ["w"]})
+
+
+def _pystorm_json(msg: dict[str, object]) -> bytes:
+    """A message as pystorm's JSON serializer writes it (``json.dumps`` defaults: ASCII, ``", "`` and ``": "``)."""
+    return (json.dumps(msg) + "\nend\n").encode()
+
+
+def test_json_shorthand_reads_pystorm_emits_and_acks_as_json_would() -> None:
+    values = [["storm"], [], ["a b", "", "x,y", "]", "don't", "~"], ["w"] * 20]
+    msgs: list[dict[str, object]] = []
+    for i, vals in enumerate(values):
+        msgs.append(_pystorm_emit(vals, str(i)) | {"tuple": vals})
+        msgs.append({"command": "ack", "id": str(i)})
+    data = b"".join(_pystorm_json(m) for m in msgs)
+    out = JsonSerializer().decoder(shorthand=True).feed(data)
+    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert JsonSerializer().decoder().feed(data) == msgs  # without shorthand: maps, as ever
+
+
+@pytest.mark.parametrize("other", [
+    _pystorm_emit("w", "1", stream="words"),
+    {"command": "emit", "tuple": ["w"], "anchors": ["1", "2"], "need_task_ids": False},
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"]},
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"], "need_task_ids": True},
+    {"command": "emit", "tuple": ["w"], "anchors": [1], "need_task_ids": False},
+    {"command": "emit", "tuple": [1, 2.5, None, True, ["n"]], "anchors": ["1"], "need_task_ids": False},
+    *({"command": "emit", "tuple": ["w", odd], "anchors": ["1"], "need_task_ids": False}
+      for odd in ('q"uote', "back\\slash", "\u00e9", "tab\t")),
+    {"command": "emit", "tuple": ['"], "anchors": ["9'], "anchors": ["1"], "need_task_ids": False},
+    {"command": "emit", "anchors": ["1"], "tuple": ["w"], "need_task_ids": False},
+    {"command": "ack", "id": 5}, {"command": "ack", "id": 'a"b'}, {"command": "fail", "id": "1"}, {"command": "sync"},
+])
+def test_json_shorthand_leaves_every_other_message_a_map(other: dict[str, object]) -> None:
+    first, last = _pystorm_json(_pystorm_emit("a", "1")), _pystorm_json({"command": "ack", "id": "1"})
+    assert JsonSerializer().decoder(shorthand=True).feed(first + _pystorm_json(other) + last) == [
+        (["a"], "1"), other, {"command": "ack", "id": "1"}]
+    assert JsonSerializer().decoder(shorthand=True).feed(_pystorm_json(other)) == [other]
+
+
+def test_json_shorthand_still_refuses_what_is_not_the_protocol() -> None:
+    good = _pystorm_json({"command": "ack", "id": "1"})
+    for bad in (b'{"command": "ack", "id": "2"} x\nend\n', b'{"command": "emit", "tuple": ["a"], "anchors": ["1"], '
+                b'"need_task_ids": false\nend\n', b'{"command": "ack", "id": "1\x01"}\nend\n'):
+        with pytest.raises(ProtocolError, match="not a JSON message"):
+            JsonSerializer().decoder(shorthand=True).feed(good + bad + good)
+
+
+def test_json_dump_values_writes_the_encoders_text_or_declines() -> None:
+    ser = JsonSerializer()
+    for values in (["storm"], [], ["a b", 7, -3, 10**30, "~"]):
+        assert dump_values(values) == json.dumps(values, separators=(",", ":"))
+        assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
+            {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
+    for values in (['q"'], ["b\\"], ["\u00e9"], ["tab\t"], ["\x7f"], [True], [None], [1.5], [["n"]]):
+        assert dump_values(values) is None
+        assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
+            {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
+    assert ser.encode_tuple('i"d', "c", "s", 1, ["w"]) == ser.encode(
+        {"id": 'i"d', "comp": "c", "stream": "s", "task": 1, "tuple": ["w"]})
