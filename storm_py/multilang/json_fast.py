@@ -5,14 +5,15 @@ json module's general code: pystorm's ``emit`` with one anchor and its ``ack``, 
 for every tuple (its ``json.dumps``, separators ``", "`` and ``": "``, ASCII):
 ``{"command": "emit", "tuple": [..], "anchors": [id], "need_task_ids": false}`` (auto-anchored, default stream)
 as :data:`~storm_py.multilang.msgpack_fast.ShortEmit` ``(values, anchor id)`` and ``{"command": "ack", "id": id}``
-as the id; its strings must be printable ASCII with no escapes, its values strings.  Anything else answers None
-and is parsed by ``json.loads`` as before, so a message reads as the same thing either way.
+as the id; its strings must have no escapes or control characters, its values be strings.  Anything else
+answers None and is parsed by ``json.loads`` as before, so a message reads as the same thing either way.
 :func:`dump_values` writes a tuple's values as the serializer's encoder does (separators ``","``) when they are
-all such strings or ints, and answers None otherwise.
+all strings or ints, and answers None otherwise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 #: the head of pystorm's auto-anchored emit up to its first value, the text between values and anchor, its end
@@ -26,24 +27,27 @@ _END_LEN: Final = len(_END)
 _ACK: Final = b'{"command": "ack", "id": "'
 _ACK_LEN: Final = len(_ACK)
 _ACK_END: Final = b'"}'
-#: the bytes a plain string may hold: printable ASCII but for the quote and the backslash
-_NOT_PLAIN: Final = bytes(b for b in range(256) if b < 0x20 or b > 0x7E or b in b'"\\')
-_PLAIN: Final = bytes(b for b in range(256) if b not in _NOT_PLAIN)
+#: every byte as itself, but a control byte or a quote as a backslash: a string's text translated by it holds no
+#: backslash exactly when the text is the string as it is (no escape, no control character, no end of string)
+_ESCAPES: Final = bytes(0x5C if (b < 0x20 or b == 0x22) else b for b in range(256))
 _QUOTE: Final = 0x22
 
 
-def _plain(text: bytes) -> bool:
-    """Whether ``text`` is printable ASCII with no quote or backslash (a JSON string's text as it is)."""
-    return not text.translate(None, _PLAIN)
+def _text(raw: bytes) -> str | None:
+    """The JSON string whose text between the quotes is ``raw``, when it has no escape, control character or quote
+    and is UTF-8; None otherwise."""
+    if b"\\" in raw.translate(_ESCAPES):
+        return None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def scan_message(part: bytes) -> Any:
     """``part`` (one message's text) as a short emit or an ack's id when it is pystorm's; None otherwise."""
     if part[:_ACK_LEN] == _ACK:
-        if part[-2:] != _ACK_END:
-            return None
-        tid = part[_ACK_LEN:-2]
-        return tid.decode() if _plain(tid) else None
+        return _text(part[_ACK_LEN:-2]) if part[-2:] == _ACK_END else None
     if part[:_EMIT_LEN] != _EMIT or part[-_END_LEN:] != _END:
         return None
     values: list[Any] = []
@@ -56,10 +60,10 @@ def scan_message(part: bytes) -> Any:
             q = part.find(b'"', p + 1, end)
             if q < 0:
                 return None
-            text = part[p + 1:q]
-            if not _plain(text):
+            value = _text(part[p + 1:q])
+            if value is None:
                 return None
-            values.append(text.decode())
+            values.append(value)
             p = q + 1
             if part[p:p + 2] == b", ":
                 p += 2
@@ -67,27 +71,22 @@ def scan_message(part: bytes) -> Any:
             if part[p:p + _ANCHORS_LEN] != _ANCHORS:
                 return None
             break
-    anchor = part[p + _ANCHORS_LEN:end]
-    if not _plain(anchor):
-        return None
-    return (values, anchor.decode())
+    anchor = _text(part[p + _ANCHORS_LEN:end])
+    return None if anchor is None else (values, anchor)
 
 
-def plain_str(s: str) -> bool:
-    """Whether ``s`` is written by the JSON encoder as itself between quotes."""
-    return s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
-
-
-def dump_values(values: list[Any]) -> str | None:
-    """``values`` as the JSON array the serializer's encoder writes (``","`` between items) when they are all
-    printable-ASCII strings without quote or backslash, or ints; None otherwise."""
+def dump_values(values: list[Any], quote: Callable[[str], str]) -> str | None:
+    """``values`` as the JSON array the serializer's encoder writes (``","`` between items, strings as ``quote``
+    writes them) when they are all strings or ints; None otherwise."""
+    if len(values) == 1:
+        v = values[0]
+        if type(v) is str:
+            return "[" + quote(v) + "]"
     parts: list[str] = []
     for v in values:
         t = type(v)
         if t is str:
-            if not plain_str(v):
-                return None
-            parts.append('"' + v + '"')
+            parts.append(quote(v))
         elif t is int:
             parts.append(str(v))
         else:

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgpack
 
 from storm_py.errors import ConfigError, ShellProcessError
-from storm_py.multilang.json_fast import dump_values, plain_str, scan_message
+from storm_py.multilang.json_fast import dump_values, scan_message
 from storm_py.multilang.msgpack_fast import pack_str, pack_values, scan
 
 #: Storm's class name for the JSON serializer, accepted as a synonym of ``"json"``
@@ -132,9 +132,9 @@ class JsonSerializer:
         if middle is None:
             head = self._dumps({"comp": comp, "stream": stream, "task": task})[1:-1]
             middle = _remembered(self._middles, key, "," + head + ',"tuple":')
-        body = dump_values(values) if type(values) is list else None  # the common values, written here
-        if body is not None and plain_str(tid):
-            return ('{"id":"' + tid + '"' + middle + body + "}\nend\n").encode()
+        body = dump_values(values, _quote_json) if type(values) is list else None  # the common values, here
+        if body is not None:
+            return "".join(('{"id":', _quote_json(tid), middle, body, "}\nend\n")).encode()
         try:
             body = self._values(values)
         except (TypeError, ValueError, RecursionError) as exc:

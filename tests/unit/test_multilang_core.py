@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 from pathlib import Path
 
 import msgpack
@@ -338,13 +339,15 @@ def test_json_shorthand_still_refuses_what_is_not_the_protocol() -> None:
 
 
 def test_json_dump_values_writes_the_encoders_text_or_declines() -> None:
-    ser = JsonSerializer()
+    ser, quote = JsonSerializer(), json.encoder.encode_basestring_ascii
     for values in (["storm"], [], ["a b", 7, -3, 10**30, "~"]):
-        assert dump_values(values) == json.dumps(values, separators=(",", ":"))
+        assert dump_values(values, quote) == json.dumps(values, separators=(",", ":"))
         assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
             {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
-    for values in (['q"'], ["b\\"], ["\u00e9"], ["tab\t"], ["\x7f"], [True], [None], [1.5], [["n"]]):
-        assert dump_values(values) is None
+    for values in (['q"', "b\\"], ["\u00e9", "tab\t", "\x7f", "\ud800"]):  # escaped as the encoder does
+        assert dump_values(values, quote) == json.dumps(values, separators=(",", ":"))
+    for values in ([True], [None], [1.5], [["n"]], ["w", {"k": 1}]):
+        assert dump_values(values, quote) is None
         assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
             {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
     assert ser.encode_tuple('i"d', "c", "s", 1, ["w"]) == ser.encode(
