@@ -101,6 +101,10 @@ class ShellBolt(ShellComponent, Bolt):
                 return False
         return True
 
+    def _busy(self) -> bool:
+        """More than one input is out: the process goes on writing answers after the first."""
+        return len(self._ledger) > 1
+
     def background_step(self, now: float) -> bool:
         """Write what ``execute`` queued, handle what the process wrote, send heartbeats, notice faults."""
         did = False

@@ -79,7 +79,8 @@ class ShellComponent:
             cwd = Path(self.working_dir)
         else:
             cwd = resources_dir(self._origin) if self.change_directory else Path.cwd()
-        proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake, self._shorthand)
+        proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake, self._shorthand,
+                            self._busy)
         try:
             pid = proc.launch(handshake(self._conf, self._context, proc.pid_dir), self._clock, self._timeout)
         except ShellProcessError as exc:
@@ -90,6 +91,10 @@ class ShellComponent:
 
     def _error(self, reason: str) -> ShellProcessError:
         return ShellProcessError(f"{self._where()}: {reason}", component=self.component_id)
+
+    def _busy(self) -> bool:
+        """Whether the process has more to answer than what it is writing now (see ``ShellProcess``)."""
+        return False
 
     # ---------------------------------------------------------------------------------------- shared messages
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import os
+import threading
 from pathlib import Path
 
 import msgpack
@@ -13,10 +15,12 @@ from storm_py import Fields, TopologyBuilder
 from storm_py.api.context import TopologyContext
 from storm_py.errors import ConfigError
 from storm_py.multilang import ShellBolt, ShellSpout
+from storm_py.multilang import process as process_module
 from storm_py.multilang.handshake import context_json, resources_dir
 from storm_py.multilang.json_fast import dump_values
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
 from storm_py.multilang.msgpack_fast import pack_str, pack_values
+from storm_py.multilang.process import GATHER_WAIT, ShellProcess
 from storm_py.multilang.serializer import (
     STORM_JSON_CLASS,
     EncodeError,
@@ -352,3 +356,36 @@ def test_json_dump_values_writes_the_encoders_text_or_declines() -> None:
             {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
     assert ser.encode_tuple('i"d', "c", "s", 1, ["w"]) == ser.encode(
         {"id": 'i"d', "comp": "c", "stream": "s", "task": 1, "tuple": ["w"]})
+
+
+def test_watcher_lets_a_busy_process_output_gather_before_waking(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    events: list[object] = []
+    monkeypatch.setattr(process_module.time, "sleep", lambda secs: events.append(("gather", secs)))
+    for busy in (True, False):
+        events.clear()
+        woken = threading.Event()
+        proc = ShellProcess(["true"], tmp_path, MsgpackSerializer(), "c",
+                            wake=lambda: (events.append("wake"), woken.set()), busy=lambda b=busy: b)
+        read_fd, write_fd = os.pipe()
+        with os.fdopen(read_fd, "rb") as stdout:
+            watcher = threading.Thread(target=proc._watch, args=(stdout,), daemon=True)
+            proc._gate.acquire()  # as launch leaves it: the executor holds the gate until it read
+            watcher.start()
+            os.write(write_fd, b"\x80")
+            assert woken.wait(10)
+            proc.kill()  # lets the watcher see it is closing, and removes the pid directory
+            watcher.join(10)
+        os.close(write_fd)
+        assert events == ([("gather", GATHER_WAIT), "wake"] if busy else ["wake"])
+
+
+def test_a_shell_bolt_is_busy_with_more_than_one_input_out_and_a_spout_never() -> None:
+    bolt = ShellBolt("x")
+    bolt._ledger = PendingLedger(10)
+    assert not bolt._busy()
+    bolt._ledger.add("a")
+    assert not bolt._busy()  # its one answer is what the process writes now
+    bolt._ledger.add("b")
+    assert bolt._busy()
+    assert not ShellSpout("x")._busy()
