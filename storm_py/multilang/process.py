@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,6 +57,11 @@ class Fault:
 def _nothing_read(size: int) -> bytes | None:
     """The stdout reader of a process not started yet."""
     return None
+
+
+def _gather(secs: float) -> None:
+    """Wait ``secs`` real seconds (a busy process's output gathers meanwhile), without the interpreter."""
+    select.select([], [], [], secs)
 
 
 def component_logger(component_id: str) -> logging.Logger:
@@ -230,7 +234,7 @@ class ShellProcess:
             except OSError:
                 return
             if busy is not None and busy():
-                time.sleep(GATHER_WAIT)
+                _gather(GATHER_WAIT)
             self._watching = True
             if self._wake is not None:
                 self._wake()

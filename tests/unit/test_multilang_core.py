@@ -361,7 +361,7 @@ def test_json_dump_values_writes_the_encoders_text_or_declines() -> None:
 def test_watcher_lets_a_busy_process_output_gather_before_waking(monkeypatch: pytest.MonkeyPatch,
                                                                  tmp_path: Path) -> None:
     events: list[object] = []
-    monkeypatch.setattr(process_module.time, "sleep", lambda secs: events.append(("gather", secs)))
+    monkeypatch.setattr(process_module, "_gather", lambda secs: events.append(("gather", secs)))
     for busy in (True, False):
         events.clear()
         woken = threading.Event()
