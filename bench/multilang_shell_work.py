@@ -69,7 +69,7 @@ class StandIn:
     def __init__(self, serializer: Serializer) -> None:
         self.inbox: deque[Any] = deque()
         self.unsent = b""
-        self.decoder = serializer.decoder()
+        self.decoder = serializer.decoder(shorthand=True)
         self.answer = b""
         self.written = 0
 
@@ -121,7 +121,8 @@ def main() -> None:
     sentences = [Tuple([SENTENCE], Fields(["sentence"]), "sentences", "default", 9, None, 1, 2) for _ in range(n)]
     word_tuples = [[Tuple([w], Fields(["word"]), "split", "default", 3, None, 1, 2) for w in words] for _ in range(n)]
     # pending ids are 1, 2, ... in each bolt: sentence i is split's id i + 1, its words count's 8 i + 1 .. 8 i + 8
-    split_answers = [b"".join([pack({"command": "emit", "anchors": [str(i + 1)], "tuple": [w], "need_task_ids": False})
+    # pystorm's messages, in its key order
+    split_answers = [b"".join([pack({"command": "emit", "tuple": [w], "anchors": [str(i + 1)], "need_task_ids": False})
                                for w in words] + [pack({"command": "ack", "id": str(i + 1)})]) for i in range(n)]
     count_answers = [b"".join(pack({"command": "ack", "id": str(8 * i + k)}) for k in range(1, 9)) for i in range(n)]
     gc.collect()

@@ -50,7 +50,9 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.windowing.watermarks",
     "storm_py.stateful.state",
     "storm_py.stateful.tracking",
+    "storm_py.multilang.json_fast",
     "storm_py.multilang.ledger",
+    "storm_py.multilang.msgpack_fast",
     "storm_py.multilang.serializer",
     "storm_py.multilang.traffic",
 )

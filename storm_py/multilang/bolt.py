@@ -45,6 +45,7 @@ class ShellBolt(ShellComponent, Bolt):
     """Storm's ``ShellBolt``: the process is ``[command, *args]``; subclass it to declare the output fields."""
 
     kind = "shell bolt"
+    _shorthand = True  # its traffic carries out short emits and acks
 
     def __init__(self, command: str, *args: str) -> None:
         super().__init__(command, *args)
@@ -99,6 +100,10 @@ class ShellBolt(ShellComponent, Bolt):
                 self._collector.fail(tup)
                 return False
         return True
+
+    def _busy(self) -> bool:
+        """More than one input is out: the process goes on writing answers after the first."""
+        return len(self._ledger) > 1
 
     def background_step(self, now: float) -> bool:
         """Write what ``execute`` queued, handle what the process wrote, send heartbeats, notice faults."""

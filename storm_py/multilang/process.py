@@ -7,7 +7,9 @@ blocks the worker), and it reads and decodes stdout itself on every pass (:meth:
 message waits for another thread to get the interpreter.  A watcher thread only waits (``poll``, without the
 interpreter) for stdout to become readable while the executor is not reading, wakes the executor, and then
 waits until a read of the executor finds nothing to handle (while its reads find messages, the executor comes
-back on its next pass without waiting, so a process writing steadily costs no wake-ups); another thread copies
+back on its next pass without waiting, so a process writing steadily costs no wake-ups); when the component says
+the process is busy (a shell bolt with more inputs out than one), the watcher lets its output gather for
+``GATHER_WAIT`` before waking the executor, so one pass handles several answers; another thread copies
 stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in the message queue as a
 :class:`Fault`, after every message read before it.  All decisions are the component's.
 """
@@ -39,6 +41,10 @@ MAX_READ: Final = 4 * CHUNK
 STDERR_TAIL: Final = 5
 #: real seconds between looks at the clock while waiting for a process to answer
 WAIT_SLICE: Final = 0.05
+#: real seconds a busy process's output gathers before its executor is woken: one read and one pass of the worker
+#: loop then handle the answers to several inputs (a process that writes every message at once, as pystorm does,
+#: otherwise wakes the loop for a few messages each time); short against the inputs it still holds
+GATHER_WAIT: Final = 0.0003
 
 
 class Fault:
@@ -51,6 +57,11 @@ class Fault:
 def _nothing_read(size: int) -> bytes | None:
     """The stdout reader of a process not started yet."""
     return None
+
+
+def _gather(secs: float) -> None:
+    """Wait ``secs`` real seconds (a busy process's output gathers meanwhile), without the interpreter."""
+    select.select([], [], [], secs)
 
 
 def component_logger(component_id: str) -> logging.Logger:
@@ -69,6 +80,8 @@ class ShellProcess:
         component_id: str,
         env: dict[str, str] | None = None,
         wake: Callable[[], None] | None = None,
+        shorthand: bool = False,
+        busy: Callable[[], bool] | None = None,
     ) -> None:
         self.command = list(command)
         self.cwd = cwd
@@ -77,9 +90,13 @@ class ShellProcess:
         self.log = component_logger(component_id)
         self._env = env
         self._wake = wake
-        #: decoded messages and faults, in the order they were read
+        #: asked by the watcher when stdout becomes readable: the process has more inputs to answer, so its output
+        #: may gather for ``GATHER_WAIT`` before the executor is woken
+        self._busy = busy
+        #: decoded messages and faults, in the order they were read (with ``shorthand``, pystorm's emits and acks
+        #: may be in :func:`storm_py.multilang.msgpack_fast.scan`'s form)
         self.inbox: deque[Any] = deque()
-        self._decoder = serializer.decoder()
+        self._decoder = serializer.decoder(shorthand)
         self._stdout_fd = -1
         self._read_stdout: Callable[[int], bytes | None] = _nothing_read
         #: stdout ended or broke (a Fault is queued): nothing more is read
@@ -209,12 +226,15 @@ class ShellProcess:
         poller = select.poll()
         poller.register(stdout.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         gate = self._gate
+        busy = self._busy
         while not self._done():
             try:
                 if not poller.poll(1000):
                     continue
             except OSError:
                 return
+            if busy is not None and busy():
+                _gather(GATHER_WAIT)
             self._watching = True
             if self._wake is not None:
                 self._wake()

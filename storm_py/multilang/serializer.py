@@ -17,6 +17,8 @@ from typing import Any, Final, Protocol, TypeVar
 import msgpack
 
 from storm_py.errors import ConfigError, ShellProcessError
+from storm_py.multilang.json_fast import dump_values, scan_message
+from storm_py.multilang.msgpack_fast import pack_str, pack_values, scan
 
 #: Storm's class name for the JSON serializer, accepted as a synonym of ``"json"``
 STORM_JSON_CLASS: Final = "org.apache.storm.multilang.JsonSerializer"
@@ -72,8 +74,9 @@ class Serializer(Protocol):
         input: the same as :meth:`encode` of that map, cheaper)."""
         ...
 
-    def decoder(self) -> Decoder:
-        """A fresh decoder for one process's output."""
+    def decoder(self, shorthand: bool = False) -> Decoder:
+        """A fresh decoder for one process's output; ``shorthand``: pystorm's emits and acks may come out as
+        :func:`storm_py.multilang.msgpack_fast.scan` gives them instead of as maps (a shell bolt's process)."""
         ...
 
 
@@ -129,6 +132,9 @@ class JsonSerializer:
         if middle is None:
             head = self._dumps({"comp": comp, "stream": stream, "task": task})[1:-1]
             middle = _remembered(self._middles, key, "," + head + ',"tuple":')
+        body = dump_values(values, _quote_json) if type(values) is list else None  # the common values, here
+        if body is not None:
+            return "".join(('{"id":', _quote_json(tid), middle, body, "}\nend\n")).encode()
         try:
             body = self._values(values)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -136,8 +142,8 @@ class JsonSerializer:
             raise EncodeError(f"cannot encode as JSON: {exc}") from exc
         return ('{"id":' + _quote_json(tid) + middle + body + "}\nend\n").encode()
 
-    def decoder(self) -> JsonDecoder:
-        return JsonDecoder()
+    def decoder(self, shorthand: bool = False) -> JsonDecoder:
+        return JsonDecoder(shorthand)
 
 
 class JsonDecoder:
@@ -149,9 +155,10 @@ class JsonDecoder:
     inside a string), and the messages one read completes are parsed by one ``json.loads``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shorthand: bool = False) -> None:
         self._rest = b""
         self._loads = json.loads
+        self._shorthand = shorthand
 
     def feed(self, data: bytes) -> list[Any]:
         parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
@@ -160,6 +167,21 @@ class JsonDecoder:
             _check_start(rest, complete=False)
         if not parts:
             return []
+        if self._shorthand:  # pystorm's emits and acks at the head, short; the rest as below
+            short: list[Any] = []
+            for part in parts:
+                msg = scan_message(part)
+                if msg is None:
+                    break
+                short.append(msg)
+            if len(short) == len(parts):
+                return short
+            if short:
+                return short + self._parse(parts[len(short):])
+        return self._parse(parts)
+
+    def _parse(self, parts: list[bytes]) -> list[Any]:
+        """The messages ``parts`` hold, each the text before an ``end`` line."""
         # many messages: one json.loads of them as one array (a fifth of the cost of one call each), taken when
         # each part is one object and they parse to exactly one object each; anything else is judged message by
         # message below
@@ -213,6 +235,9 @@ class MsgpackSerializer:
         self._lenient = msgpack.Packer(use_bin_type=True, default=str)
         #: the packed ``"comp", .., "stream", .., "task", .., "tuple"`` of a tuple map, per source of tuples
         self._middles: dict[tuple[str, str, int], bytes] = {}
+        #: the last source's (a bolt's inputs mostly come from one): found by identity, without a lookup
+        self._last_source: tuple[str, str, int] = ("", "", 0)
+        self._last_middle = b""
 
     def encode(self, message: Any) -> bytes:
         try:
@@ -229,41 +254,71 @@ class MsgpackSerializer:
     def encode_tuple(self, tid: str, comp: str, stream: str, task: int, values: list[Any]) -> bytes:
         # the map's parts packed one after the other, in the map's order: the same bytes as packing the map
         pack = self._pack
-        key = (comp, stream, task)
-        middle = self._middles.get(key)
-        if middle is None:
-            middle = _remembered(self._middles, key, b"".join(
-                [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")]))
+        last = self._last_source
+        if comp is last[0] and stream is last[1] and task == last[2]:
+            middle = self._last_middle
+        else:
+            key = (comp, stream, task)
+            found = self._middles.get(key)
+            if found is None:
+                found = _remembered(self._middles, key, b"".join(
+                    [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")]))
+            middle = self._last_middle = found
+            self._last_source = key
+        tid_packed = pack_str(tid)
+        values_packed = pack_values(values) if type(values) is list else None
+        if tid_packed is not None and values_packed is not None:  # the common values, packed here
+            return b"".join((_TUPLE_MAP_ID, tid_packed, middle, values_packed))
         try:
             return _TUPLE_MAP_ID + pack(tid) + middle + pack(values)
         except (TypeError, ValueError, OverflowError) as exc:
             self._packer.reset()
             raise EncodeError(f"cannot encode as msgpack: {exc}") from exc
 
-    def decoder(self) -> MsgpackDecoder:
-        return MsgpackDecoder()
+    def decoder(self, shorthand: bool = False) -> MsgpackDecoder:
+        return MsgpackDecoder(shorthand)
 
 
 class MsgpackDecoder:
-    """Unpacks back-to-back msgpack objects; anything but a map is not the protocol."""
+    """Unpacks back-to-back msgpack objects; anything but a map is not the protocol.
 
-    def __init__(self) -> None:
+    With ``shorthand``, pystorm's emits and acks read from the head of what arrives come out as
+    :func:`storm_py.multilang.msgpack_fast.scan` gives them (a ``(values, anchor id)`` tuple, an id) rather than as
+    maps, read without the ``Unpacker``; the first message of another shape, and everything after it in the same
+    read, goes through the ``Unpacker`` as before, and so does every read while it holds part of a message.
+    """
+
+    def __init__(self, shorthand: bool = False) -> None:
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
         self._recent = b""
+        self._shorthand = shorthand
+        #: bytes fed to the unpacker in all, and whether it holds part of a message (its position is short of it)
+        self._fed = 0
+        self._holding = False
 
     def feed(self, data: bytes) -> list[Any]:
-        self._unpacker.feed(data)
         keep = 4 * QUOTE_LIMIT  # the last bytes read, quoted by an error
         self._recent = data[-keep:] if len(data) >= keep else (self._recent + data)[-keep:]
         out: list[Any] = []
+        if self._shorthand and not self._holding:
+            start = scan(data, out)
+            if start == len(data):
+                return out
+            if start:
+                data = data[start:]
+        unpacker = self._unpacker
+        unpacker.feed(data)
+        self._fed += len(data)
         try:
-            for msg in self._unpacker:
+            for msg in unpacker:
                 if not isinstance(msg, dict):
                     raise ProtocolError(f"not the multilang protocol (a msgpack {type(msg).__name__}): "
                                         f"{quote(self._recent)}")
                 out.append(msg)
         except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
             raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
+        if self._shorthand:
+            self._holding = unpacker.tell() != self._fed
         return out
 
 

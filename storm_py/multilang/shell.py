@@ -36,6 +36,8 @@ class ShellComponent:
     """The process side shared by :class:`ShellBolt` and :class:`ShellSpout`."""
 
     kind = "shell component"
+    #: whether its process's emits and acks may arrive in their short form (see ``ShellProcess``)
+    _shorthand = False
 
     def __init__(self, command: str, *args: str) -> None:
         if not isinstance(command, str) or not command:
@@ -77,7 +79,8 @@ class ShellComponent:
             cwd = Path(self.working_dir)
         else:
             cwd = resources_dir(self._origin) if self.change_directory else Path.cwd()
-        proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake)
+        proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake, self._shorthand,
+                            self._busy)
         try:
             pid = proc.launch(handshake(self._conf, self._context, proc.pid_dir), self._clock, self._timeout)
         except ShellProcessError as exc:
@@ -88,6 +91,10 @@ class ShellComponent:
 
     def _error(self, reason: str) -> ShellProcessError:
         return ShellProcessError(f"{self._where()}: {reason}", component=self.component_id)
+
+    def _busy(self) -> bool:
+        """Whether the process has more to answer than what it is writing now (see ``ShellProcess``)."""
+        return False
 
     # ---------------------------------------------------------------------------------------- shared messages
 

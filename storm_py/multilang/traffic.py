@@ -16,6 +16,7 @@ from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.multilang.ledger import PendingLedger
+from storm_py.multilang.msgpack_fast import ShortEmit
 from storm_py.multilang.serializer import EncodeError, ProtocolError, Serializer, quote
 
 
@@ -45,13 +46,23 @@ class BoltTraffic:
         self.outbuf.append(data)
 
     def carry_out(self, inbox: deque[Any]) -> Any:
-        """Carry out the emits and acks at the head of ``inbox``; return the first other message or fault, taken
-        out of it (None: ``inbox`` is empty)."""
+        """Carry out the emits and acks at the head of ``inbox`` (maps, or short ones: see
+        :func:`storm_py.multilang.msgpack_fast.scan`); return the first other message or fault, taken out of it
+        (None: ``inbox`` is empty)."""
         ledger = self.ledger
         ack = self._ack
+        take = inbox.popleft
         while inbox:
-            msg = inbox.popleft()
-            if type(msg) is not dict:
+            msg = take()
+            kind = type(msg)
+            if kind is tuple:  # a short emit (see msgpack_fast.scan): one anchor, the default stream, no task ids
+                short: ShortEmit = msg
+                self._emit(short[0], ledger.anchor(short[1]), DEFAULT_STREAM)
+                continue
+            if kind is str:  # a short ack: its id
+                ack(ledger.answer(msg, "ack"))
+                continue
+            if kind is not dict:
                 return msg
             command = msg.get("command")
             if command == "emit":

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import json.encoder
+import os
+import threading
 from pathlib import Path
 
 import msgpack
@@ -11,12 +15,17 @@ from storm_py import Fields, TopologyBuilder
 from storm_py.api.context import TopologyContext
 from storm_py.errors import ConfigError
 from storm_py.multilang import ShellBolt, ShellSpout
+from storm_py.multilang import process as process_module
 from storm_py.multilang.handshake import context_json, resources_dir
+from storm_py.multilang.json_fast import dump_values
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.msgpack_fast import pack_str, pack_values
+from storm_py.multilang.process import GATHER_WAIT, ShellProcess
 from storm_py.multilang.serializer import (
     STORM_JSON_CLASS,
     EncodeError,
     JsonSerializer,
+    MsgpackDecoder,
     MsgpackSerializer,
     ProtocolError,
     serializer_for,
@@ -224,3 +233,159 @@ def test_working_directory_is_the_resources_folder_beside_or_above(tmp_path: Pat
 
 def test_shell_component_remembers_the_module_that_built_it() -> None:
     assert _Split()._origin == __file__
+
+
+def _pystorm_emit(word: object, anchor: str, **extra: object) -> dict[str, object]:
+    """An emit as pystorm builds it (key order included): auto-anchored, no task ids asked for."""
+    return {"command": "emit", "tuple": [word], "anchors": [anchor], **extra, "need_task_ids": False}
+
+
+def test_msgpack_shorthand_reads_pystorm_emits_and_acks_as_the_unpacker_would() -> None:
+    values = [["storm"], ["\u00e9t\u00e9", 7, -3, None, True, False], [], ["x" * 40], ["y" * 300]]
+    msgs: list[dict[str, object]] = []
+    for i, vals in enumerate(values):
+        msgs.append({"command": "emit", "tuple": vals, "anchors": [str(i)], "need_task_ids": False})
+        msgs.append({"command": "ack", "id": str(i)})
+    data = b"".join(msgpack.packb(m) for m in msgs)
+    out = MsgpackDecoder(shorthand=True).feed(data)
+    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert MsgpackDecoder().feed(data) == msgs  # without shorthand: maps, as ever
+
+
+@pytest.mark.parametrize("other", [
+    _pystorm_emit("w", "1", stream="words"),  # another stream
+    {"command": "emit", "tuple": ["w"], "anchors": ["1", "2"], "need_task_ids": False},  # two anchors
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"]},  # task ids asked for
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"], "need_task_ids": True},
+    {"command": "emit", "tuple": ["w"], "anchors": [1], "need_task_ids": False},  # an id as a number
+    {"command": "emit", "tuple": [b"raw", 1.5, 300, {"k": 1}], "anchors": ["1"], "need_task_ids": False},
+    {"command": "emit", "anchors": ["1"], "tuple": ["w"], "need_task_ids": False},  # another key order
+    {"command": "ack", "id": 5}, {"command": "fail", "id": "1"}, {"command": "sync"}, {"pid": 4},
+])
+def test_msgpack_shorthand_leaves_every_other_message_a_map_in_order(other: dict[str, object]) -> None:
+    data = msgpack.packb(_pystorm_emit("a", "1")) + msgpack.packb(other) + msgpack.packb({"command": "ack", "id": "1"})
+    assert MsgpackDecoder(shorthand=True).feed(data) == [(["a"], "1"), other, {"command": "ack", "id": "1"}]
+    dec = MsgpackDecoder(shorthand=True)
+    out = []
+    for i in range(0, len(data), 7):  # cut anywhere, messages included
+        out += dec.feed(data[i:i + 7])
+    out += dec.feed(msgpack.packb({"command": "ack", "id": "2"}))  # shorthand again once the unpacker is done
+    assert out[1] == other and len(out) == 4 and out[3] == "2"
+    assert out[0] in (_pystorm_emit("a", "1"), (["a"], "1")) and out[2] in ({"command": "ack", "id": "1"}, "1")
+
+
+def test_msgpack_shorthand_hands_garbage_and_bad_utf8_to_the_unpacker_errors() -> None:
+    emit = msgpack.packb(_pystorm_emit("a", "1"))
+    bad_utf8 = emit.replace(b"\xa1a", b"\xa1\xff")
+    for data in (emit + b"\xc1", emit + msgpack.packb(3), bad_utf8):
+        with pytest.raises(ProtocolError, match=r"not (msgpack|the multilang protocol)"):
+            MsgpackDecoder(shorthand=True).feed(data)
+
+
+def test_pack_values_writes_the_packers_bytes_or_declines() -> None:
+    packer = msgpack.Packer(use_bin_type=True)
+    for values in (["storm"], [], ["\u00e9", 0, 127, None, True, False], ["x" * 31, "y" * 32, "z" * 255],
+                   ["w"] * 15):
+        assert pack_values(values) == packer.pack(values)
+    for values in (["w"] * 16, ["z" * 256], [128], [-1], [1.5], [b"raw"], [["nested"]], ["\ud800"]):
+        assert pack_values(values) is None
+    assert pack_str("17") == packer.pack("17") and pack_str("x" * 200) == packer.pack("x" * 200)
+    assert pack_str("x" * 256) is None
+    ser, comp, stream = MsgpackSerializer(), "split", "default"
+    for task in (1, 2, 1, 3):  # the same source names (one object each) from other tasks
+        assert ser.encode_tuple("5", comp, stream, task, ["w"]) == ser.encode(
+            {"id": "5", "comp": comp, "stream": stream, "task": task, "tuple": ["w"]})
+
+
+def _pystorm_json(msg: dict[str, object]) -> bytes:
+    """A message as pystorm's JSON serializer writes it (``json.dumps`` defaults: ASCII, ``", "`` and ``": "``)."""
+    return (json.dumps(msg) + "\nend\n").encode()
+
+
+def test_json_shorthand_reads_pystorm_emits_and_acks_as_json_would() -> None:
+    values = [["storm"], [], ["a b", "", "x,y", "]", "don't", "~"], ["w"] * 20]
+    msgs: list[dict[str, object]] = []
+    for i, vals in enumerate(values):
+        msgs.append(_pystorm_emit(vals, str(i)) | {"tuple": vals})
+        msgs.append({"command": "ack", "id": str(i)})
+    data = b"".join(_pystorm_json(m) for m in msgs)
+    out = JsonSerializer().decoder(shorthand=True).feed(data)
+    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert JsonSerializer().decoder().feed(data) == msgs  # without shorthand: maps, as ever
+
+
+@pytest.mark.parametrize("other", [
+    _pystorm_emit("w", "1", stream="words"),
+    {"command": "emit", "tuple": ["w"], "anchors": ["1", "2"], "need_task_ids": False},
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"]},
+    {"command": "emit", "tuple": ["w"], "anchors": ["1"], "need_task_ids": True},
+    {"command": "emit", "tuple": ["w"], "anchors": [1], "need_task_ids": False},
+    {"command": "emit", "tuple": [1, 2.5, None, True, ["n"]], "anchors": ["1"], "need_task_ids": False},
+    *({"command": "emit", "tuple": ["w", odd], "anchors": ["1"], "need_task_ids": False}
+      for odd in ('q"uote', "back\\slash", "\u00e9", "tab\t")),
+    {"command": "emit", "tuple": ['"], "anchors": ["9'], "anchors": ["1"], "need_task_ids": False},
+    {"command": "emit", "anchors": ["1"], "tuple": ["w"], "need_task_ids": False},
+    {"command": "ack", "id": 5}, {"command": "ack", "id": 'a"b'}, {"command": "fail", "id": "1"}, {"command": "sync"},
+])
+def test_json_shorthand_leaves_every_other_message_a_map(other: dict[str, object]) -> None:
+    first, last = _pystorm_json(_pystorm_emit("a", "1")), _pystorm_json({"command": "ack", "id": "1"})
+    assert JsonSerializer().decoder(shorthand=True).feed(first + _pystorm_json(other) + last) == [
+        (["a"], "1"), other, {"command": "ack", "id": "1"}]
+    assert JsonSerializer().decoder(shorthand=True).feed(_pystorm_json(other)) == [other]
+
+
+def test_json_shorthand_still_refuses_what_is_not_the_protocol() -> None:
+    good = _pystorm_json({"command": "ack", "id": "1"})
+    for bad in (b'{"command": "ack", "id": "2"} x\nend\n', b'{"command": "emit", "tuple": ["a"], "anchors": ["1"], '
+                b'"need_task_ids": false\nend\n', b'{"command": "ack", "id": "1\x01"}\nend\n'):
+        with pytest.raises(ProtocolError, match="not a JSON message"):
+            JsonSerializer().decoder(shorthand=True).feed(good + bad + good)
+
+
+def test_json_dump_values_writes_the_encoders_text_or_declines() -> None:
+    ser, quote = JsonSerializer(), json.encoder.encode_basestring_ascii
+    for values in (["storm"], [], ["a b", 7, -3, 10**30, "~"]):
+        assert dump_values(values, quote) == json.dumps(values, separators=(",", ":"))
+        assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
+            {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
+    for values in (['q"', "b\\"], ["\u00e9", "tab\t", "\x7f", "\ud800"]):  # escaped as the encoder does
+        assert dump_values(values, quote) == json.dumps(values, separators=(",", ":"))
+    for values in ([True], [None], [1.5], [["n"]], ["w", {"k": 1}]):
+        assert dump_values(values, quote) is None
+        assert ser.encode_tuple("4", "c", "s", 1, values) == ser.encode(
+            {"id": "4", "comp": "c", "stream": "s", "task": 1, "tuple": values})
+    assert ser.encode_tuple('i"d', "c", "s", 1, ["w"]) == ser.encode(
+        {"id": 'i"d', "comp": "c", "stream": "s", "task": 1, "tuple": ["w"]})
+
+
+def test_watcher_lets_a_busy_process_output_gather_before_waking(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    events: list[object] = []
+    monkeypatch.setattr(process_module, "_gather", lambda secs: events.append(("gather", secs)))
+    for busy in (True, False):
+        events.clear()
+        woken = threading.Event()
+        proc = ShellProcess(["true"], tmp_path, MsgpackSerializer(), "c",
+                            wake=lambda: (events.append("wake"), woken.set()), busy=lambda b=busy: b)
+        read_fd, write_fd = os.pipe()
+        with os.fdopen(read_fd, "rb") as stdout:
+            watcher = threading.Thread(target=proc._watch, args=(stdout,), daemon=True)
+            proc._gate.acquire()  # as launch leaves it: the executor holds the gate until it read
+            watcher.start()
+            os.write(write_fd, b"\x80")
+            assert woken.wait(10)
+            proc.kill()  # lets the watcher see it is closing, and removes the pid directory
+            watcher.join(10)
+        os.close(write_fd)
+        assert events == ([("gather", GATHER_WAIT), "wake"] if busy else ["wake"])
+
+
+def test_a_shell_bolt_is_busy_with_more_than_one_input_out_and_a_spout_never() -> None:
+    bolt = ShellBolt("x")
+    bolt._ledger = PendingLedger(10)
+    assert not bolt._busy()
+    bolt._ledger.add("a")
+    assert not bolt._busy()  # its one answer is what the process writes now
+    bolt._ledger.add("b")
+    assert bolt._busy()
+    assert not ShellSpout("x")._busy()
