@@ -7,7 +7,6 @@ of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_execut
 
 from __future__ import annotations
 
-from array import array
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -229,18 +228,17 @@ class HeldAcks:
     inputs of one tree merged into one (as :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges
     them), how many inputs that is, and the inputs to be acked whole when released.
 
-    A row is a root in ``roots`` (the object the inputs carry) and its XOR at the same place of ``vals``, an
-    array of unsigned 64-bit numbers (ids are, and so are their XORs): a list slot and eight bytes per tree, no
-    object of their own.  A checkpoint interval of held rows stays small, and allocates nothing that outlives
-    the interval among the short-lived objects of every tuple (where it would spread them over memory the
-    processor's caches no longer hold).
+    A row is a root in ``roots`` (the object the inputs carry) and its XOR at the same place of ``vals``: two
+    list slots and an int per tree, no tuple, so a checkpoint interval of held rows stays small.  (An
+    ``array('Q')`` of the XORs would keep the int out of the heap, a tenth fewer last-level cache misses per
+    sentence under callgrind's simulation, but its method call per row costs 1,300 instructions a sentence.)
     """
 
     __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
 
     def __init__(self) -> None:
         self.roots: list[Id] = []
-        self.vals: array[int] = array("Q")
+        self.vals: list[int] = []
         #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
         self.run_root: Id = None
         self.run_val = 0
