@@ -3,7 +3,7 @@
 
     python bench/stateful_word_count.py [--secs 8] [--warmup 3] [--rounds 2] [--pending 150000] [--json out.jsonl]
     python bench/stateful_word_count.py --instructions      # needs valgrind
-    python bench/stateful_word_count.py --cache             # needs valgrind and the compiled build
+    python bench/stateful_word_count.py --cache [--ll-mib 32]   # needs valgrind and the compiled build
 
 Each topology runs alone in a LocalCluster with one worker and one acker; the rounds alternate plain and stateful.
 Reported: acked sentences per wall second and per CPU second of the process (``time.process_time``, which tells
@@ -20,12 +20,13 @@ number of passes, twice under ``valgrind --tool=callgrind``; it reports the inst
 each topology from the difference of the two runs, and their ratio (plain over stateful: the share of the plain
 count's throughput the stateful one reaches on one core).
 
-``--cache`` counts what instructions do not: the misses of a last-level cache of 1 MiB (callgrind's cache
-simulation) per acked sentence, in the worker's passes only (``--toggle-collect`` on the compiled
-``WorkerRuntime.run_once``), at the volume of a real run (a pass of 1.5 ms: about 75,000 sentences per
-checkpoint, 1,500 passes).  With checkpoints every second, a checkpoint interval of open tuple trees is far larger
-than the processor's caches, and every object a tree keeps until the commit spreads the short-lived objects of
-later tuples over cold memory; instruction counts are then equal where wall clock is not.
+``--cache`` counts what instructions do not: the misses of a last-level cache (callgrind's cache simulation;
+``--ll-mib``, default 32, this machine's L3; 1 for its L2) per acked sentence, in the worker's passes only
+(``--toggle-collect`` on the compiled ``WorkerRuntime.run_once``), at the volume of a real run (a pass of 1.5 ms:
+about 75,000 sentences per checkpoint, 1,500 passes; about ten minutes a topology).  With checkpoints every second,
+a checkpoint interval of open tuple trees is far larger than the processor's caches, and every object a tree keeps
+until the commit spreads the short-lived objects of later tuples over cold memory; instruction counts are then
+equal where wall clock is not.
 """
 
 from __future__ import annotations
@@ -121,9 +122,9 @@ def run_passes(build_topology: Any, pending: int, passes: int, pass_secs: float 
     return sum(ex.stats.acked for ex in rt.executors if ex.is_spout and ex.component_id == "spout")
 
 
-def cache_misses(case: str, pending: int, gc_threshold0: int, passes: int = 1500) -> dict[str, int]:
-    """Last-level misses (1 MiB) and instructions of the worker's passes of one run of ``case``, under callgrind."""
-    cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--LL=1048576,16,64",
+def cache_misses(case: str, pending: int, gc_threshold0: int, ll_mib: int, passes: int = 1500) -> dict[str, int]:
+    """Last-level misses (``ll_mib``) and instructions of the worker's passes of a run of ``case``, under callgrind."""
+    cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", f"--LL={ll_mib << 20},16,64",
            "--toggle-collect=CPyDef_worker_runtime___WorkerRuntime___run_once", "--callgrind-out-file=/dev/null",
            sys.executable, str(Path(__file__).resolve()), "--case", case, "--pending", str(pending),
            "--gc-threshold0", str(gc_threshold0), "--passes", str(passes), "--pass-ms", "1.5"]
@@ -139,9 +140,10 @@ def cache(args: argparse.Namespace) -> None:
     if "storm_py.runtime.worker_runtime" not in build.compiled_modules():
         sys.exit("--cache needs the compiled build (PYTHONPATH=$(./scripts/compiled-build.sh)): it counts inside "
                  "the compiled WorkerRuntime.run_once")
-    out: dict[str, Any] = {"build": build.describe(), "pending": args.pending, "gc_threshold0": args.gc_threshold0}
+    out: dict[str, Any] = {"build": build.describe(), "pending": args.pending, "gc_threshold0": args.gc_threshold0,
+                           "ll_mib": args.ll_mib}
     for case in ("plain", "stateful"):
-        got = cache_misses(case, args.pending, args.gc_threshold0)
+        got = cache_misses(case, args.pending, args.gc_threshold0, args.ll_mib)
         out[f"{case}_sentences"] = got["sentences"]
         out[f"{case}_instructions_per_sentence"] = round(got["instructions"] / got["sentences"])
         out[f"{case}_ll_misses_per_sentence"] = round(got["ll_misses"] / got["sentences"], 1)
@@ -187,6 +189,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)  # one fixed run (for valgrind)
     parser.add_argument("--pass-ms", type=float, default=PASS_SECS * 1000, help=argparse.SUPPRESS)  # of --passes
     parser.add_argument("--cache", action="store_true", help="last-level cache misses per sentence, with valgrind")
+    parser.add_argument("--ll-mib", type=int, default=32, help="the simulated last-level cache of --cache, MiB")
     args = parser.parse_args()
     gc.set_threshold(args.gc_threshold0, *gc.get_threshold()[1:])
     if args.passes:
