@@ -96,7 +96,7 @@ def shell_bolt(serializer: Serializer) -> tuple[ShellBolt, StandIn]:
     proc = StandIn(serializer)
     bolt.component_id = "bench"
     collector = StubCollector()
-    ledger: PendingLedger[Tuple] = PendingLedger(1 << 30)
+    ledger: PendingLedger[Tuple] = PendingLedger()
     traffic = BoltTraffic(ledger, serializer, collector)
     bolt.__dict__.update(
         _serializer=serializer, _collector=collector, _ledger=ledger, _traffic=traffic, _outbuf=traffic.outbuf,

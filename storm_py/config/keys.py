@@ -164,7 +164,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
     "multilang": (
         Key("topology.multilang.serializer", STR, "json", "shell components", "how shell components talk to their process: json (Storm's JsonSerializer; its class name is accepted too) or msgpack (pystorm's framing)", choices=("json", "msgpack", "org.apache.storm.multilang.JsonSerializer"), per_component=True),
-        Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples written to a shell bolt's process and not yet acked or failed; execute blocks when this many are out", min=1, per_component=True),
+        Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples queued for a shell bolt's process and not yet written to it (Storm's pending-writes queue; what the process holds unanswered is bounded by its stdin pipe); execute blocks when this many wait", min=1, per_component=True),
         Key("topology.subprocess.timeout.secs", NUMBER, 30, "shell components", "a shell component's process that answers nothing (heartbeats included) this long is killed and restarted", min=0.001, per_component=True),
     ),
     "http security": (

@@ -9,10 +9,10 @@ for ``topology.subprocess.timeout.secs`` is killed.  A process that exits, hangs
 or sends what the bolt cannot carry out (an emit on an undeclared stream, an ack of an unknown id) is a fault:
 the error, naming the component, goes to the topology's errors, every pending input is failed (so spouts replay
 it) and a new process is started, as the runtime treats a bolt that raises; a process that will not start is
-reported the same way and tried again, backing off up to 30 s, its inputs failed meanwhile.  At most
-``topology.shellbolt.max.pending`` inputs are out at once: :meth:`ShellBolt.room` tells the executor how many
-more it takes now, and the rest waits in the executor's inbox (``execute`` itself waits for answers should it be
-handed more).
+reported the same way and tried again, backing off up to 30 s, its inputs failed meanwhile.  As in Storm, at
+most ``topology.shellbolt.max.pending`` inputs wait to be written to the process, and its stdin pipe bounds what
+it holds unanswered: :meth:`ShellBolt.room` tells the executor how many more it takes now, and the rest waits in
+the executor's inbox (``execute`` itself waits for the pipe should it be handed more).
 
 The executor drives it on its own thread: ``execute`` queues what goes out, :meth:`ShellBolt.background_step`
 (called on every pass of the worker loop, which the process's watcher thread wakes) writes it, reads what came back
@@ -28,7 +28,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
-from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.ledger import Heartbeat, PendingLedger, write_room
 from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
 from storm_py.multilang.serializer import EncodeError
 from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent
@@ -58,7 +58,8 @@ class ShellBolt(ShellComponent, Bolt):
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self._setup(conf, context)
         self._collector = collector
-        self._ledger: PendingLedger[Tuple] = PendingLedger(int(setting(conf, MAX_PENDING_KEY)))
+        self._max_pending = int(setting(conf, MAX_PENDING_KEY))
+        self._ledger: PendingLedger[Tuple] = PendingLedger()
         self._traffic = BoltTraffic(self._ledger, self._serializer, collector)
         self._outbuf = self._traffic.outbuf
         self._failures = 0
@@ -72,12 +73,15 @@ class ShellBolt(ShellComponent, Bolt):
     # -------------------------------------------------------------------------------------------------- input
 
     def room(self) -> int:
-        """How many more inputs may be written now (:meth:`PendingLedger.room`; without a process: any number,
-        each failed at once)."""
-        return 1 << 30 if self._process is None else self._ledger.room()
+        """How many more inputs may be queued now (:func:`~storm_py.multilang.ledger.write_room`; without a
+        process: any number, each failed at once)."""
+        proc = self._process
+        if proc is None:
+            return 1 << 30
+        return write_room(self._max_pending, len(self._outbuf), bool(proc.unsent))
 
     def execute(self, tup: Tuple) -> None:
-        if (self._process is None or self._ledger.full()) and not self._may_write(tup):
+        if (self._process is None or not self.room()) and not self._may_write(tup):
             return
         try:
             self._traffic.write(tup)
@@ -94,7 +98,7 @@ class ShellBolt(ShellComponent, Bolt):
             if now < self._restart_at or not self._restart(now):
                 self._collector.fail(tup)  # no process to run it
                 return False
-        if self._ledger.full():  # handed more than room() allowed (a tick tuple, say): wait for an answer
+        if not self.room():  # handed more than room() allowed (a tick tuple, say): wait for the pipe
             self._wait_for_room()
             if self._process is None:
                 self._collector.fail(tup)
@@ -145,9 +149,10 @@ class ShellBolt(ShellComponent, Bolt):
         out.clear()
 
     def _wait_for_room(self) -> None:
-        """Block (the executor's backpressure) until the process answers one of the pending inputs."""
+        """Block (the executor's backpressure) until the process has read what was queued for it, handling its
+        answers meanwhile."""
         clock = self._clock
-        while self._ledger.full():
+        while not self.room():
             proc = self._process
             if proc is None:
                 return

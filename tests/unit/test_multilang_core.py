@@ -18,7 +18,7 @@ from storm_py.multilang import ShellBolt, ShellSpout
 from storm_py.multilang import process as process_module
 from storm_py.multilang.handshake import context_json, resources_dir
 from storm_py.multilang.json_fast import dump_values
-from storm_py.multilang.ledger import Heartbeat, PendingLedger
+from storm_py.multilang.ledger import Heartbeat, PendingLedger, write_room
 from storm_py.multilang.msgpack_fast import pack_str, pack_values
 from storm_py.multilang.process import GATHER_WAIT, ShellProcess
 from storm_py.multilang.serializer import (
@@ -126,14 +126,14 @@ def test_serializer_names() -> None:
         serializer_for("yaml", "split")
 
 
-def test_ledger_ids_answers_anchors_bound_and_drain() -> None:
-    ledger: PendingLedger[str] = PendingLedger(2)
+def test_ledger_ids_answers_anchors_and_drain() -> None:
+    ledger: PendingLedger[str] = PendingLedger()
     a = ledger.add("A")
     b = ledger.add("B")
-    assert a != b and ledger.full() and len(ledger) == 2
+    assert a != b and len(ledger) == 2
     assert ledger.anchors([a, int(b)]) == ["A", "B"]  # an id echoed as a number is the same id
     assert ledger.answer(a, "ack") == "A"
-    assert not ledger.full()
+    assert len(ledger) == 1
     with pytest.raises(ProtocolError, match=r"ack of an id that is not pending.*'1'"):
         ledger.answer(a, "ack")
     with pytest.raises(ProtocolError, match="anchored to"):
@@ -145,22 +145,34 @@ def test_ledger_ids_answers_anchors_bound_and_drain() -> None:
     assert ledger.drain() == ["B", "C"] and len(ledger) == 0
 
 
-def test_ledger_room_refills_by_quarters_once_tuples_are_out() -> None:
-    ledger: PendingLedger[int] = PendingLedger(8)
-    assert ledger.room() == 8
-    ids = [ledger.add(i) for i in range(8)]
-    assert ledger.room() == 0
-    ledger.answer(ids[0], "ack")
-    assert ledger.room() == 0  # one free slot: wait for a quarter
-    ledger.answer(ids[1], "ack")
-    assert ledger.room() == 2
-    for tid in ids[2:]:
-        ledger.answer(tid, "ack")
-    assert ledger.room() == 8
-    one: PendingLedger[int] = PendingLedger(1)
-    assert one.room() == 1
-    one.add(0)
-    assert one.room() == 0
+def test_max_pending_bounds_what_waits_to_be_written_not_what_the_process_holds() -> None:
+    """Storm's ShellBolt: max pending is the capacity of the queue of messages not written to the process yet."""
+    assert write_room(100, queued=0, held_back=False) == 100
+    assert write_room(100, queued=60, held_back=False) == 40
+    assert write_room(100, queued=100, held_back=False) == 0
+    assert write_room(100, queued=130, held_back=False) == 0  # task ids and heartbeats queued beside inputs
+    assert write_room(100, queued=0, held_back=True) == 0  # the pipe is full: nothing more until it drains
+    assert write_room(1, queued=0, held_back=False) == 1
+
+
+def test_a_shell_bolt_takes_inputs_while_its_pipe_does_whatever_is_unanswered() -> None:
+    bolt = ShellBolt("x")
+    bolt._max_pending = 4
+    bolt._ledger = PendingLedger()
+    bolt._outbuf = []
+
+    class Pipe:
+        unsent = b""
+
+    bolt._process = Pipe()  # type: ignore[assignment]
+    for i in range(50):
+        bolt._ledger.add(str(i))  # written, not answered yet
+    assert bolt.room() == 4
+    bolt._outbuf.extend([b"m"] * 3)
+    assert bolt.room() == 1
+    bolt._outbuf.clear()
+    Pipe.unsent = b"rest of a message"
+    assert bolt.room() == 0
 
 
 def test_heartbeat_due_every_interval_and_expiry_from_last_heard() -> None:
@@ -382,7 +394,7 @@ def test_watcher_lets_a_busy_process_output_gather_before_waking(monkeypatch: py
 
 def test_a_shell_bolt_is_busy_with_more_than_one_input_out_and_a_spout_never() -> None:
     bolt = ShellBolt("x")
-    bolt._ledger = PendingLedger(10)
+    bolt._ledger = PendingLedger()
     assert not bolt._busy()
     bolt._ledger.add("a")
     assert not bolt._busy()  # its one answer is what the process writes now
