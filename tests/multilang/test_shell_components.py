@@ -162,6 +162,25 @@ def test_node_split_bolt_counts_words_exactly_with_max_pending_one() -> None:
         assert state["failed"] == 0
 
 
+@pytest.mark.parametrize("serializer", ["json", "msgpack"])
+def test_max_pending_bounds_the_writes_not_what_a_batching_process_holds(serializer: str) -> None:
+    """As in Storm, max pending is the queue of writes: a process that answers only once it has read five inputs
+    gets them with max pending 1 (bounding what it holds unanswered instead would leave it waiting forever)."""
+    n = 20
+    token = shared(counts=Counter(), acked=set(), failed=0)
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(token, n))
+    builder.set_bolt("split", Split("python3", "group_split_bolt.py", serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("split")
+    conf = {"topology.shellbolt.max.pending": 1, "topology.multilang.serializer": serializer}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("group-wc", conf, builder.create_topology())
+        state = SHARED[token]
+        wait_until(lambda: len(state["acked"]) == n, 60, what="every sentence acked")
+        assert state["counts"] == expected_counts(n)
+        assert state["failed"] == 0
+
+
 class ProtocolSpout(ShellSpout):
     def __init__(self, serializer: str) -> None:
         super().__init__("python3", "protocol_spout.py", serializer)
