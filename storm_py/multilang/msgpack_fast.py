@@ -134,11 +134,18 @@ def scan(buf: bytes, out: list[Any]) -> int:
     return p
 
 
+def _utf8(s: str) -> bytes | None:
+    """``s`` in UTF-8; None when it cannot be (a lone surrogate: the ``Packer`` then reports it)."""
+    try:
+        return s.encode()
+    except UnicodeEncodeError:
+        return None
+
+
 def pack_str(s: str) -> bytes | None:
     """``s`` as a msgpack str when it is under 256 bytes of UTF-8; None otherwise."""
-    try:
-        data = s.encode()
-    except UnicodeEncodeError:
+    data = _utf8(s)
+    if data is None:
         return None
     n = len(data)
     if n < 32:
@@ -155,13 +162,11 @@ def pack_values(values: list[Any]) -> bytes | None:
     if n == 1:  # the common tuple: one short string, one concatenation
         v0 = values[0]
         if type(v0) is str:
-            try:
-                data = v0.encode()
-            except UnicodeEncodeError:
+            data = _utf8(v0)
+            if data is None:
                 return None
-            k = len(data)
-            if k < 32:
-                return _ONE_FIXSTR[k] + data
+            if len(data) < 32:
+                return _ONE_FIXSTR[len(data)] + data
     elif n > 15:
         return None
     parts = [_FIXARRAY[n]]

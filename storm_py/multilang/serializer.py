@@ -167,8 +167,8 @@ class JsonDecoder:
             _check_start(rest, complete=False)
         if not parts:
             return []
+        short: list[Any] = []
         if self._shorthand:  # pystorm's emits and acks at the head, short; the rest as below
-            short: list[Any] = []
             for part in parts:
                 msg = scan_message(part)
                 if msg is None:
@@ -176,9 +176,7 @@ class JsonDecoder:
                 short.append(msg)
             if len(short) == len(parts):
                 return short
-            if short:
-                return short + self._parse(parts[len(short):])
-        return self._parse(parts)
+        return short + self._parse(parts[len(short):]) if short else self._parse(parts)
 
     def _parse(self, parts: list[bytes]) -> list[Any]:
         """The messages ``parts`` hold, each the text before an ``end`` line."""
@@ -270,7 +268,7 @@ class MsgpackSerializer:
         if tid_packed is not None and values_packed is not None:  # the common values, packed here
             return b"".join((_TUPLE_MAP_ID, tid_packed, middle, values_packed))
         try:
-            return _TUPLE_MAP_ID + pack(tid) + middle + pack(values)
+            return _TUPLE_MAP_ID + (tid_packed or pack(tid)) + middle + (values_packed or pack(values))
         except (TypeError, ValueError, OverflowError) as exc:
             self._packer.reset()
             raise EncodeError(f"cannot encode as msgpack: {exc}") from exc
