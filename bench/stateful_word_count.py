@@ -124,15 +124,11 @@ def run_passes(build_topology: Any, pending: int, passes: int, pass_secs: float 
 
 def cache_misses(case: str, pending: int, gc_threshold0: int, ll_mib: int, passes: int = 1500) -> dict[str, int]:
     """Last-level misses (``ll_mib``) and instructions of the worker's passes of a run of ``case``, under callgrind."""
-    cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", f"--LL={ll_mib << 20},16,64",
-           "--toggle-collect=CPyDef_worker_runtime___WorkerRuntime___run_once", "--callgrind-out-file=/dev/null",
-           sys.executable, str(Path(__file__).resolve()), "--case", case, "--pending", str(pending),
-           "--gc-threshold0", str(gc_threshold0), "--passes", str(passes), "--pass-ms", "1.5"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
-    events = re.search(r"Events\s*:\s*(.+)$", proc.stderr, re.M).group(1).split()  # type: ignore[union-attr]
-    counts = re.search(r"Collected\s*:\s*(.+)$", proc.stderr, re.M).group(1).split()  # type: ignore[union-attr]
-    got = dict(zip(events, map(int, counts), strict=True))
+    acked, got = callgrind(
+        "--case", case, "--pending", str(pending), "--gc-threshold0", str(gc_threshold0), "--passes", str(passes),
+        "--pass-ms", "1.5",
+        options=("--cache-sim=yes", f"--LL={ll_mib << 20},16,64",
+                 "--toggle-collect=CPyDef_worker_runtime___WorkerRuntime___run_once"))
     return {"sentences": acked, "instructions": got["Ir"], "ll_misses": got["DLmr"] + got["DLmw"] + got["ILmr"]}
 
 
@@ -150,23 +146,25 @@ def cache(args: argparse.Namespace) -> None:
     print(json.dumps(out), flush=True)
 
 
-def callgrind(*script_args: str) -> tuple[int, int]:
-    """Run this script under valgrind's callgrind: the ``acked N`` it prints and the instructions collected."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+def callgrind(*script_args: str, options: tuple[str, ...] = ()) -> tuple[int, dict[str, int]]:
+    """Run this script under valgrind's callgrind (with ``options``): the ``acked N`` it prints and the events
+    collected, by name (``Ir``: instructions)."""
+    cmd = ["valgrind", "--tool=callgrind", *options, "--callgrind-out-file=/dev/null", sys.executable,
            str(Path(__file__).resolve()), *script_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     acked = int(re.search(r"^acked (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
-    refs = int(re.search(r"Collected\s*:\s*(\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-    return acked, refs
+    events = re.search(r"Events\s*:\s*(.+)$", proc.stderr, re.M).group(1).split()  # type: ignore[union-attr]
+    counts = re.search(r"Collected\s*:\s*(.+)$", proc.stderr, re.M).group(1).split()  # type: ignore[union-attr]
+    return acked, dict(zip(events, map(int, counts), strict=True))
 
 
 def instructions(args: argparse.Namespace) -> None:
     out: dict[str, Any] = {"build": build.describe(), "pending": args.pending}
     for case in ("plain", "stateful"):
         common = ["--case", case, "--pending", str(args.pending), "--gc-threshold0", str(args.gc_threshold0)]
-        a1, i1 = callgrind(*common, "--passes", str(args.short))
-        a2, i2 = callgrind(*common, "--passes", str(args.long))
-        out[f"{case}_instructions_per_sentence"] = round((i2 - i1) / (a2 - a1))
+        a1, e1 = callgrind(*common, "--passes", str(args.short))
+        a2, e2 = callgrind(*common, "--passes", str(args.long))
+        out[f"{case}_instructions_per_sentence"] = round((e2["Ir"] - e1["Ir"]) / (a2 - a1))
         out[f"{case}_sentences"] = a2 - a1
     out["share"] = round(out["plain_instructions_per_sentence"] / out["stateful_instructions_per_sentence"], 3)
     print(json.dumps(out), flush=True)
