@@ -68,7 +68,7 @@ class StandIn:
 
     def __init__(self, serializer: Serializer) -> None:
         self.inbox: deque[Any] = deque()
-        self.unsent = b""
+        self.unsent = bytearray()
         self.decoder = serializer.decoder(shorthand=True)
         self.answer = b""
         self.written = 0
@@ -97,10 +97,12 @@ def shell_bolt(serializer: Serializer) -> tuple[ShellBolt, StandIn]:
     bolt.component_id = "bench"
     collector = StubCollector()
     ledger: PendingLedger[Tuple] = PendingLedger()
-    traffic = BoltTraffic(ledger, serializer, collector)
+    traffic = BoltTraffic(ledger, serializer, collector, 100, bolt._execute_general, bolt._refused)
+    traffic.unsent = proc.unsent
     bolt.__dict__.update(
         _serializer=serializer, _collector=collector, _ledger=ledger, _traffic=traffic, _outbuf=traffic.outbuf,
         _clock=StubClock(), _timeout=30.0, _beat=Heartbeat(30.0, 0.0), _restart_at=0.0, _failures=0, _process=proc,
+        _max_pending=100, execute=traffic.execute,
     )
     return bolt, proc
 

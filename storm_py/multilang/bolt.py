@@ -60,8 +60,11 @@ class ShellBolt(ShellComponent, Bolt):
         self._collector = collector
         self._max_pending = int(setting(conf, MAX_PENDING_KEY))
         self._ledger: PendingLedger[Tuple] = PendingLedger()
-        self._traffic = BoltTraffic(self._ledger, self._serializer, collector)
+        self._traffic = BoltTraffic(self._ledger, self._serializer, collector, self._max_pending,
+                                    self._execute_general, self._refused)
         self._outbuf = self._traffic.outbuf
+        if type(self).execute is ShellBolt.execute:  # not overridden: the executor calls the compiled path itself
+            self.execute = self._traffic.execute  # type: ignore[method-assign]
         self._failures = 0
         self._restart_at = 0.0
         self._process = None
@@ -81,14 +84,23 @@ class ShellBolt(ShellComponent, Bolt):
         return write_room(self._max_pending, len(self._outbuf), bool(proc.unsent))
 
     def execute(self, tup: Tuple) -> None:
+        # once prepared, the instance's ``execute`` is BoltTraffic.execute: this path where it has a process with
+        # room, _execute_general otherwise
+        self._execute_general(tup)
+
+    def _execute_general(self, tup: Tuple) -> None:
         if (self._process is None or not self.room()) and not self._may_write(tup):
             return
         try:
             self._traffic.write(tup)
         except EncodeError as exc:
-            self._collector.report_error(self._error(f"cannot send a tuple of {tup.source_component!r} "
-                                                     f"stream {tup.source_stream!r}: {exc.message}"))
-            self._collector.fail(tup)
+            self._refused(tup, exc)
+
+    def _refused(self, tup: Tuple, exc: EncodeError) -> None:
+        """``tup`` holds a value the format cannot carry: report it and fail ``tup``."""
+        self._collector.report_error(self._error(f"cannot send a tuple of {tup.source_component!r} "
+                                                 f"stream {tup.source_stream!r}: {exc.message}"))
+        self._collector.fail(tup)
 
     def _may_write(self, tup: Tuple) -> bool:
         """With no process, or as many inputs out as may be: start a process or wait for an answer; whether
@@ -138,6 +150,9 @@ class ShellBolt(ShellComponent, Bolt):
     def cleanup(self) -> None:
         proc = getattr(self, "_process", None)
         self._process = None
+        traffic = getattr(self, "_traffic", None)
+        if traffic is not None:
+            traffic.unsent = None
         if proc is not None:
             proc.kill()
 
@@ -211,6 +226,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._log.error("%s", error.message)
         self._collector.report_error(error)
         self._process = None
+        self._traffic.unsent = None
         proc.kill()
         self._outbuf.clear()
         for tup in self._ledger.drain():
@@ -229,4 +245,5 @@ class ShellBolt(ShellComponent, Bolt):
             return False
         self._failures = 0
         self._beat = Heartbeat(self._timeout, self._clock.now())
+        self._traffic.unsent = self._process.unsent  # the compiled execute writes while it is empty
         return True

@@ -6,6 +6,8 @@ topology, so it is compiled with the hot modules): :meth:`BoltTraffic.write` que
 id, :meth:`BoltTraffic.carry_out` carries out the ``emit`` and ``ack`` messages at the head of the process's
 inbox and hands back the first other message (a ``fail``, ``log``, ``sync``... or a fault) for the bolt to
 handle.  What the process asked for that cannot be done raises :class:`~storm_py.errors.ShellProcessError`.
+:meth:`BoltTraffic.execute` is the bolt's ``execute`` while it has a process with room for the tuple (the
+executor calls it directly: no interpreted frame per input), and hands every other case to the bolt.
 """
 
 from __future__ import annotations
@@ -23,15 +25,42 @@ from storm_py.multilang.serializer import EncodeError, ProtocolError, Serializer
 class BoltTraffic:
     """A shell bolt's pending inputs, the bytes queued for its process, and its emits and acks."""
 
-    def __init__(self, ledger: PendingLedger[Tuple], serializer: Serializer, collector: Any) -> None:
+    def __init__(
+        self,
+        ledger: PendingLedger[Tuple],
+        serializer: Serializer,
+        collector: Any,
+        max_pending: int,
+        general: Callable[[Tuple], None],
+        refused: Callable[[Tuple, EncodeError], None],
+    ) -> None:
         self.ledger = ledger
         #: encoded messages for the process, written together by the bolt's next flush
         self.outbuf: list[bytes] = []
+        #: the running process's bytes for stdin that its pipe held back (``ShellProcess.unsent``); None: no process
+        self.unsent: bytearray | None = None
+        self._max_pending = max_pending
+        self._general = general
+        self._refused = refused
         self._encode_tuple: Callable[[str, str, str, int, list[Any]], bytes] = serializer.encode_tuple
         self._encode: Callable[[Any], bytes] = serializer.encode
         self._emit: Callable[..., Any] = collector.emit
         self._emit_direct: Callable[..., Any] = collector.emit_direct
         self._ack: Callable[[Any], None] = collector.ack
+
+    def execute(self, tup: Tuple) -> None:
+        """A shell bolt's ``execute``: with a process and room for ``tup`` (see
+        :func:`~storm_py.multilang.ledger.write_room`) write it here, else take the bolt's general path
+        (``general``: start a process, wait for room, or fail ``tup``); a value the format cannot carry goes to
+        ``refused``."""
+        unsent = self.unsent
+        if unsent is None or unsent or len(self.outbuf) >= self._max_pending:
+            self._general(tup)
+            return
+        try:
+            self.write(tup)
+        except EncodeError as exc:
+            self._refused(tup, exc)
 
     def write(self, tup: Tuple) -> None:
         """Queue ``tup`` for the process under a new pending id; a value the format cannot carry raises
