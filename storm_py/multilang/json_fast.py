@@ -5,7 +5,8 @@ json module's general code: pystorm's ``emit`` with one anchor and its ``ack``, 
 for every tuple (its ``json.dumps``, separators ``", "`` and ``": "``, ASCII):
 ``{"command": "emit", "tuple": [..], "anchors": [id], "need_task_ids": false}`` (auto-anchored, default stream)
 as :data:`~storm_py.multilang.msgpack_fast.ShortEmit` ``(values, anchor id)`` and ``{"command": "ack", "id": id}``
-as the id; its strings must have no escapes or control characters, its values be strings.  Anything else
+as the id (the string of a number as that ``int``, as :func:`~storm_py.multilang.msgpack_fast.scan` reads it); its
+strings must have no escapes or control characters, its values be strings.  Anything else
 answers None and is parsed by ``json.loads`` as before, so a message reads as the same thing either way.
 :func:`dump_values` writes a tuple's values as the serializer's encoder does (separators ``","``) when they are
 all strings or ints, and answers None otherwise.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Final
+
+from storm_py.multilang.msgpack_fast import digits
 
 #: the head of pystorm's auto-anchored emit up to its first value, the text between values and anchor, its end
 _EMIT: Final = b'{"command": "emit", "tuple": ['
@@ -48,7 +51,10 @@ def _text(raw: bytes) -> str | None:
 def scan_message(part: bytes) -> Any:
     """``part`` (one message's text) as a short emit or an ack's id when it is pystorm's; None otherwise."""
     if part[:_ACK_LEN] == _ACK:
-        return _text(part[_ACK_LEN:-2]) if part[-2:] == _ACK_END else None
+        if part[-2:] != _ACK_END:
+            return None
+        n = digits(part, _ACK_LEN, len(part) - 2)
+        return n if n >= 0 else _text(part[_ACK_LEN:-2])
     if part[:_EMIT_LEN] != _EMIT or part[-_END_LEN:] != _END:
         return None
     values: list[Any] = []
@@ -72,6 +78,9 @@ def scan_message(part: bytes) -> Any:
             if part[p:p + _ANCHORS_LEN] != _ANCHORS:
                 return None
             break
+    n = digits(part, p + _ANCHORS_LEN, end)
+    if n >= 0:
+        return values, n
     anchor = _text(part[p + _ANCHORS_LEN:end])
     return None if anchor is None else (values, anchor)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Generic, TypeVar
 
+from storm_py.multilang.msgpack_fast import MAX_ID_DIGITS
 from storm_py.multilang.serializer import ProtocolError
 
 #: seconds between heartbeats sent to a shell bolt (Storm's fixed one second)
@@ -20,10 +21,15 @@ T = TypeVar("T")
 
 
 class PendingLedger(Generic[T]):
-    """Ids written to the process and the tuples they stand for, until the process acks or fails them."""
+    """Ids written to the process and the tuples they stand for, until the process acks or fails them.
+
+    Ids go out as strings of the numbers 1, 2, ...; they are kept by number, so an id read as its number
+    (:func:`~storm_py.multilang.msgpack_fast.scan` reads pystorm's ids so, see :meth:`answer_number`) is found
+    without making or hashing a string.
+    """
 
     def __init__(self) -> None:
-        self._pending: dict[str, T] = {}
+        self._pending: dict[int, T] = {}
         self._next = 0
 
     def __len__(self) -> int:
@@ -31,27 +37,41 @@ class PendingLedger(Generic[T]):
 
     def add(self, item: T) -> str:
         """Record ``item`` as written and return the id it is written under (never reused)."""
-        self._next += 1
-        tid = str(self._next)
-        self._pending[tid] = item
-        return tid
+        n = self._next + 1
+        self._next = n
+        self._pending[n] = item
+        return str(n)
 
     def discard(self, tid: str) -> T | None:
         """Forget ``tid`` (a tuple that could not be written); return its item."""
-        return self._pending.pop(tid, None)
+        return self._pending.pop(_number(tid), None)
 
     def answer(self, tid: Any, what: str) -> T:
         """The item the process acks or fails (``what``) under ``tid``; an unknown id is a protocol error."""
-        item = self._pending.pop(tid if type(tid) is str else _key(tid), None) if _hashable(tid) else None
+        return self.answer_number(_number(tid), what, tid)
+
+    def answer_number(self, n: int, what: str, tid: Any = None) -> T:
+        """:meth:`answer` of the id the process wrote as the string of the number ``n`` (or as ``tid``)."""
+        pending = self._pending
+        item = pending.get(n)  # a lookup and a delete: compiled, both are direct calls (a pop with a default is not)
         if item is None:
-            raise ProtocolError(f"{what} of an id that is not pending (unknown, or already acked or failed): {tid!r}")
+            raise ProtocolError(f"{what} of an id that is not pending (unknown, or already acked or failed): "
+                                f"{str(n) if tid is None else tid!r}")
+        del pending[n]
         return item
 
     def anchor(self, tid: Any) -> T:
         """The pending item an emit anchors to; an id that is not pending is a protocol error."""
-        item = self._pending.get(tid if type(tid) is str else _key(tid)) if _hashable(tid) else None
+        item = self._pending.get(_number(tid))
         if item is None:
             raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
+        return item
+
+    def anchor_number(self, n: int) -> T:
+        """:meth:`anchor` of the id the process wrote as the string of the number ``n``."""
+        item = self._pending.get(n)
+        if item is None:
+            raise ProtocolError(f"anchored to {str(n)!r}, which is not pending (acked, failed or unknown)")
         return item
 
     def anchors(self, ids: Any) -> list[T]:
@@ -62,7 +82,7 @@ class PendingLedger(Generic[T]):
             raise ProtocolError(f"anchors must be a list of ids, got {ids!r}")
         out = []
         for tid in ids:
-            item = self._pending.get(_key(tid)) if _hashable(tid) else None
+            item = self._pending.get(_number(tid))
             if item is None:
                 raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
             out.append(item)
@@ -90,15 +110,19 @@ def write_room(max_pending: int, queued: int, held_back: bool) -> int:
     return max(0, max_pending - queued)
 
 
-def _hashable(tid: Any) -> bool:
-    """Whether ``tid`` can name a pending id (ids are strings; a number echoing one is accepted)."""
+def _number(tid: Any) -> int:
+    """The number of the pending id ``tid`` names, -1 when it names none: ids go out as the strings of 1, 2, ...
+    (ASCII digits, no leading zero); a process that echoes them as numbers means the same id."""
     t = type(tid)
-    return t is str or t is int
-
-
-def _key(tid: Any) -> str:
-    """Ids go out as strings; a process that echoes them as numbers means the same id."""
-    return tid if isinstance(tid, str) else str(tid)
+    if t is int:
+        n: int = tid
+        return n
+    if t is not str:
+        return -1
+    s: str = tid
+    if not 0 < len(s) <= MAX_ID_DIGITS or s[0] == "0" or not (s.isascii() and s.isdigit()):
+        return -1
+    return int(s)
 
 
 class Heartbeat:

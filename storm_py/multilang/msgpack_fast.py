@@ -4,7 +4,8 @@ msgpack's general code: pystorm's ``emit`` with one anchor and its ``ack``, and 
 :func:`scan` reads, from the head of a buffer, the two messages pystorm writes for every tuple, exactly as it
 packs them: ``{"command": "emit", "tuple": [..], "anchors": [id], "need_task_ids": False}`` (its emit on the
 default stream, auto-anchored) as a :data:`ShortEmit` ``(values, anchor id)``, and ``{"command": "ack", "id":
-id}`` as the id (a ``str``).  It stops at the first message of any other shape, value type or key order, or one
+id}`` as the id: an id that is the string of a number (as a shell bolt's pending ids are) as that ``int``, any
+other as the ``str``.  It stops at the first message of any other shape, value type or key order, or one
 cut by the end of the buffer, and leaves it (and everything after it) to msgpack's ``Unpacker``, so a message
 reads as the same thing either way; only what ``Unpacker`` would decode to exactly those maps is taken here.
 :func:`pack_values` packs a tuple's values when they are all short strings, small ints, ``None`` or booleans (the
@@ -28,8 +29,11 @@ _NO_TASK_IDS_LEN: Final = len(_NO_TASK_IDS)
 _ACK: Final = b"\x82\xa7command\xa3ack\xa2id"
 _ACK_LEN: Final = len(_ACK)
 
-#: a pystorm emit with one anchor on the default stream, no task ids asked for: ``(values, anchor id)``
-ShortEmit = tuple[list[Any], str]
+#: a pystorm emit with one anchor on the default stream, no task ids asked for: ``(values, anchor id)``, the id
+#: as its number when it is a pending id's form (see :func:`digits`), else as the string
+ShortEmit = tuple[list[Any], int | str]
+#: the most digits an id read as its number has (ids count up from 1: far beyond any run; 10**18 < 2**63)
+MAX_ID_DIGITS: Final = 18
 
 #: one-byte heads: a fixstr of length i, a fixarray of length i, a positive fixint i
 _FIXSTR: Final = tuple(bytes((0xA0 + i,)) for i in range(32))
@@ -69,6 +73,33 @@ def _read_str(buf: bytes, p: int, end: int) -> tuple[str, int]:
         return buf[start:q].decode(), q
     except UnicodeDecodeError:
         return "", -1
+
+
+def digits(buf: bytes, start: int, end: int) -> int:
+    """The number ``buf[start:end]`` spells when it is a pending id's form (1 to ``MAX_ID_DIGITS`` ASCII digits,
+    no leading zero: the string of a number counted up from 1); -1 otherwise."""
+    if not 0 < end - start <= MAX_ID_DIGITS or buf[start] == 0x30:
+        return -1
+    n = 0
+    for i in range(start, end):
+        b = buf[i]
+        if b < 0x30 or b > 0x39:
+            return -1
+        n = n * 10 + (b - 0x30)
+    return n
+
+
+def _read_id(buf: bytes, p: int, end: int) -> tuple[int | str, int]:
+    """The id (a msgpack str) at ``p``, as its number when it is a pending id's form (:func:`digits`), else as the
+    str; and the offset after it (-1: not a str, see :func:`_read_str`)."""
+    if p < end:
+        head = buf[p]
+        q = p + 1 + head - 0xA0
+        if 0xA0 < head <= 0xA0 + MAX_ID_DIGITS and q <= end:
+            n = digits(buf, p + 1, q)
+            if n >= 0:
+                return n, q
+    return _read_str(buf, p, end)
 
 
 def _read_values(buf: bytes, p: int, end: int) -> tuple[list[Any], int]:
@@ -118,13 +149,13 @@ def scan(buf: bytes, out: list[Any]) -> int:
             values, q = _read_values(buf, p + _EMIT_LEN, end)
             if q < 0 or buf[q:q + _ANCHORS_LEN] != _ANCHORS:
                 return p
-            anchor, q = _read_str(buf, q + _ANCHORS_LEN, end)
+            anchor, q = _read_id(buf, q + _ANCHORS_LEN, end)
             if q < 0 or buf[q:q + _NO_TASK_IDS_LEN] != _NO_TASK_IDS:
                 return p
             out.append((values, anchor))
             p = q + _NO_TASK_IDS_LEN
         elif head == 0x82 and buf[p:p + _ACK_LEN] == _ACK:
-            tid, q = _read_str(buf, p + _ACK_LEN, end)
+            tid, q = _read_id(buf, p + _ACK_LEN, end)
             if q < 0:
                 return p
             out.append(tid)

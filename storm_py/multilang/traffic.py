@@ -86,7 +86,12 @@ class BoltTraffic:
             kind = type(msg)
             if kind is tuple:  # a short emit (see msgpack_fast.scan): one anchor, the default stream, no task ids
                 short: ShortEmit = msg
-                self._emit(short[0], ledger.anchor(short[1]), DEFAULT_STREAM)
+                tid = short[1]
+                anchor = ledger.anchor_number(tid) if type(tid) is int else ledger.anchor(tid)
+                self._emit(short[0], anchor, DEFAULT_STREAM)
+                continue
+            if kind is int:  # a short ack: its id's number
+                ack(ledger.answer_number(msg, "ack"))
                 continue
             if kind is str:  # a short ack: its id
                 ack(ledger.answer(msg, "ack"))

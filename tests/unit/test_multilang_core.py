@@ -252,15 +252,26 @@ def _pystorm_emit(word: object, anchor: str, **extra: object) -> dict[str, objec
     return {"command": "emit", "tuple": [word], "anchors": [anchor], **extra, "need_task_ids": False}
 
 
+#: ids a process may echo: the strings of numbers as pending ids are written, and others, which are read as strings
+_IDS = ["1", "0", "017", "123456789012345678", "1234567890123456789", "\u0663", "x", "", "12a"]
+
+
+def _short_id(tid: str) -> int | str:
+    """An id as the shorthand reads it: the string of a number 1 .. 10**18 - 1 as that number, others as they are."""
+    return int(tid) if tid.isascii() and tid.isdigit() and tid[0] != "0" and len(tid) <= 18 else tid
+
+
 def test_msgpack_shorthand_reads_pystorm_emits_and_acks_as_the_unpacker_would() -> None:
     values = [["storm"], ["\u00e9t\u00e9", 7, -3, None, True, False], [], ["x" * 40], ["y" * 300]]
     msgs: list[dict[str, object]] = []
-    for i, vals in enumerate(values):
-        msgs.append({"command": "emit", "tuple": vals, "anchors": [str(i)], "need_task_ids": False})
-        msgs.append({"command": "ack", "id": str(i)})
+    for i, tid in enumerate(_IDS):
+        msgs.append({"command": "emit", "tuple": values[i % len(values)], "anchors": [tid], "need_task_ids": False})
+        msgs.append({"command": "ack", "id": tid})
     data = b"".join(msgpack.packb(m) for m in msgs)
     out = MsgpackDecoder(shorthand=True).feed(data)
-    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert out == [(m["tuple"], _short_id(m["anchors"][0])) if m["command"] == "emit" else _short_id(m["id"])  # type: ignore[index, arg-type]
+                   for m in msgs]
+    assert [type(m) for m in out[1::2]] == [type(_short_id(tid)) for tid in _IDS]
     assert MsgpackDecoder().feed(data) == msgs  # without shorthand: maps, as ever
 
 
@@ -276,14 +287,14 @@ def test_msgpack_shorthand_reads_pystorm_emits_and_acks_as_the_unpacker_would() 
 ])
 def test_msgpack_shorthand_leaves_every_other_message_a_map_in_order(other: dict[str, object]) -> None:
     data = msgpack.packb(_pystorm_emit("a", "1")) + msgpack.packb(other) + msgpack.packb({"command": "ack", "id": "1"})
-    assert MsgpackDecoder(shorthand=True).feed(data) == [(["a"], "1"), other, {"command": "ack", "id": "1"}]
+    assert MsgpackDecoder(shorthand=True).feed(data) == [(["a"], 1), other, {"command": "ack", "id": "1"}]
     dec = MsgpackDecoder(shorthand=True)
     out = []
     for i in range(0, len(data), 7):  # cut anywhere, messages included
         out += dec.feed(data[i:i + 7])
     out += dec.feed(msgpack.packb({"command": "ack", "id": "2"}))  # shorthand again once the unpacker is done
-    assert out[1] == other and len(out) == 4 and out[3] == "2"
-    assert out[0] in (_pystorm_emit("a", "1"), (["a"], "1")) and out[2] in ({"command": "ack", "id": "1"}, "1")
+    assert out[1] == other and len(out) == 4 and out[3] == 2
+    assert out[0] in (_pystorm_emit("a", "1"), (["a"], 1)) and out[2] in ({"command": "ack", "id": "1"}, 1)
 
 
 def test_msgpack_shorthand_hands_garbage_and_bad_utf8_to_the_unpacker_errors() -> None:
@@ -317,12 +328,14 @@ def _pystorm_json(msg: dict[str, object]) -> bytes:
 def test_json_shorthand_reads_pystorm_emits_and_acks_as_json_would() -> None:
     values = [["storm"], [], ["a b", "", "x,y", "]", "don't", "~"], ["w"] * 20]
     msgs: list[dict[str, object]] = []
-    for i, vals in enumerate(values):
-        msgs.append(_pystorm_emit(vals, str(i)) | {"tuple": vals})
-        msgs.append({"command": "ack", "id": str(i)})
+    for i, tid in enumerate(t for t in _IDS if t.isascii()):  # others are escaped: read by json.loads
+        vals = values[i % len(values)]
+        msgs.append(_pystorm_emit(vals, tid) | {"tuple": vals})
+        msgs.append({"command": "ack", "id": tid})
     data = b"".join(_pystorm_json(m) for m in msgs)
     out = JsonSerializer().decoder(shorthand=True).feed(data)
-    assert out == [(m["tuple"], m["anchors"][0]) if m["command"] == "emit" else m["id"] for m in msgs]  # type: ignore[index]
+    assert out == [(m["tuple"], _short_id(m["anchors"][0])) if m["command"] == "emit" else _short_id(m["id"])  # type: ignore[index, arg-type]
+                   for m in msgs]
     assert JsonSerializer().decoder().feed(data) == msgs  # without shorthand: maps, as ever
 
 
@@ -342,7 +355,7 @@ def test_json_shorthand_reads_pystorm_emits_and_acks_as_json_would() -> None:
 def test_json_shorthand_leaves_every_other_message_a_map(other: dict[str, object]) -> None:
     first, last = _pystorm_json(_pystorm_emit("a", "1")), _pystorm_json({"command": "ack", "id": "1"})
     assert JsonSerializer().decoder(shorthand=True).feed(first + _pystorm_json(other) + last) == [
-        (["a"], "1"), other, {"command": "ack", "id": "1"}]
+        (["a"], 1), other, {"command": "ack", "id": "1"}]
     assert JsonSerializer().decoder(shorthand=True).feed(_pystorm_json(other)) == [other]
 
 

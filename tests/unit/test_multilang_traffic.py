@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections import deque
 from typing import Any
 
+import msgpack
 import pytest
 
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import Clock
 from storm_py.multilang import ShellBolt
 from storm_py.multilang.ledger import PendingLedger
-from storm_py.multilang.serializer import JsonSerializer, MsgpackSerializer, Serializer
+from storm_py.multilang.serializer import JsonSerializer, MsgpackSerializer, ProtocolError, Serializer
 from storm_py.multilang.traffic import BoltTraffic
 
 
@@ -91,3 +94,65 @@ def test_a_prepared_shell_bolt_executes_through_its_traffic_unless_a_subclass_ov
         assert bolt.execute == bolt.__class__.execute.__get__(bolt)
         assert "execute" not in bolt.__dict__
 
+
+
+def test_ids_read_as_numbers_are_the_ids_written_and_refused_alike() -> None:
+    ledger: PendingLedger[str] = PendingLedger()
+    a, b, c = ledger.add("A"), ledger.add("B"), ledger.add("C")
+    assert (a, b, c) == ("1", "2", "3")
+    assert ledger.anchor_number(1) == ledger.anchor(a) == ledger.anchor(1) == "A"
+    assert ledger.answer_number(1, "ack") == "A"
+    for refused in (lambda: ledger.answer(a, "ack"), lambda: ledger.answer_number(1, "ack")):
+        with pytest.raises(ProtocolError, match=r"ack of an id that is not pending .*: '1'$"):
+            refused()
+    for refused in (lambda: ledger.anchor(a), lambda: ledger.anchor_number(1)):
+        with pytest.raises(ProtocolError, match=r"^anchored to '1', which is not pending"):
+            refused()
+    for other in ("02", "+2", " 2", "2 ", "2.0", "\u0662", "", 2.0, True, None, [2], -2):
+        with pytest.raises(ProtocolError, match="not pending"):
+            ledger.answer(other, "fail")
+        with pytest.raises(ProtocolError, match=r"anchored to"):
+            ledger.anchors([other])
+    assert len(ledger) == 2
+    assert ledger.answer(2, "fail") == "B"  # an id echoed as a number is the same id
+    assert ledger.discard(c) == "C" and not len(ledger)
+
+
+def _pystorm_answers(ser: Serializer, anchor: str) -> bytes:
+    """What pystorm writes for a sentence: its words' emits anchored to it, then its ack."""
+    msgs: list[dict[str, Any]] = [{"command": "emit", "tuple": [w], "anchors": [anchor], "need_task_ids": False}
+                                  for w in ("the", "quick", "fox")]
+    msgs.append({"command": "ack", "id": anchor})
+    if isinstance(ser, MsgpackSerializer):
+        return b"".join(msgpack.packb(m) for m in msgs)
+    return b"".join((json.dumps(m) + "\nend\n").encode() for m in msgs)
+
+
+@pytest.mark.parametrize("ser", [MsgpackSerializer(), JsonSerializer()], ids=["msgpack", "json"])
+def test_short_emits_and_acks_are_carried_out_as_their_maps(ser: Serializer) -> None:
+    """The same bytes read with the shorthand (ids as numbers, no maps) and without: the same emits and acks."""
+    calls = []
+    sentence = _tuple("the quick fox")
+    for shorthand in (True, False):
+        collector = _Collector()
+        ledger: PendingLedger[Tuple] = PendingLedger()
+        traffic = BoltTraffic(ledger, ser, collector, 100, _unused, _unused)
+        tid = ledger.add(sentence)
+        inbox = deque(ser.decoder(shorthand).feed(_pystorm_answers(ser, tid)))
+        assert all(type(m) is not dict for m in inbox) is shorthand
+        assert traffic.carry_out(inbox) is None and not inbox and not len(ledger)
+        calls.append(collector.calls)
+        assert collector.calls[-1] == ("ack", sentence) and collector.calls[0][2] is sentence
+    assert calls[0] == calls[1]
+    assert not traffic.outbuf  # no task ids asked for
+
+    collector = _Collector()
+    traffic = BoltTraffic(PendingLedger(), ser, collector, 100, _unused, _unused)
+    for unknown in ([(["w"], 5)], [5], [(["w"], "05")], ["05"]):
+        with pytest.raises(ProtocolError, match=r"'5'|'05'"):
+            traffic.carry_out(deque(unknown))
+    assert not collector.calls
+
+
+def _unused(*args: Any) -> None:
+    raise AssertionError("not called here")
