@@ -20,31 +20,49 @@ HEARTBEAT_INTERVAL: Final = 1.0
 T = TypeVar("T")
 
 
+#: answered ids at the head of the window that are cut off together (fewer: left for the next cut)
+_TRIM: Final = 64
+#: the window moves to the stragglers' map once it holds more than this many slots per pending id (plus _SLACK)
+_SPARSE: Final = 8
+_SLACK: Final = 1024
+
+
 class PendingLedger(Generic[T]):
     """Ids written to the process and the tuples they stand for, until the process acks or fails them.
 
-    Ids go out as strings of the numbers 1, 2, ...; they are kept by number, so an id read as its number
-    (:func:`~storm_py.multilang.msgpack_fast.scan` reads pystorm's ids so, see :meth:`answer_number`) is found
-    without making or hashing a string.
+    Ids are the strings of 1, 2, 3, ... in the order written.  They are kept by number in a window: slot ``i`` of a
+    list holds the item of id ``base + i``, None once answered, so finding an id is an index, not a hash (an id
+    read as its number, as :func:`~storm_py.multilang.msgpack_fast.scan` reads pystorm's, needs no string at all:
+    :meth:`answer_number`).  The answered slots at the head are cut off as answers come.  An id the process keeps
+    while many after it are answered would make the window grow with every input: once it is mostly answered
+    slots, the ids still pending in it move to a map of stragglers and the window starts over empty.
     """
 
     def __init__(self) -> None:
-        self._pending: dict[int, T] = {}
-        self._next = 0
+        self._window: list[T | None] = []
+        #: the id of ``_window[0]``; every slot before ``_head`` is answered
+        self._base = 1
+        self._head = 0
+        self._count = 0
+        #: pending ids older than the window (see the class docstring), in the order written
+        self._stragglers: dict[int, T] = {}
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return self._count
 
     def add(self, item: T) -> str:
         """Record ``item`` as written and return the id it is written under (never reused)."""
-        n = self._next + 1
-        self._next = n
-        self._pending[n] = item
+        window = self._window
+        n = self._base + len(window)
+        window.append(item)
+        self._count += 1
+        if len(window) - self._head > _SPARSE * self._count + _SLACK:
+            self._spill()
         return str(n)
 
     def discard(self, tid: str) -> T | None:
         """Forget ``tid`` (a tuple that could not be written); return its item."""
-        return self._pending.pop(_number(tid), None)
+        return self._take(_number(tid))
 
     def answer(self, tid: Any, what: str) -> T:
         """The item the process acks or fails (``what``) under ``tid``; an unknown id is a protocol error."""
@@ -52,24 +70,22 @@ class PendingLedger(Generic[T]):
 
     def answer_number(self, n: int, what: str, tid: Any = None) -> T:
         """:meth:`answer` of the id the process wrote as the string of the number ``n`` (or as ``tid``)."""
-        pending = self._pending
-        item = pending.get(n)  # a lookup and a delete: compiled, both are direct calls (a pop with a default is not)
+        item = self._take(n)
         if item is None:
             raise ProtocolError(f"{what} of an id that is not pending (unknown, or already acked or failed): "
                                 f"{str(n) if tid is None else tid!r}")
-        del pending[n]
         return item
 
     def anchor(self, tid: Any) -> T:
         """The pending item an emit anchors to; an id that is not pending is a protocol error."""
-        item = self._pending.get(_number(tid))
+        item = self._find(_number(tid))
         if item is None:
             raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
         return item
 
     def anchor_number(self, n: int) -> T:
         """:meth:`anchor` of the id the process wrote as the string of the number ``n``."""
-        item = self._pending.get(n)
+        item = self._find(n)
         if item is None:
             raise ProtocolError(f"anchored to {str(n)!r}, which is not pending (acked, failed or unknown)")
         return item
@@ -82,7 +98,7 @@ class PendingLedger(Generic[T]):
             raise ProtocolError(f"anchors must be a list of ids, got {ids!r}")
         out = []
         for tid in ids:
-            item = self._pending.get(_number(tid))
+            item = self._find(_number(tid))
             if item is None:
                 raise ProtocolError(f"anchored to {tid!r}, which is not pending (acked, failed or unknown)")
             out.append(item)
@@ -90,9 +106,73 @@ class PendingLedger(Generic[T]):
 
     def drain(self) -> list[T]:
         """Everything pending, in the order it was written; the ledger is empty afterwards."""
-        items = list(self._pending.values())
-        self._pending.clear()
+        items = list(self._stragglers.values())
+        items.extend([item for item in self._window[self._head:] if item is not None])
+        self._stragglers.clear()
+        self._base += len(self._window)
+        self._window.clear()
+        self._head = 0
+        self._count = 0
         return items
+
+    def _find(self, n: int) -> T | None:
+        """The item pending under id ``n``; None: not pending."""
+        window = self._window
+        i = n - self._base
+        if self._head <= i < len(window):
+            return window[i]
+        if i < 0 and self._stragglers:
+            return self._stragglers.get(n)
+        return None
+
+    def _take(self, n: int) -> T | None:
+        """The item pending under id ``n``, no longer pending; None: not pending."""
+        window = self._window
+        i = n - self._base
+        if self._head <= i < len(window):
+            item = window[i]
+            if item is not None:
+                window[i] = None
+                self._count -= 1
+                if i == self._head:
+                    self._advance()
+            return item
+        if i < 0 and self._stragglers:
+            item = self._stragglers.pop(n, None)
+            if item is not None:
+                self._count -= 1
+            return item
+        return None
+
+    def _advance(self) -> None:
+        """The head's id was answered: move the head past the answered slots, cutting them off now and then."""
+        window = self._window
+        size = len(window)
+        head = self._head + 1
+        while head < size and window[head] is None:
+            head += 1
+        if head == size:  # everything in the window answered
+            window.clear()
+            self._base += size
+            head = 0
+        elif head >= _TRIM:
+            del window[:head]
+            self._base += head
+            head = 0
+        self._head = head
+
+    def _spill(self) -> None:
+        """Move the ids still pending in the window to the stragglers; the window starts over empty."""
+        window = self._window
+        base = self._base
+        stragglers = self._stragglers
+        for i in range(self._head, len(window)):
+            item = window[i]
+            if item is not None:
+                stragglers[base + i] = item
+        self._base = base + len(window)
+        window.clear()
+        self._head = 0
 
 
 def write_room(max_pending: int, queued: int, held_back: bool) -> int:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from mypy_extensions import i64
+
 #: the head of pystorm's auto-anchored emit, up to its values: a map of four, ``"command": "emit", "tuple"``
 _EMIT: Final = b"\x84\xa7command\xa4emit\xa5tuple"
 _EMIT_LEN: Final = len(_EMIT)
@@ -75,17 +77,19 @@ def _read_str(buf: bytes, p: int, end: int) -> tuple[str, int]:
         return "", -1
 
 
-def digits(buf: bytes, start: int, end: int) -> int:
+def digits(buf: bytes, start: i64, end: i64) -> i64:
     """The number ``buf[start:end]`` spells when it is a pending id's form (1 to ``MAX_ID_DIGITS`` ASCII digits,
-    no leading zero: the string of a number counted up from 1); -1 otherwise."""
-    if not 0 < end - start <= MAX_ID_DIGITS or buf[start] == 0x30:
+    no leading zero: the string of a number counted up from 1); -1 otherwise.  (Compiled, on machine ints.)"""
+    if end - start <= 0 or end - start > MAX_ID_DIGITS or buf[start] == 0x30:
         return -1
-    n = 0
-    for i in range(start, end):
-        b = buf[i]
+    n: i64 = 0
+    i = start
+    while i < end:
+        b: i64 = buf[i]
         if b < 0x30 or b > 0x39:
             return -1
         n = n * 10 + (b - 0x30)
+        i += 1
     return n
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections import deque
 from typing import Any
 
@@ -156,3 +157,45 @@ def test_short_emits_and_acks_are_carried_out_as_their_maps(ser: Serializer) -> 
 
 def _unused(*args: Any) -> None:
     raise AssertionError("not called here")
+
+
+def test_the_ledger_answers_as_a_map_of_its_ids_would_whatever_the_order() -> None:
+    """Random adds, answers (in order, out of order, some ids kept for long), anchors and drains against a dict."""
+    rng = random.Random(7)
+    ledger: PendingLedger[int] = PendingLedger()
+    model: dict[str, int] = {}
+    written = 0
+    kept = set()
+    for step in range(30000):
+        r = rng.random()
+        if r < 0.5 or not model:
+            written += 1
+            tid = ledger.add(written)
+            assert tid == str(written) and tid not in model
+            model[tid] = written
+            if rng.random() < 0.002:
+                kept.add(tid)  # answered only at the end: the window moves past it
+        else:
+            choices = [t for t in list(model)[:8] if t not in kept] or list(model)
+            tid = rng.choice(choices) if rng.random() < 0.7 else rng.choice(list(model))
+            if tid in kept and step < 29000:
+                assert ledger.anchor(tid) == model[tid]
+                continue
+            read_as = int(tid) if rng.random() < 0.5 else tid
+            if rng.random() < 0.2:
+                assert ledger.anchor(read_as) == model[tid] == ledger.anchor_number(int(tid))
+            assert (ledger.answer_number(int(tid), "ack") if type(read_as) is int
+                    else ledger.answer(read_as, "ack")) == model.pop(tid)
+            kept.discard(tid)
+            for gone in (tid, str(written + 1), "0"):
+                with pytest.raises(ProtocolError, match="not pending"):
+                    ledger.answer(gone, "ack")
+                with pytest.raises(ProtocolError, match="not pending"):
+                    ledger.anchor_number(int(gone))
+        assert len(ledger) == len(model)
+        if step % 9000 == 8999:
+            assert ledger.drain() == list(model.values())
+            model.clear()
+            kept.clear()
+            assert not len(ledger)
+    assert ledger.drain() == list(model.values())
