@@ -6,8 +6,8 @@ packs them: ``{"command": "emit", "tuple": [..], "anchors": [id], "need_task_ids
 default stream, auto-anchored) as a :data:`ShortEmit` ``(values, anchor id)``, and ``{"command": "ack", "id":
 id}`` as the id: an id that is the string of a number (as a shell bolt's pending ids are) as that ``int``, any
 other as the ``str``.  It stops at the first message of any other shape, value type or key order, or one
-cut by the end of the buffer, and leaves it (and everything after it) to msgpack's ``Unpacker``, so a message
-reads as the same thing either way; only what ``Unpacker`` would decode to exactly those maps is taken here.
+cut by the end of the buffer, and leaves it to msgpack's ``Unpacker`` (the decoder may scan again after it), so a
+message reads as the same thing either way; only what ``Unpacker`` would decode to exactly those maps is taken here.
 :func:`pack_values` packs a tuple's values when they are all short strings, small ints, ``None`` or booleans (the
 same bytes as ``msgpack.Packer(use_bin_type=True)``), and answers None for anything else.
 """
@@ -142,10 +142,10 @@ def _read_values(buf: bytes, p: int, end: int) -> tuple[list[Any], int]:
     return values, q
 
 
-def scan(buf: bytes, out: list[Any]) -> int:
-    """Append to ``out`` the pystorm emits (as :data:`ShortEmit`) and acks (as their id) at the head of ``buf``;
-    return where the first message that is neither (or is cut short) starts: ``len(buf)`` when all were."""
-    p = 0
+def scan(buf: bytes, out: list[Any], p: int = 0) -> int:
+    """Append to ``out`` the pystorm emits (as :data:`ShortEmit`) and acks (as their id) at the head of ``buf``
+    (from offset ``p``); return where the first message that is neither (or is cut short) starts: ``len(buf)``
+    when all were."""
     end = len(buf)
     while p < end:
         head = buf[p]

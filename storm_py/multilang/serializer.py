@@ -280,10 +280,11 @@ class MsgpackSerializer:
 class MsgpackDecoder:
     """Unpacks back-to-back msgpack objects; anything but a map is not the protocol.
 
-    With ``shorthand``, pystorm's emits and acks read from the head of what arrives come out as
-    :func:`storm_py.multilang.msgpack_fast.scan` gives them (a ``(values, anchor id)`` tuple, an id) rather than as
-    maps, read without the ``Unpacker``; the first message of another shape, and everything after it in the same
-    read, goes through the ``Unpacker`` as before, and so does every read while it holds part of a message.
+    With ``shorthand``, pystorm's emits and acks come out as :func:`storm_py.multilang.msgpack_fast.scan` gives
+    them (a ``(values, anchor id)`` tuple, an id) rather than as maps, read without the ``Unpacker``.  A message of
+    another shape goes through the ``Unpacker``; the messages after it are read by ``scan`` again when the next
+    one is pystorm's emit or ack, otherwise the ``Unpacker`` reads the rest of that read too.  Every read while the
+    ``Unpacker`` holds part of a message goes through it whole.
     """
 
     def __init__(self, shorthand: bool = False) -> None:
@@ -298,26 +299,56 @@ class MsgpackDecoder:
         keep = 4 * QUOTE_LIMIT  # the last bytes read, quoted by an error
         self._recent = data[-keep:] if len(data) >= keep else (self._recent + data)[-keep:]
         out: list[Any] = []
-        if self._shorthand and not self._holding:
-            start = scan(data, out)
-            if start == len(data):
+        if not self._shorthand or self._holding:
+            return self._unpack(data, out)
+        end = len(data)
+        p = scan(data, out)
+        while p < end:
+            # a message of another shape at p (or one cut short): the unpacker reads it; if pystorm's emits and
+            # acks come next, they are read here again (the unpacker, holding the rest, is replaced), otherwise
+            # the unpacker reads the rest too
+            unpacker = self._unpacker
+            told = unpacker.tell()
+            unpacker.feed(data[p:] if p else data)
+            self._fed += end - p
+            try:
+                msg = unpacker.unpack()
+            except msgpack.OutOfData:
+                self._holding = True
                 return out
-            if start:
-                data = data[start:]
+            except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+                raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
+            out.append(self._checked(msg))
+            q = p + unpacker.tell() - told
+            if q == end:
+                return out
+            p = scan(data, out, q)
+            if p == q:
+                return self._unpack(b"", out)
+            self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+            self._fed = 0
+        return out
+
+    def _unpack(self, data: bytes, out: list[Any]) -> list[Any]:
+        """Feed ``data`` to the unpacker and append every message it completes to ``out``."""
         unpacker = self._unpacker
-        unpacker.feed(data)
-        self._fed += len(data)
+        if data:
+            unpacker.feed(data)
+            self._fed += len(data)
         try:
             for msg in unpacker:
-                if not isinstance(msg, dict):
-                    raise ProtocolError(f"not the multilang protocol (a msgpack {type(msg).__name__}): "
-                                        f"{quote(self._recent)}")
-                out.append(msg)
+                out.append(self._checked(msg))
         except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
             raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
         if self._shorthand:
             self._holding = unpacker.tell() != self._fed
         return out
+
+    def _checked(self, msg: Any) -> dict[str, Any]:
+        """``msg`` if it is a map (every message is); otherwise it is not the protocol."""
+        if not isinstance(msg, dict):
+            raise ProtocolError(f"not the multilang protocol (a msgpack {type(msg).__name__}): {quote(self._recent)}")
+        return msg
 
 
 def serializer_for(name: Any, component_id: str) -> Serializer:

@@ -19,7 +19,8 @@ from typing import Any
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.multilang.ledger import PendingLedger
 from storm_py.multilang.msgpack_fast import ShortEmit
-from storm_py.multilang.serializer import EncodeError, ProtocolError, Serializer, quote
+from storm_py.multilang.serializer import EncodeError, MsgpackSerializer, ProtocolError, Serializer, quote
+from storm_py.runtime.bolt_collectors import BoltCollector
 
 
 class BoltTraffic:
@@ -47,6 +48,10 @@ class BoltTraffic:
         self._emit: Callable[..., Any] = collector.emit
         self._emit_direct: Callable[..., Any] = collector.emit_direct
         self._ack: Callable[[Any], None] = collector.ack
+        # the runtime's own collector and the msgpack serializer, when they are what was given, are called
+        # directly (compiled: a C call, not a call through Python objects); anything else through the above
+        self._collector = collector if type(collector) is BoltCollector else None
+        self._msgpack = serializer if type(serializer) is MsgpackSerializer else None
 
     def execute(self, tup: Tuple) -> None:
         """A shell bolt's ``execute``: with a process and room for ``tup`` (see
@@ -67,8 +72,12 @@ class BoltTraffic:
         :class:`EncodeError` (and ``tup`` is not pending)."""
         ledger = self.ledger
         tid = ledger.add(tup)
+        packer = self._msgpack
         try:
-            data = self._encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
+            if packer is not None:
+                data = packer.encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
+            else:
+                data = self._encode_tuple(tid, tup.source_component, tup.source_stream, tup.source_task, tup.values)
         except EncodeError:
             ledger.discard(tid)
             raise
@@ -80,6 +89,7 @@ class BoltTraffic:
         (None: ``inbox`` is empty)."""
         ledger = self.ledger
         ack = self._ack
+        collector = self._collector
         take = inbox.popleft
         while inbox:
             msg = take()
@@ -88,10 +98,17 @@ class BoltTraffic:
                 short: ShortEmit = msg
                 tid = short[1]
                 anchor = ledger.anchor_number(tid) if type(tid) is int else ledger.anchor(tid)
-                self._emit(short[0], anchor, DEFAULT_STREAM)
+                if collector is not None:
+                    collector.emit(short[0], anchor, DEFAULT_STREAM)
+                else:
+                    self._emit(short[0], anchor, DEFAULT_STREAM)
                 continue
             if kind is int:  # a short ack: its id's number
-                ack(ledger.answer_number(msg, "ack"))
+                tup = ledger.answer_number(msg, "ack")
+                if collector is not None:
+                    collector.ack(tup)
+                else:
+                    ack(tup)
                 continue
             if kind is str:  # a short ack: its id
                 ack(ledger.answer(msg, "ack"))

@@ -14,7 +14,7 @@ from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import Clock
 from storm_py.multilang import ShellBolt
 from storm_py.multilang.ledger import PendingLedger
-from storm_py.multilang.serializer import JsonSerializer, MsgpackSerializer, ProtocolError, Serializer
+from storm_py.multilang.serializer import JsonSerializer, MsgpackDecoder, MsgpackSerializer, ProtocolError, Serializer
 from storm_py.multilang.traffic import BoltTraffic
 
 
@@ -199,3 +199,45 @@ def test_the_ledger_answers_as_a_map_of_its_ids_would_whatever_the_order() -> No
             kept.clear()
             assert not len(ledger)
     assert ledger.drain() == list(model.values())
+
+
+def _as_map(msg: Any) -> Any:
+    """A message as the unpacker reads it (the shorthand's forms written out; an id read as a number was its
+    string)."""
+    if type(msg) is tuple:
+        tid = msg[1]
+        return {"command": "emit", "tuple": msg[0], "anchors": [str(tid)], "need_task_ids": False}
+    if type(msg) in (int, str):
+        return {"command": "ack", "id": str(msg)}
+    return msg
+
+
+def test_the_msgpack_shorthand_reads_any_mix_in_any_pieces_as_the_unpacker_does() -> None:
+    rng = random.Random(11)
+    others: list[dict[str, Any]] = [
+        {"command": "log", "msg": "hello", "level": 2}, {"command": "sync"},
+        {"command": "emit", "tuple": ["w"], "stream": "words", "anchors": ["3"], "need_task_ids": False},
+        {"command": "ack", "id": 12}, {"command": "fail", "id": "4"},
+        {"command": "emit", "tuple": ["w", 1.5], "anchors": ["07"], "need_task_ids": False},
+    ]
+    for _ in range(200):
+        msgs: list[dict[str, Any]] = []
+        for _ in range(rng.randrange(1, 40)):
+            r = rng.random()
+            tid = str(rng.randrange(1, 10**6)) if rng.random() < 0.9 else rng.choice(["0", "01", "x"])
+            if r < 0.45:
+                msgs.append({"command": "emit", "tuple": [rng.choice(["a", "bb", "\u00e9"])], "anchors": [tid],
+                             "need_task_ids": False})
+            elif r < 0.9:
+                msgs.append({"command": "ack", "id": tid})
+            else:
+                msgs.append(rng.choice(others))
+        data = b"".join(msgpack.packb(m) for m in msgs)
+        dec = MsgpackDecoder(shorthand=True)
+        out: list[Any] = []
+        p = 0
+        while p < len(data):
+            n = rng.choice([1, 7, 40, len(data)])
+            out += dec.feed(data[p:p + n])
+            p += n
+        assert [_as_map(m) for m in out] == msgs
