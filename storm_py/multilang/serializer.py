@@ -220,6 +220,8 @@ def _check_start(text: bytes, complete: bool) -> None:
 
 #: a msgpack map of five entries and the first one's key, ``"id"``
 _TUPLE_MAP_ID: Final = b"\x85\xa2id"
+#: the same followed by the head of a fixstr of length i (an id of i ASCII characters)
+_TUPLE_MAP_IDS: Final = tuple(_TUPLE_MAP_ID + bytes((0xA0 + i,)) for i in range(32))
 
 
 class MsgpackSerializer:
@@ -263,8 +265,15 @@ class MsgpackSerializer:
                     [pack(part) for part in ("comp", comp, "stream", stream, "task", task, "tuple")]))
             middle = self._last_middle = found
             self._last_source = key
-        tid_packed = pack_str(tid)
         values_packed = pack_values(values) if type(values) is list else None
+        if values_packed is not None and len(tid) < 32:  # the common values and an id of ASCII (a number's)
+            try:
+                tid_ascii = tid.encode("ascii")
+            except UnicodeEncodeError:
+                pass
+            else:
+                return b"".join((_TUPLE_MAP_IDS[len(tid_ascii)], tid_ascii, middle, values_packed))
+        tid_packed = pack_str(tid)
         if tid_packed is not None and values_packed is not None:  # the common values, packed here
             return b"".join((_TUPLE_MAP_ID, tid_packed, middle, values_packed))
         try:

@@ -14,7 +14,14 @@ from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import Clock
 from storm_py.multilang import ShellBolt
 from storm_py.multilang.ledger import PendingLedger
-from storm_py.multilang.serializer import JsonSerializer, MsgpackDecoder, MsgpackSerializer, ProtocolError, Serializer
+from storm_py.multilang.serializer import (
+    EncodeError,
+    JsonSerializer,
+    MsgpackDecoder,
+    MsgpackSerializer,
+    ProtocolError,
+    Serializer,
+)
 from storm_py.multilang.traffic import BoltTraffic
 
 
@@ -241,3 +248,18 @@ def test_the_msgpack_shorthand_reads_any_mix_in_any_pieces_as_the_unpacker_does(
             out += dec.feed(data[p:p + n])
             p += n
         assert [_as_map(m) for m in out] == msgs
+
+
+@pytest.mark.parametrize("tid", ["1", "123456", "x" * 31, "x" * 32, "\u00e9", "\ud800", ""])
+def test_a_msgpack_tuple_message_is_the_packers_map_whatever_its_id(tid: str) -> None:
+    ser = MsgpackSerializer()
+    packer = msgpack.Packer(use_bin_type=True, unicode_errors="surrogatepass")
+    for values in (["w"], ["a", 1, None], [1.5]):
+        whole = {"id": tid, "comp": "split", "stream": "default", "task": 3, "tuple": values}
+        try:
+            expected = ser.encode(whole)
+        except EncodeError:
+            with pytest.raises(EncodeError):
+                ser.encode_tuple(tid, "split", "default", 3, values)
+            continue
+        assert ser.encode_tuple(tid, "split", "default", 3, values) == expected == packer.pack(whole)
