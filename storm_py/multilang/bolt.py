@@ -63,7 +63,8 @@ class ShellBolt(ShellComponent, Bolt):
         self._traffic = BoltTraffic(self._ledger, self._serializer, collector, self._max_pending,
                                     self._execute_general, self._refused)
         self._outbuf = self._traffic.outbuf
-        if type(self).execute is ShellBolt.execute:  # not overridden: the executor calls the compiled path itself
+        # the executor calls the compiled path itself, unless a subclass takes inputs or gives room its own way
+        if type(self).execute is ShellBolt.execute and type(self).room is ShellBolt.room:
             self.execute = self._traffic.execute  # type: ignore[method-assign]
         self._failures = 0
         self._restart_at = 0.0

@@ -84,7 +84,12 @@ class _OwnExecute(ShellBolt):
         raise AssertionError("not called here")
 
 
-@pytest.mark.parametrize("cls", [ShellBolt, _OwnExecute])
+class _OwnRoom(ShellBolt):
+    def room(self) -> int:
+        return min(1, super().room())
+
+
+@pytest.mark.parametrize("cls", [ShellBolt, _OwnExecute, _OwnRoom])
 def test_a_prepared_shell_bolt_executes_through_its_traffic_unless_a_subclass_overrides_execute(
         cls: type[ShellBolt], monkeypatch: pytest.MonkeyPatch) -> None:
     bolt = cls("x")
@@ -98,7 +103,7 @@ def test_a_prepared_shell_bolt_executes_through_its_traffic_unless_a_subclass_ov
     bolt.prepare({}, None, _Collector())  # type: ignore[arg-type]
     if cls is ShellBolt:
         assert bolt.execute == bolt._traffic.execute
-    else:
+    else:  # its own execute, or ShellBolt's asking its own room
         assert bolt.execute == bolt.__class__.execute.__get__(bolt)
         assert "execute" not in bolt.__dict__
 
