@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import random
-from collections import deque
+from collections import defaultdict, deque
+from types import SimpleNamespace
 from typing import Any
 
 import msgpack
 import pytest
 
 from storm_py.api.tuple import Fields, Tuple
-from storm_py.clock import Clock
+from storm_py.clock import Clock, SimulatedClock
 from storm_py.multilang import ShellBolt
 from storm_py.multilang.ledger import PendingLedger
 from storm_py.multilang.serializer import (
@@ -23,6 +24,9 @@ from storm_py.multilang.serializer import (
     Serializer,
 )
 from storm_py.multilang.traffic import BoltTraffic
+from storm_py.runtime.bolt_collectors import BoltCollector
+from storm_py.runtime.executor import ExecutorStats
+from storm_py.runtime.ids import IdSource
 
 
 class _Collector:
@@ -268,3 +272,22 @@ def test_a_msgpack_tuple_message_is_the_packers_map_whatever_its_id(tid: str) ->
                 ser.encode_tuple(tid, "split", "default", 3, values)
             continue
         assert ser.encode_tuple(tid, "split", "default", 3, values) == expected == packer.pack(whole)
+
+
+def test_a_later_ack_ends_the_process_latency_of_a_sampled_input_and_only_of_it() -> None:
+    """A shell bolt acks in a later pass than the one that executed the input: the collector's ack takes the
+    sample of a sampled input out (its process latency from the batch's start), and leaves the others."""
+    acked: list[tuple[Any, int]] = []
+    stats = ExecutorStats()
+    rt = SimpleNamespace(routes_for=lambda task: {}, num_ackers=1, ids=IdSource(1), acker_for=lambda root: 0,
+                         clock=SimulatedClock(10.0))
+    host = SimpleNamespace(rt=rt, outbuf=defaultdict(list), stats=stats, process_samples={}, component_id="split",
+                           ack_root=lambda root, val: acked.append((root, val)), report_error=None)
+    collector = BoltCollector(host, 3)  # type: ignore[arg-type]
+    sampled, other = (Tuple(["s"], Fields(["f"]), "spout", "default", 1, None, 7, 5) for _ in range(2))
+    host.process_samples[id(sampled)] = 4.0  # its batch started at 4.0
+    collector.ack(other)
+    assert host.process_samples == {id(sampled): 4.0} and stats.process_count == 0
+    collector.ack(sampled)
+    assert host.process_samples == {} and stats.process_count == 1 and stats.process_secs == pytest.approx(6.0)
+    assert stats.acked == 2 and acked == [(7, 5), (7, 5)]
