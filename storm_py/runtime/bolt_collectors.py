@@ -41,6 +41,10 @@ class BoltHost(Protocol):
         """Ack ``val`` into the tree of ``root`` (merged with the acks of consecutive inputs of one tree)."""
         ...
 
+    def ack_held(self, held: HeldAcks) -> None:
+        """Send the ack rows of ``held`` (closed) over the next steps."""
+        ...
+
     def report_error(self, task: int, exc: BaseException) -> None:
         """Record an error of ``task`` for the topology summary."""
         ...
@@ -237,7 +241,7 @@ class HeldAcks:
     sentence under callgrind's simulation, but its method call per row costs 1,300 instructions a sentence.)
     """
 
-    __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
+    __slots__ = ("count", "roots", "run_root", "run_val", "sent", "vals", "whole")
 
     def __init__(self) -> None:
         self.roots: list[Id] = []
@@ -247,6 +251,8 @@ class HeldAcks:
         self.run_val = 0
         self.count = 0
         self.whole: list[Tuple] = []
+        #: rows sent so far of a released one (see ``BoltExecutor.ack_held``)
+        self.sent = 0
 
     def __len__(self) -> int:
         return self.count + len(self.whole)
@@ -337,13 +343,12 @@ class HoldingCollector(BoltCollector):
         return held
 
     def release(self, held: HeldAcks) -> None:
-        """Send ``held`` upstream: one ack row per tree, then the inputs held whole."""
+        """Send ``held`` upstream: one ack row per tree (a bounded number a step, from this step's end on), and
+        the inputs held whole."""
         self._stats.acked += held.count
         held.close()
-        ack_root = self._ex.ack_root
-        vals = held.vals
-        for i, root in enumerate(held.roots):
-            ack_root(root, vals[i])
+        if held.roots:
+            self._ex.ack_held(held)
         deque(map(self._parent.ack, held.whole), maxlen=0)
 
     def fail_held(self, held: HeldAcks) -> None:

@@ -9,25 +9,30 @@ also arrives from outside its inputs (a shell bolt's process) defines ``backgrou
 rest.  Such a bolt may also bound its inputs with ``room() -> int``: the executor hands it no more tuples than
 that and keeps the rest in its inbox (still counted in the worker's backlog, which pauses the spouts), while the
 loop goes on with other executors.
-Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`).
+Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`); acks held
+and released in bulk (a stateful bolt's at a commit) go out a bounded number a step (:meth:`BoltExecutor.ack_held`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from storm_py.api.components import BasicBolt
 from storm_py.api.tuple import Id, Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
-from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector
+from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector, HeldAcks
 from storm_py.runtime.executor import Executor, ExecutorHost
 from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
 from storm_py.runtime.taps import watch
 
 log = logging.getLogger(__name__)
+
+#: how many released ack rows a step sends (see :meth:`BoltExecutor.ack_held`)
+RELEASED_ROWS_PER_STEP: Final = 4096
 
 
 class BoltExecutor(Executor):
@@ -38,6 +43,8 @@ class BoltExecutor(Executor):
         #: the root acked last and the XOR of its acks so far (see :meth:`ack_root`)
         self.last_root: Id = None
         self.last_val: int = 0
+        #: held acks released and not all sent yet, oldest first (see :meth:`ack_held`)
+        self.releasing: deque[HeldAcks] = deque()
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
@@ -209,6 +216,9 @@ class BoltExecutor(Executor):
         for background in self.background:
             if background(now):
                 did = True
+        if self.releasing:
+            did = True
+            self._send_released()
         last = self.last_root
         if last is not None:  # the step's last run of acks
             self._ack_row(last, self.last_val)
@@ -232,6 +242,35 @@ class BoltExecutor(Executor):
             self._ack_row(last, self.last_val)
         self.last_root = root
         self.last_val = val
+
+    def ack_held(self, held: HeldAcks) -> None:
+        """Send the ack rows of ``held`` (closed), ``RELEASED_ROWS_PER_STEP`` a step from the end of this one on.
+
+        A stateful bolt releases a checkpoint interval of held acks at once (tens of thousands of trees with
+        checkpoints every second).  Sent in one step, their rows and the acker's answers were as many live tuples
+        at once: each release started a collection walking a hundred thousand of them, and they spread over
+        memory the caches do not hold.  A few thousand a step stay within the caches and the collector's threshold;
+        the trees complete a few passes later instead, the spout's pending limit bounds them meanwhile.
+        """
+        self.releasing.append(held)
+
+    def _send_released(self) -> None:
+        """Send the next ``RELEASED_ROWS_PER_STEP`` released ack rows (merged by run, as :meth:`ack_root`)."""
+        releasing = self.releasing
+        budget = RELEASED_ROWS_PER_STEP
+        while releasing and budget > 0:
+            held = releasing[0]
+            roots = held.roots
+            vals = held.vals
+            start = held.sent
+            end = min(len(roots), start + budget)
+            budget -= end - start
+            for i in range(start, end):
+                self.ack_root(roots[i], vals[i])
+            if end == len(roots):
+                releasing.popleft()
+            else:
+                held.sent = end
 
     def _ack_row(self, root: Id, val: int) -> None:
         """Send the merged ack ``val`` of ``root`` to its acker."""

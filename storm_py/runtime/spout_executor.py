@@ -106,7 +106,7 @@ class SpoutCollector:
         route.emitted += count
         route.transferred += sent
         if root is not None:
-            ex.newer[root] = (task, msg_id, ex.emit_stamp, count)
+            ex.newer[root] = PendingEntry(task, msg_id, ex.emit_stamp, count)
             ackers = ex.acker_tasks
             r: int = root
             out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -146,7 +146,7 @@ class SpoutCollector:
             edge = ids.next()
             ack_val ^= edge
             out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-        ex.newer[root] = (task, msg_id, ex.emit_stamp, 1)  # PendingMap.add, inlined
+        ex.newer[root] = PendingEntry(task, msg_id, ex.emit_stamp, 1)  # PendingMap.add, inlined
         ackers = ex.acker_tasks
         r: int = root  # acker_for(root), inlined (compiled: on a machine int)
         out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
@@ -314,12 +314,14 @@ class SpoutExecutor(Executor):
                     entry = older.pop(root, None)
                     if entry is None:
                         continue  # already timed out: a late ack or fail is ignored
-                task, msg_id, emitted_at, size = entry
+                task = entry.task
+                msg_id = entry.msg_id
+                size = entry.size
                 spout = spouts[task]
                 try:
                     if code == ACKED:
                         stats.acked += size
-                        latency = (now - emitted_at.at) * 1000.0
+                        latency = (now - entry.stamp.at) * 1000.0
                         stats.lat_sum += latency * size  # every tuple of a batch completed with its tree
                         stats.lat_count += size
                         if len(samples) < LATENCY_SAMPLES:
@@ -336,12 +338,12 @@ class SpoutExecutor(Executor):
         self.rt.backlog -= n
 
     def _expire(self, expired: dict[int, PendingEntry]) -> None:
-        for task, msg_id, _, size in expired.values():
-            self.stats.timed_out += size
+        for entry in expired.values():
+            self.stats.timed_out += entry.size
             try:
-                self.spouts[task].fail(msg_id)
+                self.spouts[entry.task].fail(entry.msg_id)
             except Exception as exc:
-                self.report_error(task, exc)
+                self.report_error(entry.task, exc)
 
     def pending_count(self) -> int:
         """Tuples emitted and not yet acked, failed or timed out."""

@@ -13,7 +13,7 @@ from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
 from storm_py.runtime.acker import ACK, FAIL
 from storm_py.runtime.bolt_collectors import HoldingCollector
-from storm_py.runtime.bolt_executor import BoltExecutor
+from storm_py.runtime.bolt_executor import RELEASED_ROWS_PER_STEP, BoltExecutor
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
 
@@ -134,3 +134,32 @@ def test_held_acks_merge_keeps_every_row_and_count() -> None:
     holding.release(first)
     ex.step(0.0)
     assert ack_rows(ex) == [(ACK, r1, 0b11), (ACK, r2, 0b100)] and ex.stats.acked == 3
+
+
+def test_a_large_release_goes_out_a_bounded_number_of_rows_a_step_until_every_row_is_sent() -> None:
+    """A commit releases a checkpoint interval of held acks: their rows leave over several steps, each step
+    sending at most ``RELEASED_ROWS_PER_STEP`` of them, and the steps report work until the last one is out."""
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    trees = 2 * RELEASED_ROWS_PER_STEP + 5
+    for root in range(1000, 1000 + trees):
+        holding.ack(Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, root * 3))
+    first = holding.take_held()
+    holding.ack(Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, 7, 0b1))  # a second release behind it
+    holding.release(first)
+    holding.release(holding.take_held())
+    assert ex.stats.acked == trees + 1  # counted when released
+    sent: list[tuple[Any, ...]] = []
+    steps = 0
+    while True:
+        did = ex.step(0.0)
+        batch = ack_rows(ex)
+        ex.outbuf.clear()
+        if not batch:
+            assert not did  # nothing left: the step reports no work
+            break
+        assert did and len(batch) <= RELEASED_ROWS_PER_STEP
+        sent.extend(batch)
+        steps += 1
+    assert steps == 3
+    assert sent == [(ACK, root, root * 3) for root in range(1000, 1000 + trees)] + [(ACK, 7, 0b1)]
