@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -61,11 +62,48 @@ def find_classpath() -> str:
     )
 
 
+#: where Linux keeps the range of ports it hands out itself (outgoing connections' local ports, binds of port 0)
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: how many ports below that range :func:`free_port` picks from
+PICK_SPAN = 12_000
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
+    """A TCP port nobody listens on right now, for a daemon to listen on shortly.
+
+    Picked at random below the kernel's ephemeral range: a port the kernel handed out (a bind of port 0) may be
+    handed out again, before the daemon binds it, as the local port of an outgoing connection, such as the
+    daemon's own ZooKeeper client, and the daemon could not listen.  A port below the range is never given to a
+    connection; it is checked free by binding it.  Where the range cannot be read, the kernel picks as before.
+    """
+    low = ephemeral_low()
+    if low is not None and low > 1024:
+        chooser = random.SystemRandom()
+        for _ in range(64):
+            port = chooser.randrange(max(1024, low - PICK_SPAN), low)
+            if _bindable(host, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def ephemeral_low(path: Path = EPHEMERAL_RANGE_FILE) -> int | None:
+    """The first port of the kernel's ephemeral range; None when ``path`` cannot be read or parsed."""
+    try:
+        first = path.read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    return int(first) if first.isdigit() else None
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def four_letter_word(host: str, port: int, word: bytes = b"srvr", timeout: float = 1.0) -> bytes:
