@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
-from storm_py.multilang.ledger import PendingLedger
+from storm_py.multilang.ledger import PendingLedger, write_room
 from storm_py.multilang.msgpack_fast import ShortEmit
 from storm_py.multilang.serializer import EncodeError, MsgpackSerializer, ProtocolError, Serializer, quote
 from storm_py.runtime.bolt_collectors import BoltCollector
@@ -59,7 +59,7 @@ class BoltTraffic:
         (``general``: start a process, wait for room, or fail ``tup``); a value the format cannot carry goes to
         ``refused``."""
         unsent = self.unsent
-        if unsent is None or unsent or len(self.outbuf) >= self._max_pending:
+        if unsent is None or not write_room(self._max_pending, len(self.outbuf), bool(unsent)):
             self._general(tup)
             return
         try:
