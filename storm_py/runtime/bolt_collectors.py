@@ -241,7 +241,7 @@ class HeldAcks:
     sentence under callgrind's simulation, but its method call per row costs 1,300 instructions a sentence.)
     """
 
-    __slots__ = ("count", "roots", "run_root", "run_val", "sent", "vals", "whole")
+    __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
 
     def __init__(self) -> None:
         self.roots: list[Id] = []
@@ -251,8 +251,6 @@ class HeldAcks:
         self.run_val = 0
         self.count = 0
         self.whole: list[Tuple] = []
-        #: rows sent so far of a released one (see ``BoltExecutor.ack_held``)
-        self.sent = 0
 
     def __len__(self) -> int:
         return self.count + len(self.whole)

@@ -45,6 +45,8 @@ class BoltExecutor(Executor):
         self.last_val: int = 0
         #: held acks released and not all sent yet, oldest first (see :meth:`ack_held`)
         self.releasing: deque[HeldAcks] = deque()
+        #: rows of ``releasing[0]`` sent already
+        self.released_rows = 0
         self.bolts: dict[int, Any] = {}
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
@@ -262,15 +264,15 @@ class BoltExecutor(Executor):
             held = releasing[0]
             roots = held.roots
             vals = held.vals
-            start = held.sent
+            start = self.released_rows
             end = min(len(roots), start + budget)
             budget -= end - start
             for i in range(start, end):
                 self.ack_root(roots[i], vals[i])
             if end == len(roots):
                 releasing.popleft()
-            else:
-                held.sent = end
+                end = 0
+            self.released_rows = end
 
     def _ack_row(self, root: Id, val: int) -> None:
         """Send the merged ack ``val`` of ``root`` to its acker."""
