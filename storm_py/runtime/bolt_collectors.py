@@ -163,6 +163,10 @@ class BoltCollector(_TaskEmitter):
                     anchors._ack_val ^= edge
                     out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
                 return targets
+            if not anchors._ids:  # an anchor in no tree (an untracked input): nothing to anchor to
+                for t in targets:
+                    out[t].append(Tuple(values, fields, comp, stream, task, None))
+                return targets
         self._send(route, targets, values, anchors)
         return targets
 
@@ -409,6 +413,10 @@ class BasicCollector(_TaskEmitter):
                 edge = id_source.next()
                 anchor._ack_val ^= edge
                 out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
+            return targets
+        if not anchor._ids:  # an input in no tree (untracked): nothing to anchor to
+            for t in targets:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
             return targets
         self._send(route, targets, values, anchor)
         return targets

@@ -23,15 +23,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from storm_py.api.components import Anchors, BasicBolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import (
+    Anchors,
+    BasicBolt,
+    BasicOutputCollector,
+    OutputCollector,
+    OutputFieldsDeclarer,
+)
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException
+from storm_py.runtime.bolt_collectors import BoltCollector
 from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.executors import AnchoredCollector
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AlignedPath
+from storm_py.stateful.tracking import AlignedPath, FailWatchingCollector
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +98,13 @@ class Alignment:
 
 
 class _FailWatchingCollector:
-    """The collector the wrapped bolt sees: a ``fail`` breaks the bolt (it is a failure to roll back)."""
+    """The collector the wrapped bolt sees over any collector but a task's own (which gets the compiled
+    :class:`~storm_py.stateful.tracking.FailWatchingCollector`): a ``fail`` breaks the bolt (it is a failure to
+    roll back)."""
 
-    def __init__(self, delegate: OutputCollector, owner: AlignedBoltExecutor) -> None:
+    def __init__(self, delegate: OutputCollector, on_fail: Callable[[], None]) -> None:
         self._delegate = delegate
-        self._owner = owner
+        self._on_fail = on_fail
         self.ack: Callable[[Tuple], None] = delegate.ack  # straight through: one Python call less per tuple
 
     def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
@@ -106,7 +115,7 @@ class _FailWatchingCollector:
         self._delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
 
     def fail(self, tup: Tuple) -> None:
-        self._owner.alignment.broken = True
+        self._on_fail()
         self._delegate.fail(tup)
 
     def reset_timeout(self, tup: Tuple) -> None:
@@ -116,9 +125,31 @@ class _FailWatchingCollector:
         self._delegate.report_error(exc)
 
 
+class AlignedBasicBolt(BasicBolt):
+    """What the bolt executor runs in place of a basic bolt under exactly_once (its compiled basic runner: emits
+    anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's
+    compiled :meth:`AlignedPath.execute_basic <storm_py.stateful.tracking.AlignedPath.execute_basic>`."""
+
+    def __init__(self, owner: AlignedBoltExecutor) -> None:
+        self.owner = owner
+        self.execute = owner.path.execute_basic  # type: ignore[method-assign]
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        self.owner.path.execute_basic(tup, collector)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.owner.declare_output_fields(declarer)
+
+
 class AlignedBoltExecutor:
     """Runs one bolt task under exactly_once (see the module's description); ``stateful`` bolts get their state
-    and its hooks, the others only pass barriers and markers on."""
+    and its hooks, the others only pass barriers and markers on.
+
+    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.tracking.AlignedPath`): straight into the
+    bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.  A
+    basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with
+    an anchoring collector of its own (what a caller without that runner uses).
+    """
 
     def __init__(self, bolt: Any, barrier_sources: Sequence[str], stateful: bool) -> None:
         self.bolt = bolt
@@ -126,9 +157,11 @@ class AlignedBoltExecutor:
         self.stateful = stateful
         self.alignment = Alignment(frozenset())
         self.state: KeyValueState | None = None
-        self.held: list[Tuple] = []
+        #: data held while its channel is blocked, each with whether the basic runner acked it already
+        self.held: list[tuple[Tuple, bool]] = []
         self._basic: AnchoredCollector | None = None
-        self.path = AlignedPath(self._execute, self._failed)
+        self.basic_bolt: AlignedBasicBolt | None = None
+        self.path = AlignedPath(self._execute, self._failed, self._execute_basic, self._broken)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
@@ -137,45 +170,79 @@ class AlignedBoltExecutor:
         self.alignment = Alignment(channels)
         if self.stateful:
             self.state = new_state(state_namespace(context), conf, context)
-        watching = _FailWatchingCollector(collector, self)
         if isinstance(self.bolt, BasicBolt):
             self._basic = AnchoredCollector(collector)
+            self.basic_bolt = AlignedBasicBolt(self)
             self.bolt.prepare(conf, context)
         else:
+            watching: OutputCollector
+            if type(collector) is BoltCollector:
+                watching = FailWatchingCollector(collector, self._broken)
+            else:
+                watching = _FailWatchingCollector(collector, self._broken)
             self.bolt.prepare(conf, context, watching)
         self._sync()
 
     def execute(self, tup: Tuple) -> None:
         self.path.execute(tup)
 
+    def _broken(self) -> None:
+        """The bolt failed a tuple or raised: the next barrier fails (every component rolls back)."""
+        self.alignment.broken = True
+
     def _sync(self) -> None:
         """Let the compiled path run data straight through the bolt when nothing holds or drops it."""
         a = self.alignment
-        direct = self._basic is None and a.initialized and not a.fenced and not a.blocked
-        self.path.bolt_execute = self.bolt.execute if direct else None
+        direct = a.initialized and not a.fenced and not a.blocked
+        path = self.path
+        path.bolt_execute = self.bolt.execute if direct and self._basic is None else None
+        path.basic_execute = self.bolt.execute if direct and self._basic is not None else None
 
     def _execute(self, tup: Tuple) -> None:
         if tup.source_stream == BARRIER_STREAM_ID:
             try:
-                self._control(tup)
+                ok, released = self._control(tup)
             finally:
                 self._sync()
+            if ok:
+                self.collector.ack(tup)
+            else:
+                self.collector.fail(tup)
+            self._run_held(released)
             return
-        alignment = self.alignment  # Alignment.data, inlined: it runs for every tuple
+        alignment = self.alignment  # Alignment.data, inlined
         channel = tup.source_task
         if not alignment.initialized or channel in alignment.fenced:
             self.collector.ack(tup)  # dropped: done with (it carries no tree unless a component anchored it to one)
         elif channel in alignment.blocked:
-            self.held.append(tup)
-        elif self._basic is None:
-            try:
-                self.bolt.execute(tup)
-            except Exception as exc:
-                self._failed(tup, exc)
+            self.held.append((tup, False))
         else:
-            self._run(tup)
+            self._run(tup, True)
 
-    def _run(self, tup: Tuple) -> None:
+    def _execute_basic(self, tup: Tuple, collector: BasicOutputCollector) -> None:
+        """A basic bolt's input from the basic runner, off the direct path: the runner acks it when this returns
+        (dropped, held or run) and fails it when this raises (a failed barrier, or the bolt raised)."""
+        if tup.source_stream == BARRIER_STREAM_ID:
+            try:
+                ok, released = self._control(tup)
+            finally:
+                self._sync()
+            self._run_held(released)
+            if not ok:
+                raise FailedException(f"bolt {self.component_id}: barrier or marker {tup.values!r} failed")
+            return
+        verdict = self.alignment.data(tup.source_task)
+        if verdict == HOLD:
+            self.held.append((tup, True))
+        elif verdict == RUN:
+            try:
+                self.bolt.execute(tup, collector)
+            except Exception:
+                self._broken()
+                raise
+
+    def _run(self, tup: Tuple, ack: bool) -> None:
+        """Run a data tuple through the bolt (a basic one with the anchoring collector); ``ack``: ack it after."""
         try:
             basic = self._basic
             if basic is None:
@@ -186,7 +253,8 @@ class AlignedBoltExecutor:
                     self.bolt.execute(tup, basic)
                 finally:
                     basic.input = None
-                self.collector.ack(tup)
+                if ack:
+                    self.collector.ack(tup)
         except Exception as exc:
             self._failed(tup, exc)
 
@@ -195,9 +263,11 @@ class AlignedBoltExecutor:
         if not isinstance(exc, FailedException):
             log.error("bolt %s raised on %r: %s", self.component_id, tup, exc)
         self.collector.report_error(exc)
-        self.alignment.broken = True
+        self._broken()
 
-    def _control(self, tup: Tuple) -> None:
+    def _control(self, tup: Tuple) -> tuple[bool, list[tuple[Tuple, bool]]]:
+        """A barrier or restart marker: act on it; whether to ack it (else fail it), and the held data to run
+        after it (the channels are unblocked)."""
         txid, action, generation, committed = (int(tup.values[0]), str(tup.values[1]), int(tup.values[2]),
                                                int(tup.values[3]))
         collector = self.collector
@@ -209,35 +279,39 @@ class AlignedBoltExecutor:
                 except Exception as exc:
                     log.error("bolt %s cannot restore txid %d: %s", self.component_id, txid, exc)
                     collector.report_error(exc)
-                    self.alignment.broken = True
-                    collector.fail(tup)
-                    return
+                    self._broken()
+                    return False, []
                 collector.emit([txid, action, generation, committed], anchors=tup, stream=BARRIER_STREAM_ID)
-            collector.ack(tup)
-            return
+            return True, []
         if action != BARRIER:
-            collector.fail(tup)
-            return
+            return False, []
         verdict = self.alignment.arrive(tup.source_task, txid, generation)
         if verdict == "fail":
-            collector.fail(tup)
-            return
+            return False, []
         if verdict == "wait":
-            collector.ack(tup)
-            return
+            return True, []
         try:
             self._prepare(txid, committed)
         except Exception as exc:
             log.error("bolt %s cannot prepare txid %d: %s", self.component_id, txid, exc)
             collector.report_error(exc)
-            self.alignment.broken = True
-            collector.fail(tup)
-            return
+            self._broken()
+            return False, []
         collector.emit([txid, action, generation, committed], anchors=tup, stream=BARRIER_STREAM_ID)
-        collector.ack(tup)
         held, self.held = self.held, []
-        for t in held:
-            self.execute(t)
+        return True, held
+
+    def _run_held(self, held: list[tuple[Tuple, bool]]) -> None:
+        """Run data held while its channel was blocked (each with whether the basic runner acked it then)."""
+        for tup, acked in held:
+            if not acked:
+                self._execute(tup)
+                continue
+            verdict = self.alignment.data(tup.source_task)
+            if verdict == HOLD:
+                self.held.append((tup, True))
+            elif verdict == RUN:
+                self._run(tup, False)
 
     def _commit_up_to(self, committed: int) -> None:
         state = self.state

@@ -34,8 +34,9 @@ class ManagedBolt(Bolt):
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
         self.delegate: Any = None
-        #: once prepared, the basic bolt the runtime runs instead of this one (a stateless basic bolt under
-        #: at_least_once: see :class:`~storm_py.stateful.executors.BasicCheckpointForwarder`), else None
+        #: once prepared, the basic bolt the runtime runs instead of this one (a basic bolt's wrapper: see
+        #: :class:`~storm_py.stateful.executors.BasicCheckpointForwarder` under at_least_once and
+        #: :class:`~storm_py.stateful.aligned.AlignedBasicBolt` under exactly_once), else None
         self.basic_bolt: Any = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:

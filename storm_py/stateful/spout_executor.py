@@ -21,6 +21,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
+from storm_py.runtime.spout_executor import SpoutCollector
 from storm_py.stateful import checkpoint as storm
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, MIN_INTERVAL_MS
 from storm_py.stateful.exactly_once import (
@@ -33,6 +34,7 @@ from storm_py.stateful.exactly_once import (
     SpoutView,
 )
 from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.spout_path import PollGate, UntrackedSpoutCollector
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.stateful_spout import StatefulSpout
 
@@ -55,7 +57,9 @@ def control_namespace(component: str, task: int) -> str:
 
 
 class UntrackedCollector:
-    """The collector a spout sees under exactly_once: its emits carry no message id (no tuple tree)."""
+    """The collector a spout sees under exactly_once over any collector but a task's own (which gets the compiled
+    :class:`~storm_py.stateful.spout_path.UntrackedSpoutCollector`): its emits carry no message id (no tuple
+    tree)."""
 
     def __init__(self, delegate: SpoutOutputCollector) -> None:
         self._delegate = delegate
@@ -97,7 +101,7 @@ class StatefulSpoutExecutor(Spout):
         self.started = False
         self._prepared = -1  # at_least_once: the txid the spout's state is prepared as
         self._unsaved = False  # a report waits to be saved
-        self._next_poll = float("-inf")
+        self._gate: PollGate | None = None
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._conf = conf
@@ -109,33 +113,52 @@ class StatefulSpoutExecutor(Spout):
         self.state = new_state(state_namespace(context), conf, context)
         self._control = new_state(control_namespace(context.this_component_id, context.this_task_id), conf, context)
         self._coordinator_ns = f"{CHECKPOINT_COMPONENT_ID}-{context.get_component_tasks(CHECKPOINT_COMPONENT_ID)[0]}"
-        self.spout.open(conf, context, UntrackedCollector(collector) if self.exactly_once else collector)
+        # the compiled gate stands for next_tuple: a call between polls goes straight to the spout's own
+        self._gate = PollGate(self._clock.now, self._poll_now)
+        self.next_tuple = self._gate.next_tuple  # type: ignore[method-assign]
+        spout_collector: SpoutOutputCollector = collector
+        if self.exactly_once:
+            spout_collector = (UntrackedSpoutCollector(collector) if type(collector) is SpoutCollector
+                               else UntrackedCollector(collector))
+        self.spout.open(conf, context, spout_collector)
         if not self.exactly_once:
             self.spout.init_state(self.state)
-            self.started = True
+            self._start()
 
     def _decision(self) -> Any:
         return new_state(self._coordinator_ns, self._conf, self._context).get(TX_STATE_KEY)
 
-    def next_tuple(self) -> None:
-        now = self._clock.now()
-        if now >= self._next_poll:
-            self._next_poll = now + self._poll
-            if self._unsaved:
-                self._save_report()
-            try:
-                saved = self._decision()
-                if saved is not None:
-                    if self.exactly_once:
-                        self._exactly_once_step(Published.from_saved(saved))
-                    else:
-                        self._at_least_once_step(storm.TxState.from_saved(saved))
-            except Exception as exc:  # a backend away: try again at the next poll
-                log.warning("spout %s task %d cannot follow the checkpoints: %s", self._context.this_component_id,
-                            self._context.this_task_id, exc)
-                return
-        if self.started:
-            self.spout.next_tuple()
+    def _start(self) -> None:
+        """The spout has its state: its ``next_tuple`` is called from now on."""
+        self.started = True
+        if self._gate is not None:
+            self._gate.spout_next_tuple = self.spout.next_tuple
+
+    def next_tuple(self) -> None:  # once open, the gate's (see open)
+        gate = self._gate
+        assert gate is not None, "next_tuple before open"
+        gate.next_tuple()
+
+    def _poll_now(self, now: float) -> bool:
+        """Follow the checkpoint spout's decision (called by the gate every poll interval); whether the spout is
+        called now (not while the backend is away)."""
+        gate = self._gate
+        assert gate is not None
+        gate.next_poll = now + self._poll
+        if self._unsaved:
+            self._save_report()
+        try:
+            saved = self._decision()
+            if saved is not None:
+                if self.exactly_once:
+                    self._exactly_once_step(Published.from_saved(saved))
+                else:
+                    self._at_least_once_step(storm.TxState.from_saved(saved))
+        except Exception as exc:  # a backend away: try again at the next poll
+            log.warning("spout %s task %d cannot follow the checkpoints: %s", self._context.this_component_id,
+                        self._context.this_task_id, exc)
+            return False
+        return True
 
     # ----------------------------------------------------------------------------------------- at_least_once
 
@@ -177,7 +200,7 @@ class StatefulSpoutExecutor(Spout):
             self.spout.pre_rollback()
             state.rollback()
             self.spout.init_state(state)
-            self.started = True
+            self._start()
             self._send(decision.restore, RESTART, decision.generation, decision.committed)
         if step.prepare is not None:
             self.spout.pre_prepare(step.prepare)

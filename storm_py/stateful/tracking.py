@@ -4,8 +4,9 @@ them commits), and :class:`DataPath`, which runs each input through the bolt, ke
 initialised and hands checkpoint tuples to their handler
 (:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  Under exactly_once: :class:`AlignedPath`, which
 runs a data tuple straight through the bolt while its
-:class:`~storm_py.stateful.aligned.AlignedBoltExecutor` lets it.  A compiled build compiles this module: they
-run for every tuple.
+:class:`~storm_py.stateful.aligned.AlignedBoltExecutor` lets it (a rich bolt's, and a basic bolt's run by the
+bolt executor's basic runner), and :class:`FailWatchingCollector`, a rich bolt's collector.  A compiled build
+compiles this module: they run for every tuple.
 """
 
 from __future__ import annotations
@@ -101,16 +102,22 @@ class DataPath:
 
 
 class AlignedPath:
-    """exactly_once: a data tuple goes straight to ``bolt_execute`` (what raises goes to ``failed``) while the
-    executor sets it (its channels neither blocked by a barrier nor fenced by a restart); anything else, and every
-    tuple while it is None, goes to ``other`` (the executor's full path)."""
+    """exactly_once: a data tuple goes straight to the bolt while the executor sets ``bolt_execute`` (a rich bolt)
+    or ``basic_execute`` (a basic bolt), i.e. while its channels are neither blocked by a barrier nor fenced by a
+    restart; anything else, and every tuple while it is None, goes to the executor's full path (``other``, or
+    ``other_basic`` for a basic bolt's input)."""
 
-    def __init__(self, other: Callable[[Tuple], None], failed: Callable[[Tuple, Exception], None]) -> None:
+    def __init__(self, other: Callable[[Tuple], None], failed: Callable[[Tuple, Exception], None],
+                 other_basic: Callable[[Tuple, Any], None], broken: Callable[[], None]) -> None:
         self.bolt_execute: Callable[[Tuple], None] | None = None
+        self.basic_execute: Callable[[Tuple, Any], None] | None = None
         self.other = other
         self.failed = failed
+        self.other_basic = other_basic
+        self.broken = broken
 
     def execute(self, tup: Tuple) -> None:
+        """A rich bolt's input: what raises goes to ``failed``."""
         run = self.bolt_execute
         if run is None or tup.source_stream == BARRIER_STREAM_ID:
             self.other(tup)
@@ -119,3 +126,37 @@ class AlignedPath:
             run(tup)
         except Exception as exc:
             self.failed(tup, exc)
+
+    def execute_basic(self, tup: Tuple, collector: Any) -> None:
+        """A basic bolt's input, from the bolt executor's basic runner with its collector (anchoring emits to the
+        input; the runner acks the input, or fails it when this raises): what the bolt raises breaks the bolt
+        (``broken``) and goes on to the runner, which reports it and fails the input."""
+        run = self.basic_execute
+        if run is None or tup.source_stream == BARRIER_STREAM_ID:
+            self.other_basic(tup, collector)
+            return
+        try:
+            run(tup, collector)
+        except Exception:
+            self.broken()
+            raise
+
+
+class FailWatchingCollector(BoltCollector):
+    """exactly_once: the collector a rich bolt sees over its task's own collector: that one's emits, its acks
+    (through it, so its hooks see them), and a ``fail`` that first calls ``on_fail`` (a failure breaks the bolt:
+    the next barrier fails and every component rolls back)."""
+
+    __slots__ = ("_parent", "on_fail")
+
+    def __init__(self, parent: BoltCollector, on_fail: Callable[[], None]) -> None:
+        super().__init__(parent._ex, parent._task)
+        self._parent = parent
+        self.on_fail = on_fail
+
+    def ack(self, tup: Tuple) -> None:
+        self._parent.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self.on_fail()
+        self._parent.fail(tup)
