@@ -275,11 +275,19 @@ class HeldAcks:
             self.run_root = None
 
     def merge(self, other: HeldAcks) -> None:
-        """Add ``other``'s acks to these."""
-        self.close()
+        """Add ``other``'s acks to these (its first row joins this open run when it is of the same tree: every
+        row stays one run of one tree, as the released rows are sent)."""
         other.close()
-        self.roots.extend(other.roots)
-        self.vals.extend(other.vals)
+        roots = other.roots
+        vals = other.vals
+        last = self.run_root
+        if roots and last is not None and (roots[0] is last or roots[0] == last):
+            self.run_val ^= vals[0]
+            roots = roots[1:]
+            vals = vals[1:]
+        self.close()
+        self.roots.extend(roots)
+        self.vals.extend(vals)
         self.count += other.count
         self.whole.extend(other.whole)
 
@@ -327,6 +335,9 @@ class HoldingCollector(BoltCollector):
         root = tup._root
         if root is not None:
             edge: int = tup._edge
+            if root is held.run_root:  # the tree of the input before (the inputs of a sentence): its run
+                held.run_val ^= edge ^ tup._ack_val
+                return
             held.add(root, edge ^ tup._ack_val)
             return
         ids = tup._ids
