@@ -62,8 +62,8 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_anchored_only", "_clock", "_default_route", "_ex", "_hooks", "_ids", "_out",
-        "_routes", "_samples", "_stats", "_task", "component_id",
+        "_acker_for", "_acking", "_clock", "_default_route", "_ex", "_hooks", "_ids", "_out", "_routes",
+        "_samples", "_stats", "_task", "component_id",
     )
 
     def __init__(self, ex: BoltHost, task: int) -> None:
@@ -81,8 +81,6 @@ class _TaskEmitter:
         self.component_id = ex.component_id
         #: the task's hooks, set once it prepared with some (empty: no hook code runs)
         self._hooks: list[Any] = []
-        #: every emit must be anchored (a stateful bolt's collector, :class:`HoldingCollector`)
-        self._anchored_only = False
 
     def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
@@ -125,8 +123,7 @@ class _TaskEmitter:
 # (an argument, or the input being executed) and their signatures (the public API).  They are written out
 # twice on purpose: every tuple a bolt emits runs one of them, and a shared helper or the basic collector
 # delegating to the bolt collector cost 4-5 % of the instructions of a word count (measured with
-# ``bench/two_workers.py --instructions``).  A change to one must be made to the other.  (The refusal of an
-# unanchored emit is the bolt collector's alone: a basic collector anchors every emit to its input.)
+# ``bench/two_workers.py --instructions``).  A change to one must be made to the other.
 
 
 class BoltCollector(_TaskEmitter):
@@ -136,8 +133,6 @@ class BoltCollector(_TaskEmitter):
 
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
-        if anchors is None and self._anchored_only:
-            unanchored(self.component_id, stream)
         route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
@@ -314,7 +309,11 @@ class HoldingCollector(BoltCollector):
         super().__init__(parent._ex, parent._task)
         self._parent = parent
         self._held = HeldAcks()
-        self._anchored_only = True  # the inherited emit refuses unanchored emits (no override: a call less)
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        if anchors is None:
+            unanchored(self.component_id, stream)
+        return super().emit(values, anchors, stream)
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
