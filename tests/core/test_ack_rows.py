@@ -12,7 +12,7 @@ from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
 from storm_py.runtime.acker import ACK, FAIL
-from storm_py.runtime.bolt_collectors import HoldingCollector
+from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.runtime.bolt_executor import RELEASED_ROWS_PER_STEP, BoltExecutor
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
@@ -209,3 +209,25 @@ def test_a_run_of_held_acks_keeps_each_inputs_edge_and_ack_value() -> None:
     holding.release(holding.take_held())
     ex.step(0.0)
     assert ack_rows(ex) == [(ACK, root, 0b1 ^ 0b10 ^ emitted_edge)]
+
+
+def test_merging_into_held_acks_without_rows_takes_the_rows_over_uncopied() -> None:
+    """A stateful bolt's prepared acks take a checkpoint interval of rows at a PREPARE: the lists themselves,
+    not a copy; the acks merged from keep none of them."""
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    r1, r2 = 2**61 + 11, 2**61 + 12
+    holding.ack(Tuple(["a"], Fields(["n"]), "spout", "default", 1, None, r1, 0b1))
+    holding.ack(Tuple(["b"], Fields(["n"]), "spout", "default", 1, None, r2, 0b10))
+    taken = holding.take_held()
+    roots, vals = taken.roots, taken.vals
+    prepared = HeldAcks()
+    prepared.merge(taken)
+    assert prepared.roots is roots and prepared.vals is vals  # taken over
+    assert prepared.roots == [r1, r2] and prepared.vals == [0b1, 0b10] and len(prepared) == 2
+    assert taken.roots == [] and taken.vals == [] and taken.roots is not roots
+    holding.ack(Tuple(["c"], Fields(["n"]), "spout", "default", 1, None, r2, 0b100))
+    prepared.merge(holding.take_held())  # rows already: appended
+    holding.release(prepared)
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, r1, 0b1), (ACK, r2, 0b10), (ACK, r2, 0b100)] and ex.stats.acked == 3
