@@ -279,11 +279,28 @@ class HeldAcks:
             self.run_root = None
 
     def merge(self, other: HeldAcks) -> None:
-        """Add ``other``'s acks to these."""
-        self.close()
+        """Add ``other``'s acks to these (its first row joins this open run when it is of the same tree: every
+        row stays one run of one tree, as the released rows are sent).
+
+        Into acks with no rows yet (a stateful bolt's prepared acks at a ``PREPARE``), ``other``'s row lists are
+        taken over, not copied: a checkpoint interval of rows copied into new lists was about 0.7 last-level
+        cache misses a sentence of the stateful word count (``bench/stateful_word_count.py --cache``).
+        """
         other.close()
-        self.roots.extend(other.roots)
-        self.vals.extend(other.vals)
+        roots = other.roots
+        vals = other.vals
+        last = self.run_root
+        if last is None and not self.roots:
+            self.roots, other.roots = roots, self.roots
+            self.vals, other.vals = vals, self.vals
+        else:
+            if roots and last is not None and (roots[0] is last or roots[0] == last):
+                self.run_val ^= vals[0]
+                roots = roots[1:]
+                vals = vals[1:]
+            self.close()
+            self.roots.extend(roots)
+            self.vals.extend(vals)
         self.count += other.count
         self.whole.extend(other.whole)
 
@@ -331,6 +348,9 @@ class HoldingCollector(BoltCollector):
         root = tup._root
         if root is not None:
             edge: int = tup._edge
+            if root is held.run_root:  # the tree of the input before (the inputs of a sentence): its run
+                held.run_val ^= edge ^ tup._ack_val
+                return
             held.add(root, edge ^ tup._ack_val)
             return
         ids = tup._ids

@@ -257,9 +257,18 @@ class BoltExecutor(Executor):
         self.releasing.append(held)
 
     def _send_released(self) -> None:
-        """Send the next ``RELEASED_ROWS_PER_STEP`` released ack rows (merged by run, as :meth:`ack_root`)."""
+        """Send the next ``RELEASED_ROWS_PER_STEP`` released ack rows, each as it is: a held row is a run of one
+        tree already (see :class:`HeldAcks`), so it goes straight into its acker's out-buffer, without
+        :meth:`ack_root`'s comparison with the run before it (the step's own open run goes out first)."""
+        last = self.last_root
+        if last is not None:
+            self._ack_row(last, self.last_val)
+            self.last_root = None
         releasing = self.releasing
         budget = RELEASED_ROWS_PER_STEP
+        ackers = self.acker_tasks
+        n = len(ackers)
+        outbuf = self.outbuf
         while releasing and budget > 0:
             held = releasing[0]
             roots = held.roots
@@ -267,8 +276,15 @@ class BoltExecutor(Executor):
             start = self.released_rows
             end = min(len(roots), start + budget)
             budget -= end - start
-            for i in range(start, end):
-                self.ack_root(roots[i], vals[i])
+            if n == 1:  # one acker: one out-buffer list for every row
+                out = outbuf[ackers[0]]
+                for i in range(start, end):
+                    out.append((ACK, roots[i], vals[i]))
+            else:
+                for i in range(start, end):
+                    root = roots[i]
+                    r: int = root  # acker_for(root), inlined (compiled: on a machine int)
+                    outbuf[ackers[r % n]].append((ACK, root, vals[i]))
             if end == len(roots):
                 releasing.popleft()
                 end = 0

@@ -12,7 +12,7 @@ from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
 from storm_py.runtime.acker import ACK, FAIL
-from storm_py.runtime.bolt_collectors import HoldingCollector
+from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.runtime.bolt_executor import RELEASED_ROWS_PER_STEP, BoltExecutor
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
@@ -34,9 +34,9 @@ class Sink(BasicBolt):
         declarer.declare(["n"])
 
 
-def bolt_executor() -> BoltExecutor:
+def bolt_executor(ackers: int = 1) -> BoltExecutor:
     conf = defaults()
-    conf["topology.acker.executors"] = 1
+    conf["topology.acker.executors"] = ackers
     b = TopologyBuilder()
     b.set_spout("spout", IdleSpout())
     b.set_bolt("bolt", Sink()).shuffle_grouping("spout")
@@ -163,3 +163,71 @@ def test_a_large_release_goes_out_a_bounded_number_of_rows_a_step_until_every_ro
         steps += 1
     assert steps == 3
     assert sent == [(ACK, root, root * 3) for root in range(1000, 1000 + trees)] + [(ACK, 7, 0b1)]
+
+
+def test_released_rows_follow_the_steps_open_run_and_go_to_each_roots_acker() -> None:
+    """Released rows go straight into the out-buffer of their root's acker, after the run of acks the step had
+    open (a row per held run, never merged with that run)."""
+    ex = bolt_executor(ackers=2)
+    ackers = ex.acker_tasks
+    assert len(ackers) == 2
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    held_roots = [2**61 + 1, 2**61 + 2, 2**61 + 3]
+    for i, root in enumerate(held_roots):
+        holding.ack(Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, 1 << i))
+    holding.release(holding.take_held())
+    ex.ack_root(held_roots[0], 0b1000)  # the step's own open run, of a tree a released row also belongs to
+    ex.step(0.0)
+    for task in ackers:
+        expected = [(ACK, held_roots[0], 0b1000)] if task == ackers[held_roots[0] % 2] else []
+        expected += [(ACK, root, 1 << i) for i, root in enumerate(held_roots) if ackers[root % 2] == task]
+        assert ex.outbuf[task] == expected
+
+
+def test_only_a_holding_collector_refuses_an_unanchored_emit() -> None:
+    ex = bolt_executor()
+    plain = next(iter(ex.collectors.values()))
+    holding = HoldingCollector(plain)
+    assert plain.emit(["x"]) != []  # the plain collector: an unanchored emit goes out
+    with pytest.raises(ValueError, match="without anchors"):
+        holding.emit(["x"])
+    anchor = Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, 2**61 + 9, 0b1)
+    assert holding.emit(["x"], anchor) == plain.emit(["y"], anchor)  # anchored: the same targets
+
+
+def test_a_run_of_held_acks_keeps_each_inputs_edge_and_ack_value() -> None:
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    root = 2**61 + 5
+    first = Tuple(["a"], Fields(["n"]), "spout", "default", 1, None, root, 0b1)
+    second = Tuple(["b"], Fields(["n"]), "spout", "default", 1, None, root, 0b10)
+    holding.emit(["x"], second)  # the second input of the run: its ack value is the edge of what it emitted
+    emitted_edge = second._ack_val
+    assert emitted_edge != 0
+    holding.ack(first)
+    holding.ack(second)
+    holding.release(holding.take_held())
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, root, 0b1 ^ 0b10 ^ emitted_edge)]
+
+
+def test_merging_into_held_acks_without_rows_takes_the_rows_over_uncopied() -> None:
+    """A stateful bolt's prepared acks take a checkpoint interval of rows at a PREPARE: the lists themselves,
+    not a copy; the acks merged from keep none of them."""
+    ex = bolt_executor()
+    holding = HoldingCollector(next(iter(ex.collectors.values())))
+    r1, r2 = 2**61 + 11, 2**61 + 12
+    holding.ack(Tuple(["a"], Fields(["n"]), "spout", "default", 1, None, r1, 0b1))
+    holding.ack(Tuple(["b"], Fields(["n"]), "spout", "default", 1, None, r2, 0b10))
+    taken = holding.take_held()
+    roots, vals = taken.roots, taken.vals
+    prepared = HeldAcks()
+    prepared.merge(taken)
+    assert prepared.roots is roots and prepared.vals is vals  # taken over
+    assert prepared.roots == [r1, r2] and prepared.vals == [0b1, 0b10] and len(prepared) == 2
+    assert taken.roots == [] and taken.vals == [] and taken.roots is not roots
+    holding.ack(Tuple(["c"], Fields(["n"]), "spout", "default", 1, None, r2, 0b100))
+    prepared.merge(holding.take_held())  # rows already: appended
+    holding.release(prepared)
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, r1, 0b1), (ACK, r2, 0b10), (ACK, r2, 0b100)] and ex.stats.acked == 3
