@@ -86,13 +86,9 @@ class StatefulCount(BaseStatefulBolt):
         declarer.declare(["word", "count"])
 
 
-class StatefulSentenceSpout(StatefulSpout):
+class StatefulSentenceSpout(SentenceSpout, StatefulSpout):
     """storm-perf's SentenceSpout with its position in its state (a spout exactly_once accepts); the message id it
     gives is dropped under exactly_once."""
-
-    def open(self, conf, context, collector):
-        self.collector = collector
-        self.seq = 0
 
     def init_state(self, state):
         self.state = state
@@ -100,13 +96,6 @@ class StatefulSentenceSpout(StatefulSpout):
 
     def pre_prepare(self, txid):
         self.state.put("seq", self.seq)
-
-    def next_tuple(self):
-        self.seq += 1
-        self.collector.emit([SENTENCES[self.seq % 5]], self.seq)
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["sentence"])
 
 
 def stateful_word_count(guarantee: str = AT_LEAST_ONCE):

@@ -289,13 +289,12 @@ class HeldAcks:
         other.close()
         roots = other.roots
         vals = other.vals
-        last = self.run_root
-        if last is None and not self.roots:
+        if self.run_root is None and not self.roots:
             self.roots, other.roots = roots, self.roots
             self.vals, other.vals = vals, self.vals
         else:
-            if roots and last is not None and (roots[0] is last or roots[0] == last):
-                self.run_val ^= vals[0]
+            if roots:  # the first row joins the open run when it is of the same tree
+                self.add(roots[0], vals[0])
                 roots = roots[1:]
                 vals = vals[1:]
             self.close()

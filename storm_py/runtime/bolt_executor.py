@@ -267,8 +267,6 @@ class BoltExecutor(Executor):
         releasing = self.releasing
         budget = RELEASED_ROWS_PER_STEP
         ackers = self.acker_tasks
-        n = len(ackers)
-        outbuf = self.outbuf
         while releasing and budget > 0:
             held = releasing[0]
             roots = held.roots
@@ -276,15 +274,13 @@ class BoltExecutor(Executor):
             start = self.released_rows
             end = min(len(roots), start + budget)
             budget -= end - start
-            if n == 1:  # one acker: one out-buffer list for every row
-                out = outbuf[ackers[0]]
+            if len(ackers) == 1:  # one acker: one out-buffer list for every row
+                out = self.outbuf[ackers[0]]
                 for i in range(start, end):
                     out.append((ACK, roots[i], vals[i]))
             else:
                 for i in range(start, end):
-                    root = roots[i]
-                    r: int = root  # acker_for(root), inlined (compiled: on a machine int)
-                    outbuf[ackers[r % n]].append((ACK, root, vals[i]))
+                    self._ack_row(roots[i], vals[i])
             if end == len(roots):
                 releasing.popleft()
                 end = 0

@@ -200,33 +200,38 @@ class AlignedBoltExecutor:
 
     def _execute(self, tup: Tuple) -> None:
         if tup.source_stream == BARRIER_STREAM_ID:
-            try:
-                ok, released = self._control(tup)
-            finally:
-                self._sync()
+            ok, released = self._barrier(tup)
             if ok:
                 self.collector.ack(tup)
             else:
                 self.collector.fail(tup)
             self._run_held(released)
             return
-        alignment = self.alignment  # Alignment.data, inlined
-        channel = tup.source_task
-        if not alignment.initialized or channel in alignment.fenced:
+        self._data(tup, False)
+
+    def _data(self, tup: Tuple, acked: bool) -> None:
+        """A data tuple off the direct path: run, held or dropped as the alignment says (``acked``: the basic
+        runner acked it already; otherwise it is acked once run by a basic bolt, or dropped)."""
+        verdict = self.alignment.data(tup.source_task)
+        if verdict == HOLD:
+            self.held.append((tup, acked))
+        elif verdict == RUN:
+            self._run(tup, not acked)
+        elif not acked:
             self.collector.ack(tup)  # dropped: done with (it carries no tree unless a component anchored it to one)
-        elif channel in alignment.blocked:
-            self.held.append((tup, False))
-        else:
-            self._run(tup, True)
+
+    def _barrier(self, tup: Tuple) -> tuple[bool, list[tuple[Tuple, bool]]]:
+        """:meth:`_control` of a barrier or marker, then the direct path set again as the alignment now allows."""
+        try:
+            return self._control(tup)
+        finally:
+            self._sync()
 
     def _execute_basic(self, tup: Tuple, collector: BasicOutputCollector) -> None:
         """A basic bolt's input from the basic runner, off the direct path: the runner acks it when this returns
         (dropped, held or run) and fails it when this raises (a failed barrier, or the bolt raised)."""
         if tup.source_stream == BARRIER_STREAM_ID:
-            try:
-                ok, released = self._control(tup)
-            finally:
-                self._sync()
+            ok, released = self._barrier(tup)
             self._run_held(released)
             if not ok:
                 raise FailedException(f"bolt {self.component_id}: barrier or marker {tup.values!r} failed")
@@ -304,14 +309,7 @@ class AlignedBoltExecutor:
     def _run_held(self, held: list[tuple[Tuple, bool]]) -> None:
         """Run data held while its channel was blocked (each with whether the basic runner acked it then)."""
         for tup, acked in held:
-            if not acked:
-                self._execute(tup)
-                continue
-            verdict = self.alignment.data(tup.source_task)
-            if verdict == HOLD:
-                self.held.append((tup, True))
-            elif verdict == RUN:
-                self._run(tup, False)
+            self._data(tup, acked)
 
     def _commit_up_to(self, committed: int) -> None:
         state = self.state
