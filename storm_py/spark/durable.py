@@ -66,7 +66,7 @@ def fsync_round(files: Sequence[Path | int], dirs: Sequence[Path | int]) -> None
     directories one after the other.  A file's fsync writes its data back and commits the journal, which
     carries every metadata change made before it (the directories' new entries and renames included), so the
     directories' fsyncs then find nothing left to commit.  Fsyncing the directories alongside the files was
-    slower (BENCHMARKS.md): a directory's fsync may commit the journal before a file's data has its blocks,
+    slower (docs/benchmarks/spark.md): a directory's fsync may commit the journal before a file's data has its blocks,
     and the file then needs a second commit."""
     fsync_all(files)
     for d in dirs:
