@@ -4,7 +4,8 @@
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
 #     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis
-#     state provider's and Trident's RedisMapState tests, storm-py dev-redis).
+#     state provider's and Trident's RedisMapState tests, storm-py dev-redis), Prometheus's promtool (checks and
+#     tests the alert rules under deploy/prometheus).
 # Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,7 @@ if [ "${1:-}" = "--with-services" ]; then
     check redis-server redis-server  # the Redis state provider's and RedisMapState's tests, storm-py dev-redis
     check nodejs node  # runs the Node.js multilang components of tests/multilang
     check gcc gcc  # compiles the hot modules for STORM_PY_BUILD=compiled (the suite's second run in CI)
+    check prometheus promtool  # promtool checks and unit-tests the alert rules under deploy/prometheus
     if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then
         say "service docker-compose: present"
     else

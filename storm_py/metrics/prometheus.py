@@ -87,6 +87,25 @@ def cluster_families(summary: Mapping[str, Any]) -> list[MetricFamily]:
     return out
 
 
+@dataclass(frozen=True)
+class WorkerRow:
+    """What :func:`worker_families` needs of one worker: its topology, slot and the uptime of its last heartbeat."""
+
+    topology: str
+    node: str
+    port: int
+    uptime_secs: float
+
+
+def worker_families(workers: Iterable[WorkerRow]) -> list[MetricFamily]:
+    """Each live worker's uptime: a worker restarted on its slot shows as the series falling back (``resets()``)."""
+    fam = MetricFamily(
+        "storm_worker_uptime_seconds", "gauge", "Seconds since the worker on this slot started (its last heartbeat).")
+    for w in workers:
+        fam.add(w.uptime_secs, topology=w.topology, node=w.node, port=str(w.port))
+    return [fam]
+
+
 @dataclass
 class ComponentSeries:
     """What :func:`topology_families` needs of one component."""

@@ -259,13 +259,18 @@ class NimbusApi:
         now = self.node.clock.wall()
         cluster = api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
         topologies = []
+        workers: list[prometheus.WorkerRow] = []
         for row in self.node.nimbus.cluster_summary():
             base = s.storm_base(row["id"])
             if base is None:
                 continue
-            found = rest.observe(book, row["id"], s.worker_heartbeats(row["id"]))
+            beats = s.worker_heartbeats(row["id"])
+            workers.extend(prometheus.WorkerRow(str(row.get("name", "")), node, port, beat.uptime_secs)
+                           for (node, port), beat in sorted(beats.items()))
+            found = rest.observe(book, row["id"], beats)
             topologies.append((row, rest.prometheus_series(book, row["id"], base, found, now)))
-        text = prometheus.render(prometheus.cluster_families(cluster) + prometheus.topology_families(topologies))
+        text = prometheus.render(prometheus.cluster_families(cluster) + prometheus.topology_families(topologies)
+                                 + prometheus.worker_families(workers))
         return Reply(200, text.encode("utf-8"), prometheus.CONTENT_TYPE)
 
     def ui_page(self, req: Request) -> Reply:

@@ -58,6 +58,9 @@ class BoltExecutor(Executor):
         self.background: list[Callable[[float], bool]] = []
         self.rooms: dict[int, Callable[[], int]] = {}
 
+    def components(self) -> dict[int, Any]:
+        return self.bolts
+
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
         wake = getattr(self.rt, "wake", None)

@@ -10,6 +10,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from storm_py.api.credentials import CredentialsListener
+from storm_py.runtime.contracts import layers
+from storm_py.runtime.executor import Executor
+
 #: ``report(component_id, task, error)``: where a listener's exception goes (the topology's errors).
 ErrorReport = Callable[[str, int, BaseException], None]
 
@@ -54,7 +58,7 @@ class CredentialsInbox:
             creds, self._pending = self._pending, None
         return creds
 
-    def deliver(self, executors: Iterable[Any], report: ErrorReport) -> None:
+    def deliver(self, executors: Iterable[Executor], report: ErrorReport) -> None:
         """On the loop thread, every pass: hand waiting credentials to the listeners of ``executors``."""
         if self._pending is not None:
             creds = self.take()
@@ -62,15 +66,14 @@ class CredentialsInbox:
                 deliver_credentials(executors, creds, report)
 
 
-def listeners(executors: Iterable[Any]) -> list[tuple[str, int, Any]]:
+def listeners(executors: Iterable[Executor]) -> list[tuple[str, int, Any]]:
     """``(component_id, task, component)`` of every spout and bolt of ``executors`` that defines
     ``set_credentials``."""
     out = []
     for ex in executors:
-        components: dict[int, Any] = {**getattr(ex, "spouts", {}), **getattr(ex, "bolts", {})}
-        for task, component in sorted(components.items()):
+        for task, component in sorted(ex.components().items()):
             component = user_component(component)
-            if callable(getattr(component, "set_credentials", None)):
+            if isinstance(component, CredentialsListener):
                 out.append((ex.component_id, task, component))
     return out
 
@@ -78,15 +81,11 @@ def listeners(executors: Iterable[Any]) -> list[tuple[str, int, Any]]:
 def user_component(component: Any) -> Any:
     """The component itself when it listens, else the user's spout or bolt inside the wrappers the runtime puts
     around it (a windowed bolt's executor, managed state's executors), each naming it ``wrapped_component``."""
-    for _ in range(8):  # wrappers nest a few deep at most
-        inner = getattr(component, "wrapped_component", None)
-        if inner is None or callable(getattr(component, "set_credentials", None)):
-            return component
-        component = inner
-    return component
+    found = list(layers(component))
+    return next((c for c in found if isinstance(c, CredentialsListener)), found[-1])
 
 
-def deliver_credentials(executors: Iterable[Any], creds: Mapping[str, str], report: ErrorReport) -> int:
+def deliver_credentials(executors: Iterable[Executor], creds: Mapping[str, str], report: ErrorReport) -> int:
     """Call ``set_credentials`` with a copy of ``creds`` on every listener; a listener that raises is reported
     and the others still get theirs.  Returns how many listeners were called."""
     called = 0

@@ -158,6 +158,10 @@ class Executor:
     def shutdown(self) -> None:
         """Clean up the tasks' component objects."""
 
+    def components(self) -> dict[int, Any]:
+        """The component object of each task (none for the system's executors, such as the acker's)."""
+        return {}
+
     def context_for(self, task: int) -> TopologyContext:
         """The context handed to a task."""
         context = self.contexts.get(task)

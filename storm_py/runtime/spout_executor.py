@@ -197,6 +197,9 @@ class SpoutExecutor(Executor):
         self.opened = False
         self.active = False
 
+    def components(self) -> dict[int, Any]:
+        return self.spouts
+
     def prepare(self) -> None:
         for t in self.task_ids:
             spout = self.rt.instantiate(self.component_id, t)

@@ -19,6 +19,7 @@ from storm_py.config.keys import setting
 from storm_py.metrics import stats
 from storm_py.metrics.consumer import METRICS_STREAM, TaskInfo, registrations
 from storm_py.metrics.registry import MetricsSchedule, builtin_points
+from storm_py.runtime.contracts import CheckpointGaugeSource, LagReporter, layers
 from storm_py.runtime.executor import Executor
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.worker_runtime import WorkerRuntime
@@ -82,10 +83,9 @@ def executor_gauges(ex: Executor) -> dict[str, float]:
     if isinstance(ex, SpoutExecutor):
         gauges[stats.PENDING] = len(ex.pending)
         for spout in list(ex.spouts.values()):  # the checkpoint spout of managed state reports its last commit
-            more = getattr(spout, "checkpoint_gauges", None)
-            if callable(more):
+            if isinstance(spout, CheckpointGaugeSource):
                 try:
-                    gauges.update({str(k): float(v) for k, v in more().items()})
+                    gauges.update({str(k): float(v) for k, v in spout.checkpoint_gauges().items()})
                 except Exception as err:  # a spout's gauges must not stop the heartbeat
                     log.warning("the checkpoint gauges of %s are left out: %r", ex.component_id, err)
     return gauges
@@ -165,11 +165,12 @@ class WorkerMetrics:
         rows: list[list[Any]] = []
         emitted = 0
         for task, spout in list(ex.spouts.items()):
-            report = getattr(spout, "lag_report", None)
-            if not callable(report):
+            # the user's spout may run inside managed state's spout executor
+            reporter = next((c for c in layers(spout) if isinstance(c, LagReporter)), None)
+            if reporter is None:
                 continue
             try:
-                got = report()
+                got = reporter.lag_report()
                 kind = str(got["type"])[:32]
                 rows.extend([str(t), int(p), int(c), int(h)] for t, p, c, h in got["partitions"])
                 emitted += int(got["emitted"])

@@ -85,10 +85,14 @@ class Broken:
 
 
 class Executor:
+    """An executor's component objects by task, as the runtime's executors declare them."""
+
     def __init__(self, component_id: str, **components: dict[int, Any]) -> None:
         self.component_id = component_id
-        for kind, by_task in components.items():
-            setattr(self, kind, by_task)
+        self.by_task = {task: c for by_task in components.values() for task, c in by_task.items()}
+
+    def components(self) -> dict[int, Any]:
+        return self.by_task
 
 
 def test_every_listening_spout_and_bolt_gets_its_own_copy_and_a_failure_is_reported() -> None:

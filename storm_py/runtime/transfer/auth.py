@@ -11,8 +11,8 @@ topology id — the way Storm hands each topology its credentials without storin
 another topology cannot compute it.  Without any secret frames are not authenticated (a loopback-only
 development setup).
 
-Chosen over ZeroMQ CURVE as the default by measurement (docs/benchmarks/security.md, "Authenticated frames"): one keyed hash
-per frame of hundreds of tuples, no handshake.  Tags authenticate but do not hide tuple data;
+Chosen over ZeroMQ CURVE as the default by measurement (docs/benchmarks/security.md, "Authenticated frames"): one
+keyed hash per frame of hundreds of tuples, no handshake.  Tags authenticate but do not hide tuple data;
 ``storm.messaging.encryption: curve`` adds ZeroMQ CURVE on top, with a key pair every worker derives the same way
 (:func:`topology_curve_seed`).
 """
