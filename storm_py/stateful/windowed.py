@@ -34,7 +34,6 @@ from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD, BaseStatefulWindow
 from storm_py.windowing.executor import WindowedBoltExecutor
 from storm_py.windowing.manager import Event, Expiry, Step
 from storm_py.windowing.watermarks import WatermarkGenerator
-from storm_py.windowing.window import TupleWindow
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +149,7 @@ class _WindowRunner(WindowedBoltExecutor):
                 continue
             if owner.tracker.is_recovering():
                 continue  # a window already evaluated before the failure: its effect is in the state
-            window = TupleWindow(step.values, step.new, step.expired, spec.start_of(step.end), step.end)
+            window = self.window_of(step)
             collector.window = [] if owner.persistent else step.values
             try:
                 self.bolt.execute(window)
