@@ -30,6 +30,11 @@ class Clock:
         """The wall time (seconds since the Unix epoch) of ``instant``, an earlier or later reading of :meth:`now`."""
         return self.wall() - (self.now() - instant)
 
+    def instant_at(self, wall: float) -> float:
+        """The reading of :meth:`now` at the wall time ``wall`` (the inverse of :meth:`wall_at`): a time saved as
+        wall time, back on this process's monotonic clock."""
+        return self.now() - (self.wall() - wall)
+
     def sleep(self, secs: float) -> None:
         """Block for ``secs`` of this clock's time."""
         if secs > 0:
@@ -47,10 +52,11 @@ class SimulatedClock(Clock):
 
     simulated = True
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, wall_zero: float | None = None) -> None:
         self._now = start
-        #: the wall time of ``now() == 0``: a whole second, so simulated wall times in ms are exact
-        self._wall0 = float(int(time.time()))
+        #: the wall time of ``now() == 0``: by default the current whole second, so simulated wall times in ms are
+        #: exact
+        self._wall0 = float(int(time.time())) if wall_zero is None else wall_zero
         self._cond = threading.Condition()
         self._listeners: list[Callable[[], None]] = []
 
@@ -62,6 +68,9 @@ class SimulatedClock(Clock):
 
     def wall_at(self, instant: float) -> float:
         return self._wall0 + instant
+
+    def instant_at(self, wall: float) -> float:
+        return wall - self._wall0
 
     def advance(self, secs: float) -> None:
         """Move time forward by ``secs`` and wake sleepers and listeners."""

@@ -268,14 +268,25 @@ class WindowedBoltExecutor(Bolt):
             finally:
                 collector.window = []
 
-    def window_of(self, step: Activation[Tuple]) -> TupleWindow[Tuple]:
-        """The window an activation hands the bolt.  The manager times processing-time windows on the clock's
-        monotonic ``now``; their window carries the wall time of that moment in epoch ms (Storm's
-        ``System.currentTimeMillis()``, the simulated clock's ``wall()`` under simulated time), start and end alike.
-        Event-time windows keep the tuples' own timestamps."""
+    def epoch_ms(self, ts: int) -> int:
+        """A window time as users and saved state see it, in epoch ms.  The manager times processing time on the
+        clock's monotonic ``now``: that becomes the wall time of the moment (Storm's ``System.currentTimeMillis()``,
+        the simulated clock's ``wall()`` under simulated time).  Event time is the tuples' own, unchanged."""
         spec = self.spec
         assert spec is not None
-        end = step.end if spec.event_time else round(self.clock.wall_at(step.end / 1000) * 1000)
+        return ts if spec.event_time else round(self.clock.wall_at(ts / 1000) * 1000)
+
+    def clock_ms(self, epoch_ms: int) -> int:
+        """The inverse of :meth:`epoch_ms`: a saved window time back in the manager's time."""
+        spec = self.spec
+        assert spec is not None
+        return epoch_ms if spec.event_time else round(self.clock.instant_at(epoch_ms / 1000) * 1000)
+
+    def window_of(self, step: Activation[Tuple]) -> TupleWindow[Tuple]:
+        """The window an activation hands the bolt: start and end in epoch ms (:meth:`epoch_ms`)."""
+        spec = self.spec
+        assert spec is not None
+        end = self.epoch_ms(step.end)
         return TupleWindow(step.values, step.new, step.expired, spec.start_of(end), end)
 
     def cleanup(self) -> None:

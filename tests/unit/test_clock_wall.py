@@ -22,3 +22,13 @@ def test_the_simulated_clock_gives_its_own_wall_time() -> None:
     assert clock.wall_at(clock.now()) == clock.wall()
     assert clock.wall_at(2.5) == clock.wall() - 10.0
     assert abs(clock.wall() - time.time() - 12.5) < 2.0  # an epoch-based clock, started near the real time
+
+
+def test_instant_at_is_the_inverse_of_wall_at() -> None:
+    clock = Clock()
+    instant = clock.now() - 3.0
+    assert abs(clock.instant_at(clock.wall_at(instant)) - instant) < 0.01
+    simulated = SimulatedClock(start=4.0, wall_zero=1_700_000_000.0)
+    assert simulated.wall() == 1_700_000_004.0
+    assert simulated.instant_at(1_700_000_001.5) == 1.5
+    assert simulated.instant_at(simulated.wall_at(2.25)) == 2.25
