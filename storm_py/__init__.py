@@ -26,7 +26,7 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
-from storm_py.windowing import BaseWindowedBolt, Count, Duration
+from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
 __version__ = "0.1.0"
 
@@ -59,6 +59,7 @@ __all__ = [
     "TopologyBuilder",
     "TopologyContext",
     "Tuple",
+    "TupleWindow",
 ]
 
 

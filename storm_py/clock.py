@@ -2,6 +2,8 @@
 
 Every timer (tick tuples, pending-map rotation, heartbeats, kill/rebalance waits) reads ``now()`` from a
 :class:`Clock`.  A :class:`SimulatedClock` only moves when ``advance`` is called, which wakes whoever waits on it.
+Every time a user sees (window bounds, metric and checkpoint times, batch and request times) is wall-clock epoch
+time: ``wall()`` read where the event happens, or ``wall_at(instant)`` for a moment that was timed with ``now()``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ class Clock:
         """Seconds since the Unix epoch, for records humans read (launch times)."""
         return time.time()
 
+    def wall_at(self, instant: float) -> float:
+        """The wall time (seconds since the Unix epoch) of ``instant``, an earlier or later reading of :meth:`now`."""
+        return self.wall() - (self.now() - instant)
+
+    def instant_at(self, wall: float) -> float:
+        """The reading of :meth:`now` at the wall time ``wall`` (the inverse of :meth:`wall_at`): a time saved as
+        wall time, back on this process's monotonic clock."""
+        return self.now() - (self.wall() - wall)
+
     def sleep(self, secs: float) -> None:
         """Block for ``secs`` of this clock's time."""
         if secs > 0:
@@ -41,9 +52,11 @@ class SimulatedClock(Clock):
 
     simulated = True
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, wall_zero: float | None = None) -> None:
         self._now = start
-        self._wall0 = time.time()
+        #: the wall time of ``now() == 0``: by default the current whole second, so simulated wall times in ms are
+        #: exact
+        self._wall0 = float(int(time.time())) if wall_zero is None else wall_zero
         self._cond = threading.Condition()
         self._listeners: list[Callable[[], None]] = []
 
@@ -52,6 +65,12 @@ class SimulatedClock(Clock):
 
     def wall(self) -> float:
         return self._wall0 + self._now
+
+    def wall_at(self, instant: float) -> float:
+        return self._wall0 + instant
+
+    def instant_at(self, wall: float) -> float:
+        return wall - self._wall0
 
     def advance(self, secs: float) -> None:
         """Move time forward by ``secs`` and wake sleepers and listeners."""

@@ -159,8 +159,10 @@ class LocalCluster:
         topo: StormTopology = tracked.topology if tracked is not None else topology
         if tracked is not None:  # as Storm's test kit: tuples between workers go through the codec and frames
             conf = {"topology.testing.always.try.serialize": True, **dict(conf or {})}
-        # what a cluster's submit-time check refuses (an unknown class to register...) is refused here too
-        registration.registrations(merge_registrations(dict(conf or {}), [s.conf for s in topo.components().values()]))
+        # what a cluster's submit-time check refuses (an unknown class to register...) is refused here too, under
+        # the cluster's topology keys as nimbus merges them (topology.skip.missing.kryo.registrations...)
+        registration.registrations(merge_registrations({**self.conf, **dict(conf or {})},
+                                                       [s.conf for s in topo.components().values()]))
         with self._lock:
             tid = self.nimbus.submit_topology(name, dict(conf or {}), topo, inactive)
         if tracked is not None:

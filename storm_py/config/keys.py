@@ -138,6 +138,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.codec.register", LIST, None, "nimbus, worker", "the Python-named alias of topology.kryo.register (both apply)"),
         Key("topology.fall.back.on.java.serialization", BOOL, False, "nimbus, worker", "no fallback serializer exists (never pickle on the wire): true is refused"),
         Key("topology.kryo.decorators", STRS, None, "nimbus", "serialization decorators; union over the components"),
+        Key("topology.skip.missing.kryo.registrations", BOOL, False, "nimbus, worker", "a topology.kryo.register class or serializer that does not import is skipped with a warning naming it, instead of failing the submit"),
     ),
     "windows": (
         Key("topology.bolts.window.length.count", INT, None, "windowed bolts", "window length in tuples (set by with_window)", min=1, per_component=True),

@@ -8,20 +8,29 @@ serializer is a class built without arguments whose ``to_bytes(obj)`` and ``from
 Classes get extension codes from :data:`FIRST_CODE` on, in the order of their names, so every worker of a
 topology assigns the same codes (as Storm numbers its registrations in name order).  There is no fallback for
 an unregistered class: the codec refuses it by name (docs/DESIGN.md says why pickle is not offered).
+
+A class or serializer that does not import fails the submit, unless ``topology.skip.missing.kryo.registrations``
+is true (Storm's key): then its registration is skipped with a warning naming it, at submit and in every worker.
+A skipped class keeps its place in the numbering, so the other classes get the same codes wherever it is missing.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
 from storm_py.protocol.codec import EXT_CODE_MAX, pack_value, register_ext, unpack_value
 
+log = logging.getLogger(__name__)
+
 REGISTER_KEYS: Final = ("topology.kryo.register", "topology.codec.register")
 FALLBACK_KEY: Final = "topology.fall.back.on.java.serialization"
+SKIP_MISSING_KEY: Final = "topology.skip.missing.kryo.registrations"
 #: the first extension code given to a registered class (the lower codes are storm_py's own)
 FIRST_CODE: Final = 32
 
@@ -37,20 +46,39 @@ class Registration:
     from_bytes: Callable[[bytes], Any]
 
 
-def load(name: str, key: str) -> Any:
-    """The object named ``module:Name`` (``module.Name`` is accepted too); a clear error when there is none."""
+def _find(name: str, key: str) -> Any:
+    """The object named ``module:Name`` or ``module.Name``: ``ConfigError`` for a name of neither form,
+    ``ImportError`` or ``AttributeError`` when there is no such object."""
     module, sep, attr = name.partition(":")
     if not sep:
         module, _, attr = name.rpartition(".")
     if not module or not attr:
         raise ConfigError(f"{key}: {name!r} is not a class name of the form 'module:Class'", key=key)
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def load(name: str, key: str) -> Any:
+    """The object named ``module:Name`` (``module.Name`` is accepted too); a clear error when there is none."""
     try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        return _find(name, key)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"{key}: unknown class {name!r} ({exc})", key=key, name=name) from exc
-    return obj
+
+
+def _load_or_skip(name: str, registered: str, key: str, skip: bool) -> Any | None:
+    """``load(name)``, or ``None`` (logged, naming ``registered``) when it does not import and ``skip`` is set."""
+    if not skip:
+        return load(name, key)
+    try:
+        return _find(name, key)
+    except (ImportError, AttributeError) as exc:
+        what = "class" if name == registered else f"serializer {name!r} of the class"
+        log.warning("%s: the %s %r does not import (%s); its registration is skipped, as %s is true",
+                    key, what, registered, exc, SKIP_MISSING_KEY)
+        return None
 
 
 def entries(conf: Mapping[str, Any]) -> dict[str, str | None]:
@@ -86,14 +114,20 @@ def registrations(conf: Mapping[str, Any]) -> list[Registration]:
     found = entries(conf)
     if FIRST_CODE + len(found) - 1 > EXT_CODE_MAX:
         raise ConfigError(f"{REGISTER_KEYS[0]}: at most {EXT_CODE_MAX - FIRST_CODE + 1} classes can be registered")
+    skip = bool(setting(conf, SKIP_MISSING_KEY))
     out = []
     for i, (name, ser_name) in enumerate(found.items()):
         key = REGISTER_KEYS[0]
-        cls = load(name, key)
+        cls = _load_or_skip(name, name, key, skip)
+        if cls is None:
+            continue
         if not isinstance(cls, type):
             raise ConfigError(f"{key}: {name!r} is not a class", key=key, name=name)
         if ser_name is not None:
-            ser = load(ser_name, key)()
+            ser_cls = _load_or_skip(ser_name, name, key, skip)
+            if ser_cls is None:
+                continue
+            ser = ser_cls()
             out.append(Registration(name, FIRST_CODE + i, cls, ser.to_bytes, ser.from_bytes))
         elif callable(getattr(cls, "to_bytes", None)) and callable(getattr(cls, "from_bytes", None)):
             own: Any = cls

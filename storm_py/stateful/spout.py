@@ -172,7 +172,7 @@ class CheckpointSpout(Spout):
             return {}
         gauges = {GAUGE_TXID: float(txid)}
         if committed_at is not None:
-            gauges[GAUGE_COMMITTED_AT] = clock.wall() - (clock.now() - committed_at)
+            gauges[GAUGE_COMMITTED_AT] = clock.wall_at(committed_at)
         return gauges
 
     def is_exhausted(self) -> bool:

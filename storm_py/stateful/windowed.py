@@ -34,7 +34,6 @@ from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD, BaseStatefulWindow
 from storm_py.windowing.executor import WindowedBoltExecutor
 from storm_py.windowing.manager import Event, Expiry, Step
 from storm_py.windowing.watermarks import WatermarkGenerator
-from storm_py.windowing.window import TupleWindow
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +104,16 @@ class ReplayTracker:
         return {k: (e, v) for k, (e, v) in self.marks.items()}
 
 
-def tuple_image(event: Event[Tuple], evaluated: bool) -> list[Any]:
-    """What the persisted window keeps of one event (the codec carries it)."""
+def tuple_image(event: Event[Tuple], ts: int, evaluated: bool) -> list[Any]:
+    """What the persisted window keeps of one event (the codec carries it), with its timestamp ``ts`` in epoch ms
+    (a processing-time window's restores on any host's clock)."""
     t = event.value
-    return [t.values, t.fields.to_list(), t.source_component, t.source_stream, t.source_task, event.ts, evaluated]
+    return [t.values, t.fields.to_list(), t.source_component, t.source_stream, t.source_task, ts, evaluated]
 
 
 def event_of(image: list[Any]) -> tuple[Tuple, int, bool]:
-    """A saved event back: the tuple (no anchors: its tree completed when its checkpoint did), its timestamp and
-    whether the last evaluation saw it."""
+    """A saved event back: the tuple (no anchors: its tree completed when its checkpoint did), its timestamp (epoch
+    ms) and whether the last evaluation saw it."""
     values, fields, component, stream, task, ts, evaluated = image
     return Tuple(list(values), Fields(list(fields)), component, stream, int(task), None), int(ts), bool(evaluated)
 
@@ -150,7 +150,7 @@ class _WindowRunner(WindowedBoltExecutor):
                 continue
             if owner.tracker.is_recovering():
                 continue  # a window already evaluated before the failure: its effect is in the state
-            window = TupleWindow(step.values, step.new, step.expired, spec.start_of(step.end), step.end)
+            window = self.window_of(step)
             collector.window = [] if owner.persistent else step.values
             try:
                 self.bolt.execute(window)
@@ -339,9 +339,10 @@ class StatefulWindowedBolt(BaseStatefulBolt):
             manager = self.runner.manager
             assert manager is not None
             steps: list[Step[Tuple]] = []
+            shift = self.runner.clock_ms(0)  # epoch ms back to the manager's ms, one shift for every saved event
             for image in self.load_window(window_state):
                 tup, ts, evaluated = event_of(image)
-                event = Event(tup, ts)
+                event = Event(tup, ts + shift)
                 event.mark = 0 if evaluated else -1  # the next evaluation (mark 1) finds it new unless seen
                 manager.queue.append(event)
                 if manager.tracking:  # the policies count it again; a trigger only what came after the last
@@ -364,7 +365,8 @@ class StatefulWindowedBolt(BaseStatefulBolt):
         manager = self.runner.manager
         assert manager is not None
         last = manager.evaluations
-        images = [tuple_image(e, e.mark == last) for e in manager.queue]
+        shift = self.runner.epoch_ms(0)  # the manager's ms to epoch ms, one shift for every event of this save
+        images = [tuple_image(e, e.ts + shift, e.mark == last) for e in manager.queue]
         size = self.partition_size
         old = int(window_state.get(PARTITIONS_KEY, 0))
         count = (len(images) + size - 1) // size

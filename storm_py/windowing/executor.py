@@ -1,12 +1,13 @@
 """The window executor: the bolt that runs a :class:`~storm_py.windowing.bolt.BaseWindowedBolt` in a topology
 (Storm's ``WindowedBoltExecutor``), a thin driver around the pure :class:`~storm_py.windowing.manager.WindowManager`.
 
-Input tuples go into the window manager with their timestamp: the clock's time for processing time, the
-extractor's for event time, where the :class:`~storm_py.windowing.watermarks.WatermarkGenerator` tells late
+Input tuples go into the window manager with their timestamp: the clock's monotonic time for processing time,
+the extractor's for event time, where the :class:`~storm_py.windowing.watermarks.WatermarkGenerator` tells late
 tuples (sent to the late stream as ``[values]`` and acked, or acked and logged) and makes watermarks.  Time moves
 through tick tuples (the executor asks for them in its component conf: watermarks come on ticks) and, in
-processing time, through every input; both read the cluster's clock, so a simulated clock drives windows.
-Expired tuples are acked; each activation calls the bolt's ``execute`` with a
+processing time, through every input; both read the cluster's clock, so a simulated clock drives windows.  The
+windows a bolt sees carry epoch ms: the tuples' own for event time, the wall time of the trigger for processing
+time.  Expired tuples are acked; each activation calls the bolt's ``execute`` with a
 :class:`~storm_py.windowing.window.TupleWindow`, and emits without explicit anchors are anchored to every tuple
 of that window.
 
@@ -26,7 +27,7 @@ from storm_py.api.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, TICK_STREAM, Fi
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.config.keys import setting
 from storm_py.windowing.bolt import BaseWindowedBolt, TimestampExtractor
-from storm_py.windowing.manager import Expiry, Step, WindowManager
+from storm_py.windowing.manager import Activation, Expiry, Step, WindowManager
 from storm_py.windowing.spec import (
     LATE_TUPLE_STREAM,
     LENGTH_COUNT,
@@ -257,7 +258,7 @@ class WindowedBoltExecutor(Bolt):
                 for tup in step.values:
                     ack(tup)
                 continue
-            window = TupleWindow(step.values, step.new, step.expired, spec.start_of(step.end), step.end)
+            window = self.window_of(step)
             collector.window = step.values
             try:
                 self.bolt.execute(window)
@@ -266,6 +267,27 @@ class WindowedBoltExecutor(Bolt):
                 collector.report_error(exc)
             finally:
                 collector.window = []
+
+    def epoch_ms(self, ts: int) -> int:
+        """A window time as users and saved state see it, in epoch ms.  The manager times processing time on the
+        clock's monotonic ``now``: that becomes the wall time of the moment (Storm's ``System.currentTimeMillis()``,
+        the simulated clock's ``wall()`` under simulated time).  Event time is the tuples' own, unchanged."""
+        spec = self.spec
+        assert spec is not None
+        return ts if spec.event_time else round(self.clock.wall_at(ts / 1000) * 1000)
+
+    def clock_ms(self, epoch_ms: int) -> int:
+        """The inverse of :meth:`epoch_ms`: a saved window time back in the manager's time."""
+        spec = self.spec
+        assert spec is not None
+        return epoch_ms if spec.event_time else round(self.clock.instant_at(epoch_ms / 1000) * 1000)
+
+    def window_of(self, step: Activation[Tuple]) -> TupleWindow[Tuple]:
+        """The window an activation hands the bolt: start and end in epoch ms (:meth:`epoch_ms`)."""
+        spec = self.spec
+        assert spec is not None
+        end = self.epoch_ms(step.end)
+        return TupleWindow(step.values, step.new, step.expired, spec.start_of(end), end)
 
     def cleanup(self) -> None:
         self.bolt.cleanup()

@@ -11,9 +11,10 @@ T = TypeVar("T")
 class TupleWindow(Generic[T]):
     """One evaluation of a window (Storm's ``TupleWindow``); iterating it iterates :meth:`get`.
 
-    ``get_end_timestamp`` is the window's reference time in ms (the trigger time, or the window end for event
-    time); ``get_start_timestamp`` is the end minus the window length for duration windows and ``None`` for
-    count windows.  A duration window holds the tuples with ``start < ts <= end``.
+    ``get_end_timestamp`` is the window's reference time in epoch ms (the wall time of the trigger for
+    processing time, the window end in the tuples' own time for event time); ``get_start_timestamp`` is the end
+    minus the window length for duration windows and ``None`` for count windows.  A duration window holds the
+    tuples with ``start < ts <= end``.
     """
 
     __slots__ = ("_end", "_expired", "_new", "_start", "_tuples")
@@ -38,11 +39,11 @@ class TupleWindow(Generic[T]):
         return self._expired
 
     def get_start_timestamp(self) -> int | None:
-        """The window's start in ms (exclusive), or ``None`` for a count-length window."""
+        """The window's start in epoch ms (exclusive), or ``None`` for a count-length window."""
         return self._start
 
     def get_end_timestamp(self) -> int:
-        """The window's end (reference time) in ms (inclusive)."""
+        """The window's end (reference time) in epoch ms (inclusive)."""
         return self._end
 
     def __iter__(self) -> Iterator[T]:

@@ -9,8 +9,10 @@ import pytest
 
 from storm_py import Bolt, Fields, TopologyBuilder
 from storm_py.clock import wait_until
-from storm_py.errors import ConfigError
+from storm_py.errors import ConfigError, TopologyLoadError
 from storm_py.local import LocalCluster
+from storm_py.nimbus.topology_check import check_package
+from storm_py.packaging.package import read_package
 from storm_py.protocol import registration
 from storm_py.protocol.codec import decode, encode, unregister_ext
 from storm_py.testing import AckFailMapTracker, FeederSpout
@@ -141,3 +143,30 @@ def test_local_cluster_refuses_an_unknown_class_at_submit() -> None:
     builder.set_spout("feeder", FeederSpout(Fields("value")))
     with LocalCluster() as cluster, pytest.raises(ConfigError, match="unknown class 'nowhere_xyz:Thing'"):
         cluster.submit_topology("refused", {"topology.kryo.register": ["nowhere_xyz:Thing"]}, builder.create_topology())
+
+
+SKIP_TOPOLOGY = '''
+from storm_py import TopologyBuilder
+from storm_py.testing import TestWordSpout
+
+
+def build():
+    builder = TopologyBuilder()
+    builder.set_spout("words", TestWordSpout())
+    return builder.create_topology()
+'''
+
+
+def test_the_submit_check_skips_a_class_that_does_not_import_when_asked(tmp_path: Any) -> None:
+    """A cluster's submit-time check (in its own process) refuses a registration that does not import, naming it,
+    and passes the topology with ``topology.skip.missing.kryo.registrations`` (Storm's skip, with a warning)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "skip_topology.py").write_text(SKIP_TOPOLOGY, encoding="utf-8")
+    package = tmp_path / "topology.zip"
+    package.write_bytes(read_package(tmp_path / "src")[0])
+    conf = {"topology.kryo.register": ["nowhere_xyz:Thing"]}
+    with pytest.raises(TopologyLoadError, match="unknown class 'nowhere_xyz:Thing'"):
+        check_package(package, "skip_topology:build", conf, timeout=60)
+    skip = {**conf, "topology.skip.missing.kryo.registrations": True}
+    skeleton = check_package(package, "skip_topology:build", skip, timeout=60)
+    assert set(skeleton.spouts) == {"words"}

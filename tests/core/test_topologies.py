@@ -122,8 +122,10 @@ def test_system_stream():
 
 
 def test_component_specific_config():
-    """Ports TopologyIntegrationTest.testComponentSpecificConfig: whitelisted and non-Storm keys per component."""
-    with LocalCluster(simulated_time=True) as cluster:
+    """Ports TopologyIntegrationTest.testComponentSpecificConfig: whitelisted and non-Storm keys per component, and
+    kryo registrations of classes that do not exist, merged (the topology's win) and skipped, as the cluster sets
+    topology.skip.missing.kryo.registrations."""
+    with LocalCluster(simulated_time=True, daemon_conf={"topology.skip.missing.kryo.registrations": True}) as cluster:
         builder = TopologyBuilder()
         builder.set_spout("1", PlannerSpout(["conf"]))
         component_conf = {
@@ -131,14 +133,17 @@ def test_component_specific_config():
             "topology.max.task.parallelism": 20,
             "topology.max.spout.pending": 30,
             "topology.message.timeout.secs": 99,  # a Storm key that may not vary per component
+            "topology.kryo.register": [{"fake.type": "bad.serializer"}, {"fake.type2": "a.serializer"}],
         }
         builder.set_bolt("2", ConfBolt(component_conf)).shuffle_grouping("1").set_max_task_parallelism(
             2
         ).add_configuration("fake.config2", 987)
         keys = ["fake.config", "topology.max.task.parallelism", "topology.max.spout.pending", "fake.config2",
-                "topology.message.timeout.secs"]
+                "topology.message.timeout.secs", "topology.kryo.register"]
         results = complete_topology(cluster, builder.create_topology(), mocked_sources={"1": [[k] for k in keys]},
-                                    storm_conf={"topology.message.timeout.secs": 40})
+                                    storm_conf={"topology.message.timeout.secs": 40,
+                                                "topology.kryo.register": [{"fake.type": "good.serializer"},
+                                                                           "fake.type3"]})
         got = dict(read_tuples(results, "2"))
         assert got == {
             "fake.config": 123,
@@ -146,6 +151,7 @@ def test_component_specific_config():
             "topology.max.task.parallelism": 2,
             "topology.max.spout.pending": 30,
             "topology.message.timeout.secs": 40,
+            "topology.kryo.register": [{"fake.type": "good.serializer"}, {"fake.type2": "a.serializer"}, "fake.type3"],
         }
 
 

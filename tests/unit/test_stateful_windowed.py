@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from storm_py import BaseStatefulWindowedBolt, Count, KeyValueState, TopologyBuilder
+from storm_py import BaseStatefulWindowedBolt, Count, Duration, KeyValueState, TopologyBuilder
+from storm_py.clock import SimulatedClock
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, COMMIT, INITSTATE, PREPARE, ROLLBACK
 from storm_py.stateful.executors import StatefulBoltExecutor
 from storm_py.stateful.state import MemoryStore
@@ -167,6 +168,44 @@ def test_a_persisted_window_is_restored_with_what_the_last_evaluation_saw():
     assert bolt2.windows == [[4, 5, 6]]
     assert bolt2.state.get("total") == 21  # 4 is new in this window, 1..3 were counted before
     assert not numbers(rec2.log, "ack")  # inputs are acked when their checkpoint commits
+
+
+def test_a_persisted_processing_time_window_saves_epoch_ms_and_restores_on_another_clock():
+    """Saved events carry epoch ms (the clock's wall time at arrival), so a worker whose monotonic clock has another
+    origin (another host) restores them at the right distance from its own now."""
+    window_store, state_store = MemoryStore(), MemoryStore()
+
+    def start(clock: SimulatedClock):
+        bolt = WindowSum().with_window(Duration.seconds(10)).with_persistence()
+        adapter = bolt.topology_bolt()
+        ex = StatefulBoltExecutor(adapter, [CHECKPOINT_COMPONENT_ID])
+        ctx = context(sources={"numbers": [3]})
+        ctx.clock = clock
+        window_state = KeyValueState(window_store)
+        adapter.prepare = lambda c, cx, col: adapter.prepare_with_window_state(c, cx, col, window_state)  # type: ignore
+        ex.prepare_with_state(dict(adapter.get_component_configuration() or {}), ctx, Recorder(),
+                              KeyValueState(state_store))
+        ex.execute(checkpoint(0, INITSTATE))
+        return ex, bolt, window_state
+
+    first = SimulatedClock(start=100.0)
+    ex, bolt, window_state = start(first)
+    ex.execute(number(1))  # at t = 100 s of this clock
+    assert bolt.windows == [[1]]
+    arrived = round(first.wall() * 1000)
+    first.advance(1.0)
+    ex.execute(checkpoint(0, PREPARE))
+    ex.execute(checkpoint(0, COMMIT))
+    (image,) = window_state.get(["$partitions", 0])
+    assert image[5] == arrived  # the event's time, in epoch ms
+    # another host: its monotonic clock reads 5 s when the wall clock reads what the first one did at 102 s
+    second = SimulatedClock(start=5.0, wall_zero=first.wall_at(102.0) - 5.0)
+    ex2, bolt2, _ = start(second)
+    ex2.execute(number(2))  # 2 s after 1: both in the 10 s window
+    assert bolt2.windows[-1] == [1, 2]
+    second.advance(8.5)  # 10.5 s after 1, 8.5 s after 2: 1 has left
+    ex2.execute(number(3))
+    assert bolt2.windows[-1] == [2, 3]
 
 
 def test_a_stateful_windowed_bolt_without_message_id_field_is_rejected_naming_the_key():

@@ -74,6 +74,14 @@ def prepared(bolt: BaseWindowedBolt, conf: dict, streams: dict[str, Fields] | No
     return executor, collector, clock
 
 
+def since_zero(clock: SimulatedClock, window) -> tuple[int | None, int]:
+    """A processing-time window's bounds as ms of the simulated clock since its zero (the window carries epoch
+    ms: the clock's wall time)."""
+    zero = round(clock.wall_at(0.0) * 1000)
+    start = window.get_start_timestamp()
+    return (None if start is None else start - zero), window.get_end_timestamp() - zero
+
+
 def watermark(executor: WindowedBoltExecutor, clock: SimulatedClock) -> None:
     """What the watermark interval's tick does."""
     clock.advance(1.0)
@@ -138,7 +146,7 @@ def test_processing_time_windows_follow_the_clock_and_ack_on_expiry():
     executor.execute(make_tick_tuple(0.001))
     windows = executor.bolt.windows
     # (end - 20, end]: the tuple of t = 0 leaves at 20, the one of t = 5 at 30 (an empty window: no activation)
-    assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [(10, [1, 2]), (20, [2])]
+    assert [(since_zero(clock, w)[1], [t[0] for t in w]) for w in windows] == [(10, [1, 2]), (20, [2])]
     assert collector.acked == [first, second]
 
 
@@ -182,7 +190,7 @@ def test_count_window_sliding_on_the_clock():
     executor, _, clock = prepared(Windows().with_window(Count(3), Duration(10)), conf)
     feed_at(executor, clock, [1, 2, 3, 4, 12, 25])
     windows = executor.bolt.windows
-    assert [(w.get_start_timestamp(), w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+    assert [(*since_zero(clock, w), [t[0] for t in w]) for w in windows] == [
         (None, 10, [2, 3, 4]), (None, 20, [3, 4, 5]),
     ]
 
@@ -193,9 +201,27 @@ def test_duration_window_sliding_with_every_tuple():
     executor, _, clock = prepared(Windows().with_window(Duration(20)), conf)
     feed_at(executor, clock, [1, 10, 21, 30, 45])
     windows = executor.bolt.windows
-    assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+    assert [(since_zero(clock, w)[1], [t[0] for t in w]) for w in windows] == [
         (1, [1]), (10, [1, 2]), (21, [2, 3]), (30, [3, 4]), (45, [4, 5]),
     ]
+
+
+def test_processing_time_windows_carry_the_wall_time_of_the_clock():
+    """Start and end are epoch ms: the simulated clock's ``wall()`` at the trigger, the start a window length
+    before it; nothing near the monotonic ``now()``."""
+    conf = {"topology.bolts.window.length.duration.ms": 20}
+    executor, _, clock = prepared(Windows().with_window(Duration(20)), conf)
+    clock.advance(7.0)
+    executor.execute(tup(["n"], [1]))
+    (window,) = executor.bolt.windows
+    assert window.get_end_timestamp() == round(clock.wall() * 1000)
+    assert window.get_start_timestamp() == window.get_end_timestamp() - 20
+    count_conf = {"topology.bolts.window.length.count": 1}
+    count_executor, _, count_clock = prepared(Windows().with_window(Count(1)), count_conf)
+    count_clock.advance(3.0)
+    count_executor.execute(tup(["n"], [1]))
+    (window,) = count_executor.bolt.windows
+    assert window.get_end_timestamp() == round(count_clock.wall() * 1000) and window.get_start_timestamp() is None
 
 
 def test_duration_window_sliding_by_count():
@@ -204,7 +230,7 @@ def test_duration_window_sliding_by_count():
     executor, _, clock = prepared(Windows().with_window(Duration(20), Count(2)), conf)
     feed_at(executor, clock, [1, 5, 18, 30, 31, 32])
     windows = executor.bolt.windows
-    assert [(w.get_end_timestamp(), [t[0] for t in w]) for w in windows] == [
+    assert [(since_zero(clock, w)[1], [t[0] for t in w]) for w in windows] == [
         (5, [1, 2]), (30, [3, 4]), (32, [3, 4, 5, 6]),
     ]
 

@@ -5,6 +5,7 @@ window emits, and the bad-input cases."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,14 @@ def run(cluster: LocalCluster, bolt: BaseWindowedBolt, fields: list[str], fail_d
     return Run(feeder, tracker, tracked, out, late)
 
 
+def bounds(c: LocalCluster, windows: Record) -> list[tuple[int | None, int, list[Any]]]:
+    """Each processing-time window's (start, end, values), the bounds as ms since the simulated clock's zero (the
+    windows carry epoch ms: the cluster clock's wall time)."""
+    zero = round(c.clock.wall_at(0.0) * 1000)
+    return [(None if w["start"] is None else w["start"] - zero, w["end"] - zero, w["values"])
+            for w in windows.snapshot()]
+
+
 def acked(tracker: AckFailMapTracker, ids) -> list[bool]:
     return [tracker.is_acked(i) for i in ids]
 
@@ -153,7 +162,7 @@ def test_duration_sliding_window_on_the_simulated_clock():
         tracked_wait(r.tracked, 1)
         c.advance_cluster_time(4)  # t = 10 s
         c.advance_cluster_time(5)  # t = 15 s: 1 and 2 (t = 1 s) have left
-        assert [(w["start"], w["end"], w["values"]) for w in windows.snapshot()] == [
+        assert bounds(c, windows) == [
             (-5000, 5000, [1, 2]), (0, 10000, [1, 2, 3]), (5000, 15000, [3]),
         ]
         wait_until(lambda: acked(r.tracker, [1, 2]) == [True, True], 10, what="acks of the expired tuples")
@@ -177,10 +186,60 @@ def test_duration_tumbling_window():
         r.feeder.feed([3], 3)
         tracked_wait(r.tracked, 1)
         c.advance_cluster_time(3)  # t = 10 s
-        assert [(w["start"], w["end"], w["values"]) for w in windows.snapshot()] == [
+        assert bounds(c, windows) == [
             (0, 5000, [1, 2]), (5000, 10000, [3]),
         ]
         assert r.out.snapshot() == [[3], [3]]
+
+
+def test_processing_time_windows_carry_epoch_ms_on_the_real_clock():
+    """On the real clock, count and duration windows end at the wall time of their evaluation (epoch ms, as Storm's
+    ``System.currentTimeMillis()``), not at a reading of the monotonic clock; a duration window starts one length
+    before its end."""
+    counts, durations = Record(), Record()
+    tracker = AckFailMapTracker()
+    feeder, builder = feeder_topology(["n"], tracker)
+    builder.set_bolt("count", SumWindow(counts).with_tumbling_window(Count(2))).shuffle_grouping("1")
+    sliding = SumWindow(durations).with_window(Duration(1000), Duration(200))
+    builder.set_bolt("duration", sliding).shuffle_grouping("1")
+    before = time.time() * 1000
+    with LocalCluster(supervisors=1, ports_per_supervisor=2) as c:
+        c.submit_topology("wall-windows", {}, builder.create_topology())
+        feeder.feed([1], 1)
+        feeder.feed([2], 2)
+        wait_until(lambda: counts.snapshot() and durations.snapshot(), 30, what="a count and a duration window")
+        after = time.time() * 1000
+        (count,) = counts.snapshot()
+        duration = durations.snapshot()[0]
+    # each bound is rounded to whole ms twice (the monotonic instant, then its wall time): 1 ms of slack
+    assert before - 1 <= count["end"] <= after + 1, (before, count, after)
+    assert count["start"] is None and count["values"] == [1, 2]
+    assert before - 1 <= duration["end"] <= after + 1, (before, duration, after)
+    assert duration["start"] == duration["end"] - 1000
+
+
+def test_processing_time_windows_carry_the_simulated_clocks_wall_time():
+    """Under simulated time the window bounds are the simulated clock's ``wall()`` at the evaluation."""
+    counts = Record()
+    with cluster() as c:
+        r = run(c, SumWindow(counts).with_tumbling_window(Count(2)), ["n"])
+        c.advance_cluster_time(3)
+        r.feeder.feed([1], 1)
+        r.feeder.feed([2], 2)
+        tracked_wait(r.tracked, 2)
+        (window,) = counts.snapshot()
+        assert window["end"] == round(c.clock.wall() * 1000) and window["start"] is None
+    durations = Record()
+    with cluster() as c:
+        r = run(c, SumWindow(durations).with_tumbling_window(Duration.seconds(5)), ["n"])
+        c.advance_cluster_time(1)
+        r.feeder.feed([1], 1)
+        tracked_wait(r.tracked, 1)
+        c.advance_cluster_time(4)  # t = 5 s: the window (0 s, 5 s] is evaluated now
+        wait_until(lambda: durations.snapshot(), 10, what="the duration window")
+        (window,) = durations.snapshot()
+        assert window["end"] == round(c.clock.wall() * 1000)
+        assert window["start"] == round(c.clock.wall() * 1000) - 5000
 
 
 def test_windowing_docs_event_time_example():
