@@ -13,8 +13,12 @@ body whose type is not one its route accepts (JSON by default: a cross-site "sim
 every reply carries the security headers; a client sending too many wrong tokens is answered 429 for a while.
 With ``tls`` the port speaks TLS only.
 
-Bounds (anything reaching the port is hostile until proven otherwise): the token of a protected route is checked
-from the headers before a byte of the body is read; a body over ``max_body`` bytes is refused unread; every
+Bounds (anything reaching the port is hostile until proven otherwise): a body is framed by exactly one
+``Content-Length`` (:func:`body_length`): a second one, a ``Transfer-Encoding`` or a body declared on a method
+that takes none (``GET``) is refused from the headers, and the one value checked is the one read; a header
+sent twice reaches every check as one joined value (:func:`~storm_py.node.http_guard.merged_headers`).  The
+token of a protected route is checked from the headers before a byte of the body is read; a body over
+``max_body`` bytes is refused unread; every
 connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client cannot hold a thread;
 at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
 """
@@ -39,7 +43,15 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
-from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
+from storm_py.node.http_guard import (
+    BODY_METHODS,
+    JSON,
+    SECURITY_HEADERS,
+    FailureLimiter,
+    browser_refusal,
+    header,
+    merged_headers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +71,7 @@ STATUS_BY_CODE = {
     "topology_load_error": 400,
     "config_error": 400,
     "bad_request": 400,
+    "length_required": 411,
     "unauthorized": 401,
     "forbidden": 403,
     "too_many_failures": 429,
@@ -105,6 +118,43 @@ class BadRequestError(StormPyError):
     """The request itself is malformed (bad JSON, bad parameter)."""
 
     code = "bad_request"
+
+
+class LengthRequiredError(StormPyError):
+    """A request whose body is not framed by a ``Content-Length`` (a ``Transfer-Encoding``)."""
+
+    code = "length_required"
+
+
+_DIGITS = re.compile(r"[0-9]{1,20}")
+
+
+def body_length(method: str, headers: Mapping[str, str]) -> int:
+    """The bytes of body to read for a request with ``headers`` (joined by
+    :func:`~storm_py.node.http_guard.merged_headers`): its one ``Content-Length``, 0 without one.  Refused with an
+    error naming the header: a length that is not a decimal number or was sent twice (two framings of one body
+    let a check read one and the read use the other), any ``Transfer-Encoding`` (bodies here always carry a
+    length; with a length too the framing is ambiguous) and a body on a method that takes none."""
+    raw = header(headers, "content-length")
+    coding = header(headers, "transfer-encoding")
+    if coding is not None:
+        if raw is not None:
+            raise BadRequestError(f"a request with both Transfer-Encoding {coding[:40]!r} and Content-Length is "
+                                  "refused (its body's end is ambiguous)", header="Transfer-Encoding")
+        raise LengthRequiredError(f"Transfer-Encoding {coding[:40]!r} is not accepted: send the body with one "
+                                  "Content-Length", header="Transfer-Encoding")
+    if raw is None:
+        return 0
+    if "," in raw:
+        raise BadRequestError(f"a request with more than one Content-Length ({raw[:60]!r}) is refused",
+                              header="Content-Length")
+    if not _DIGITS.fullmatch(raw.strip()):
+        raise BadRequestError(f"bad Content-Length {raw[:40]!r}", header="Content-Length")
+    length = int(raw)
+    if length and method not in BODY_METHODS:
+        raise BadRequestError(f"a {method} request takes no body (it declared Content-Length {length})",
+                              header="Content-Length")
+    return length
 
 
 class NotFoundError(StormPyError):
@@ -170,7 +220,8 @@ Handler = Callable[[Request], Any]
 
 @dataclass
 class Route:
-    """``method`` + a path pattern with ``{name}`` segments.  Every route needs the server's token unless
+    """``method`` + a path pattern with ``{name}`` segments (one segment each) and at most one trailing
+    ``{name*}`` (the rest of the path, slashes included).  Every route needs the server's token unless
     ``public`` (``protected`` is kept for callers that say so explicitly); ``bodies`` are the media types of
     bodies it accepts."""
 
@@ -183,9 +234,16 @@ class Route:
     regex: re.Pattern[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        parts = re.split(r"(\{\w+\})", self.pattern)
-        rx = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
+        parts = re.split(r"(\{\w+\*?\})", self.pattern)
+        rx = "".join(_segment(p) if p.startswith("{") else re.escape(p) for p in parts)
         self.regex = re.compile(f"^{rx}/?$")
+
+
+def _segment(part: str) -> str:
+    """The regex of a route pattern's ``{name}`` (one path segment) or ``{name*}`` (the rest of the path)."""
+    if part.endswith("*}"):
+        return f"(?P<{part[1:-2]}>.+)"
+    return f"(?P<{part[1:-1]}>[^/]+)"
 
 
 def error_reply(err: StormPyError) -> Reply:
@@ -320,13 +378,13 @@ class JsonApiServer:
                     self.connection.do_handshake()
 
             def _serve(self) -> None:
-                headers = dict(self.headers.items())
+                headers = merged_headers(self.headers.items())
                 refusal = api.refusal(self.command, self.path, headers, client=str(self.client_address[0]))
                 if refusal is not None:
                     self.close_connection = True  # the body, if any, is never read
                     reply = refusal
-                else:
-                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                else:  # exactly the length refusal checked
+                    body = self.rfile.read(body_length(self.command, headers))
                     reply = api.dispatch(self.command, self.path, headers, body)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
@@ -388,15 +446,12 @@ class JsonApiServer:
     def refusal(
         self, method: str, raw_path: str, headers: Mapping[str, str], client: str = "",
     ) -> Reply | None:
-        """The reply refusing a request from its headers alone (bad length, foreign origin, missing token), or
+        """The reply refusing a request from its headers alone (bad framing, foreign origin, missing token), or
         None.  ``client``: the peer's address (failed tokens are rate limited per address)."""
-        raw_length = header(headers, "content-length") or "0"
         try:
-            length = int(raw_length)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
+            length = body_length(method, headers)
+        except StormPyError as err:
+            return error_reply(err)
         path = urlsplit(raw_path).path
         route = self._route(method, path)
         why = browser_refusal(method, headers, self.hosts, self.tls, route.bodies if route else self.fallback_bodies)
