@@ -13,14 +13,11 @@ body whose type is not one its route accepts (JSON by default: a cross-site "sim
 every reply carries the security headers; a client sending too many wrong tokens is answered 429 for a while.
 With ``tls`` the port speaks TLS only.
 
-Bounds (anything reaching the port is hostile until proven otherwise): a body is framed by exactly one
-``Content-Length`` (:func:`body_length`): a second one, a ``Transfer-Encoding`` or a body declared on a method
-that takes none (``GET``) is refused from the headers, and the one value checked is the one read; a header
-sent twice reaches every check as one joined value (:func:`~storm_py.node.http_guard.merged_headers`).  The
-token of a protected route is checked from the headers before a byte of the body is read; a body over
-``max_body`` bytes is refused unread; every
-connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client cannot hold a thread;
-at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
+Bounds (anything reaching the port is hostile until proven otherwise): one ``Content-Length`` frames a body and
+is the one read, anything else is refused from the headers (:mod:`storm_py.node.http_framing`); the token of a
+protected route is checked from the headers before a byte of the body is read; a body over ``max_body`` bytes is
+refused unread; every connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client
+cannot hold a thread; at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
 """
 
 from __future__ import annotations
@@ -43,15 +40,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
-from storm_py.node.http_guard import (
-    BODY_METHODS,
-    JSON,
-    SECURITY_HEADERS,
-    FailureLimiter,
-    browser_refusal,
-    header,
-    merged_headers,
-)
+from storm_py.node.http_framing import body_length, merged_headers
+from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
 
 log = logging.getLogger(__name__)
 
@@ -120,43 +110,6 @@ class BadRequestError(StormPyError):
     code = "bad_request"
 
 
-class LengthRequiredError(StormPyError):
-    """A request whose body is not framed by a ``Content-Length`` (a ``Transfer-Encoding``)."""
-
-    code = "length_required"
-
-
-_DIGITS = re.compile(r"[0-9]{1,20}")
-
-
-def body_length(method: str, headers: Mapping[str, str]) -> int:
-    """The bytes of body to read for a request with ``headers`` (joined by
-    :func:`~storm_py.node.http_guard.merged_headers`): its one ``Content-Length``, 0 without one.  Refused with an
-    error naming the header: a length that is not a decimal number or was sent twice (two framings of one body
-    let a check read one and the read use the other), any ``Transfer-Encoding`` (bodies here always carry a
-    length; with a length too the framing is ambiguous) and a body on a method that takes none."""
-    raw = header(headers, "content-length")
-    coding = header(headers, "transfer-encoding")
-    if coding is not None:
-        if raw is not None:
-            raise BadRequestError(f"a request with both Transfer-Encoding {coding[:40]!r} and Content-Length is "
-                                  "refused (its body's end is ambiguous)", header="Transfer-Encoding")
-        raise LengthRequiredError(f"Transfer-Encoding {coding[:40]!r} is not accepted: send the body with one "
-                                  "Content-Length", header="Transfer-Encoding")
-    if raw is None:
-        return 0
-    if "," in raw:
-        raise BadRequestError(f"a request with more than one Content-Length ({raw[:60]!r}) is refused",
-                              header="Content-Length")
-    if not _DIGITS.fullmatch(raw.strip()):
-        raise BadRequestError(f"bad Content-Length {raw[:40]!r}", header="Content-Length")
-    length = int(raw)
-    if length and method not in BODY_METHODS:
-        raise BadRequestError(f"a {method} request takes no body (it declared Content-Length {length})",
-                              header="Content-Length")
-    return length
-
-
 class NotFoundError(StormPyError):
     """No such route or resource."""
 
@@ -220,10 +173,8 @@ Handler = Callable[[Request], Any]
 
 @dataclass
 class Route:
-    """``method`` + a path pattern with ``{name}`` segments (one segment each) and at most one trailing
-    ``{name*}`` (the rest of the path, slashes included).  Every route needs the server's token unless
-    ``public`` (``protected`` is kept for callers that say so explicitly); ``bodies`` are the media types of
-    bodies it accepts."""
+    """``method`` + a path pattern of ``{name}`` segments and a last ``{name*}`` (the rest of the path); the token
+    is needed unless ``public`` (``protected`` says so explicitly); ``bodies``: the media types it accepts."""
 
     method: str
     pattern: str
@@ -235,15 +186,8 @@ class Route:
 
     def __post_init__(self) -> None:
         parts = re.split(r"(\{\w+\*?\})", self.pattern)
-        rx = "".join(_segment(p) if p.startswith("{") else re.escape(p) for p in parts)
-        self.regex = re.compile(f"^{rx}/?$")
-
-
-def _segment(part: str) -> str:
-    """The regex of a route pattern's ``{name}`` (one path segment) or ``{name*}`` (the rest of the path)."""
-    if part.endswith("*}"):
-        return f"(?P<{part[1:-2]}>.+)"
-    return f"(?P<{part[1:-1]}>[^/]+)"
+        self.regex = re.compile("^" + "".join(re.escape(p) if not p.startswith("{") else f"(?P<{p[1:-2]}>.+)"
+                                              if p.endswith("*}") else f"(?P<{p[1:-1]}>[^/]+)" for p in parts) + "/?$")
 
 
 def error_reply(err: StormPyError) -> Reply:
@@ -502,4 +446,5 @@ class JsonApiServer:
             return error_reply(err)
         except Exception as err:
             log.exception("%s %s crashed", method, path)
-            return Reply.of_json({"error": "internal_error", "errorMessage": f"{type(err).__name__}: {err}"}, 500)
+            message = f"{method} {path} failed ({type(err).__name__}); the daemon's log has the details (and paths)"
+            return Reply.of_json({"error": "internal_error", "errorMessage": message}, 500)

@@ -131,17 +131,6 @@ class FailureLimiter:
             self._failures.popitem(last=False)
 
 
-def merged_headers(fields: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """A request's header fields as one value per name: a name sent more than once (in any case) has its values
-    joined with ``", "`` (HTTP's list form), so no check can read one copy while the server acts on another."""
-    out: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for name, value in fields:
-        first = names.setdefault(name.lower(), name)
-        out[first] = f"{out[first]}, {value}" if first in out else value
-    return out
-
-
 def header(headers: Mapping[str, str], name: str) -> str | None:
     """A header's value by (lower-case) name, whatever its case in the request."""
     return next((v for k, v in headers.items() if k.lower() == name), None)

@@ -13,8 +13,7 @@ import pytest
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
-from storm_py.node.http_api import body_length
-from storm_py.node.http_guard import merged_headers
+from storm_py.node.http_framing import body_length, merged_headers
 from tests.security.endpoints import TOKEN, Endpoints, loopback_endpoints
 
 pytestmark = pytest.mark.timeout(120)
