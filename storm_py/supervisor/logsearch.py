@@ -37,15 +37,19 @@ class ReplyBudget:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.spent = 0
-        self.exhausted = False
+        self._refused = False
 
     def take(self, cost: int) -> bool:
         """Charge ``cost`` bytes if they fit (or nothing was charged yet); False, and exhausted, if not."""
         if self.spent and self.spent + cost > self.limit:
-            self.exhausted = True
+            self._refused = True
             return False
         self.spent += cost
         return True
+
+    def exhausted(self) -> bool:
+        """Whether a match was refused: the reply is full."""
+        return self._refused
 
 
 def _text(data: bytes) -> str:

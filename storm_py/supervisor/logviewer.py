@@ -15,12 +15,12 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /api/v1/deepSearch/{topology_id}?search-string=S[&num-matches=N&port=P|*&start-byte-offset=B]`` -> the
   matches in the ``worker.log`` of each of the topology's workers on this host: ``{"matches": [{"fileName",
   "port", "host", "matches": [...]}]}``.
-
-A search reply carries at most ``logviewer.max.search.reply.bytes`` of matches, all files together: the file
-where it ran out says ``nextByteOffset``, and a deep search that left ports unsearched says ``"truncated": true``.
 * ``GET /api/v1/download?file=...`` and ``GET /api/v1/daemondownload?file=<name>.log`` -> a whole file as an attachment.
 * ``GET /api/v1/daemonlog?file=<name>.log&start=N&length=M`` -> a page of a daemon's log (``<storm.log.dir>/*.log``),
   as ``/api/v1/log``; ``GET /api/v1/daemonlogs`` lists them.
+
+A search reply carries at most ``logviewer.max.search.reply.bytes`` of matches, all files together: the file
+where it ran out says ``nextByteOffset``, and a deep search that left ports unsearched says ``"truncated": true``.
 
 Every route needs the cluster's token (``Authorization: Bearer``), like every other endpoint of the cluster.
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
@@ -233,10 +233,12 @@ def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str, reply_byt
         budget = ReplyBudget(reply_bytes)
         searched = 0
         for p in ports:
-            if budget.exhausted:
+            if budget.exhausted():
                 break
             rel = f"{tid}/{p}/worker.log"
             found, following = _search(files.path_of(rel), rel, needle, start, limit, budget)
+            if budget.exhausted() and not found:
+                break  # its first match did not fit: this port is left for the next request
             searched += 1
             if found:
                 out.append({"fileName": rel, "port": int(p), "host": host, "matches": found,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -155,3 +156,13 @@ def test_a_deep_search_reply_is_capped_as_a_whole(many_workers: Path) -> None:
     # a small reply is whole
     size, body = deep_search(many_workers, cap, "search-string=needle&num-matches=2&port=6701")
     assert "truncated" not in body and [len(m["matches"]) for m in body["matches"]] == [2]
+
+
+def test_a_budget_spent_at_a_file_s_end_leaves_the_next_file_to_the_next_request(many_workers: Path) -> None:
+    for port in range(6702, 6716):  # two workers: the second is the last
+        shutil.rmtree(many_workers / TID / str(port))
+    first = deep_search(many_workers, 1 << 30, "search-string=needle&num-matches=1000&port=6700")[1]
+    spent = sum(len(json.dumps(m)) + 2 for m in first["matches"][0]["matches"])
+    body = deep_search(many_workers, spent + 100, "search-string=needle&num-matches=1000")[1]
+    assert [(m["port"], len(m["matches"])) for m in body["matches"]] == [(6700, 1000)]
+    assert body["truncated"] is True  # 6701's matches were not lost: the reply says it was not searched
