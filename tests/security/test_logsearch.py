@@ -99,8 +99,8 @@ def test_a_log_rotated_under_running_searches_leaves_the_log_viewer_up(tmp_path:
         for thread in searchers:
             thread.start()
         rotations = 0
-        deadline = SYSTEM_CLOCK.now() + 6.0
-        while SYSTEM_CLOCK.now() < deadline and viewer.poll() is None:
+        deadline = SYSTEM_CLOCK.now() + 60.0
+        while SYSTEM_CLOCK.now() < deadline and viewer.poll() is None and (rotations < 40 or len(answered) < 40):
             with log.open("ab") as out:  # the worker writes on past the limit...
                 out.write(filler)
             rotations += len(rotate(worker, 4 * MB))  # ...and the supervisor copies and empties the file
@@ -108,7 +108,7 @@ def test_a_log_rotated_under_running_searches_leaves_the_log_viewer_up(tmp_path:
         for thread in searchers:
             thread.join(30)
         assert viewer.poll() is None, f"the log viewer died during rotation (exit {viewer.returncode})"
-        assert rotations > 20 and len(answered) > 20 and set(answered) == {200}, (rotations, len(answered))
+        assert rotations >= 40 and len(answered) >= 40 and set(answered) == {200}, (rotations, len(answered))
     finally:
         stop.set()
         viewer.kill()
