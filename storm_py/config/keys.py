@@ -114,6 +114,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("logviewer.host", STR, None, "supervisor", "interface the log viewer binds (default: storm.local.hostname)"),
         Key("logviewer.port", INT, 8000, "supervisor", "log viewer port (0: a free port)", min=0, max=65535),
         Key("logviewer.max.per.worker.logs.size.mb", NUMBER, 2048, "supervisor", "a worker's logs (worker.log, .out, .err and one backup each) stay under this", min=0.001),
+        Key("logviewer.max.search.reply.bytes", INT, 8388608, "supervisor", "a log search reply (search, deepSearch over all ports) carries at most this many bytes of matches; the rest is paged with nextByteOffset", min=65536),
         Key("logviewer.cleanup.age.mins", NUMBER, 10080, "supervisor", "a gone worker's artifacts are removed after this long untouched", min=0),
     ),
     "topology": (

@@ -3,7 +3,9 @@
 ``drpc.port`` serves clients, ``drpc.invocations.port`` serves topologies, ``drpc.http.port`` is Storm's HTTP
 endpoint (the routes are in :mod:`storm_py.drpc.wire`).  Each port is a
 :class:`~storm_py.node.http_api.JsonApiServer` with every route but ``/health`` protected by the cluster token
-(``nimbus.auth.token``, checked in constant time from the headers before the body is read).
+(``nimbus.auth.token``, checked in constant time from the headers before the body is read).  The open
+``GET /health`` says ``{"status": "ok"}`` and nothing else; ``GET /status`` (with the token) adds the number of
+pending requests.
 
 Bounds: a body over ``drpc.max.request.bytes`` is refused unread (413); at most ``drpc.max.pending.requests``
 requests exist at once (more: 503 busy); at most ``drpc.max.connections`` connections per port (more are
@@ -26,10 +28,10 @@ from storm_py.drpc.wire import (
     EXECUTE_PATH,
     FAILURE_PATH,
     FETCH_PATH,
-    HEALTH_PATH,
     MAX_FETCH_BATCH,
     MAX_FETCH_WAIT_SECS,
     RESULT_PATH,
+    STATUS_PATH,
     error_body,
 )
 from storm_py.errors import ConfigError, StormPyError, WaitTimeoutError
@@ -73,7 +75,7 @@ class DRPCServer:
             "hosts": allowed_hosts(c, self.host),
             "tls": server_context(c),
         }
-        health = Route("GET", HEALTH_PATH, self._health)
+        status = Route("GET", STATUS_PATH, self._status, protected=True)
         ports = [
             ("drpc", int(c["drpc.port"]), [Route("POST", EXECUTE_PATH, self._execute, protected=True)]),
             ("drpc-invocations", int(c["drpc.invocations.port"]), [
@@ -84,7 +86,9 @@ class DRPCServer:
         ]
         if int(c["drpc.http.port"]) >= 0:
             ports.append(("drpc-http", int(c["drpc.http.port"]), [
-                Route("GET", "/drpc/{function}/{args}", self._http_execute, protected=True),
+                # the rest of the path is the arguments, slashes included (Storm's ``/drpc/reach/foo.com/blog/1``;
+                # percent-encoded slashes work too)
+                Route("GET", "/drpc/{function}/{args*}", self._http_execute, protected=True),
                 Route("GET", "/drpc/{function}", self._http_execute, protected=True),
                 # the arguments are the body as text (Storm's ``curl -d ARGS``)
                 Route("POST", "/drpc/{function}", self._http_execute, protected=True,
@@ -93,7 +97,7 @@ class DRPCServer:
         self.servers: dict[str, JsonApiServer] = {}
         try:
             for name, port, routes in ports:
-                self.servers[name] = JsonApiServer(self.host, port, [health, *routes], name=name, **limits)
+                self.servers[name] = JsonApiServer(self.host, port, [status, *routes], name=name, **limits)
         except OSError as err:
             self._close_all()
             raise StormPyError(f"the DRPC server cannot listen on {self.host}: {err.strerror}", host=self.host) from err
@@ -144,7 +148,7 @@ class DRPCServer:
 
     # ------------------------------------------------------------------------------------------------ routes
 
-    def _health(self, request: Request) -> Any:
+    def _status(self, request: Request) -> Any:
         return {"status": "ok", "pending": self.service.pending()}
 
     def _execute(self, request: Request) -> Any:

@@ -1,14 +1,16 @@
 """This module owns the DRPC wire format shared by the server and its clients: paths, JSON shapes, error bodies.
 
 Every port speaks HTTP/1.1 with JSON bodies (the project's :class:`~storm_py.node.http_api.JsonApiServer`),
-authenticated with ``Authorization: Bearer <nimbus.auth.token>``; ``GET /health`` is open on each.
+authenticated with ``Authorization: Bearer <nimbus.auth.token>``; ``GET /health`` is open on each (``{"status":
+"ok"}``, nothing else) and ``GET /status`` (token) adds ``"pending"``, the requests waiting or in flight.
 
 * client port (``drpc.port``): ``POST /drpc/execute`` ``{"function", "args"}`` -> ``{"result"}``;
 * invocations port (``drpc.invocations.port``): ``POST /drpc/fetch`` ``{"function", "max", "wait_secs"}`` ->
   ``{"requests": [{"id", "args"}]}`` (long poll: waits up to ``wait_secs`` for a first request),
   ``POST /drpc/result`` ``{"id", "result"}`` and ``POST /drpc/failure`` ``{"id", "message"}`` ->
   ``{"accepted": bool}`` (false: the request is unknown, answered already or timed out);
-* HTTP port (``drpc.http.port``, Storm's): ``GET /drpc/FUNC/ARGS``, ``GET /drpc/FUNC`` (empty arguments),
+* HTTP port (``drpc.http.port``, Storm's): ``GET /drpc/FUNC/ARGS`` (the rest of the path is the arguments,
+  slashes included: ``/drpc/reach/foo.com/blog/1``, or percent-encoded), ``GET /drpc/FUNC`` (empty arguments),
   ``POST /drpc/FUNC`` with the arguments as the body text -> the result as ``text/plain``.
 
 An error is ``{"error": <TYPE>, "type": <type>, "errorMessage": <text>}`` (Storm's body: ``error`` names the
@@ -27,7 +29,7 @@ EXECUTE_PATH = "/drpc/execute"
 FETCH_PATH = "/drpc/fetch"
 RESULT_PATH = "/drpc/result"
 FAILURE_PATH = "/drpc/failure"
-HEALTH_PATH = "/health"
+STATUS_PATH = "/status"
 
 #: Longest long poll of one fetch (a spout's fetcher asks again right away).
 MAX_FETCH_WAIT_SECS = 5.0

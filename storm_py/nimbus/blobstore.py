@@ -21,6 +21,7 @@ from urllib.parse import quote, unquote
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.node.http_api import BadRequestError
 from storm_py.packaging.package import TopologyPackage, digest
 from storm_py.state.cluster_state import ClusterState
 
@@ -62,9 +63,13 @@ class LocalFsBlobStore:
         root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        if not key:
-            raise StormPyError("an empty blob key")
-        return self.root / quote(key, safe="")
+        """The file of blob ``key``: its percent-encoded name in the root.  A key whose name would be the root,
+        its parent or a hidden file (``.``, ``..``, a write in progress) names no blob (400)."""
+        name = quote(key, safe="")
+        if not name or name.startswith("."):
+            raise BadRequestError(f"blob key {key!r} names no blob (a key may not be empty or start with '.')",
+                                  key=key)
+        return self.root / name
 
     def put(self, key: str, data: bytes) -> None:
         """Write blob ``key`` (replacing it)."""
@@ -85,8 +90,11 @@ class LocalFsBlobStore:
             return None
 
     def has(self, key: str) -> bool:
-        """Whether blob ``key`` is here."""
-        return self._path(key).is_file()
+        """Whether blob ``key`` is here (a key naming no blob is not)."""
+        try:
+            return self._path(key).is_file()
+        except BadRequestError:
+            return False
 
     def age_secs(self, key: str) -> float:
         """Seconds since blob ``key`` was written (0 when it is missing)."""
@@ -208,10 +216,10 @@ class BlobReplicator:
         for holder in holders:
             try:
                 data = self.fetch(holder, key)
+                self.blobs.put(key, data)
             except StormPyError as err:
                 log.warning("could not copy blob %s from %s: %s", key, holder, err)
                 continue
-            self.blobs.put(key, data)
             if not self.state.register_blob_holder(key, self.holder_id, version, follow=True):
                 log.info("blob %s was deleted while it was copied here", key)  # the orphan sweep removes the copy
                 return True

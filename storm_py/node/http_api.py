@@ -13,10 +13,11 @@ body whose type is not one its route accepts (JSON by default: a cross-site "sim
 every reply carries the security headers; a client sending too many wrong tokens is answered 429 for a while.
 With ``tls`` the port speaks TLS only.
 
-Bounds (anything reaching the port is hostile until proven otherwise): the token of a protected route is checked
-from the headers before a byte of the body is read; a body over ``max_body`` bytes is refused unread; every
-connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client cannot hold a thread;
-at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
+Bounds (anything reaching the port is hostile until proven otherwise): one ``Content-Length`` frames a body and
+is the one read, anything else is refused from the headers (:mod:`storm_py.node.http_framing`); the token of a
+protected route is checked from the headers before a byte of the body is read; a body over ``max_body`` bytes is
+refused unread; every connection has a socket timeout (:data:`CONNECTION_TIMEOUT_SECS`), so a stalled client
+cannot hold a thread; at most :data:`MAX_CONNECTIONS` connections are served at once, more are closed at once.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import AuthorizationError, StormPyError
+from storm_py.node.http_framing import body_length, merged_headers
 from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ STATUS_BY_CODE = {
     "topology_load_error": 400,
     "config_error": 400,
     "bad_request": 400,
+    "length_required": 411,
     "unauthorized": 401,
     "forbidden": 403,
     "too_many_failures": 429,
@@ -170,9 +173,8 @@ Handler = Callable[[Request], Any]
 
 @dataclass
 class Route:
-    """``method`` + a path pattern with ``{name}`` segments.  Every route needs the server's token unless
-    ``public`` (``protected`` is kept for callers that say so explicitly); ``bodies`` are the media types of
-    bodies it accepts."""
+    """``method`` + a path pattern of ``{name}`` segments and a last ``{name*}`` (the rest of the path); the token
+    is needed unless ``public`` (``protected`` says so explicitly); ``bodies``: the media types it accepts."""
 
     method: str
     pattern: str
@@ -183,9 +185,9 @@ class Route:
     regex: re.Pattern[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        parts = re.split(r"(\{\w+\})", self.pattern)
-        rx = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
-        self.regex = re.compile(f"^{rx}/?$")
+        parts = re.split(r"(\{\w+\*?\})", self.pattern)
+        self.regex = re.compile("^" + "".join(re.escape(p) if not p.startswith("{") else f"(?P<{p[1:-2]}>.+)"
+                                              if p.endswith("*}") else f"(?P<{p[1:-1]}>[^/]+)" for p in parts) + "/?$")
 
 
 def error_reply(err: StormPyError) -> Reply:
@@ -320,13 +322,13 @@ class JsonApiServer:
                     self.connection.do_handshake()
 
             def _serve(self) -> None:
-                headers = dict(self.headers.items())
+                headers = merged_headers(self.headers.items())
                 refusal = api.refusal(self.command, self.path, headers, client=str(self.client_address[0]))
                 if refusal is not None:
                     self.close_connection = True  # the body, if any, is never read
                     reply = refusal
-                else:
-                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                else:  # exactly the length refusal checked
+                    body = self.rfile.read(body_length(self.command, headers))
                     reply = api.dispatch(self.command, self.path, headers, body)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
@@ -388,15 +390,12 @@ class JsonApiServer:
     def refusal(
         self, method: str, raw_path: str, headers: Mapping[str, str], client: str = "",
     ) -> Reply | None:
-        """The reply refusing a request from its headers alone (bad length, foreign origin, missing token), or
+        """The reply refusing a request from its headers alone (bad framing, foreign origin, missing token), or
         None.  ``client``: the peer's address (failed tokens are rate limited per address)."""
-        raw_length = header(headers, "content-length") or "0"
         try:
-            length = int(raw_length)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return error_reply(BadRequestError(f"bad Content-Length {raw_length[:40]!r}"))
+            length = body_length(method, headers)
+        except StormPyError as err:
+            return error_reply(err)
         path = urlsplit(raw_path).path
         route = self._route(method, path)
         why = browser_refusal(method, headers, self.hosts, self.tls, route.bodies if route else self.fallback_bodies)
@@ -447,4 +446,5 @@ class JsonApiServer:
             return error_reply(err)
         except Exception as err:
             log.exception("%s %s crashed", method, path)
-            return Reply.of_json({"error": "internal_error", "errorMessage": f"{type(err).__name__}: {err}"}, 500)
+            message = f"{method} {path} failed ({type(err).__name__}); the daemon's log has the details (and paths)"
+            return Reply.of_json({"error": "internal_error", "errorMessage": message}, 500)

@@ -2,7 +2,9 @@
 generates, and where clients find it.
 
 The file is ``storm-py.token`` (mode 0600) in the directory of the daemon's ``--config`` file, else in
-``storm.local.dir``; ``storm-py`` clients read it when their config names no token.
+``storm.local.dir``; ``storm-py`` clients read it when their config names no token.  :func:`write_owner_only` writes
+any other file that holds the token (a worker's configuration) readable by the cluster's user alone from its
+first byte.
 """
 
 from __future__ import annotations
@@ -67,3 +69,17 @@ def with_token(conf: Mapping[str, Any], config_file: str | None = None) -> dict[
     """``conf`` holding a token for a daemon: the configured one, else the token file's (generated if absent)."""
     token, _ = ensure_token(conf, config_file)
     return {**conf, TOKEN_KEY: token}
+
+
+def write_owner_only(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, mode 0600 from the first byte: a scratch file is created 0600 next to it,
+    written, and renamed over ``path`` (a file already there, whatever its mode, is replaced whole)."""
+    scratch = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(scratch, path)
+    except BaseException:
+        scratch.unlink(missing_ok=True)
+        raise

@@ -3,9 +3,11 @@ and the directories of workers gone for longer than ``logviewer.cleanup.age.mins
 
 Rotation is "copy, then truncate": a worker writes ``worker.log`` and ``events.log`` (its logging handlers) and
 ``worker.log.out`` / ``.err`` (its stdout and stderr) in append mode, so after the truncation its next write lands
-at the new end.  Each file over its share of ``logviewer.max.per.worker.logs.size.mb`` (an eighth: four files and
-one ``.1`` backup each) is copied to ``<name>.1`` and emptied, so a worker's directory stays under the limit
-whatever the worker prints.  Plain functions over paths and ``now``; the supervisor's round calls :func:`maintain`.
+at the new end (and a log search, which reads in chunks rather than mapping the file, just ends early:
+:mod:`storm_py.supervisor.logsearch`).  Each file over its share of ``logviewer.max.per.worker.logs.size.mb``
+(an eighth: four files and one ``.1`` backup each) is copied to ``<name>.1`` and emptied, so a worker's
+directory stays under the limit whatever the worker prints.  Plain functions over paths and ``now``; the
+supervisor's round calls :func:`maintain`.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import re
 import threading
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,7 +26,7 @@ from storm_py.errors import StormPyError
 from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
 from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
-from storm_py.node.token_file import with_token
+from storm_py.node.token_file import with_token, write_owner_only
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
@@ -56,6 +57,15 @@ def supervisor_id(conf: Mapping[str, Any], hostname: str) -> str:
     return sid
 
 
+def write_worker_conf(path: Path, conf: Mapping[str, Any]) -> None:
+    """Write the configuration workers start with to ``path``, mode 0600 from the start (it holds
+    ``nimbus.auth.token``).  Workers get the topology's own ZooKeeper identity at launch
+    (:func:`storm_py.state.acl.worker_auth`), never the cluster's payload."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    worker_conf = {k: v for k, v in conf.items() if k != "storm.zookeeper.auth.payload"}
+    write_owner_only(path, yaml.safe_dump(worker_conf, sort_keys=True))
+
+
 class SupervisorDaemon:
     """One supervisor process (see the module docstring)."""
 
@@ -70,12 +80,7 @@ class SupervisorDaemon:
         self.dist = StormDist(supervisor_dir(conf) / "stormdist", self.state, self.client.fetch_blob,
                               self._leader)
         self.worker_conf = supervisor_dir(conf) / "worker-conf.yaml"
-        self.worker_conf.parent.mkdir(parents=True, exist_ok=True)
-        # Workers get the topology's own ZooKeeper identity at launch (storm_py.state.acl.worker_auth), never
-        # the cluster's payload.
-        worker_conf = {k: v for k, v in self.conf.items() if k != "storm.zookeeper.auth.payload"}
-        self.worker_conf.write_text(yaml.safe_dump(worker_conf, sort_keys=True), encoding="utf-8")
-        self.worker_conf.chmod(0o600)  # it may hold nimbus.auth.token
+        write_worker_conf(self.worker_conf, self.conf)
         self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
         env_keys = ("supervisor.env.cleanup.secs", "supervisor.env.build.timeout.secs")
         cleanup, build_timeout = (float(setting(self.conf, k)) for k in env_keys)

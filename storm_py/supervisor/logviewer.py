@@ -19,6 +19,9 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 * ``GET /api/v1/daemonlog?file=<name>.log&start=N&length=M`` -> a page of a daemon's log (``<storm.log.dir>/*.log``),
   as ``/api/v1/log``; ``GET /api/v1/daemonlogs`` lists them.
 
+A search reply carries at most ``logviewer.max.search.reply.bytes`` of matches, all files together: the file
+where it ran out says ``nextByteOffset``, and a deep search that left ports unsearched says ``"truncated": true``.
+
 Every route needs the cluster's token (``Authorization: Bearer``), like every other endpoint of the cluster.
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
@@ -40,7 +43,7 @@ from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError
 from storm_py.node.http_guard import allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import ensure_token
-from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, search_file
+from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, ReplyBudget, search_file
 
 log = logging.getLogger(__name__)
 
@@ -198,22 +201,19 @@ def _attachment(path: Path, rel: str) -> Reply:
                  {"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"})
 
 
-def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str) -> list[Route]:
-    """Storm's ``search``, ``deepSearch``, downloads and daemon-log routes over ``files`` and ``daemons``."""
-
-    def with_urls(rel: str, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for m in matches:
-            m["logviewerURL"] = f"/log?file={quote(rel, safe='/')}&start={m['byteOffset']}"
-        return matches
+def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str, reply_bytes: int) -> list[Route]:
+    """Storm's ``search``, ``deepSearch``, downloads and daemon-log routes over ``files`` and ``daemons``; a search
+    reply carries at most ``reply_bytes`` of matches."""
 
     def search(req: Request) -> Any:
         rel = _required(req, "file")
         daemon = req.query.get("is-daemon", ["no"])[0] == "yes"
         path = daemons.path_of(rel) if daemon else files.path_of(rel)
         start = _bounded(req, "start-byte-offset", 0, 0, 1 << 62)
-        found, following = _search(path, rel, _needle(req), start, _bounded(req, "num-matches", 10, 1, MAX_MATCHES))
+        found, following = _search(path, rel, _needle(req), start, _bounded(req, "num-matches", 10, 1, MAX_MATCHES),
+                                   ReplyBudget(reply_bytes))
         reply: dict[str, Any] = {"isDaemon": "yes" if daemon else "no", "searchString": _required(req, "search-string"),
-                                 "startByteOffset": start, "matches": with_urls(rel, found)}
+                                 "startByteOffset": start, "matches": found}
         if following is not None:
             reply["nextByteOffset"] = following
         return reply
@@ -230,13 +230,23 @@ def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str) -> list[R
                 raise BadRequestError(f"parameter 'port' must be a port or '*', got {port!r}", parameter="port")
             ports = [p for p in ports if p == port]
         out = []
+        budget = ReplyBudget(reply_bytes)
+        searched = 0
         for p in ports:
+            if budget.exhausted():
+                break
             rel = f"{tid}/{p}/worker.log"
-            found, following = _search(files.path_of(rel), rel, needle, start, limit)
+            found, following = _search(files.path_of(rel), rel, needle, start, limit, budget)
+            if budget.exhausted() and not found:
+                break  # its first match did not fit: this port is left for the next request
+            searched += 1
             if found:
-                out.append({"fileName": rel, "port": int(p), "host": host, "matches": with_urls(rel, found),
+                out.append({"fileName": rel, "port": int(p), "host": host, "matches": found,
                             **({"nextByteOffset": following} if following is not None else {})})
-        return {"topologyId": tid, "searchString": needle.decode("utf-8"), "matches": out}
+        reply: dict[str, Any] = {"topologyId": tid, "searchString": needle.decode("utf-8"), "matches": out}
+        if searched < len(ports):
+            reply["truncated"] = True
+        return reply
 
     def daemon_log(req: Request) -> Any:
         name = _required(req, "file")
@@ -255,9 +265,14 @@ def search_routes(files: LogFiles, daemons: DaemonLogFiles, host: str) -> list[R
     ]
 
 
-def _search(path: Path, rel: str, needle: bytes, start: int, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+def _search(
+    path: Path, rel: str, needle: bytes, start: int, limit: int, budget: ReplyBudget,
+) -> tuple[list[dict[str, Any]], int | None]:
+    def link(offset: int) -> str:
+        return f"/log?file={quote(rel, safe='/')}&start={offset}"
+
     try:
-        return search_file(path, needle, start, limit)
+        return search_file(path, needle, start, limit, budget, link)
     except FileNotFoundError:
         raise NotFoundError(f"no log file {rel!r} on this host", file=rel) from None
     except OSError as err:
@@ -305,7 +320,8 @@ class LogViewer:
         port = int(setting(conf, "logviewer.port"))
         bind = str(conf.get("logviewer.host") or host)
         files = LogFiles(root)
-        routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host)
+        reply_bytes = int(setting(conf, "logviewer.max.search.reply.bytes"))
+        routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host, reply_bytes)
         try:
             self.server = JsonApiServer(
                 bind, port, routes, token=ensure_token(conf, None)[0], name="logviewer",

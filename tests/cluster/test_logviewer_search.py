@@ -24,7 +24,7 @@ def api(tmp_path: Path) -> JsonApiServer:
     (tmp_path / "supervisor-1.log").write_text("supervisor started\nneedle in a daemon\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("not a log", encoding="utf-8")
     files = LogFiles(artifacts)
-    routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(tmp_path), "host-a")
+    routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(tmp_path), "host-a", 8 << 20)
     server = JsonApiServer("127.0.0.1", 0, routes, token=TOKEN, name="logviewer")
     yield server
     server.stop()

@@ -67,7 +67,7 @@ def http(server: DRPCServerProcess, method: str, path: str, body: bytes | None =
 
 
 def pending(server: DRPCServerProcess) -> int:
-    return int(json.loads(http(server, "GET", "/health", token=None)[1])["pending"])
+    return int(json.loads(http(server, "GET", "/status")[1])["pending"])
 
 
 def test_client_and_http_round_trips_and_the_cli_client(drpc_server: Callable[..., DRPCServerProcess]) -> None:
@@ -86,6 +86,27 @@ def test_client_and_http_round_trips_and_the_cli_client(drpc_server: Callable[..
                               capture_output=True, text=True, timeout=60, check=False)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines() == ["echo:a b", "echo:c"]
+
+
+def test_http_arguments_are_the_rest_of_the_path(drpc_server: Callable[..., DRPCServerProcess]) -> None:
+    """Storm's ``GET /drpc/reach/foo.com/blog/1``: the arguments hold slashes, plain or percent-encoded."""
+    server = drpc_server()
+    with answering(server, "echo", lambda a: f"echo:{a}") as seen:
+        assert http(server, "GET", "/drpc/echo/foo.com/blog/1") == (200, b"echo:foo.com/blog/1")
+        assert http(server, "GET", "/drpc/echo/foo.com%2Fblog%2F1") == (200, b"echo:foo.com/blog/1")
+        assert http(server, "GET", "/drpc/echo/a/b%20c/d") == (200, b"echo:a/b c/d")
+    assert seen == ["foo.com/blog/1", "foo.com/blog/1", "a/b c/d"]
+
+
+def test_health_is_status_only_and_the_pending_count_needs_the_token(
+    drpc_server: Callable[..., DRPCServerProcess],
+) -> None:
+    server = drpc_server()
+    for port in (server.port, server.invocations_port, server.http_port):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as resp:
+            assert set(json.loads(resp.read())) == {"status", "server"}
+    assert http(server, "GET", "/status", token=None)[0] == 401
+    assert pending(server) == 0
 
 
 def test_no_token_or_a_wrong_token_is_refused_on_every_port(drpc_server: Callable[..., DRPCServerProcess]) -> None:

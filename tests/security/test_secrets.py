@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import stat
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +18,7 @@ from storm_py.dev.secret import main, with_secrets, write_private
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.node.session import is_loopback
 from storm_py.state.memory import MemoryStorage
+from storm_py.supervisor.daemon import write_worker_conf
 
 
 def test_secrets_are_generated_fresh_and_kept_when_set() -> None:
@@ -70,3 +74,51 @@ def test_nimbus_without_a_token_generates_one_and_serves_nothing_without_it(tmp_
 def test_loopback_names() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.1.2.3")
     assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("example.com")
+
+
+#: Whether the audit hook below looks at the files (a process keeps its audit hooks; this switches it off).
+_WATCH: dict[str, Any] = {"dir": None, "busy": False, "seen": []}
+
+
+def _watch_files(event: str, args: tuple[Any, ...]) -> None:
+    """At every audited step (an open, a chmod, a rename...), every file of the watched directory holding the
+    token must be readable by its owner alone."""
+    folder = _WATCH["dir"]
+    if folder is None or _WATCH["busy"]:
+        return
+    _WATCH["busy"] = True
+    try:
+        for path in folder.iterdir():
+            try:
+                mode = stat.S_IMODE(path.stat().st_mode)
+                holds = b"worker-conf-token" in path.read_bytes()
+            except OSError:
+                continue
+            _WATCH["seen"].append((event, path.name, mode, holds))
+    finally:
+        _WATCH["busy"] = False
+
+
+def test_the_worker_conf_holds_the_token_readable_by_its_owner_only_from_its_first_byte(tmp_path: Path) -> None:
+    """The file was written 0644 (the umask's) and chmod-ed to 0600 after: between the two, another local user
+    could read the token.  Every step of the write is watched; a copy left 0644 by an earlier version is replaced."""
+    folder = tmp_path / "supervisor"
+    folder.mkdir()
+    path = folder / "worker-conf.yaml"
+    path.write_text("old: 1\n", encoding="utf-8")
+    path.chmod(0o644)
+    sys.addaudithook(_watch_files)
+    previous = os.umask(0o022)
+    _WATCH.update({"dir": folder, "seen": []})
+    try:
+        write_worker_conf(path, {"nimbus.auth.token": "worker-conf-token", "storm.zookeeper.auth.payload": "u:p"})
+    finally:
+        _WATCH["dir"] = None
+        os.umask(previous)
+    seen = _WATCH["seen"]
+    assert any(holds for *_, holds in seen), "the watch saw no step of the write"
+    exposed = [(event, name, oct(mode)) for event, name, mode, holds in seen if holds and mode & 0o077]
+    assert exposed == []
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and [p.name for p in folder.iterdir()] == [path.name]
+    conf = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert conf == {"nimbus.auth.token": "worker-conf-token"}  # and never the cluster's ZooKeeper payload
