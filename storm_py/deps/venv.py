@@ -39,9 +39,7 @@ class EnvBuilding(StormPyError):
 
 def storm_py_link() -> str:
     """The ``.pth`` text that makes the supervisor's storm_py and its dependencies importable in an environment."""
-    import storm_py
-
-    home = Path(storm_py.__file__).resolve().parent.parent
+    home = Path(__file__).resolve().parents[2]  # the folder holding the storm_py package
     sites = list(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
     lines = [str(home)] + [f"import site; site.addsitedir({s!r})" for s in sites]
     return "".join(f"{line}\n" for line in lines)

@@ -17,7 +17,7 @@ from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, windo
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
-from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD
+from storm_py.stateful.windowed import MESSAGE_ID_FIELD
 from storm_py.ui import rest
 from storm_py.windowing.spec import WINDOW_KEYS
 

@@ -117,10 +117,6 @@ def test_no_module_level_import_circle_in_storm_py():
 
 #: groups of modules still in a circle through an import inside a function (each group a strongly connected set)
 DEFERRED_CIRCLES = (
-    # ``storm_py.LocalCluster`` is a lazy attribute of the package, which daemons import for ``__version__``
-    {"storm_py", "storm_py.deps.venv", "storm_py.local", "storm_py.supervisor.core", "storm_py.supervisor.launcher"},
-    {"storm_py.windowing.bolt", "storm_py.windowing.executor"},
-    {"storm_py.stateful.windowed", "storm_py.stateful.windowed_bolt"},
     {"storm_py.trident.drpc", "storm_py.trident.planner", "storm_py.trident.stream"},
 )
 
