@@ -24,6 +24,7 @@ from typing import Any
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.dev.child import exit_message, log_tail
 from storm_py.dev.secret import with_secrets, write_private
 from storm_py.dev.tls_ca import make_dev_tls
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
@@ -231,7 +232,7 @@ class DevCluster:
                 "pid": os.getpid(),
                 "zookeeper": self.external_zookeeper
                 or (self.zookeeper.connect_string if self.zookeeper is not None else None),
-                "zookeeper_pid": self.zookeeper.proc.pid if self.zookeeper and self.zookeeper.proc else None,
+                "zookeeper_pid": self.zookeeper.pid if self.zookeeper is not None else None,
                 "config": str(self.client_conf_path),
                 "daemons": [d.describe() for d in self.daemons],
             },
@@ -245,7 +246,8 @@ class DevCluster:
             nonlocal problem
             for d in self.daemons:
                 if not d.alive():
-                    raise StormPyError(f"{d.name} exited while starting: {_tail(d.log_path)}", daemon=d.name)
+                    code = d.proc.returncode if d.proc is not None else None
+                    raise StormPyError(exit_message(d.name, code, log_tail(d.log_path), d.log_path), daemon=d.name)
             try:
                 client.find_leader()
                 registered = int(client.cluster_summary()["supervisors"])
@@ -293,10 +295,3 @@ def _listens(host: str, port: int) -> bool:
     except OSError:
         return False
 
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) or "(empty log)"
