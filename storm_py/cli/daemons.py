@@ -242,6 +242,7 @@ def dev_cluster(
         try:
             click.echo(f"config: {cluster.client_conf_path}")
             click.echo(f"nimbus: {cluster.nimbus_url()}", nl=True)
+            click.echo(f"ui: {cluster.ui_link()}")
             click.echo(f"drpc: {cluster.drpc_address()} (HTTP: {cluster.drpc_http_url()})")
             if nimbuses > 1:
                 leader = cluster.leader()

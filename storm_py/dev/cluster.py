@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
@@ -131,6 +132,12 @@ class DevCluster:
         """The API address of the first nimbus."""
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
         return f"{self.scheme}://{self.host}:{port}"
+
+    def ui_link(self) -> str:
+        """The web UI (served by the first nimbus) with the cluster's token in the link's fragment: a browser never
+        sends a fragment to the server; the UI's page moves the token into the tab's session storage."""
+        token = quote(str(self.client_conf.get("nimbus.auth.token") or ""), safe="")
+        return f"{self.nimbus_url()}/#token={token}"
 
     @property
     def scheme(self) -> str:
