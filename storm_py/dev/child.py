@@ -3,7 +3,8 @@ in a log file, stopped with SIGTERM then SIGKILL, and its failure told in its ow
 
 ZooKeeper, Redis and the Kafka broker (and the dev cluster's daemons) each change directory or read paths of
 their own; a relative path handed to them would point somewhere else, so every path goes absolute first.  A
-server that exits while starting explains why in its output: :func:`exit_message` puts its last lines in the
+port already served is refused before the server starts (another server answering there would pass for the new
+one).  A server that exits while starting explains why in its output: :func:`exit_message` puts its last lines in the
 error.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,23 @@ TAIL_LINES = 15
 def absolute(path: Path | str) -> Path:
     """``path`` made absolute against the current directory (before a child changes its own)."""
     return Path(path).expanduser().resolve()
+
+
+def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def port_taken_message(what: str, host: str, port: int) -> str | None:
+    """Before ``what`` starts on ``host:port``: the error when something listens there already (a server of
+    another run answering there would pass for the new one, which then fails to bind), else None."""
+    if accepts(host, port):
+        return f"cannot start {what} on {host}:{port}: something listens there already (stop it, or pick another port)"
+    return None
 
 
 def tail_text(text: str, lines: int = TAIL_LINES) -> str:

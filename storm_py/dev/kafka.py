@@ -15,11 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.child import ChildServer, absolute
+from storm_py.dev.child import ChildServer, absolute, accepts, port_taken_message
 from storm_py.dev.zookeeper import free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 
@@ -51,15 +50,6 @@ def find_broker() -> str:
     if not os.access(binary, os.X_OK):
         raise KafkaUnavailableError(f"the tansu binary {binary} is missing or not executable")
     return str(binary)
-
-
-def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
-    """Whether something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 class KafkaBrokerProcess:
@@ -100,6 +90,9 @@ class KafkaBrokerProcess:
         """
         if self.running:
             return
+        taken = port_taken_message("the Kafka broker", self.host, self.port)
+        if taken is not None:
+            raise KafkaUnavailableError(taken)
         env = {k: v for k, v in os.environ.items()
                if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")}
         self.child = child = ChildServer(self.command(), self.log_path, env=env, die_with_parent=self.die_with_parent)

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.child import ChildServer, absolute
+from storm_py.dev.child import ChildServer, absolute, port_taken_message
 from storm_py.dev.zookeeper import free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 
@@ -99,6 +99,9 @@ class RedisServerProcess:
         """
         if self.running:
             return
+        taken = port_taken_message("redis-server", self.host, self.port)
+        if taken is not None:
+            raise RedisUnavailableError(taken)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.child = child = ChildServer(self.command(), self.log_path, die_with_parent=self.die_with_parent)
 

@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.child import ChildServer, absolute, log_tail
+from storm_py.dev.child import ChildServer, absolute, log_tail, port_taken_message
 from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,9 @@ class ZooKeeperProcess:
         if self.running:
             return
         java, classpath = find_java(), find_classpath()
+        taken = port_taken_message("ZooKeeper", self.host, self.port)
+        if taken is not None:
+            raise ZooKeeperUnavailableError(taken)
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         self.config.write_text(zoo_cfg(self.data_dir / "data", self.host, self.port, self.tick_ms), encoding="utf-8")
         self.child = child = ChildServer(server_command(java, classpath, self.config), self.log_path,

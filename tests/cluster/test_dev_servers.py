@@ -98,3 +98,19 @@ def test_a_zookeeper_started_with_a_relative_dir_serves(tmp_path: Path, monkeypa
     finally:
         zk.stop()
     assert not (tmp_path / "zk" / "zk").exists()
+
+
+def test_a_port_already_served_is_refused_before_a_second_server_starts(tmp_path: Path) -> None:
+    first = RedisServerProcess(tmp_path / "first", die_with_parent=True)
+    first.start()
+    try:
+        second = RedisServerProcess(tmp_path / "second", first.port)
+        with pytest.raises(RedisUnavailableError, match=f"127.0.0.1:{first.port}: something listens there already"):
+            second.start(timeout=10)
+        assert not second.running and not (tmp_path / "second").exists()
+        # the command says so before it prints an address
+        result = CliRunner().invoke(cli, ["dev-redis", "--port", str(first.port), "--dir", str(tmp_path / "cli")])
+        assert result.exit_code == 1 and "redis:" not in result.output
+        assert "something listens there already" in result.output
+    finally:
+        first.stop()
