@@ -48,7 +48,8 @@ const Storm = (() => {
                                   placeholder: "nimbus.auth.token" });
       const form = el("form", { id: "token-prompt", class: "message token-prompt" },
         el("label", { for: "token-prompt-input" }, refused ? "That token was refused. " : "",
-           "This cluster needs its token (the daemon's storm-py.token file, or nimbus.auth.token in its config):"),
+           "This cluster needs its token (nimbus.auth.token in its config, or the daemon's storm-py.token file; " +
+           "the ui: link storm-py dev-cluster prints brings it along):"),
         input, el("button", { id: "token-prompt-use", type: "submit" }, "Use token"));
       form.addEventListener("submit", (event) => {
         event.preventDefault();
@@ -193,10 +194,12 @@ const Storm = (() => {
   const UNTRACKED = "untracked (no message ids)";
 
   /** Whether a spout's row (or a topology's) shows tuples emitted without message ids: tuples went out, yet no
-   *  tree was acked, failed or timed out (only a tuple emitted with a message id is tracked to its end, so an
-   *  untracked spout's acked count and complete latency stay empty for good). */
+   *  tree was acked, failed or timed out, and max spout pending never held the spout back (only a tuple emitted
+   *  with a message id is tracked to its end and counts toward it, so an untracked spout's acked count and
+   *  complete latency stay empty for good). */
   function untracked(r) {
-    return Number(r.emitted) > 0 && !Number(r.acked) && !Number(r.failed) && !Number(r.timedOut || 0);
+    return Number(r.emitted) > 0 && !Number(r.acked) && !Number(r.failed) && !Number(r.timedOut || 0) &&
+      !Number(r.skippedMaxSpoutMs || 0);
   }
 
   /** A column of a number that exists only for tracked tuples: an untracked row says so instead. */
