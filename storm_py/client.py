@@ -253,13 +253,15 @@ class NimbusClient:
                 if delay is None:
                     raise
                 log.info("nimbus not available (%s); retrying in %.1fs", err.message, delay)
-                self._tell_retry(err.message)
+                self._tell_retry(err.message, refused)
                 self.clock.sleep(delay)
 
-    def _tell_retry(self, problem: str) -> None:
+    def _tell_retry(self, problem: str, refused: bool) -> None:
         if self.on_retry is not None and not self._told_retry:
             self._told_retry = True
-            self.on_retry(f"nimbus is not answering ({problem}); retrying")
+            how = (f"for up to {self.retry.refused_secs:g}s" if refused
+                   else f"up to {self.retry.times} times, backing off to {self.retry.ceiling:g}s")
+            self.on_retry(f"nimbus is not answering ({problem}); retrying {how}")
 
     def forward(
         self, method: str, path_and_query: str, body: bytes | None, headers: Mapping[str, str]
