@@ -136,7 +136,7 @@ class DevCluster:
     def ui_link(self) -> str:
         """The web UI (served by the first nimbus) with the cluster's token in the link's fragment: a browser never
         sends a fragment to the server; the UI's page moves the token into the tab's session storage."""
-        token = quote(str(self.client_conf.get("nimbus.auth.token") or ""), safe="")
+        token = quote(str(self.client_conf["nimbus.auth.token"]), safe="")  # with_secrets always sets one
         return f"{self.nimbus_url()}/#token={token}"
 
     @property
