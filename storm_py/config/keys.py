@@ -93,6 +93,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.nimbus.retry.times", INT, 5, "clients", "retries while nimbus is unreachable", min=0),
         Key("storm.nimbus.retry.interval.millis", NUMBER, 2000, "clients", "first retry delay", min=0),
         Key("storm.nimbus.retry.intervalceiling.millis", NUMBER, 60000, "clients", "longest retry delay", min=0),
+        Key("storm.nimbus.retry.refused.secs", NUMBER, 3, "clients", "how long a refused connection (nothing listens) is retried", min=0),
     ),
     "supervisor / worker": (
         Key("supervisor.slots.ports", PORTS, [6700, 6701, 6702, 6703], "supervisor", "one worker process per port"),
