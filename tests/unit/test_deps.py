@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from storm_py.deps.envcache import (
 )
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
+    MANIFEST,
     WHEELHOUSE,
     bundle,
     check_platforms,
@@ -89,7 +92,7 @@ def test_a_failing_build_is_not_retried_while_its_topology_lives(
     make_wheel(code / WHEELHOUSE, "tinydep", "1.0", {"tinydep.py": "X = 1\n"})
     calls: list[Path] = []
 
-    def failing(env: Path, wheels: Path, timeout: float | None = None) -> None:
+    def failing(env: Path, wheels: Path, timeout: float | None = None, **_: object) -> None:
         calls.append(env)
         raise DependencyError("ERROR: no space left")
 
@@ -164,7 +167,9 @@ def test_the_wheelhouse_is_bundled_under_its_folder_within_the_size_limit(tmp_pa
     whl = make_wheel(tmp_path / "wh", "tinydep", "1.0", {"tinydep.py": "X = 1\n" + "#" * 4000})
     data = bundle(zip_of({"app.py": "", f"{WHEELHOUSE}/old-1-py3-none-any.whl": "stale"}), [whl], max_mb=1)
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
-    assert names == ["app.py", f"{WHEELHOUSE}/{whl.name}"]
+    assert names == ["app.py", f"{WHEELHOUSE}/{whl.name}", f"{WHEELHOUSE}/{MANIFEST}"]
+    listed = json.loads(zipfile.ZipFile(io.BytesIO(data)).read(f"{WHEELHOUSE}/{MANIFEST}"))
+    assert listed == {"wheels": {whl.name: hashlib.sha256(whl.read_bytes()).hexdigest()}}
     with pytest.raises(DependencyError, match=r"over topology.dependencies.max.size.mb \(0.001\).*tinydep-1.0"):
         bundle(zip_of({"app.py": ""}), [whl], max_mb=0.001)
     out = tmp_path / "out"
