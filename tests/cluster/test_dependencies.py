@@ -126,6 +126,7 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
         assert Path(str(row["prefix"])) == env
         assert Path(str(row["numpy"])).is_relative_to(env)
         assert not Path(str(row["storm_py"])).is_relative_to(env)  # the supervisor's, linked
+    assert not list(env.rglob("__pycache__"))  # workers write nothing into the shared environment
     cluster.cli("kill", "dep-a", "-w", "0")
     wait_until(lambda: not any(t["name"] == "dep-a" for t in cluster.client().topology_summaries()), 60,
                interval=0.25, what="dep-a to be gone")

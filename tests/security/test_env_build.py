@@ -16,14 +16,16 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from storm_py.deps import venv
 from storm_py.deps.envcheck import Expected, site_packages
 from storm_py.deps.venv import EnvCache, build
-from storm_py.deps.wheelhouse import WHEELHOUSE
+from storm_py.deps.wheelhouse import WHEELHOUSE, wheel_digests
+from storm_py.supervisor.launcher import ProcessLauncher
+from storm_py.supervisor.stormdist import StormDist
 from tests.cluster.wheelmaker import make_wheel
 
 pytestmark = pytest.mark.timeout(300)
@@ -191,3 +193,20 @@ def test_a_tampered_shared_environment_is_rebuilt_before_another_topology_uses_i
     assert (env / "pyvenv.cfg").read_text(encoding="utf-8").count("include-system-site-packages") == 1
     assert cache.python_for("t1", code) == python  # untouched since: used as it is
     assert len(builds) == 2
+
+
+def test_workers_write_their_bytecode_beside_their_topologys_code_not_into_the_environment(tmp_path: Path) -> None:
+    code = tmp_path / "stormdist" / "t1" / "code"
+    make_wheel(code / WHEELHOUSE, "tinydep", "1.0", {"tinydep.py": "X = 41\n"})
+    cache = EnvCache(tmp_path / "envs", cleanup_secs=60, background=False)
+    launcher = ProcessLauncher({}, cast(StormDist, None), tmp_path / "worker.yaml", envs=cache)
+    python, env_vars = launcher._interpreter("t1", 6700, [(1, 1)], code)
+    assert env_vars["PYTHONPYCACHEPREFIX"] == str(tmp_path / "stormdist" / "t1" / "pycache")
+    worker_env = {"PATH": "/usr/bin:/bin", **env_vars}  # bytecode written, as a worker does by default
+    out = subprocess.run([python, "-c", "import tinydep; print(tinydep.X)"], capture_output=True, text=True,
+                         check=True, timeout=60, env=worker_env).stdout.strip()
+    assert out == "41"
+    assert list((tmp_path / "stormdist" / "t1" / "pycache").rglob("tinydep*.pyc"))
+    env = Path(python).parent.parent
+    assert not list(env.rglob("__pycache__"))
+    assert cache._check(env.name, code / WHEELHOUSE, wheel_digests(code / WHEELHOUSE)) is None  # reused as built

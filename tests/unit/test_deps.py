@@ -22,6 +22,7 @@ from storm_py.deps.envcache import (
     environment_status,
     set_id,
 )
+from storm_py.deps.envcheck import expected_of
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
     MANIFEST,
@@ -234,3 +235,16 @@ def test_an_environment_is_built_offline_with_storm_py_linked_and_removed_when_u
     assert cache.cleanup(set(), now=1) == []
     assert cache.cleanup(set(), now=6) == [python.parent.parent.name]
     assert not python.parent.parent.exists()
+
+
+def test_what_a_wheel_installs_is_read_from_its_members_with_their_digests(tmp_path: Path) -> None:
+    whl = make_wheel(tmp_path, "multi", "1.0", {
+        "multi.py": "A = 1\n", "multi-1.0.data/purelib/extra.py": "B = 2\n",
+        "multi-1.0.data/scripts/tool": "#!python\nprint(1)\n", "multi-1.0.data/data/share/multi.txt": "data\n",
+        "multi-1.0.data/headers/multi.h": "int x;\n"})
+    expected = expected_of([whl])
+    assert sorted(expected.site) == ["extra.py", "multi-1.0.dist-info/METADATA", "multi-1.0.dist-info/WHEEL",
+                                     "multi.py"]  # RECORD is rewritten by pip; scripts and headers are not read
+    assert expected.site["multi.py"] == hashlib.sha256(b"A = 1\n").hexdigest()
+    assert expected.data == {"share/multi.txt": hashlib.sha256(b"data\n").hexdigest()}
+    assert expected.dist_infos == {"multi-1.0.dist-info"}
