@@ -246,7 +246,10 @@ class EnvCache:
             except (OSError, zipfile.BadZipFile) as err:
                 return f"its wheels cannot be read: {err}"
             self.expected[env_id] = expected
-        return problem(self.root / env_id, expected, {LINK_PTH: storm_py_link()})
+        try:
+            return problem(self.root / env_id, expected, {LINK_PTH: storm_py_link()})
+        except OSError as err:
+            return f"it cannot be read: {err}"
 
     def _build(self, env_id: str, wheels: Path, topology_id: str, digests: Mapping[str, str]) -> None:
         """Build one environment (on its own thread when ``background``); a failure is kept on its record."""
