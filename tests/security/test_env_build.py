@@ -2,7 +2,8 @@
 direct-URL dependency is not fetched from a local HTTP server watching for it), runs no code (a source package
 beside the wheels, with a build backend of its own, is never built), and a shared environment changed by one
 topology's workers (a module edited, a ``.pth`` file or bytecode added, ``pyvenv.cfg`` rewritten) is found and
-rebuilt before another topology's workers import it."""
+rebuilt before another topology's workers import it.  A wheel that is a zip bomb is refused before pip unpacks
+it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import stat
 import subprocess
 import tarfile
 import threading
+import zipfile
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,6 +26,7 @@ from storm_py.deps import venv
 from storm_py.deps.envcheck import Expected, site_packages
 from storm_py.deps.venv import EnvCache, build
 from storm_py.deps.wheelhouse import WHEELHOUSE, wheel_digests
+from storm_py.errors import DependencyError
 from storm_py.supervisor.launcher import ProcessLauncher
 from storm_py.supervisor.stormdist import StormDist
 from tests.cluster.wheelmaker import make_wheel
@@ -210,3 +213,16 @@ def test_workers_write_their_bytecode_beside_their_topologys_code_not_into_the_e
     env = Path(python).parent.parent
     assert not list(env.rglob("__pycache__"))
     assert cache._check(env.name, code / WHEELHOUSE, wheel_digests(code / WHEELHOUSE)) is None  # reused as built
+
+
+def test_a_wheel_that_is_a_zip_bomb_is_refused_before_pip_unpacks_it(tmp_path: Path) -> None:
+    wheels = tmp_path / "code" / WHEELHOUSE
+    wheels.mkdir(parents=True)
+    with zipfile.ZipFile(wheels / "bombwheel-1.0-py3-none-any.whl", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bombwheel/zeros.bin", bytes(50 * 1024 * 1024))
+        zf.writestr("bombwheel-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: bombwheel\nVersion: 1.0\n")
+    env = tmp_path / "envs" / "e1"
+    with pytest.raises(DependencyError, match=r"wheel bombwheel-1\.0-py3-none-any\.whl: member 'bombwheel/zeros\.bin'"
+                                              r".*storm\.package\.max\.compression\.ratio"):
+        build(env, wheels, timeout=120)
+    assert not env.exists() and [p.name for p in env.parent.iterdir()] == []
