@@ -198,6 +198,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.dependencies.resolve.timeout.secs", NUMBER, 600, "submit command", "longest pip may take to resolve a topology's requirements at submit", min=1),
         Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
         Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
+        Key("storm.package.max.unpacked.mb", NUMBER, 1024, "nimbus, supervisor", "largest total unpacked size of a topology package, and of each wheel of its wheelhouse, in MiB (checked from the zip's directory at upload and before unpacking, and enforced while unpacking)", min=0.001),
+        Key("storm.package.max.compression.ratio", NUMBER, 200, "nimbus, supervisor", "largest unpacked/packed size of one member (over 1 MiB unpacked) of a topology package or wheel", min=1),
+        Key("storm.package.max.members", INT, 100000, "nimbus, supervisor", "most members a topology package, or one wheel of its wheelhouse, may hold", min=1),
     ),
     "accepted for compatibility": (
         Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),

@@ -19,6 +19,7 @@ from storm_py import ui
 from storm_py.clock import Clock, wait_until
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import environment_states, environment_status
+from storm_py.deps.wheelhouse import check_wheelhouse
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus
 from storm_py.metrics.windows import ALL_TIME
@@ -33,7 +34,7 @@ from storm_py.nimbus.worker_log import worker_log_routes
 from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
 from storm_py.packaging.code_loader import parse_entry
-from storm_py.packaging.package import TopologyPackage, check_archive
+from storm_py.packaging.package import TopologyPackage, UnpackLimits, check_archive
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
@@ -406,7 +407,9 @@ class NimbusApi:
             except (binascii.Error, ValueError) as err:
                 raise BadRequestError(f"package is not base64: {err}") from err
         filename = str(body.get("filename") or "topology.zip")
-        check_archive(data, filename)
+        limits = UnpackLimits.from_conf(self.node.conf)  # the cluster's limits, never the topology's
+        check_archive(data, filename, limits)
+        check_wheelhouse(data, limits, filename)
         UserBlobs(self.node.blobs, self.node.state, self.node.id).check_map(
             conf.get("topology.blobstore.map", self.node.conf.get("topology.blobstore.map")))
         package = TopologyPackage(data, entry, filename)
