@@ -51,7 +51,7 @@ def test_stateful_word_count_answers_state_queries_from_the_state():
     builder = StreamBuilder()
     stateful_word_count(builder, words, queries, counts, answers)
     with running(builder.build()) as run:
-        for word in "a b a c a b".split():
+        for word in ["a", "b", "a", "c", "a", "b"]:
             words.feed([word])
         tracked_wait(run.tracked, 6)
         assert counts.snapshot() == [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("a", 3), ("b", 2)]

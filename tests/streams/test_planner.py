@@ -196,31 +196,31 @@ def test_joins_need_a_pair_stream_and_a_window():
     left = builder.new_stream(TwoFieldSpout(), PairValueMapper(0, 1))
     right = builder.new_stream(TwoFieldSpout(), PairValueMapper(0, 1))
     plain = builder.new_stream(TestWordSpout(), ValueMapper(0))
-    with pytest.raises(TypeError, match="join.*PairStream"):
+    with pytest.raises(TypeError, match=r"join.*PairStream"):
         left.window(TumblingWindows.of(Count.of(2))).join(plain)
-    with pytest.raises(ValueError, match="co_group_by_key.*window"):
+    with pytest.raises(ValueError, match=r"co_group_by_key.*window"):
         left.co_group_by_key(right)
-    with pytest.raises(ValueError, match="left_outer_join.*differently"):
+    with pytest.raises(ValueError, match=r"left_outer_join.*differently"):
         left.window(TumblingWindows.of(Count.of(2))).left_outer_join(right.window(TumblingWindows.of(Count.of(3))))
 
 
 def test_windows_take_only_counts_and_durations():
-    with pytest.raises(TypeError, match="TumblingWindows.of.*int"):
+    with pytest.raises(TypeError, match=r"TumblingWindows.of.*int"):
         TumblingWindows.of(5)
-    with pytest.raises(TypeError, match="SlidingWindows.of.*str"):
+    with pytest.raises(TypeError, match=r"SlidingWindows.of.*str"):
         SlidingWindows.of(Duration.seconds(5), "1s")
     assert SlidingWindows.of(Count.of(4), Duration.seconds(1)).sliding == Duration.seconds(1)
 
 
 def test_new_stream_checks_its_spout_parallelism_and_mapper():
     builder = StreamBuilder()
-    with pytest.raises(TypeError, match="new_stream.*Spout"):
+    with pytest.raises(TypeError, match=r"new_stream.*Spout"):
         builder.new_stream("spout")
-    with pytest.raises(ValueError, match="new_stream.*parallelism"):
+    with pytest.raises(ValueError, match=r"new_stream.*parallelism"):
         builder.new_stream(TestWordSpout(), 0)
-    with pytest.raises(ValueError, match="new_stream.*'default'"):
+    with pytest.raises(ValueError, match=r"new_stream.*'default'"):
         builder.new_stream(NoDefaultSpout())
-    with pytest.raises(TypeError, match="new_stream.*value mapper"):
+    with pytest.raises(TypeError, match=r"new_stream.*value mapper"):
         builder.new_stream(TestWordSpout(), "mapper")
     assert builder.new_stream(TestWordSpout(), 3)._node.parallelism == 3
     pairs = builder.new_stream(TwoFieldSpout(), PairValueMapper(0, 1))

@@ -120,7 +120,7 @@ def test_counts_survive_a_parallel_stateful_word_count():
     builder = StreamBuilder()
     (builder.new_stream(spout, ValueMapper(0)).repartition(3).map_to_pair(lambda w: (w, 1))
      .update_state_by_key(0, lambda s, v: s + v).to_pair_stream().for_each(out))
-    words = "a b c a b a d a".split()
+    words = ["a", "b", "c", "a", "b", "a", "d", "a"]
     with running(builder.build()) as run:
         for word in words:
             spout.feed([word])
