@@ -13,11 +13,11 @@ class Count(CombinerAggregator):
     def init(self) -> int:
         return 0
 
-    def apply(self, accumulator: Any, value: Any) -> int:
-        return int(accumulator) + 1
+    def apply(self, accumulator: Any, value: Any) -> Any:
+        return accumulator + 1
 
-    def merge(self, acc1: Any, acc2: Any) -> int:
-        return int(acc1) + int(acc2)
+    def merge(self, acc1: Any, acc2: Any) -> Any:
+        return acc1 + acc2
 
 
 class LongSum(CombinerAggregator):

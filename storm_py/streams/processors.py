@@ -3,8 +3,8 @@ per bolt (a value goes through every operation of the bolt by direct calls, no t
 
 :class:`Pipeline` builds the chain of one :class:`~storm_py.streams.planner.BoltPlan` from its steps (last step
 first, so each function holds its successor), the entry function of each input stream, and the flushes that end
-a window (windowed aggregations and joins emit then, upstream steps first).  Pure: results leave through the
-``emit`` function the bolt gives it.
+a window (windowed aggregations and joins emit then, upstream steps first).  Results leave through the
+collector's ``emit`` the bolt gives it, anchored to the bolt's current anchors (:class:`Host`).
 """
 
 from __future__ import annotations
@@ -12,23 +12,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from storm_py.api.components import Anchors
 from storm_py.api.tuple import Tuple
 from storm_py.stateful.state import KeyValueState
 from storm_py.streams import nodes as n
 from storm_py.streams import planner as p
+from storm_py.streams.aggregators import Count as CountAggregator
 from storm_py.streams.operations import Aggregator, Updater
 from storm_py.streams.planner import BoltPlan, Step
 
 Sink = Callable[[Any], None]
-Emit = Callable[[list[Any], str], Any]
+#: a bolt collector's emit: (values, anchors, stream)
+Emit = Callable[[list[Any], Anchors, str], Any]
 
 #: a key with no state
 _MISSING: Final = object()
 
 
-class StateHolder(Protocol):
-    """Where a stateful bolt keeps the state its ``init_state`` received (replaced after each recovery)."""
+class Host(Protocol):
+    """The bolt running a pipeline: the anchors of what it emits now, and the state its ``init_state`` received
+    (replaced after each recovery; ``None`` in a bolt without state)."""
 
+    anchor: Anchors
     state: KeyValueState | None
 
 
@@ -53,14 +58,17 @@ class Pipeline:
     """The fused chain of one bolt: ``entries[(component, stream)](tuple)`` runs a tuple through, ``flush()`` ends
     a window."""
 
-    def __init__(self, bolt: BoltPlan, emit: Emit, holder: StateHolder) -> None:
-        self.holder = holder
+    def __init__(self, bolt: BoltPlan, emit: Emit, host: Host) -> None:
+        self.holder = host
         self._emit = emit
         self._flushes: list[tuple[int, Callable[[], None]]] = []
         ports: list[dict[int, Sink]] = [{} for _ in bolt.steps]
         for index in range(len(bolt.steps) - 1, -1, -1):
             step = bolt.steps[index]
             targets = [ports[child][port] for child, port in step.children]
+            if step.output is not None and not targets and step.kind in (n.MAP, n.FLAT_MAP):
+                ports[index] = {p.MAIN: self._fused_emitter(step)}  # the common end of a bolt: one call less
+                continue
             if step.output is not None:
                 targets.append(self._emitter(step))
             ports[index] = self._build(index, step, _fan(targets), ports)
@@ -76,18 +84,49 @@ class Pipeline:
             flush()
 
     def _emitter(self, step: Step) -> Sink:
-        emit, stream = self._emit, step.output
+        emit, host, stream = self._emit, self.holder, step.output
         assert stream is not None
         if step.pair:
             def emit_pair(pair: Any) -> None:
-                emit([pair[0], pair[1]], stream)
+                emit([pair[0], pair[1]], host.anchor, stream)
 
             return emit_pair
 
         def emit_value(value: Any) -> None:
-            emit([value], stream)
+            emit([value], host.anchor, stream)
 
         return emit_value
+
+    def _fused_emitter(self, step: Step) -> Sink:
+        """A ``map`` or ``flat_map`` whose results all leave the bolt: the function and the emit in one step."""
+        emit, host, stream, fn = self._emit, self.holder, step.output, step.fn
+        assert stream is not None
+        if step.kind == n.MAP:
+            if step.pair:
+                def map_emit_pair(value: Any) -> None:
+                    pair = fn(value)
+                    emit([pair[0], pair[1]], host.anchor, stream)
+
+                return map_emit_pair
+
+            def map_emit(value: Any) -> None:
+                emit([fn(value)], host.anchor, stream)
+
+            return map_emit
+        if step.pair:
+            def flat_map_emit_pairs(value: Any) -> None:
+                anchor = host.anchor
+                for pair in fn(value):
+                    emit([pair[0], pair[1]], anchor, stream)
+
+            return flat_map_emit_pairs
+
+        def flat_map_emit(value: Any) -> None:
+            anchor = host.anchor
+            for item in fn(value):
+                emit([item], anchor, stream)
+
+        return flat_map_emit
 
     def _build(self, index: int, step: Step, down: Sink, ports: list[dict[int, Sink]]) -> dict[int, Sink]:
         kind, fn = step.kind, step.fn
@@ -139,8 +178,7 @@ def _entry(how: str, run: Sink) -> Callable[[Tuple], None]:
         return run
     if how == p.AS_PAIR:
         def pair_entry(tup: Tuple) -> None:
-            values = tup.values
-            run((values[0], values[1]))
+            run(tuple(tup.values))
 
         return pair_entry
 
@@ -169,6 +207,21 @@ def _combine(agg: Aggregator, by_key: bool, mode: str, down: Sink) -> tuple[Sink
     add = merge if mode == p.MERGE else apply
     out: Callable[[Any], Any] = (lambda acc: acc) if mode == p.PARTIAL else result
     if by_key:
+        if mode == p.RUNNING and type(agg) is CountAggregator:  # count_by_key, the most common: no calls
+            def count_by_key(pair: Any) -> None:
+                key = pair[0]
+                count = accs.get(key, 0) + 1
+                accs[key] = count
+                if down is not _nothing:
+                    down((key, count))
+
+            return count_by_key, None
+        if mode == p.RUNNING and down is _nothing:  # nothing reads the results: keep the accumulators only
+            def accumulate_by_key(pair: Any) -> None:
+                key = pair[0]
+                accs[key] = apply(accs[key] if key in accs else init(), pair[1])
+
+            return accumulate_by_key, None
         if mode == p.RUNNING:
             def running_by_key(pair: Any) -> None:
                 key = pair[0]
@@ -256,7 +309,7 @@ class _Join:
                     down((key, join(lv, rv)))
 
 
-def _update_state(updater: Updater, holder: StateHolder, down: Sink) -> Sink:
+def _update_state(updater: Updater, holder: Host, down: Sink) -> Sink:
     init, apply = updater.init, updater.apply
 
     def update_state(pair: Any) -> None:
@@ -271,7 +324,7 @@ def _update_state(updater: Updater, holder: StateHolder, down: Sink) -> Sink:
     return update_state
 
 
-def _state_query(holder: StateHolder, down: Sink) -> Sink:
+def _state_query(holder: Host, down: Sink) -> Sink:
     def state_query(query: Any) -> None:
         state = holder.state
         assert state is not None, "a query before init_state"
