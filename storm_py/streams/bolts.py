@@ -134,7 +134,7 @@ class StreamBolt(Bolt):
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.driver.prepare(context, collector)
-        self.execute = self.driver.fast_execute()  # type: ignore[method-assign]  # one call less per tuple
+        self.execute = self.driver.fast_execute()  # type: ignore[method-assign, assignment]  # one call less
 
     def execute(self, tup: Tuple) -> None:
         self.driver.execute(tup)
@@ -151,7 +151,7 @@ class StatefulStreamBolt(BaseStatefulBolt):
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.driver.prepare(context, collector)
-        self.execute = self.driver.fast_execute()  # type: ignore[method-assign]  # one call less per tuple
+        self.execute = self.driver.fast_execute()  # type: ignore[method-assign, assignment]  # one call less
 
     def init_state(self, state: KeyValueState) -> None:
         self.driver.state = state
