@@ -31,6 +31,7 @@ class Driver:
         self.plan = plan
         self.state: KeyValueState | None = None
         self.anchor: Anchors = None
+        self.timestamp: int | None = None
         self.held: list[Tuple] = []
 
     def declare(self, declarer: OutputFieldsDeclarer) -> None:
@@ -183,6 +184,7 @@ class WindowedStreamBolt(BaseWindowedBolt):
                 entry(tup)
             except Exception as exc:  # reported; the window's tuples are acked when they expire
                 driver.collector.report_error(exc)
+        driver.timestamp = window.get_end_timestamp()  # what the window's results carry as their event time
         driver.end_window()
 
 

@@ -78,6 +78,8 @@ class BoltPlan:
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: inputs that carry punctuation: (component, punctuation stream)
     punctuation_inputs: list[tuple[str, str]] = field(default_factory=list)
+    #: the event-time field every output tuple carries last (a window of the builder has a timestamp field)
+    timestamp_field: str | None = None
 
     def windowed(self) -> bool:
         """Whether its values come in windows (its own, or ended by punctuation from upstream)."""
@@ -104,7 +106,8 @@ class Sink:
 
 
 class _Planner:
-    def __init__(self) -> None:
+    def __init__(self, timestamp_field: str | None) -> None:
+        self.timestamp_field = timestamp_field
         self.plan = Plan()
         self.spout_count = 0
         self.bolt_count = 0
@@ -120,7 +123,8 @@ class _Planner:
 
     def new_bolt(self, parallelism: int, window: Window | None = None, stateful: bool = False) -> BoltPlan:
         self.bolt_count += 1
-        bolt = BoltPlan(f"bolt{self.bolt_count}", parallelism, window, stateful)
+        bolt = BoltPlan(f"bolt{self.bolt_count}", parallelism, window, stateful,
+                        timestamp_field=self.timestamp_field)
         self.bolts[bolt.id] = bolt
         self.plan.components.append(bolt)
         return bolt
@@ -149,7 +153,10 @@ class _Planner:
             step = bolt.steps[index]
             self.stream_count += 1
             step.output = f"s{self.stream_count}"
-            bolt.outputs[step.output] = PAIR_FIELDS if step.pair else VALUE_FIELDS
+            fields = PAIR_FIELDS if step.pair else VALUE_FIELDS
+            if self.timestamp_field is not None:
+                fields = (*fields, self.timestamp_field)
+            bolt.outputs[step.output] = fields
             found = (cid, step.output)
         self.outlets[node] = found
         return found
@@ -336,5 +343,10 @@ class _Planner:
 
 
 def plan(graph_nodes: list[Node]) -> Plan:
-    """The bolts for a builder's nodes (in declaration order)."""
-    return _Planner().run(graph_nodes)
+    """The bolts for a builder's nodes (in declaration order).
+
+    When a window reads event time from a field, every generated bolt carries each value's timestamp as the last
+    field of its output tuples under that name (Storm's ``StreamBuilder``), so a window downstream finds it.
+    """
+    fields = [node.arg.timestamp_field for node in graph_nodes if node.kind == n.WINDOW and node.arg.timestamp_field]
+    return _Planner(fields[0] if fields else None).run(graph_nodes)

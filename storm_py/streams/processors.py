@@ -35,6 +35,8 @@ class Host(Protocol):
 
     anchor: Anchors
     state: KeyValueState | None
+    #: the event time (ms) of the value being processed, when the builder's windows use event time
+    timestamp: int | None
 
 
 def _nothing(value: Any) -> None:
@@ -61,12 +63,14 @@ class Pipeline:
     def __init__(self, bolt: BoltPlan, emit: Emit, host: Host) -> None:
         self.holder = host
         self._emit = emit
+        self._timestamp_field = bolt.timestamp_field
         self._flushes: list[tuple[int, Callable[[], None]]] = []
         ports: list[dict[int, Sink]] = [{} for _ in bolt.steps]
         for index in range(len(bolt.steps) - 1, -1, -1):
             step = bolt.steps[index]
             targets = [ports[child][port] for child, port in step.children]
-            if step.output is not None and not targets and step.kind in (n.MAP, n.FLAT_MAP):
+            if (step.output is not None and not targets and step.kind in (n.MAP, n.FLAT_MAP)
+                    and self._timestamp_field is None):
                 ports[index] = {p.MAIN: self._fused_emitter(step)}  # the common end of a bolt: one call less
                 continue
             if step.output is not None:
@@ -74,7 +78,7 @@ class Pipeline:
             ports[index] = self._build(index, step, _fan(targets), ports)
         self._flushes.sort(key=lambda item: item[0])
         self.entries: dict[tuple[str, str], Callable[[Tuple], None]] = {
-            key: _entry(how, _fan([ports[i][port] for i, port in steps]))
+            key: self._entry(how, _fan([ports[i][port] for i, port in steps]))
             for key, (how, steps) in bolt.entries.items()
         }
 
@@ -86,6 +90,17 @@ class Pipeline:
     def _emitter(self, step: Step) -> Sink:
         emit, host, stream = self._emit, self.holder, step.output
         assert stream is not None
+        if self._timestamp_field is not None:
+            if step.pair:
+                def emit_pair_at(pair: Any) -> None:
+                    emit([pair[0], pair[1], host.timestamp], host.anchor, stream)
+
+                return emit_pair_at
+
+            def emit_value_at(value: Any) -> None:
+                emit([value, host.timestamp], host.anchor, stream)
+
+            return emit_value_at
         if step.pair:
             def emit_pair(pair: Any) -> None:
                 emit([pair[0], pair[1]], host.anchor, stream)
@@ -127,6 +142,24 @@ class Pipeline:
                 emit([item], anchor, stream)
 
         return flat_map_emit
+
+    def _entry(self, how: str, run: Sink) -> Callable[[Tuple], None]:
+        """How a tuple of one input becomes a value (and, with event time, sets the timestamp)."""
+        field = self._timestamp_field
+        if field is not None:
+            return _timed_entry(how, run, self.holder, field)
+        if how == p.AS_TUPLE:
+            return run
+        if how == p.AS_PAIR:
+            def pair_entry(tup: Tuple) -> None:
+                run(tuple(tup.values))
+
+            return pair_entry
+
+        def value_entry(tup: Tuple) -> None:
+            run(tup.values[0])
+
+        return value_entry
 
     def _build(self, index: int, step: Step, down: Sink, ports: list[dict[int, Sink]]) -> dict[int, Sink]:
         kind, fn = step.kind, step.fn
@@ -173,17 +206,25 @@ class Pipeline:
         return {p.MAIN: down}  # window, repartition, a branch's port: the values pass on
 
 
-def _entry(how: str, run: Sink) -> Callable[[Tuple], None]:
+def _timed_entry(how: str, run: Sink, host: Host, field: str) -> Callable[[Tuple], None]:
     if how == p.AS_TUPLE:
-        return run
+        def tuple_entry(tup: Tuple) -> None:
+            host.timestamp = tup.get_value_by_field(field) if tup.fields.contains(field) else None
+            run(tup)
+
+        return tuple_entry
     if how == p.AS_PAIR:
         def pair_entry(tup: Tuple) -> None:
-            run(tuple(tup.values))
+            values = tup.values
+            host.timestamp = values[-1]
+            run((values[0], values[1]))
 
         return pair_entry
 
     def value_entry(tup: Tuple) -> None:
-        run(tup.values[0])
+        values = tup.values
+        host.timestamp = values[-1]
+        run(values[0])
 
     return value_entry
 

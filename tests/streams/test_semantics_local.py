@@ -129,3 +129,22 @@ def test_counts_survive_a_parallel_stateful_word_count():
         for word, count in out.snapshot():
             best[word] = max(best.get(word, 0), count)
         assert best == dict(Counter(words))
+
+
+def test_event_time_windows_find_the_timestamp_behind_a_generated_bolt():
+    """The value mapper runs in its own bolt: it carries each value's "ts" as a last field to the window."""
+    spout, out = feeder(["word", "ts"]), Record()
+    builder = StreamBuilder()
+    window = TumblingWindows.of(Duration.seconds(10)).with_timestamp_field("ts").with_lag(Duration.seconds(1))
+    (builder.new_stream(spout, ValueMapper(0)).window(window).map_to_pair(lambda w: (w, 1)).count_by_key()
+     .for_each(out))
+    topology = builder.build()
+    assert topology.bolts["bolt1"].streams["s1"][0].to_list() == ["value", "ts"]
+    with running(topology) as run:
+        for word, ts in (("a", 1000), ("b", 2000), ("a", 5000), ("c", 15000), ("d", 25000)):
+            spout.feed([word, ts])
+        tracked_wait(run.tracked, 5)
+        run.cluster.advance_cluster_time(2)  # watermarks: 24 s, windows [0, 10 s) and [10 s, 20 s) end
+        wait_until(lambda: len(out.snapshot()) == 3, 10, what="two windows' counts")
+        assert out.snapshot()[:2] in ([("a", 2), ("b", 1)], [("b", 1), ("a", 2)])
+        assert out.snapshot()[2] == ("c", 1)
