@@ -186,9 +186,10 @@ def test_bad_input_is_refused_while_declaring_with_the_operation_named(declare, 
         assert word in str(info.value)
 
 
-def test_a_plain_stream_has_no_pair_operations():
+def test_a_plain_stream_has_no_pair_operations_and_branch_without_predicates_is_empty():
     stream = StreamBuilder().new_stream(TestWordSpout(), ValueMapper(0))
     assert not hasattr(stream, "count_by_key") and not hasattr(stream, "join")
+    assert stream.branch() == []
 
 
 def test_joins_need_a_pair_stream_and_a_window():

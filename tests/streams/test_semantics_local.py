@@ -115,7 +115,7 @@ def test_a_raising_function_fails_its_tuple_reports_the_error_and_processing_goe
         assert "ZeroDivisionError" in bolt["lastError"] and "invert" in bolt["lastError"]
 
 
-def test_counts_survive_a_parallel_stateful_word_count():
+def test_a_stateful_word_count_over_three_tasks_counts_exactly():
     spout, out = feeder(["word"]), Record()
     builder = StreamBuilder()
     (builder.new_stream(spout, ValueMapper(0)).repartition(3).map_to_pair(lambda w: (w, 1))
@@ -148,3 +148,18 @@ def test_event_time_windows_find_the_timestamp_behind_a_generated_bolt():
         wait_until(lambda: len(out.snapshot()) == 3, 10, what="two windows' counts")
         assert out.snapshot()[:2] in ([("a", 2), ("b", 1)], [("b", 1), ("a", 2)])
         assert out.snapshot()[2] == ("c", 1)
+
+
+def test_branch_with_overlapping_predicates_takes_the_first_and_drops_the_rest():
+    spout = feeder(["n"])
+    high, middle = Record(), Record()
+    builder = StreamBuilder()
+    first, second = builder.new_stream(spout, ValueMapper(0)).branch(lambda x: x > 5, lambda x: x > 2)
+    first.for_each(high)
+    second.for_each(middle)
+    with running(builder.build()) as run:
+        for n in range(1, 9):
+            spout.feed([n])
+        tracked_wait(run.tracked, 8)
+        assert high.snapshot() == [6, 7, 8]
+        assert middle.snapshot() == [3, 4, 5]  # 1 and 2 satisfy neither: dropped
