@@ -9,7 +9,7 @@ from :mod:`~storm_py.streams.operations`, the aggregators from :mod:`storm_py.st
 
 from __future__ import annotations
 
-from storm_py.streams import aggregators
+from storm_py.streams import aggregators as aggregators  # the submodule, Storm's operations.aggregators
 from storm_py.streams.builder import StreamBuilder
 from storm_py.streams.operations import (
     BiFunction,
@@ -62,5 +62,4 @@ __all__ = [
     "ValueMapper",
     "ValuesMapper",
     "Window",
-    "aggregators",
 ]
