@@ -29,6 +29,9 @@ from storm_py.windowing.bolt import BaseWindowedBolt
 
 S = TypeVar("S", bound="Stream")
 
+#: an argument not given
+UNSET: Any = object()
+
 
 def check_parallelism(value: object, operation: str) -> int:
     """``value`` as a parallelism (an int of at least 1), else ``ValueError`` naming ``operation``."""
@@ -139,9 +142,11 @@ class Stream:
 
     # ------------------------------------------------------------------------------------------ aggregations
 
-    def aggregate(self, aggregator: Any, accumulator: Any = None, combiner: Any = None) -> Stream:
-        """Global aggregation: ``aggregate(CombinerAggregator)`` or ``aggregate(initial, accumulator, combiner)``."""
-        agg = _aggregator(aggregator, accumulator, combiner, "aggregate")
+    def aggregate(self, aggregator: Any = UNSET, accumulator: Any = None, combiner: Any = None, *,
+                  initial_value: Any = UNSET) -> Stream:
+        """Global aggregation: ``aggregate(CombinerAggregator)`` or ``aggregate(initial_value, accumulator,
+        combiner)``."""
+        agg = _aggregator(aggregator, initial_value, accumulator, combiner, "aggregate")
         return self._stream(self._derive(n.COMBINE, "aggregate", agg, pair=False, parallelism=1))
 
     def reduce(self, reducer: Any) -> Stream:
@@ -200,7 +205,13 @@ class ListAggregator(CombinerAggregator):
         return list(accumulator)
 
 
-def _aggregator(aggregator: Any, accumulator: Any, combiner: Any, operation: str) -> Aggregator:
+def _aggregator(aggregator: Any, initial_value: Any, accumulator: Any, combiner: Any, operation: str) -> Aggregator:
+    if initial_value is not UNSET:  # given by keyword
+        if aggregator is not UNSET:
+            raise TypeError(f"{operation}: give an aggregator or an initial value, not both")
+        aggregator = initial_value
+    elif aggregator is UNSET:
+        raise TypeError(f"{operation}: give an aggregator, or an initial value, an accumulator and a combiner")
     if accumulator is None and combiner is None:
         return as_aggregator(aggregator, operation)
     if accumulator is None or combiner is None:
@@ -223,9 +234,10 @@ class PairStream(Stream):
         fn = as_function(function, "apply", "flat_map_values", "function")
         return self._pairs(self._derive(n.FLAT_MAP, "flat_map_values", _each_value(fn), pair=True, keeps_key=True))
 
-    def aggregate_by_key(self, aggregator: Any, accumulator: Any = None, combiner: Any = None) -> PairStream:
-        """Per key: ``(k, aggregator.result(acc))``."""
-        agg = _aggregator(aggregator, accumulator, combiner, "aggregate_by_key")
+    def aggregate_by_key(self, aggregator: Any = UNSET, accumulator: Any = None, combiner: Any = None, *,
+                         initial_value: Any = UNSET) -> PairStream:
+        """Per key: ``(k, aggregator.result(acc))``; or ``aggregate_by_key(initial_value, accumulator, combiner)``."""
+        agg = _aggregator(aggregator, initial_value, accumulator, combiner, "aggregate_by_key")
         return self._pairs(self._derive(n.COMBINE_BY_KEY, "aggregate_by_key", agg, pair=True))
 
     def reduce_by_key(self, reducer: Any) -> PairStream:
@@ -289,10 +301,17 @@ class PairStream(Stream):
         """Within a window: ``(k, (values of k here, values of k in other))``."""
         return self._join(other, _co_group, n.CO_GROUP, "co_group_by_key")
 
-    def update_state_by_key(self, initial_value: Any, function: Any = None) -> StreamState:
-        """Per key, the state becomes ``function(state, v)`` (or ``state_updater.apply``), is stored and emitted."""
-        if function is None:
-            updater = as_updater(initial_value, "update_state_by_key")
+    def update_state_by_key(self, initial_value: Any = UNSET, function: Any = None, *,
+                            state_updater: Any = UNSET) -> StreamState:
+        """Per key, the state becomes ``function(state, v)`` (or ``state_updater.apply``), is stored and emitted:
+        ``update_state_by_key(initial_value, function)`` or ``update_state_by_key(state_updater)``."""
+        if state_updater is not UNSET or function is None:
+            if state_updater is not UNSET and (initial_value is not UNSET or function is not None):
+                raise TypeError("update_state_by_key: give a state updater, or an initial value and a function")
+            given = state_updater if state_updater is not UNSET else initial_value
+            if given is UNSET:
+                raise TypeError("update_state_by_key: give a state updater, or an initial value and a function")
+            updater = as_updater(given, "update_state_by_key")
         else:
             as_function(function, "apply", "update_state_by_key", "function")
             updater = StateUpdater.of(initial_value, function)

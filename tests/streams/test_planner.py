@@ -226,3 +226,17 @@ def test_new_stream_checks_its_spout_parallelism_and_mapper():
     assert builder.new_stream(TestWordSpout(), 3)._node.parallelism == 3
     pairs = builder.new_stream(TwoFieldSpout(), PairValueMapper(0, 1))
     assert hasattr(pairs, "count_by_key")
+
+
+def test_aggregations_and_state_updates_take_their_arguments_by_keyword_too():
+    from storm_py.streams import StateUpdater
+
+    stream = StreamBuilder().new_stream(TestWordSpout(), ValueMapper(0))
+    stream.aggregate(initial_value=0, accumulator=lambda a, v: a + 1, combiner=lambda a, b: a + b)
+    pairs = stream.map_to_pair(lambda w: (w, 1))
+    pairs.aggregate_by_key(initial_value=[], accumulator=lambda a, v: [*a, v], combiner=lambda a, b: a + b)
+    assert pairs.update_state_by_key(state_updater=StateUpdater.of(0, lambda s, v: s + v)).to_pair_stream()
+    with pytest.raises(TypeError, match="update_state_by_key"):
+        pairs.update_state_by_key()
+    with pytest.raises(TypeError, match="aggregate_by_key"):
+        pairs.aggregate_by_key(initial_value=0, accumulator=lambda a, v: a)
