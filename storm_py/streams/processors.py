@@ -152,7 +152,9 @@ class Pipeline:
             return run
         if how == p.AS_PAIR:
             def pair_entry(tup: Tuple) -> None:
-                run(tuple(tup.values))
+                values = tup.values
+                key = values[0]
+                run((_as_tuple(key) if key.__class__ is list else key, values[1]))
 
             return pair_entry
 
@@ -206,6 +208,11 @@ class Pipeline:
         return {p.MAIN: down}  # window, repartition, a branch's port: the values pass on
 
 
+def _as_tuple(key: list[Any]) -> tuple[Any, ...]:
+    """A key that crossed the wire as a list (the codec's tuples come back as lists) as the tuple it was."""
+    return tuple(_as_tuple(k) if k.__class__ is list else k for k in key)
+
+
 def _timed_entry(how: str, run: Sink, host: Host, field: str) -> Callable[[Tuple], None]:
     if how == p.AS_TUPLE:
         def tuple_entry(tup: Tuple) -> None:
@@ -217,7 +224,8 @@ def _timed_entry(how: str, run: Sink, host: Host, field: str) -> Callable[[Tuple
         def pair_entry(tup: Tuple) -> None:
             values = tup.values
             host.timestamp = values[-1]
-            run((values[0], values[1]))
+            key = values[0]
+            run((_as_tuple(key) if key.__class__ is list else key, values[1]))
 
         return pair_entry
 

@@ -163,3 +163,4 @@ def test_branch_with_overlapping_predicates_takes_the_first_and_drops_the_rest()
         tracked_wait(run.tracked, 8)
         assert high.snapshot() == [6, 7, 8]
         assert middle.snapshot() == [3, 4, 5]  # 1 and 2 satisfy neither: dropped
+
