@@ -66,8 +66,22 @@ class Pipeline:
         self._timestamp_field = bolt.timestamp_field
         self._flushes: list[tuple[int, Callable[[], None]]] = []
         ports: list[dict[int, Sink]] = [{} for _ in bolt.steps]
+        feeds = [0] * len(bolt.steps)  # the edges into each step
+        for each in bolt.steps:
+            for fed, _ in each.children + [kid for kids in each.branch_children for kid in kids]:
+                feeds[fed] += 1
+        for _, entry_steps in bolt.entries.values():
+            for fed, _ in entry_steps:
+                feeds[fed] += 1
         for index in range(len(bolt.steps) - 1, -1, -1):
             step = bolt.steps[index]
+            if step.kind == n.FLAT_MAP and step.output is None and len(step.children) == 1 \
+                    and self._timestamp_field is None:
+                then = bolt.steps[step.children[0][0]]
+                if then.kind == n.MAP and then.output is not None and not then.children \
+                        and feeds[step.children[0][0]] == 1:
+                    ports[index] = {p.MAIN: self._flat_map_emitter(step.fn, then)}  # split-and-pair in one
+                    continue
             targets = [ports[child][port] for child, port in step.children]
             if (step.output is not None and not targets and step.kind in (n.MAP, n.FLAT_MAP)
                     and self._timestamp_field is None):
@@ -111,6 +125,26 @@ class Pipeline:
             emit([value], host.anchor, stream)
 
         return emit_value
+
+    def _flat_map_emitter(self, flat: Callable[[Any], Any], step: Step) -> Sink:
+        """A ``flat_map`` whose items go only to a ``map`` whose results all leave the bolt."""
+        emit, host, stream, fn = self._emit, self.holder, step.output, step.fn
+        assert stream is not None
+        if step.pair:
+            def flat_map_map_emit_pairs(value: Any) -> None:
+                anchor = host.anchor
+                for item in flat(value):
+                    pair = fn(item)
+                    emit([pair[0], pair[1]], anchor, stream)
+
+            return flat_map_map_emit_pairs
+
+        def flat_map_map_emit(value: Any) -> None:
+            anchor = host.anchor
+            for item in flat(value):
+                emit([fn(item)], anchor, stream)
+
+        return flat_map_map_emit
 
     def _fused_emitter(self, step: Step) -> Sink:
         """A ``map`` or ``flat_map`` whose results all leave the bolt: the function and the emit in one step."""
