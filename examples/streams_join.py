@@ -27,7 +27,7 @@ def _even(i: int) -> bool:
     return i % 2 == 0
 
 
-def _odd_key(i: int) -> bool:
+def _odd(i: int) -> bool:
     return i % 2 == 1
 
 
@@ -35,5 +35,5 @@ def build(conf: dict[str, Any] | None = None) -> StormTopology:
     """The topology, printing the joined pairs (even and odd numbers never share a key: storm-starter prints
     nothing either until the spouts' keys overlap)."""
     builder = StreamBuilder()
-    join(builder, NumberSpout(_even), NumberSpout(_odd_key), print)
+    join(builder, NumberSpout(_even), NumberSpout(_odd), print)
     return builder.build()
