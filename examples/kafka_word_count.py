@@ -90,8 +90,8 @@ def quiet_client_logs() -> None:
 
 
 def require_topic(bootstrap: str, topic: str, timeout: float = 5.0) -> list[int]:
-    """The partitions of ``topic``; a one-line exit naming the topic and how to create it when it does not exist
-    (a broker that does not answer raises :class:`~storm_py.kafka.client.KafkaClientError`)."""
+    """The partitions of ``topic``; :class:`StormPyError` naming the topic and how to create it when it does not
+    exist (and :class:`~storm_py.kafka.client.KafkaClientError` when the broker does not answer)."""
     from storm_py.kafka.client import KafkaConsumerClient
 
     consumer = KafkaConsumerClient(bootstrap, "examples-topic-check")
@@ -100,7 +100,7 @@ def require_topic(bootstrap: str, topic: str, timeout: float = 5.0) -> list[int]
     finally:
         consumer.close()
     if not partitions:
-        raise SystemExit(f"topic {topic!r} does not exist on {bootstrap}: create it, e.g. "
+        raise StormPyError(f"topic {topic!r} does not exist on {bootstrap}: create it, e.g. "
                          f"storm-py dev-kafka --topic {topic}:2")
     return [p.partition for p in partitions]
 
@@ -120,7 +120,7 @@ def produce_sentences(bootstrap: str, topic: str, rounds: int, timeout: float = 
     left = producer.flush(timeout)
     if errors or left:
         reason = errors[0] if errors else f"{left} not confirmed within {timeout:g}s"
-        raise SystemExit(f"producing sentences to {topic!r} on {bootstrap} failed: {reason}")
+        raise StormPyError(f"producing sentences to {topic!r} on {bootstrap} failed: {reason}")
     return Counter(w for s in SENTENCES for w in s.split() for _ in range(rounds))
 
 

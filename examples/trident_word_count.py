@@ -12,7 +12,7 @@ in Storm's format, e.g. ``drpc.execute("words", "cat the dog jumped")`` is ``"[[
 is counted once.
 
 Run it in-process:  python -m examples.trident_word_count
-or:                 storm-py local examples.trident_word_count:build --ttl 5
+or:                 storm-py local examples.trident_word_count:build --ttl 5   (prints the counts as it stops)
 on a cluster:       storm-py submit APP.whl examples.trident_word_count:build_remote --name twc
                     storm-py drpc-client words "cat the dog jumped"
 """

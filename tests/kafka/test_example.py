@@ -17,6 +17,7 @@ from examples import kafka_word_count as example
 from storm_py import LocalCluster
 from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.redis import RedisServerProcess
+from storm_py.dev.zookeeper import free_port
 from tests.cluster.harness import storm_py_command
 from tests.kafka.conftest import Broker
 
@@ -112,3 +113,14 @@ def test_the_readmes_kafka_walk_through_runs_both_examples_against_one_broker(re
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+
+
+def test_an_unreachable_broker_or_a_missing_topic_is_one_line_not_a_traceback(broker: Broker) -> None:
+    for bootstrap, needle in ((f"127.0.0.1:{free_port()}", "listing topics on"),
+                              (broker.bootstrap, "topic 'word-counts' does not exist")):
+        run = subprocess.run([sys.executable, str(REPO / "examples" / "kafka_word_count.py"), "--bootstrap",
+                              bootstrap, "--ttl", "1"], capture_output=True, text=True, timeout=120, check=False,
+                             cwd=REPO, env=_env())
+        assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+        (line,) = run.stderr.strip().splitlines()
+        assert line.startswith("kafka_word_count: ") and needle in line, line
