@@ -4,7 +4,7 @@
 for this machine: ``local[2]`` bound to loopback, no UI and no progress bars, the executors' Python is
 ``sys.executable``, a small driver heap, few shuffle partitions, a quick-starting JIT.  ``spark://HOST:PORT``
 connects to a standalone cluster with the same Python and loopback-friendly driver settings.  The driver's log4j
-configuration (:data:`LOG4J2_PROPERTIES`) prints warnings and errors on stderr without Spark's banner about its
+configuration (:data:`LOG4J2_CONFIG`) prints warnings and errors on stderr without Spark's banner about its
 default profile and without the native-hadoop notice, and the JVM's own start-up notice about incubator modules is
 dropped from its stderr (:func:`is_jvm_noise`); everything else the JVM writes there still shows.
 
@@ -46,19 +46,8 @@ SPARK_TYPES: dict[str, Any] = {
 }
 
 
-#: the driver's log4j2 configuration: warnings and errors to stderr, Hadoop's native-library notice (an
-#: informational WARN on every start) only when it is an error
-LOG4J2_PROPERTIES = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
-logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
-logger.nativecode.level = error
-"""
+#: the driver's log4j2 configuration (package data): warnings and errors to stderr, no start-up notices
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 #: what the JVM itself (not log4j) prints on every start, before any configuration can silence it
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)
@@ -67,16 +56,6 @@ _JVM_NOISE = (b"WARNING: Using incubator modules:",)
 def is_jvm_noise(line: bytes) -> bool:
     """Whether a line of the JVM's stderr is its start-up notice, shown on every run and saying nothing wrong."""
     return line.startswith(_JVM_NOISE)
-
-
-def log4j2_config_file() -> Path:
-    """:data:`LOG4J2_PROPERTIES` in a file of this user's (written when missing or different)."""
-    path = Path(tempfile.gettempdir()) / f"storm-py-log4j2-{os.getuid()}.properties"
-    if not path.is_file() or path.read_text(encoding="utf-8") != LOG4J2_PROPERTIES:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
-        tmp.replace(path)
-    return path
 
 
 def _forward(source: int, target: int) -> None:
@@ -120,7 +99,7 @@ def session_conf(master: str | None) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.driver.memory": "1g",
         "spark.sql.shuffle.partitions": "4",
-        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={log4j2_config_file()}",
+        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={LOG4J2_CONFIG}",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.sql.session.timeZone": "UTC",

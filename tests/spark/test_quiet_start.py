@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storm_py.spark.session import is_jvm_noise
+from storm_py.spark.session import LOG4J2_CONFIG, is_jvm_noise
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,3 +38,9 @@ def test_only_the_jvms_start_up_notice_is_dropped() -> None:
     assert is_jvm_noise(b"WARNING: Using incubator modules: jdk.incubator.vector\n")
     assert not is_jvm_noise(b"Exception in thread \"main\" java.lang.OutOfMemoryError\n")
     assert not is_jvm_noise(b"26/11/28 20:06:44 ERROR Executor: Exception in task 0.0\n")
+
+
+def test_the_log4j_configuration_ships_with_the_package() -> None:
+    assert LOG4J2_CONFIG.is_file() and "rootLogger.level = warn" in LOG4J2_CONFIG.read_text(encoding="utf-8")
+    setup = (REPO / "setup.cfg").read_text(encoding="utf-8")
+    assert "spark/log4j2.properties" in setup.split("\n[options.package_data]\n", 1)[1].split("\n[", 1)[0]
