@@ -5,7 +5,7 @@ whatever fails meanwhile (a worker dies, a bolt raises, Redis goes away for a wh
 counts, checkpoint barriers are aligned at every bolt, and any failure restarts every component from the last
 checkpoint, the spout from its saved offsets.  Records need no tuple tree.
 
-Run it against the development broker and Redis (see README, "Managed state"):
+Run it against the development broker and Redis (see docs/guide/managed-state.md):
 
     storm-py dev-kafka --port 9092 --topic exactly-once-sentences:2 &
     storm-py dev-redis --port 6379 &

@@ -4,7 +4,7 @@ Each count update is written to the output topic as key ``word``, value ``count`
 value per key is the word's count.  The spout is at-least-once: a sentence whose tree fails (or times out) is
 read again, so a count can run ahead after a failure; for exact counts use the transactional Kafka spout.
 
-Run it against the development broker (see README, "Kafka"):
+Run it against the development broker (see docs/guide/kafka.md):
 
     storm-py dev-kafka --port 9092 --topic word-count-sentences:2 --topic word-counts:1 &
     python examples/kafka_word_count.py --bootstrap 127.0.0.1:9092 --produce 5 --ttl 10

@@ -4,7 +4,7 @@ The counts live in managed state kept in Redis (``topology.state.provider: redis
 run the topology, stop it, run it again, and the counts go on from where the last checkpoint left them.  The
 guarantee is Storm's at-least-once: after a failure a sentence may be counted twice, never lost.
 
-Run it against the development Redis (see README, "Managed state"):
+Run it against the development Redis (see docs/guide/managed-state.md):
 
     storm-py dev-redis --port 6379 &
     python examples/stateful_word_count.py --redis 127.0.0.1:6379 --rounds 20

@@ -50,10 +50,10 @@ def test_kafka_word_count_example(broker: Broker) -> None:
 
 
 def _readme_commands(section: str) -> list[list[str]]:
-    """The commands of the README section's ``sh`` block, split into words (comments and ``&`` dropped)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index(f"## {section}\n")
-    text = readme[start:readme.find("\n## ", start + 1)]
+    """The commands of the ``sh`` block of the manual's page titled ``section``, split into words (comments and
+    ``&`` dropped)."""
+    text = next(page.read_text(encoding="utf-8") for page in sorted((REPO / "docs").rglob("*.md"))
+                if page.read_text(encoding="utf-8").startswith(f"# {section}\n"))
     block = re.search(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
     assert block, section
     lines = (line.split("#")[0].strip().rstrip("&").strip() for line in block.group(1).splitlines())

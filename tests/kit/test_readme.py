@@ -16,12 +16,22 @@ from storm_py.nimbus.topology_check import check_package
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+#: the manual's pages: the README is its front page, each capability a page under docs/
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+MANUAL = README + "".join(page.read_text(encoding="utf-8") for page in PAGES)
 
 
 def _section(title: str) -> str:
-    start = README.index(f"## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+    """A section of the README (``## title``), or the page of the manual titled so (``# title``)."""
+    if f"## {title}\n" in README:
+        start = README.index(f"## {title}\n")
+        end = README.find("\n## ", start + 1)
+        return README[start:end if end > 0 else None]
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if text.startswith(f"# {title}\n"):
+            return text
+    raise AssertionError(f"no README section or page titled {title!r}")
 
 
 def _blocks(text: str, lang: str) -> list[str]:
@@ -78,7 +88,7 @@ def test_the_first_topology_snippet_runs_and_prints_its_words(tmp_path):
 def test_the_readme_names_the_compose_client_bootstrap_installs_and_it_accepts_the_file():
     """`docker-compose` 1.x is what Debian ships and bootstrap installs (Debian has no compose plugin package):
     the README tells that command, and that client validates docker-compose.yml."""
-    commands = set(re.findall(r"`(docker[ -]compose) up`", README))
+    commands = set(re.findall(r"`(docker[ -]compose) up`", MANUAL))
     assert "docker-compose" in commands
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
     assert 'missing="$missing docker-compose"' in bootstrap
@@ -95,7 +105,7 @@ def _env() -> dict[str, str]:
 
 def test_every_python_snippet_parses_and_its_imports_resolve():
     """A snippet may be a fragment (it uses a `builder` defined elsewhere), but what it imports exists."""
-    blocks = _blocks(README, "python")
+    blocks = _blocks(MANUAL, "python")
     assert len(blocks) >= 8
     for block in blocks:
         tree = ast.parse(block)
@@ -126,7 +136,7 @@ def _example_rows() -> dict[str, str]:
 
 def test_every_example_has_its_command_in_the_readme():
     rows = _example_rows()
-    modules = {p.stem for p in (REPO / "examples").glob("*.py")} - {"__init__", "sqlite_state"}
+    modules = {p.stem for p in (REPO / "examples").glob("*.py")} - {"__init__", "sqlite_state", "streams_spouts"}
     assert set(rows) == modules, set(rows) ^ modules
     for name, command in rows.items():
         source = (REPO / "examples" / f"{name}.py").read_text(encoding="utf-8")
@@ -157,7 +167,7 @@ def test_each_in_process_example_prints_its_result():
 def test_the_readme_warns_of_topology_debug_wherever_it_offers_it():
     """`topology.debug=true` logs every tuple: wherever the README or the docs mention it, the same paragraph says
     how much log it makes."""
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for doc in [REPO / "README.md", *PAGES]:
         for paragraph in re.split(r"\n\s*\n|\n(?=- )", doc.read_text(encoding="utf-8")):
             if "topology.debug=true" in paragraph:
                 assert re.search(r"\d+ MB", paragraph), f"{doc.name}: {paragraph[:200]}"
