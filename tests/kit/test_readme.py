@@ -171,3 +171,12 @@ def test_the_readme_warns_of_topology_debug_wherever_it_offers_it():
         for paragraph in re.split(r"\n\s*\n|\n(?=- )", doc.read_text(encoding="utf-8")):
             if "topology.debug=true" in paragraph:
                 assert re.search(r"\d+ MB", paragraph), f"{doc.name}: {paragraph[:200]}"
+
+
+def test_the_readme_is_a_front_page_linking_each_capability_to_its_page():
+    """The README stays a front page: short, each capability a link to the manual's page about it."""
+    assert len(README.splitlines()) < 150
+    links = re.findall(r"\]\((docs/[\w/.-]+\.md)\)", _section("What it does"))
+    assert len(links) >= 12 and all((REPO / link).is_file() for link in links), links
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    assert all(link.removeprefix("docs/") in nav for link in links), "a page the README links is not in the site"
