@@ -275,8 +275,8 @@ def test_a_command_that_cannot_start_is_reported_naming_the_component() -> None:
 
 
 class Faulty(ShellBolt):
-    def __init__(self, mode: str, marker: str) -> None:
-        super().__init__("python3", "faulty_bolt.py", mode, "5", marker)
+    def __init__(self, mode: str, marker: str, serializer: str = "json") -> None:
+        super().__init__("python3", "faulty_bolt.py", mode, "5", marker, serializer)
 
     def declare_output_fields(self, declarer):
         declarer.declare(["word"])
@@ -307,6 +307,37 @@ def test_faulty_bolt_is_reported_restarted_and_nothing_is_lost(mode: str, report
         assert all(counts[w] >= c for w, c in expected_counts(n).items())
         error = summary_of(cluster, "faults", "faulty")["lastError"]
         assert "shell bolt 'faulty'" in error
+        assert reported in error
+
+
+@pytest.mark.parametrize(("mode", "serializer", "reported"), [
+    ("stderr", "json", "wrote a stderr line longer than 65536 bytes (topology.multilang.max.stderr.line.bytes): "
+                       "'no newline ever aaaa"),
+    ("unended", "json", "a message longer than 1048576 bytes (topology.multilang.max.message.bytes): '{aaaa"),
+    ("bigbin", "msgpack", "a message longer than 1048576 bytes (topology.multilang.max.message.bytes)"),
+])
+def test_a_process_attacking_its_worker_is_a_fault_of_its_component_and_every_tuple_is_acked(
+    mode: str, serializer: str, reported: str, tmp_path: Path
+) -> None:
+    """64 MiB on stderr without a newline, ``{`` and 64 MiB without an ``end`` line, a msgpack bin declared 2 GiB
+    long: each is reported as the component's error at its bound, the process is replaced, nothing is lost."""
+    n = 30
+    token = shared(counts=Counter(), acked=set(), failed=0)
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(token, n))
+    builder.set_bolt("hostile", Faulty(mode, str(tmp_path / "armed"), serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("hostile")
+    conf: dict[str, Any] = {"topology.message.timeout.secs": 60, "topology.multilang.serializer": serializer,
+                            "topology.multilang.max.message.bytes": 1 << 20,
+                            "topology.multilang.max.stderr.line.bytes": 1 << 16}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("hostile", conf, builder.create_topology())
+        state = SHARED[token]
+        wait_until(lambda: len(state["acked"]) == n, 60, what="every sentence acked")
+        assert state["failed"] >= 1  # what the lost process held was failed and replayed
+        assert all(state["counts"][w] >= c for w, c in expected_counts(n).items())
+        error = summary_of(cluster, "hostile", "hostile")["lastError"]
+        assert "shell bolt 'hostile'" in error
         assert reported in error
 
 
