@@ -3,8 +3,6 @@ cluster, and streamparse's quickstart project written without Leiningen."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -180,14 +178,10 @@ def submit(name: str | None, topology_name: str | None, wheelhouse: str | None, 
               help="The folder to write the project folder NAME in.")
 def quickstart(name: str, directory: str) -> None:
     """Write streamparse's quickstart project NAME (`sparse quickstart`, without Leiningen or LEIN_ROOT)."""
+    from storm_py.streamparse.translate import write_quickstart
+
     try:
-        from streamparse.bootstrap import quickstart as write_quickstart
-    except ImportError as err:
-        raise click.ClickException(f"streamparse is not installed here ({err}): pip install streamparse") from err
-    if not name or os.sep in name or name in (".", ".."):
-        raise click.ClickException(f"the project name must be a folder name, got {name!r}")
-    if os.path.lexists(os.path.join(directory, name)):
-        raise click.ClickException(f"{os.path.join(directory, name)!r} already exists")
-    with contextlib.chdir(directory):  # streamparse writes the project beside the working directory
-        write_quickstart(name)
-    click.echo(f"Run it with storm_py:\n\n\tcd {os.path.join(directory, name)}\n\tstorm-py streamparse run")
+        root = write_quickstart(name, Path(directory))
+    except StormPyError as err:
+        raise click.ClickException(err.message) from err
+    click.echo(f"Run it with storm_py:\n\n\tcd {root}\n\tstorm-py streamparse run")

@@ -45,12 +45,12 @@ def test_a_40_mb_json_emit_read_a_pipe_read_at_a_time_decodes_in_under_a_second(
     big = "w" * (40 * 1000 * 1000)
     data = pystorm_emit(big) + pystorm_emit("after")
     dec = JsonSerializer().decoder(shorthand)
-    start = time.perf_counter()
+    start = time.process_time()  # the decoder's own work, whatever else the machine runs
     out: list[Any] = []
     for piece in chunks(data):
         out += dec.feed(piece)
-    took = time.perf_counter() - start
-    assert took < 1.0, f"40 MB took {took:.2f} s"
+    took = time.process_time() - start
+    assert took < 1.0, f"40 MB took {took:.2f} s of CPU"
     if shorthand:
         assert out == [([big], 7), (["after"], 7)]
     else:
