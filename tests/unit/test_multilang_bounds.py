@@ -63,9 +63,8 @@ def test_a_long_json_messages_end_line_is_found_wherever_the_reads_cut_it() -> N
     marker = len(data) - 5
     for cut in range(marker - 2, len(data) + 1):  # each cut inside and around the end line
         dec = JsonDecoder()
-        out = dec.feed(data[:CHUNK]) + dec.feed(data[CHUNK:cut]) + dec.feed(data[cut:]) \
-            + dec.feed(b'{"command": "sync"}\nend\n')
-        assert out == [msg, {"command": "sync"}], cut
+        assert dec.feed(data[:CHUNK]) + dec.feed(data[CHUNK:cut]) + dec.feed(data[cut:]) == [msg], cut
+        assert dec.feed(b'{"command": "sync"}\nend\n') == [{"command": "sync"}]
 
 
 @pytest.mark.parametrize("shorthand", [False, True])
@@ -163,7 +162,7 @@ def test_bytes_arriving_keep_a_process_alive_without_answering_its_heartbeat() -
     assert beat.outstanding  # the heartbeat itself is still unanswered
 
 
-def test_a_local_runs_logging_shows_component_logs_at_info(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_local_runs_logging_shows_component_logs_at_info() -> None:
     logger = logging.getLogger(COMPONENTS_LOGGER)
     root = logging.getLogger()
     saved = (logger.level, root.level)
