@@ -25,6 +25,7 @@ from storm_py.multilang import ShellBolt, ShellSpout
 RESOURCES = Path(__file__).parent / "resources"
 sys.path.insert(0, str(RESOURCES))
 from sentences import SENTENCES  # noqa: E402
+from slow_log import TAIL  # noqa: E402
 
 pytest.importorskip("pystorm")
 
@@ -379,6 +380,44 @@ def test_faulty_spout_is_reported_and_restarted(
         error = summary_of(cluster, "spout-faults", "sentences")["lastError"]
         assert "shell spout 'sentences'" in error
         assert reported in error
+
+
+class _Seen(logging.Handler):
+    """Which of some texts the records' messages ended with (the messages themselves may be megabytes)."""
+
+    def __init__(self, *endings: str) -> None:
+        super().__init__(logging.INFO)
+        self.endings = endings
+        self.seen: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.seen.update(e for e in self.endings if message.endswith(e))
+
+
+def test_a_long_message_written_slowly_keeps_its_process_alive(tmp_path: Path) -> None:
+    """Bytes arriving are a sign of life: a spout and a bolt each write a 1.5 MB log message over about 3 s with
+    topology.subprocess.timeout.secs at 2; the messages arrive, and neither process is killed."""
+    seen = _Seen(TAIL, "all 20 sentences acked")
+    logger = logging.getLogger("storm_py.multilang")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(seen)
+    token = shared(counts=Counter())
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", FaultySentences("slowlong", str(tmp_path / "spout-armed")))
+    builder.set_bolt("slow", Faulty("slowlong", str(tmp_path / "bolt-armed"))).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("slow")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("slow", {"topology.subprocess.timeout.secs": 2}, builder.create_topology())
+            wait_until(lambda: seen.seen["all 20 sentences acked"] and seen.seen[TAIL] >= 2, 60,
+                       what="both long messages and every sentence acked")
+            for component in ("sentences", "slow"):
+                assert not summary_of(cluster, "slow", component).get("lastError"), component
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
 
 
 def test_simulated_time_waits_for_the_process_and_heartbeats_keep_it_alive() -> None:

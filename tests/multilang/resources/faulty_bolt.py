@@ -1,9 +1,10 @@
 """pystorm split bolt that misbehaves once: after AFTER tuples its first run exits, hangs, writes text that is not
 the protocol, emits on a stream nobody declared, or attacks its worker: 64 MiB on stderr without a newline
 (``stderr``), ``{`` and 64 MiB with no ``end`` line (``unended``), a msgpack bin declared 2 GiB long followed by
-64 MiB (``bigbin``); later runs (MARKER exists) behave.
+64 MiB (``bigbin``); or, harmlessly, writes a 1.5 MB ``log`` message slowly, over about three seconds
+(``slowlong``); later runs (MARKER exists) behave.
 
-usage: faulty_bolt.py exit|hang|garbage|undeclared|stderr|unended|bigbin AFTER MARKER [json|msgpack]
+usage: faulty_bolt.py exit|hang|garbage|undeclared|stderr|unended|bigbin|slowlong AFTER MARKER [json|msgpack]
 """
 
 import os
@@ -11,6 +12,7 @@ import sys
 import time
 
 from pystorm import Bolt
+from slow_log import write_slowly
 
 MODE, AFTER, MARKER = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 SERIALIZER = sys.argv[4] if len(sys.argv) > 4 else "json"
@@ -54,6 +56,9 @@ class FaultyBolt(Bolt):
                 self.armed = False
             if MODE in ATTACKS:
                 attack(*ATTACKS[MODE])
+            if MODE == "slowlong":
+                write_slowly()
+                self.armed = False
         for word in tup.values[0].split():
             self.emit([word])
 
