@@ -6,14 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.multilang.log_topology import SENTENCES
+from tests.multilang.local_topologies import SENTENCES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_storm_py_local_shows_a_shell_components_log_at_info_by_default() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "storm_py", "local", "tests.multilang.log_topology:topology", "--ttl", "5"],
+        [sys.executable, "-m", "storm_py", "local", "tests.multilang.local_topologies:sentences", "--ttl", "5"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert run.returncode == 0, run.stderr[-2000:]

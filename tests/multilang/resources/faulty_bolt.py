@@ -4,7 +4,7 @@ the protocol, emits on a stream nobody declared, or attacks its worker: 64 MiB o
 64 MiB (``bigbin``); or, harmlessly, writes a 1.5 MB ``log`` message slowly, over about three seconds
 (``slowlong``); later runs (MARKER exists) behave.
 
-usage: faulty_bolt.py exit|hang|garbage|undeclared|stderr|unended|bigbin|slowlong AFTER MARKER [json|msgpack]
+usage: faulty_bolt.py exit|hang|garbage|undeclared|stderr|unended|bigbin|slowlong|behave AFTER MARKER [json|msgpack]
 """
 
 import os
