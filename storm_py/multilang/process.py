@@ -44,8 +44,9 @@ MAX_STDERR_LINE_KEY: Final = "topology.multilang.max.stderr.line.bytes"
 DEFAULT_MAX_STDERR_LINE: Final[int] = KEYS[MAX_STDERR_LINE_KEY].default
 #: the logger above every shell component's
 COMPONENTS_LOGGER: Final = "storm_py.multilang"
-#: stderr lines kept to explain a process's death
+#: stderr lines kept to explain a process's death, and how much of each (the error names them all)
 STDERR_TAIL: Final = 5
+STDERR_TAIL_CHARS: Final = 1000
 #: real seconds between looks at the clock while waiting for a process to answer
 WAIT_SLICE: Final = 0.05
 #: real seconds a busy process's output gathers before its executor is woken: one read and one pass of the worker
@@ -291,7 +292,8 @@ class ShellProcess:
                     return
                 line = raw.decode("utf-8", "replace").rstrip()
                 if line:
-                    self._stderr_tail.append(line)
+                    self._stderr_tail.append(line if len(line) <= STDERR_TAIL_CHARS
+                                             else line[:STDERR_TAIL_CHARS] + "...")
                     self.log.warning("stderr: %s", line)
         except (OSError, ValueError):
             pass

@@ -4,6 +4,7 @@ component logs shown by a local run."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import time
@@ -14,7 +15,14 @@ from typing import Any, cast
 import pytest
 
 from storm_py.multilang.ledger import Heartbeat
-from storm_py.multilang.process import CHUNK, COMPONENTS_LOGGER, Fault, ShellProcess, show_component_logs
+from storm_py.multilang.process import (
+    CHUNK,
+    COMPONENTS_LOGGER,
+    STDERR_TAIL_CHARS,
+    Fault,
+    ShellProcess,
+    show_component_logs,
+)
 from storm_py.multilang.serializer import (
     DEFAULT_MAX_MESSAGE,
     MAX_MESSAGE_KEY,
@@ -154,6 +162,20 @@ def test_whatever_decoding_raises_is_a_fault_not_the_workers_death(tmp_path: Pat
         assert isinstance(fault, Fault)
         assert "RuntimeError: decoder bug" in fault.reason
         assert not proc.read()  # nothing more is read from it
+    finally:
+        proc.kill()
+
+
+def test_stderr_lines_are_read_up_to_their_bound_and_an_error_quotes_a_little_of_each(tmp_path: Path) -> None:
+    proc = ShellProcess(["true"], tmp_path, MsgpackSerializer(), "noisy", max_stderr_line=4096)
+    try:
+        proc._read_stderr(io.BytesIO(b"short\n" + b"l" * 4000 + b"\n" + b"x" * 10_000 + b"\nnever read\n"))
+        assert [len(line) for line in proc._stderr_tail] == [5, STDERR_TAIL_CHARS + 3]
+        fault = proc.inbox.popleft()
+        assert isinstance(fault, Fault) and not proc.inbox
+        assert fault.reason.startswith("wrote a stderr line longer than 4096 bytes "
+                                       "(topology.multilang.max.stderr.line.bytes): 'xxxx")
+        assert len(fault.reason) < 400
     finally:
         proc.kill()
 
