@@ -272,7 +272,7 @@ class _Reader:
         conf = raw.get("config") or {}
         if not isinstance(conf, Mapping):
             raise self.fail(f"'config' must be a mapping, got {conf!r}", cid)
-        loads = {}
+        loads: dict[str, Any] = {}
         for key, attr in (("onHeapMemoryLoad", "on_heap_memory_load"), ("offHeapMemoryLoad", "off_heap_memory_load"),
                           ("cpuLoad", "cpu_load")):
             value = raw.get(key)
