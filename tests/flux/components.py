@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from storm_py import BasicBolt, Fields, Spout, TopologyBuilder
+from storm_py import BaseWindowedBolt, BasicBolt, Fields, Spout, TopologyBuilder
 from storm_py.api.hooks import WorkerHook
 from storm_py.testing import TestWordSpout
 
@@ -118,3 +118,16 @@ class CountingSpout(Spout):
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["n"])
+
+
+class WindowCount(BaseWindowedBolt):
+    """Emits the number of tuples in each window (a Python twin of flux-examples' TestWindowBolt)."""
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, window: Any) -> None:
+        self.collector.emit([len(window.get())])
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["count"])
