@@ -48,7 +48,7 @@ class TestBolt(BasicBolt):
         self.calls.append(("withFoo", (foo,)))
         return self
 
-    def withNone(self) -> TestBolt:  # noqa: N802 - Storm's camelCase, found as written
+    def withNone(self) -> TestBolt:
         self.calls.append(("withNone", ()))
         return self
 
@@ -131,3 +131,10 @@ class WindowCount(BaseWindowedBolt):
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["count"])
+
+
+class ExplodingLoudly:
+    """Its constructor raises an error whose message spans lines."""
+
+    def __init__(self) -> None:
+        raise ValueError("first line\nsecond line\n  third")

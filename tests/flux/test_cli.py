@@ -57,7 +57,8 @@ def test_dry_run_prints_storms_details_and_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_local_run_prints_progress_and_the_totals() -> None:
-    proc = flux("--local", "-n", "-q", "--sleep", "2500", "-z", "localhost:2181", str(CONFIGS / "simple_wordcount.yaml"))
+    proc = flux("--local", "-n", "-q", "--sleep", "2500", "-z", "localhost:2181",
+                str(CONFIGS / "simple_wordcount.yaml"))
     assert proc.returncode == 0, proc.stderr
     assert "running yaml-topology in-process" in proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
@@ -131,6 +132,10 @@ def test_bad_inputs_end_with_one_line_naming_file_and_component(tmp_path: Path) 
     cls = tmp_path / "cls.yaml"
     cls.write_text(WORDS.replace("org.apache.storm.testing.TestWordCounter", "no_such_module:Bolt"), encoding="utf-8")
     _one_line_error(flux(str(cls)), str(cls), "'bolt-1'", "no_such_module")
+    loud = tmp_path / "loud.yaml"
+    loud.write_text(WORDS.replace("org.apache.storm.testing.TestWordCounter", "tests.flux.components:ExplodingLoudly"),
+                    encoding="utf-8")
+    _one_line_error(flux(str(loud), cwd=REPO), str(loud), "'bolt-1'", "first line second line third")
 
 
 def test_usage_errors() -> None:

@@ -16,6 +16,7 @@
 # limitations under the License.
 import storm
 
+
 class SplitSentenceBolt(storm.BasicBolt):
     def process(self, tup):
         words = tup.values[0].split(" ")

@@ -73,7 +73,7 @@ class BasicBolt:
             try:
                 self.process(tup)
                 _send({"command": "ack", "id": tup.id})
-            except Exception as err:  # noqa: BLE001 - reported to the bolt, the tuple failed
+            except Exception as err:
                 _send({"command": "error", "msg": str(err)})
                 _send({"command": "fail", "id": tup.id})
             _current = None
