@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from storm_py.api.components import BasicBolt, Bolt, Spout
 from storm_py.api.config import Config
 from storm_py.api.topology import BoltDeclarer, StormTopology, TopologyBuilder, validate_topology
 from storm_py.config import validate
-from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.errors import ConfigError, InvalidTopologyException, StormPyError
 from storm_py.flux.model import BoltDef, FluxError, StreamDef, TopologyDef, VertexDef, flux_error
 from storm_py.flux.objects import ObjectFactory
 from storm_py.flux.registry import find_method
@@ -30,6 +30,15 @@ RESOURCE_KEYS: Final = (
     ("cpu_load", "topology.component.cpu.pcore.percent"),
 )
 RESOURCES: Final = "resources"
+
+
+@runtime_checkable
+class Completable(Protocol):
+    """A component configured after its construction (Storm's builder-style bolts, e.g. the Kafka bolt): the
+    builder calls ``check_configured`` once its properties and config methods ran; it raises naming what is
+    missing."""
+
+    def check_configured(self) -> None: ...
 
 
 def _checked(conf: Mapping[str, Any], source: str, component: str | None) -> None:
@@ -102,6 +111,12 @@ def _vertex(factory: ObjectFactory, vdef: VertexDef, context: ExecutionContext, 
         raise flux_error(vdef.source, f"class {vdef.class_name} is not a spout ({type(obj).__name__})", vdef.id)
     if not spout and not isinstance(obj, (Bolt, BasicBolt, BaseWindowedBolt, BaseStatefulBolt)):
         raise flux_error(vdef.source, f"class {vdef.class_name} is not a bolt ({type(obj).__name__})", vdef.id)
+    if isinstance(obj, Completable):
+        try:
+            obj.check_configured()
+        except (ValueError, StormPyError) as err:
+            message = err.message if isinstance(err, StormPyError) else str(err)
+            raise flux_error(vdef.source, f"class {vdef.class_name}: {message}", vdef.id) from err
     if isinstance(obj, ShellComponent) and obj.working_dir is None:
         shell_dir = context._shell_dir()
         if shell_dir is not None:

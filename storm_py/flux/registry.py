@@ -27,8 +27,12 @@ COMPATIBILITY: Final[dict[str, str]] = {
     "org.apache.storm.topology.base.BaseWindowedBolt$Duration": "storm_py.windowing:Duration",
     "org.apache.storm.hooks.BaseWorkerHook": "storm_py.api.hooks:WorkerHook",
     "org.apache.storm.kafka.spout.KafkaSpout": "storm_py.kafka:KafkaSpout",
-    "org.apache.storm.kafka.spout.KafkaSpoutConfig": "storm_py.kafka:KafkaSpoutConfig",
-    "org.apache.storm.kafka.bolt.KafkaBolt": "storm_py.kafka:KafkaBolt",
+    "org.apache.storm.kafka.spout.KafkaSpoutConfig$Builder": "storm_py.kafka:KafkaSpoutConfigBuilder",
+    "org.apache.storm.kafka.spout.KafkaSpoutConfig": "storm_py.kafka.storm_builders:spout_config_from_builder",
+    "org.apache.storm.kafka.bolt.KafkaBolt": "storm_py.kafka.storm_builders:StormKafkaBolt",
+    "org.apache.storm.kafka.bolt.selector.DefaultTopicSelector": "storm_py.kafka:DefaultTopicSelector",
+    "org.apache.storm.kafka.bolt.mapper.FieldNameBasedTupleToKafkaMapper":
+        "storm_py.kafka:FieldNameBasedTupleToKafkaMapper",
 }
 
 #: name prefixes of Java classes (Storm's, the JDK's, libraries')
