@@ -124,6 +124,18 @@ def _run_local(t: Any, conf: dict[str, Any], sleep_ms: int, inactive: bool) -> N
     click.echo(f"done: emitted {emitted:,}, acked {acked:,}, failed {failed:,}")
 
 
+def _wheel_requirements(folder: Path) -> None:
+    """An unpacked wheel's ``Requires-Dist`` as the folder's ``requirements.txt``, so the folder submitted in its
+    place carries the same requirements."""
+    if (folder / "requirements.txt").exists():
+        return
+    found = [line.partition(":")[2].strip() for meta in folder.glob("*.dist-info/METADATA")
+             for line in meta.read_text(encoding="utf-8").splitlines() if line.startswith("Requires-Dist:")]
+    wanted = [r for r in found if "extra ==" not in r.replace("extra==", "extra ==")]
+    if wanted:
+        (folder / "requirements.txt").write_text("\n".join(wanted) + "\n", encoding="utf-8")
+
+
 def _submit_remote(td: Any, root: Path, conf: dict[str, Any], inactive: bool, config_file: str | None) -> None:
     from storm_py.client import NimbusClient
     from storm_py.deps.wheelhouse import with_dependencies
@@ -133,6 +145,7 @@ def _submit_remote(td: Any, root: Path, conf: dict[str, Any], inactive: bool, co
     with tempfile.TemporaryDirectory(prefix="storm-py-flux-") as tmp:
         pkg = Path(tmp) / (td.name or "flux")
         shutil.copytree(root, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        _wheel_requirements(pkg)
         entry = stage(td, pkg)
         try:
             data, filename = read_package(pkg)

@@ -153,3 +153,14 @@ def test_conf_precedence_defaults_config_file_then_flux_config_then_overrides(co
     td = parse_file(configs / "simple_wordcount.yaml")
     _resolve_config(td, conf, ("topology.workers=9",))
     assert td.config["topology.workers"] == 9
+
+
+def test_an_unpacked_wheel_keeps_its_requirements(tmp_path: Path) -> None:
+    from storm_py.cli.flux import _wheel_requirements
+
+    meta = tmp_path / "app-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Name: app\nRequires-Dist: six>=1.0\nRequires-Dist: pytest; extra == \"test\"\n",
+                                   encoding="utf-8")
+    _wheel_requirements(tmp_path)
+    assert (tmp_path / "requirements.txt").read_text(encoding="utf-8") == "six>=1.0\n"
