@@ -251,9 +251,9 @@ def build(topology_def: TopologyDef, working_dir: str | Path | None = None) -> F
 
 def describe(td: TopologyDef) -> list[str]:
     """Storm's topology details, class names as the file writes them."""
-    lines = ["---------- TOPOLOGY DETAILS ----------", f"Topology Name: {td.name}"]
     if td.topology_source is not None:
-        return [*lines, f"Topology Source: {td.topology_source.class_name}", "--------------------------------------"]
+        return [f"Topology Name: {td.name}", f"Topology Source: {td.topology_source.class_name}"]
+    lines = ["---------- TOPOLOGY DETAILS ----------", f"Topology Name: {td.name}"]
     lines.append("--------------- SPOUTS ---------------")
     lines += [f"{s.id} [{s.parallelism}] ({s.class_name})" for s in td.spouts]
     lines.append("---------------- BOLTS ---------------")

@@ -298,6 +298,13 @@ def test_topology_source_builds_the_topology_in_code(write) -> None:
         build(parse_file(write("s3.yaml", SOURCE + '  methodName: "getMissing"\n')))
 
 
+def test_a_topology_source_is_described_in_two_lines(write) -> None:
+    from storm_py.flux.builder import describe
+
+    assert describe(parse_file(write("s.yaml", SOURCE))) == [
+        "Topology Name: from-code", "Topology Source: tests.flux.components:WordSource"]
+
+
 def test_method_names_in_snake_case() -> None:
     assert [snake_case(n) for n in ("withWindow", "addComponentConfig", "getTopology", "setPollTimeoutMs",
                                     "getHTTPServer", "plain")] == [
