@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
-from storm_py.api.components import BasicBolt, Bolt, Spout
+from storm_py.api.components import BasicBolt, Bolt, CustomStreamGrouping, Spout
 from storm_py.api.config import Config
 from storm_py.api.topology import BoltDeclarer, StormTopology, TopologyBuilder, validate_topology
 from storm_py.config import validate
@@ -39,6 +39,24 @@ class Completable(Protocol):
     missing."""
 
     def check_configured(self) -> None: ...
+
+
+@runtime_checkable
+class WorkerHookLike(Protocol):
+    """What a worker hook object has (``TopologyBuilder.add_worker_hook``)."""
+
+    def start(self, conf: dict[str, Any], context: Any) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class GroupingLike(Protocol):
+    """What a custom grouping object has (Storm's ``CustomStreamGrouping``)."""
+
+    def prepare(self, context: Any, stream: Any, target_tasks: list[int]) -> None: ...
+
+    def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]: ...
 
 
 def _checked(conf: Mapping[str, Any], source: str, component: str | None) -> None:
@@ -158,10 +176,10 @@ def _wire(declarer: BoltDeclarer, stream: StreamDef, factory: ObjectFactory) -> 
     else:
         assert g.custom_class is not None  # the model requires it for CUSTOM
         grouping = factory.build(g.custom_class)
-        if not callable(getattr(grouping, "prepare", None)) or not callable(getattr(grouping, "choose_tasks", None)):
+        if not isinstance(grouping, GroupingLike):
             raise flux_error(stream.source, f"stream {src} --> {stream.to}: class {g.custom_class.class_name} is "
                              "not a custom grouping (it needs prepare and choose_tasks)", stream.to)
-        declarer.custom_grouping(src, grouping, sid)
+        declarer.custom_grouping(src, cast(CustomStreamGrouping, grouping), sid)
 
 
 def _check_streams(td: TopologyDef, topology: StormTopology) -> None:
@@ -224,7 +242,11 @@ def build_topology(context: ExecutionContext) -> StormTopology:
         for stream in td.streams:
             _wire(declarers[stream.to], stream, factory)
         for hook_def in td.worker_hooks:
-            builder.add_worker_hook(factory.build(hook_def))
+            hook = factory.build(hook_def)
+            if not isinstance(hook, WorkerHookLike):
+                raise flux_error(hook_def.source, f"class {hook_def.class_name} is not a worker hook (it needs "
+                                 "start(conf, context) and shutdown())", hook_def.id)
+            builder.add_worker_hook(hook)
         topology = builder.create_topology()
     except FluxError:
         raise

@@ -141,11 +141,12 @@ def _load_yaml(doc: _Text, properties: Mapping[str, str] | None, env_filter: boo
     text = substitute(doc.text, properties, env_filter)
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    except yaml.MarkedYAMLError as err:
+        line = f" at line {err.problem_mark.line + 1}" if err.problem_mark is not None else ""
+        problem = err.problem or str(err).splitlines()[0]
         raise FluxError(f"{doc.label}: invalid YAML{line}: {problem}", file=doc.label) from err
+    except yaml.YAMLError as err:
+        raise FluxError(f"{doc.label}: invalid YAML: {str(err).splitlines()[0]}", file=doc.label) from err
     if len(docs) > 1:
         raise FluxError(f"{doc.label}: holds {len(docs)} YAML documents, a definition is one", file=doc.label)
     return read_definition(docs[0] if docs else None, doc.label)

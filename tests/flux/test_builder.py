@@ -86,6 +86,13 @@ def test_worker_hooks_and_component_config(configs: Path) -> None:
     assert t.topology.bolts["bolt-1"].conf["MY.INAVLID.KEY"] == "none"
 
 
+def test_a_worker_hook_that_is_none_names_its_id(write) -> None:
+    text = WORDS + 'workerHooks:\n  - id: "hook-1"\n    className: "tests.flux.components:NotASpout"\n'
+    with pytest.raises(FluxError, match=r"h\.yaml: component 'hook-1': class tests\.flux\.components:NotASpout is "
+                       r"not a worker hook"):
+        build(parse_file(write("h.yaml", text)))
+
+
 def test_a_known_key_with_a_wrong_value_names_the_key(write) -> None:
     bad = WORDS.replace('    className: "org.apache.storm.testing.TestWordCounter"',
                         '    className: "org.apache.storm.testing.TestWordCounter"\n    config:\n'
