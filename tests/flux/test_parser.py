@@ -181,3 +181,16 @@ def test_a_fault_in_an_included_file_names_that_file(write) -> None:
     top = write("top.yaml", WORDS + 'includes:\n  - file: "inc.yaml"\n')
     with pytest.raises(FluxError, match=r"inc\.yaml: component 'b': unknown key 'colour'"):
         parse_file(top)
+
+
+def test_a_resource_is_read_from_a_wheel_on_the_import_path(tmp_path: Path, monkeypatch) -> None:
+    import zipfile
+
+    wheel = tmp_path / "app-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("topologies/words.yaml", WORDS)
+    monkeypatch.setattr("sys.path", [str(tmp_path / "empty"), str(wheel)])
+    td = parse_resource("/topologies/words.yaml")
+    assert td.name == "t" and td.source == "resource /topologies/words.yaml"
+    with pytest.raises(FluxError, match=r"resource /topologies/none\.yaml: not found on the import path"):
+        parse_resource("/topologies/none.yaml")
