@@ -24,9 +24,9 @@ from storm_py.errors import StaleBuildError
 #: the Parquet sink's per-value passes over a batch, and the window manager with its events, policies and
 #: watermarks (the windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted),
 #: and the managed state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs
-#: for every tuple of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a stateful spout's
-#: per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic, pending ledger and
-#: wire formats (made in ``prepare``; the shell components themselves stay interpreted)
+#: for every tuple of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a
+#: stateful spout's per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic,
+#: pending ledger and wire formats (made in ``prepare``; the shell components themselves stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
