@@ -12,15 +12,32 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from storm_py.api.components import OutputCollector
+from storm_py.api.context import TopologyContext
 from storm_py.trident.tuple import Schema, TridentTuple
 
 #: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
 _count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
 
-if TYPE_CHECKING:
-    from storm_py.trident.bolt import TaskScope
+
+class TaskScope:
+    """What processors share in one task: conf, context, the states by id, the wire."""
+
+    __slots__ = ("collector", "conf", "context", "states")
+
+    def __init__(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.conf = conf
+        self.context = context
+        self.collector = collector
+        self.states: dict[int, Any] = {}
+
+    def emit(self, values: list[Any], stream: str) -> None:
+        self.collector.emit(values, None, stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        self.collector.report_error(exc)
 
 
 class BatchRun:
