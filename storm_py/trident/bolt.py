@@ -20,7 +20,8 @@ from storm_py.api.components import CustomStreamGrouping, OutputCollector
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
 from storm_py.transactional.attempt import TransactionAttempt
-from storm_py.trident.processors import BatchRun, Processor, TaskScope
+from storm_py.trident.processors import Processor
+from storm_py.trident.task import BatchRun, TaskScope
 
 if TYPE_CHECKING:
     from storm_py.api.context import TopologyContext

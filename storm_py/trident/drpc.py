@@ -15,7 +15,8 @@ from typing import Any
 
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.trident.graph import Node
-from storm_py.trident.processors import BatchRun, Processor, TaskScope
+from storm_py.trident.processors import Processor
+from storm_py.trident.task import BatchRun, TaskScope
 from storm_py.trident.tuple import Schema
 
 RETURN_INFO = "return-info"
