@@ -12,7 +12,6 @@ removed, which the test checks.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
