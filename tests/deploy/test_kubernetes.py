@@ -63,6 +63,12 @@ def test_a_broken_manifest_is_refused() -> None:
         kubernetes_validate.validate(nimbus, VERSION, strict=True)
 
 
+def test_the_rendering_refuses_a_kustomize_field_it_does_not_apply(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text("resources: []\npatches: [{path: p.yaml}]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="patches"):
+        render(tmp_path)
+
+
 def storm_conf(resources: list[dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
     """What a daemon reads: the ConfigMap's storm.yaml followed by the Secret's keys (the init containers join
     them so)."""
