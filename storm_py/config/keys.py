@@ -57,6 +57,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.zookeeper.root", STR, "/storm", "all daemons", "root znode; clusters may share a ZooKeeper"),
         Key("storm.zookeeper.session.timeout", INT, 20000, "all daemons", "ms; ephemeral nodes vanish this long after a crash", min=1),
         Key("storm.zookeeper.connection.timeout", INT, 15000, "all daemons", "ms to wait for ZooKeeper at start", min=1),
+        Key("storm.zookeeper.start.wait.secs", NUMBER, 300, "nimbus, supervisor", "how long a daemon started before its ZooKeeper keeps trying to reach it, saying so at each attempt (0: fail at once)", min=0),
         Key("storm.zookeeper.auth.scheme", STR, None, "all daemons", "ZooKeeper auth scheme of the cluster identity (digest)", choices=("digest",)),
         Key("storm.zookeeper.auth.payload", STR, None, "all daemons", "\"user:password\" of the cluster's ZooKeeper identity; when set every znode is readable and writable by it only (keep it secret)"),
         Key("storm.zookeeper.topology.auth.scheme", STR, None, "workers", "ZooKeeper auth scheme of a topology's identity (digest)", choices=("digest",)),
