@@ -139,12 +139,3 @@ class ExplodingLoudly:
     def __init__(self) -> None:
         raise ValueError("first line\nsecond line\n  third")
 
-
-class OnlyValueRecordTranslator:
-    """flux-examples' ``OnlyValueRecordTranslator``: the record's value alone, as field ``str``."""
-
-    def translate(self, record: Any) -> tuple[str, list[Any]] | None:
-        return "default", [record.value]
-
-    def streams(self) -> dict[str, list[str]]:
-        return {"default": ["str"]}

@@ -110,10 +110,7 @@ def test_diamond_topology_is_refused_naming_the_undeclared_stream(configs: Path)
 
 
 @pytest.mark.parametrize(("name", "component", "klass"), [
-    ("simple_windowing.yaml", "bolt-1", "org.apache.storm.flux.examples.TestWindowBolt"),
-    ("kafka_spout.yaml", "onlyValueRecordTranslator", "org.apache.storm.flux.examples.OnlyValueRecordTranslator"),
-    ("simple_stateful_wordcount.yaml", "bolt-1", "org.apache.storm.flux.examples.StatefulWordCounter"),
-    ("simple_hdfs.yaml", "", "org.apache.storm."),
+    ("simple_hdfs.yaml", "syncPolicy", "org.apache.storm.hdfs.bolt.sync.CountSyncPolicy"),
 ])
 def test_storm_classes_without_equivalent_are_named_with_their_component(
         configs: Path, name: str, component: str, klass: str) -> None:

@@ -117,9 +117,11 @@ def _one_line_error(proc: subprocess.CompletedProcess[str], *parts: str) -> None
 
 
 def test_bad_inputs_end_with_one_line_naming_file_and_component(tmp_path: Path) -> None:
-    windowing = str(CONFIGS / "simple_windowing.yaml")
-    _one_line_error(flux(windowing, "-n"), windowing, "'bolt-1'", "org.apache.storm.flux.examples.TestWindowBolt",
-                    "no storm_py equivalent")
+    hdfs = str(CONFIGS / "simple_hdfs.yaml")
+    (tmp_path / "hdfs.properties").write_text("hdfs.url=hdfs://h:8020\nhdfs.write.dir=/in\nhdfs.dest.dir=/out\n",
+                                              encoding="utf-8")
+    _one_line_error(flux(hdfs, "-n", "-f", str(tmp_path / "hdfs.properties")), hdfs, "'syncPolicy'",
+                    "org.apache.storm.hdfs.bolt.sync.CountSyncPolicy", "no storm_py equivalent")
     diamond = str(CONFIGS / "diamond-topology.yaml")
     _one_line_error(flux(diamond, "-n", "--remote"), diamond, "'B'", "'default'")
     _one_line_error(flux(str(tmp_path / "absent.yaml")), "absent.yaml")

@@ -1,9 +1,14 @@
-"""Storm's Kafka Flux file against a real broker: ``kafka_spout.yaml`` with its translator given in Python (the only
-class it names that storm_py has no equivalent of) reads sentences through storm-kafka-client's builder, splits
-them in a shell bolt and counts them; a Kafka bolt built Storm's way writes them to a second topic."""
+"""Storm's Kafka Flux file against a real broker: ``kafka_spout.yaml`` (only its hardcoded ``localhost:9092`` and
+topic replaced by the test broker's) reads sentences through storm-kafka-client's builder and flux-examples'
+``OnlyValueRecordTranslator``, splits them in a shell bolt and counts them; a Kafka bolt built Storm's way writes
+them to a second topic."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,7 @@ from storm_py.dev.kafka import KafkaBrokerProcess
 from storm_py.flux import FluxError, build, parse_file
 from storm_py.kafka import KafkaSpout, KafkaSpoutConfigBuilder
 from tests.flux.conftest import CONFIGS
+from tests.flux.test_cli import REPO, _command
 from tests.kafka.conftest import Broker
 
 pytestmark = pytest.mark.timeout(180)
@@ -39,7 +45,7 @@ COMPONENTS = """
     constructorArgs: ["%(out)s"]
   - id: "mapper"
     className: "org.apache.storm.kafka.bolt.mapper.FieldNameBasedTupleToKafkaMapper"
-    constructorArgs: ["str", "str"]
+    constructorArgs: ["value", "value"]
 """
 STREAM = """
   - from: "kafka-spout"
@@ -62,8 +68,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 def _kafka_file(tmp_path: Path, servers: str, topic: str, out: str, with_bolt: bool = True) -> Path:
     text = (CONFIGS / "kafka_spout.yaml").read_text(encoding="utf-8")
     text = text.replace("localhost:9092", servers).replace("myKafkaTopic", topic)
-    text = text.replace("org.apache.storm.flux.examples.OnlyValueRecordTranslator",
-                        "tests.flux.components:OnlyValueRecordTranslator")
     if with_bolt:
         text = text.replace("\nconfig:", COMPONENTS % {"out": out} + "\nconfig:", 1)
         text = text.replace("\nstreams:", BOLT % {"servers": servers} + "\nstreams:", 1) + STREAM
@@ -117,3 +121,15 @@ def test_a_kafka_bolt_without_topic_names_the_component(broker: Broker, tmp_path
     with pytest.raises(FluxError, match=r"component 'kafka-bolt': class org\.apache\.storm\.kafka\.bolt\.KafkaBolt: "
                        r"the Kafka bolt has no topic"):
         build(parse_file(path), working_dir=CONFIGS / "resources")
+
+
+def test_storms_kafka_file_runs_with_flux_local(broker: Broker, tmp_path: Path) -> None:
+    topic = broker.topic(1, "flux-cli")
+    broker.produce(topic, [(0, None, s.encode()) for s in SENTENCES])
+    shutil.copytree(CONFIGS / "resources", tmp_path / "resources")
+    path = _kafka_file(tmp_path, broker.bootstrap, topic, "", with_bolt=False)
+    proc = subprocess.run([*_command(), "flux", "--local", "-n", "-q", "-s", "8000", str(path)], capture_output=True,
+                          text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"done: emitted \d+, acked {len(SENTENCES)}, failed 0", last), proc.stdout

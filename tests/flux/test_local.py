@@ -1,8 +1,11 @@
 """Storm's Flux files run unchanged in a LocalCluster: the word count, the multilang topology (a Node.js spout and
-a Python bolt through FluxShellSpout/FluxShellBolt) and a windowed bolt configured with Storm's ``$Count``."""
+a Python bolt through FluxShellSpout/FluxShellBolt), a windowed bolt configured with Storm's ``$Count``, and the
+windowing and stateful word count files naming flux-examples' bolts."""
 
 from __future__ import annotations
 
+import ast
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +93,34 @@ def test_a_windowed_bolt_takes_storms_count_windows(write) -> None:
     assert t.context.get_bolt("bolt-1").get_component_configuration()["topology.bolts.window.length.count"] == 5
     summary = _run_until(path, lambda s: int(_component(s, "bolt-2").get("executed", 0)) >= 2, "two windows")
     assert not any(c.get("lastError") for c in summary["spouts"] + summary["bolts"])
+
+
+def _logged(caplog: pytest.LogCaptureFixture, logger: str) -> list[str]:
+    return [r.getMessage() for r in list(caplog.records) if r.name == logger]
+
+
+def test_storms_windowing_file_runs_unchanged_with_flux_examples_bolts(
+        configs: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="storm_py.flux.examples")
+    t = build(parse_file(configs / "simple_windowing.yaml"))
+    window = t.context.get_bolt("bolt-1").get_component_configuration()
+    assert (window["topology.bolts.window.length.count"], window["topology.bolts.sliding.interval.count"]) == (5, 3)
+    summary = _run_until(configs / "simple_windowing.yaml",
+                         lambda s: len(_logged(caplog, "storm_py.flux.examples")) >= 4, "four windows printed")
+    assert not any(c.get("lastError") for c in summary["spouts"] + summary["bolts"])
+    # a window of five sliding by three: the first holds three words, every later one five
+    printed = _logged(caplog, "storm_py.flux.examples")[:4]
+    assert printed == ["received [3] from bolt-1"] + ["received [5] from bolt-1"] * 3
+
+
+def test_storms_stateful_word_count_file_counts_each_word_from_one(
+        configs: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="storm_py.flux.wrappers")
+    summary = _run_until(configs / "simple_stateful_wordcount.yaml",
+                         lambda s: len(_logged(caplog, "storm_py.flux.wrappers")) >= 20, "20 counts logged")
+    assert not any(c.get("lastError") for c in summary["spouts"] + summary["bolts"])
+    per_word: dict[str, list[int]] = {}
+    for line in _logged(caplog, "storm_py.flux.wrappers"):
+        word, count = ast.literal_eval(line)
+        per_word.setdefault(word, []).append(count)
+    assert per_word and all(counts == list(range(1, len(counts) + 1)) for counts in per_word.values()), per_word
