@@ -1,0 +1,113 @@
+"""This module owns storm-jdbc's mappers: :class:`JdbcMapper` / :class:`SimpleJdbcMapper` (a tuple into one row
+of an insert) and :class:`JdbcLookupMapper` / :class:`SimpleJdbcLookupMapper` (a tuple into a select's
+parameters, each result row into output tuples)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from storm_py.api.components import OutputFieldsDeclarer
+from storm_py.api.tuple import Fields, Tuple
+from storm_py.jdbc.client import JdbcClient
+from storm_py.jdbc.provider import ConnectionProvider
+from storm_py.jdbc.types import Column, JdbcError
+
+
+class JdbcMapper:
+    """Storm's ``JdbcMapper``: ``get_columns(tup)`` is one row, in the order of the insert's placeholders."""
+
+    def prepare(self) -> None:
+        """Called by the bolt's ``prepare``: read what the mapper needs from the database."""
+
+    def get_columns(self, tup: Tuple) -> list[Column]:
+        raise NotImplementedError
+
+
+def _value(tup: Tuple, name: str) -> Any:
+    if tup.contains(name):
+        return tup.get_value_by_field(name)
+    lowered = name.lower()
+    for field in tup.get_fields():
+        if field.lower() == lowered:
+            return tup.get_value_by_field(field)
+    raise JdbcError(f"tuple from {tup.source_component!r} has no field {name!r} (fields: "
+                    f"{tup.get_fields().to_list()})")
+
+
+class SimpleJdbcMapper(JdbcMapper):
+    """Storm's ``SimpleJdbcMapper``: ``SimpleJdbcMapper(table_name, provider)`` reads the table's columns (at the
+    latest in the bolt's ``prepare``); ``SimpleJdbcMapper(column_schema)`` takes them as ``Column(name,
+    sql_type)``.  Each column's value is the tuple's field of the same name."""
+
+    def __init__(self, table_or_schema: str | Sequence[Column], provider: ConnectionProvider | None = None) -> None:
+        self.table_name: str | None = None
+        self.provider = provider
+        self.schema: list[Column] | None = None
+        if isinstance(table_or_schema, str):
+            if provider is None:
+                raise ValueError(f"SimpleJdbcMapper({table_or_schema!r}) needs a connection provider to read the "
+                                 "table's columns")
+            self.table_name = table_or_schema
+        else:
+            schema = list(table_or_schema)
+            if not schema or not all(isinstance(c, Column) for c in schema):
+                raise ValueError(f"a column schema is a non-empty list of Column, got {table_or_schema!r}")
+            self.schema = schema
+
+    def prepare(self) -> None:
+        if self.schema is None:
+            assert self.provider is not None and self.table_name is not None
+            self.provider.prepare()
+            self.schema = JdbcClient(self.provider).get_column_schema(self.table_name)
+
+    def column_names(self) -> list[str]:
+        self.prepare()
+        assert self.schema is not None
+        return [c.column_name for c in self.schema]
+
+    def get_columns(self, tup: Tuple) -> list[Column]:
+        if self.schema is None:
+            self.prepare()
+        assert self.schema is not None
+        return [Column(c.column_name, _value(tup, c.column_name), c.sql_type) for c in self.schema]
+
+
+class JdbcLookupMapper(JdbcMapper):
+    """Storm's ``JdbcLookupMapper``: ``get_columns(tup)`` the select's parameters, ``to_tuple(input, columns)``
+    the output tuples of one result row, ``declare_output_fields``."""
+
+    def to_tuple(self, input: Tuple, columns: list[Column]) -> list[list[Any]]:
+        raise NotImplementedError
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        raise NotImplementedError
+
+
+class SimpleJdbcLookupMapper(JdbcLookupMapper):
+    """Storm's ``SimpleJdbcLookupMapper(outputFields, queryColumns)``: the parameters are the input's fields named
+    by ``query_columns``; each output field comes from the input when it has it, else from the row's column of
+    that name (case-insensitive)."""
+
+    def __init__(self, output_fields: Fields | Sequence[str], query_columns: Sequence[Column]) -> None:
+        self.output_fields = output_fields if isinstance(output_fields, Fields) else Fields(list(output_fields))
+        self.query_columns = list(query_columns)
+
+    def get_columns(self, tup: Tuple) -> list[Column]:
+        return [Column(c.column_name, _value(tup, c.column_name), c.sql_type) for c in self.query_columns]
+
+    def to_tuple(self, input: Tuple, columns: list[Column]) -> list[list[Any]]:
+        by_name = {c.column_name.lower(): c.val for c in columns}
+        values: list[Any] = []
+        for name in self.output_fields:
+            if input.contains(name):
+                values.append(input.get_value_by_field(name))
+            elif name.lower() in by_name:
+                values.append(by_name[name.lower()])
+            else:
+                raise JdbcError(f"output field {name!r} is neither a field of the input nor a column of the row "
+                                f"(columns: {[c.column_name for c in columns]})")
+        return [values]
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(self.output_fields)
