@@ -83,6 +83,9 @@ class JdbcInsertBolt(Bolt):
     def takes_part_in_checkpoints(self) -> bool:
         return True
 
+    def requires_exactly_once(self) -> bool:
+        return False
+
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:

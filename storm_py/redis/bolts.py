@@ -113,6 +113,9 @@ class RedisStoreBolt(AbstractRedisBolt):
     def takes_part_in_checkpoints(self) -> bool:
         return True
 
+    def requires_exactly_once(self) -> bool:
+        return False
+
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.exactly_once = conf.get("topology.state.guarantee") == EXACTLY_ONCE
         if self.exactly_once and isinstance(self.config, RedisClusterConfig):

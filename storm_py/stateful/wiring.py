@@ -27,7 +27,7 @@ from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIE
 from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
 from storm_py.stateful.managed import ManagedBolt
 from storm_py.stateful.providers import check_provider
-from storm_py.stateful.sink import takes_part
+from storm_py.stateful.sink import CheckpointedSink, takes_part
 from storm_py.stateful.spout import CheckpointSpout
 from storm_py.stateful.spout_executor import StatefulSpoutExecutor
 from storm_py.stateful.stateful_spout import StatefulSpout
@@ -104,6 +104,14 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
     except ConfigError as err:
         raise InvalidTopologyException(str(err)) from err
     if setting(conf, "topology.state.guarantee") != EXACTLY_ONCE:
+        for cid, spec in sorted(topology.bolts.items()):
+            obj = spec.obj.bolt if isinstance(spec.obj, ManagedBolt) else spec.obj
+            if takes_part(obj) and isinstance(obj, CheckpointedSink) and obj.requires_exactly_once():
+                raise InvalidTopologyException(
+                    f"bolt {cid!r} ({type(obj).__name__}) writes in transactions of checkpoints: it needs "
+                    "topology.state.guarantee exactly_once",
+                    component=cid,
+                )
         return
     if conf.get("topology.acker.executors") == 0:
         raise InvalidTopologyException(
