@@ -1,6 +1,7 @@
 """Acceptance of the exactly-once sinks on the dev cluster: Kafka (60,000 records) -> an exactly_once stateful
-topology (three workers, state in a real Redis) -> PostgreSQL and a Redis list, with every worker killed (kill -9)
-twice during the run: the table and the list each hold every record exactly once."""
+topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional KafkaBolt),
+with every worker killed (kill -9) twice during the run: the table, the list and the topic (read with
+read_committed) each hold every record exactly once."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def test_sinks_hold_every_record_once_through_kill_9_of_each_worker_twice(
     topic = broker.topic(PARTITIONS)
     values = [f"r{i}" for i in range(RECORDS)]
     broker.produce(topic, [(i % PARTITIONS, None, v.encode()) for i, v in enumerate(values)])
+    out_topic = broker.topic(2, prefix="out")
     table, key = f"eo_{uuid.uuid4().hex[:8]}", f"eo:{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres.url) as conn:
         conn.execute(f"CREATE TABLE {table} (rec VARCHAR(20))")  # no key: a duplicate would show
@@ -51,7 +53,7 @@ def test_sinks_hold_every_record_once_through_kill_9_of_each_worker_twice(
     state = {"port": redis_server.port, "key_prefix": "eo:"}
     conf = {"eosinks.bootstrap": broker.bootstrap, "eosinks.topic": topic, "eosinks.group": f"eo-{topic}",
             "eosinks.pg": postgres.url, "eosinks.table": table, "eosinks.redis.port": redis_server.port,
-            "eosinks.list": key, "topology.workers": 3, "topology.state.guarantee": "exactly_once",
+            "eosinks.list": key, "eosinks.out": out_topic, "topology.workers": 3, "topology.state.guarantee": "exactly_once",
             "topology.state.provider": "redis", "topology.state.provider.config": json.dumps(state),
             "topology.state.checkpoint.interval.ms": 500, "topology.message.timeout.secs": 10,
             "topology.max.spout.pending": 500}
@@ -79,3 +81,5 @@ def test_sinks_hold_every_record_once_through_kill_9_of_each_worker_twice(
     rows = table_rows()
     assert rows == truth, f"duplicates {[v for v, c in rows.items() if c > 1][:5]}"
     assert Counter(v.decode() for v in rd.lrange(key, 0, -1)) == truth
+    records = broker.read_all(out_topic, 2, 2 * RECORDS, timeout=30)  # all of it: a duplicate would show
+    assert Counter(v.decode() for _, v in records) == truth

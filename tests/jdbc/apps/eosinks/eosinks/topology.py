@@ -1,6 +1,6 @@
 """Exactly-once output from Kafka across worker processes: KafkaSpout (a StatefulSpout) -> a stateful bolt
 counting records per partition and passing each record on -> JdbcInsertBolt (PostgreSQL) and RedisStoreBolt (a
-Redis list), under ``topology.state.guarantee: exactly_once`` with the state in Redis."""
+Redis list) and a transactional KafkaBolt (another topic), under ``topology.state.guarantee: exactly_once`` with the state in Redis."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from storm_py import BaseStatefulBolt, TopologyBuilder
 from storm_py.jdbc import Column, JdbcInsertBolt, PooledConnectionProvider, SimpleJdbcMapper, Types
-from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+from storm_py.kafka import KafkaBolt, KafkaSpout, KafkaSpoutConfig
 from storm_py.redis import RedisConfig, RedisDataTypeDescription, RedisStoreBolt, RedisStoreMapper
 
 
@@ -57,4 +57,6 @@ def build(conf: dict[str, Any]) -> Any:
     builder.set_bolt("pg", JdbcInsertBolt(provider, mapper).with_table_name(table), 2).shuffle_grouping("tally")
     redis = RedisConfig(port=int(conf["eosinks.redis.port"]))
     builder.set_bolt("rd", RedisStoreBolt(redis, Push(str(conf["eosinks.list"]))), 2).shuffle_grouping("tally")
+    out = KafkaBolt(str(conf["eosinks.bootstrap"]), str(conf["eosinks.out"]), key_field=None, value_field="rec")
+    builder.set_bolt("kafka", out.with_transactional_id_prefix(str(conf["eosinks.out"])), 2).shuffle_grouping("tally")
     return builder.create_topology()
