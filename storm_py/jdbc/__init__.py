@@ -8,6 +8,7 @@ from storm_py.jdbc.bolts import JdbcInsertBolt, JdbcLookupBolt
 from storm_py.jdbc.client import JdbcClient
 from storm_py.jdbc.mappers import JdbcLookupMapper, JdbcMapper, SimpleJdbcLookupMapper, SimpleJdbcMapper
 from storm_py.jdbc.provider import ConnectionProvider, HikariCPConnectionProvider, PooledConnectionProvider
+from storm_py.jdbc.trident import JdbcMapState, JdbcQuery, JdbcState, JdbcStateFactory, JdbcUpdater
 from storm_py.jdbc.types import Column, JdbcError, Types
 
 __all__ = [
@@ -19,7 +20,12 @@ __all__ = [
     "JdbcInsertBolt",
     "JdbcLookupBolt",
     "JdbcLookupMapper",
+    "JdbcMapState",
     "JdbcMapper",
+    "JdbcQuery",
+    "JdbcState",
+    "JdbcStateFactory",
+    "JdbcUpdater",
     "PooledConnectionProvider",
     "SimpleJdbcLookupMapper",
     "SimpleJdbcMapper",

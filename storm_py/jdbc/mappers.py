@@ -12,6 +12,7 @@ from storm_py.api.tuple import Fields, Tuple
 from storm_py.jdbc.client import JdbcClient
 from storm_py.jdbc.provider import ConnectionProvider
 from storm_py.jdbc.types import Column, JdbcError
+from storm_py.trident.tuple import TridentTuple
 
 
 class JdbcMapper:
@@ -20,19 +21,24 @@ class JdbcMapper:
     def prepare(self) -> None:
         """Called by the bolt's ``prepare``: read what the mapper needs from the database."""
 
-    def get_columns(self, tup: Tuple) -> list[Column]:
+    def get_columns(self, tup: Tuple | TridentTuple) -> list[Column]:
         raise NotImplementedError
 
 
-def _value(tup: Tuple, name: str) -> Any:
-    if tup.contains(name):
-        return tup.get_value_by_field(name)
-    lowered = name.lower()
-    for field in tup.get_fields():
-        if field.lower() == lowered:
-            return tup.get_value_by_field(field)
-    raise JdbcError(f"tuple from {tup.source_component!r} has no field {name!r} (fields: "
-                    f"{tup.get_fields().to_list()})")
+def _field_names(tup: Tuple | TridentTuple) -> list[str]:
+    return tup.get_fields().to_list() if isinstance(tup, Tuple) else tup.fields.to_list()
+
+
+def _value(tup: Tuple | TridentTuple, name: str) -> Any:
+    """The tuple's field ``name`` (else the one of that name in another case); a missing field names itself."""
+    names = _field_names(tup)
+    if name not in names:
+        lowered = [n for n in names if n.lower() == name.lower()]
+        if not lowered:
+            source = f" from {tup.source_component!r}" if isinstance(tup, Tuple) else ""
+            raise JdbcError(f"tuple{source} has no field {name!r} (fields: {names})")
+        name = lowered[0]
+    return tup.get_value_by_field(name)
 
 
 class SimpleJdbcMapper(JdbcMapper):
@@ -66,7 +72,7 @@ class SimpleJdbcMapper(JdbcMapper):
         assert self.schema is not None
         return [c.column_name for c in self.schema]
 
-    def get_columns(self, tup: Tuple) -> list[Column]:
+    def get_columns(self, tup: Tuple | TridentTuple) -> list[Column]:
         if self.schema is None:
             self.prepare()
         assert self.schema is not None
@@ -77,7 +83,7 @@ class JdbcLookupMapper(JdbcMapper):
     """Storm's ``JdbcLookupMapper``: ``get_columns(tup)`` the select's parameters, ``to_tuple(input, columns)``
     the output tuples of one result row, ``declare_output_fields``."""
 
-    def to_tuple(self, input: Tuple, columns: list[Column]) -> list[list[Any]]:
+    def to_tuple(self, input: Tuple | TridentTuple, columns: list[Column]) -> list[list[Any]]:
         raise NotImplementedError
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -93,14 +99,15 @@ class SimpleJdbcLookupMapper(JdbcLookupMapper):
         self.output_fields = output_fields if isinstance(output_fields, Fields) else Fields(list(output_fields))
         self.query_columns = list(query_columns)
 
-    def get_columns(self, tup: Tuple) -> list[Column]:
+    def get_columns(self, tup: Tuple | TridentTuple) -> list[Column]:
         return [Column(c.column_name, _value(tup, c.column_name), c.sql_type) for c in self.query_columns]
 
-    def to_tuple(self, input: Tuple, columns: list[Column]) -> list[list[Any]]:
+    def to_tuple(self, input: Tuple | TridentTuple, columns: list[Column]) -> list[list[Any]]:
+        names = _field_names(input)
         by_name = {c.column_name.lower(): c.val for c in columns}
         values: list[Any] = []
         for name in self.output_fields:
-            if input.contains(name):
+            if name in names:
                 values.append(input.get_value_by_field(name))
             elif name.lower() in by_name:
                 values.append(by_name[name.lower()])

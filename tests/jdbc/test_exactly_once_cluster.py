@@ -1,6 +1,6 @@
 """Acceptance of the exactly-once sinks on the dev cluster: Kafka (60,000 records) -> an exactly_once stateful
-topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional KafkaBolt),
-with every worker killed (kill -9) twice during the run: the table, the list and the topic (read with
+topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional
+KafkaBolt), with every worker killed (kill -9) twice during the run: the table, the list and the topic (read with
 read_committed) each hold every record exactly once."""
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def test_sinks_hold_every_record_once_through_kill_9_of_each_worker_twice(
     state = {"port": redis_server.port, "key_prefix": "eo:"}
     conf = {"eosinks.bootstrap": broker.bootstrap, "eosinks.topic": topic, "eosinks.group": f"eo-{topic}",
             "eosinks.pg": postgres.url, "eosinks.table": table, "eosinks.redis.port": redis_server.port,
-            "eosinks.list": key, "eosinks.out": out_topic, "topology.workers": 3, "topology.state.guarantee": "exactly_once",
+            "eosinks.list": key, "eosinks.out": out_topic, "topology.workers": 3,
+            "topology.state.guarantee": "exactly_once",
             "topology.state.provider": "redis", "topology.state.provider.config": json.dumps(state),
             "topology.state.checkpoint.interval.ms": 500, "topology.message.timeout.secs": 10,
             "topology.max.spout.pending": 500}

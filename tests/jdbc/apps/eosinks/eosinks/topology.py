@@ -1,6 +1,7 @@
 """Exactly-once output from Kafka across worker processes: KafkaSpout (a StatefulSpout) -> a stateful bolt
-counting records per partition and passing each record on -> JdbcInsertBolt (PostgreSQL) and RedisStoreBolt (a
-Redis list) and a transactional KafkaBolt (another topic), under ``topology.state.guarantee: exactly_once`` with the state in Redis."""
+counting records per partition and passing each record on -> JdbcInsertBolt (PostgreSQL), RedisStoreBolt (a
+Redis list) and a transactional KafkaBolt (another topic), under ``topology.state.guarantee: exactly_once`` with
+the state in Redis."""
 
 from __future__ import annotations
 
