@@ -57,7 +57,8 @@ class PostgresServer:
         self.ctl("-l", str(self.datadir / "server.log"), "-o", f"-p {self.port} -k {self.datadir}", "start")
 
 
-def _start() -> tuple[PostgresServer, Path]:
+def start_server() -> tuple[PostgresServer, Path]:
+    """Initialise and start a server; its working directory (remove it after ``stop``)."""
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.fail("PostgreSQL tests need initdb and pg_ctl: apt-get install -y postgresql "
@@ -89,7 +90,7 @@ def _start() -> tuple[PostgresServer, Path]:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server for the session (loopback, a free port)."""
-    server, workdir = _start()
+    server, workdir = start_server()
     try:
         yield server
     finally:

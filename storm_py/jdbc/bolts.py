@@ -132,7 +132,8 @@ class JdbcInsertBolt(Bolt):
             self._report(f"cannot map the tuple from {tup.source_component!r}: {exc}")
             self.collector.fail(tup)
             return
-        self._query_for([c.column_name for c in columns])
+        if self.query is None:
+            self._query_for([c.column_name for c in columns])
         row = [c.val for c in columns]
         if self.exactly_once:
             self.ledger.add(row)

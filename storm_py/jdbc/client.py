@@ -5,6 +5,7 @@ some."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,9 @@ from storm_py.jdbc.driver import Driver, declared_type, message_of
 from storm_py.jdbc.provider import ConnectionProvider
 from storm_py.jdbc.sql import insert_query, rewrite_placeholders
 from storm_py.jdbc.types import Column, JdbcError
+
+#: the statement timeout set on each open PostgreSQL connection (ms)
+_TIMEOUTS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 class DatabaseDown(JdbcError):
@@ -57,7 +61,12 @@ class JdbcClient:
         if driver is not None and driver.is_sqlite and not cursor.connection.in_transaction:
             cursor.execute("BEGIN")
         if driver is not None and driver.is_postgres and self.query_timeout_secs and self.query_timeout_secs > 0:
-            cursor.execute(f"SET LOCAL statement_timeout = {int(self.query_timeout_secs * 1000)}")
+            ms = int(self.query_timeout_secs * 1000)
+            conn = cursor.connection
+            if _TIMEOUTS.get(conn) != ms:  # set once per connection, in a transaction of its own
+                cursor.execute(f"SET statement_timeout = {ms}")
+                conn.commit()
+                _TIMEOUTS[conn] = ms
 
     def _error(self, exc: BaseException, what: str) -> JdbcError:
         driver = self._driver

@@ -87,7 +87,7 @@ class Driver:
             state = getattr(exc, "sqlstate", None)
             if state is None:
                 return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
-            return str(state).startswith(_DOWN_SQLSTATES) or isinstance(exc, psycopg.errors.QueryCanceled)
+            return str(state).startswith(_DOWN_SQLSTATES)  # a statement timeout (57014) is the statement's
         if self.is_sqlite:
             return isinstance(exc, sqlite3.OperationalError) and (
                 "locked" in str(exc) or "unable to open" in str(exc) or "disk I/O" in str(exc))

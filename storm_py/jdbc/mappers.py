@@ -31,6 +31,10 @@ def _field_names(tup: Tuple | TridentTuple) -> list[str]:
 
 def _value(tup: Tuple | TridentTuple, name: str) -> Any:
     """The tuple's field ``name`` (else the one of that name in another case); a missing field names itself."""
+    try:
+        return tup.get_value_by_field(name)
+    except (KeyError, ValueError):
+        pass
     names = _field_names(tup)
     if name not in names:
         lowered = [n for n in names if n.lower() == name.lower()]

@@ -182,3 +182,15 @@ def test_a_database_that_is_down_keeps_the_batch_and_retries(postgres):
     wait_until(ticking, 30, what="the kept batch written once the database is back")
     assert collector.acked == inputs and not collector.failed
     assert _rows(postgres, table) == [(i, f"u{i}", None) for i in range(5)]
+
+
+def test_a_lookup_longer_than_the_query_timeout_is_cancelled_and_fails(postgres):
+    provider = PooledConnectionProvider(postgres.url)
+    mapper = SimpleJdbcLookupMapper(["id", "slept"], [Column("id", Types.INTEGER)])
+    bolt = JdbcLookupBolt(provider, "SELECT pg_sleep(5)::text AS slept, ?::int AS id", mapper) \
+        .with_query_timeout_secs(1)
+    collector = run_bolt(bolt, component="slow-lookup")
+    slow = tup(["id"], [1])
+    bolt.execute(slow)
+    assert collector.failed == [slow] and not collector.emitted
+    assert "slow-lookup" in str(collector.errors[0]) and "statement timeout" in str(collector.errors[0])
