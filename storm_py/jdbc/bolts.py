@@ -21,6 +21,7 @@ from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config.keys import setting
 from storm_py.jdbc.client import DatabaseDown, JdbcClient
 from storm_py.jdbc.mappers import JdbcLookupMapper, JdbcMapper, SimpleJdbcMapper
 from storm_py.jdbc.provider import ConnectionProvider
@@ -98,7 +99,7 @@ class JdbcInsertBolt(Bolt):
             raise ValueError(f"JdbcInsertBolt {self.component_id!r}: set with_table_name or with_insert_query")
         timeout = self.query_timeout_secs
         if timeout is None:
-            timeout = int(conf.get("topology.message.timeout.secs", 30))
+            timeout = int(setting(conf, "topology.message.timeout.secs"))
         try:
             self.provider.prepare()
             self.mapper.prepare()
@@ -276,7 +277,7 @@ class JdbcLookupBolt(Bolt):
         self.component_id = context.get_this_component_id()
         timeout = self.query_timeout_secs
         if timeout is None:
-            timeout = int(conf.get("topology.message.timeout.secs", 30))
+            timeout = int(setting(conf, "topology.message.timeout.secs"))
         try:
             self.provider.prepare()
         except JdbcError as exc:

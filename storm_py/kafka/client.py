@@ -397,8 +397,11 @@ class KafkaTransactionalProducer(KafkaProducerClient):
 
     def __init__(self, bootstrap_servers: str, transactional_id: str, options: Mapping[str, Any] | None = None,
                  marker_group: str | None = None) -> None:
-        super().__init__(bootstrap_servers, {**(options or {}), "transactional.id": transactional_id,
-                                             "enable.idempotence": True})
+        # librdkafka's property names as keywords (as KafkaBolt takes producer options): "transactional" would
+        # read as the first segment of a storm_py config key
+        props = {k.replace("_", "."): v for k, v in
+                 {"transactional_id": transactional_id, "enable_idempotence": True}.items()}
+        super().__init__(bootstrap_servers, {**(options or {}), **props})
         self.transactional_id = transactional_id
         try:
             self._marker = ck.Consumer({"bootstrap.servers": bootstrap_servers,

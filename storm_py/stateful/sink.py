@@ -18,9 +18,12 @@ from storm_py.stateful.state import NO_TXID, KeyValueState
 @runtime_checkable
 class CheckpointedSink(Protocol):
     """A bolt the wiring treats as stateful under exactly_once when :meth:`takes_part_in_checkpoints` says so
-    (its hooks are :class:`~storm_py.stateful.bolt.BaseStatefulBolt`'s); under at_least_once it is a plain bolt."""
+    (its hooks are :class:`~storm_py.stateful.bolt.BaseStatefulBolt`'s); under at_least_once it is a plain bolt,
+    unless :meth:`requires_exactly_once`: then a topology of another guarantee is refused at submit."""
 
     def takes_part_in_checkpoints(self) -> bool: ...
+
+    def requires_exactly_once(self) -> bool: ...
 
     def init_state(self, state: KeyValueState) -> None: ...
 

@@ -1,4 +1,4 @@
-"""Acceptance of the exactly-once sinks on the dev cluster: Kafka (60,000 records) -> an exactly_once stateful
+"""Acceptance of the exactly-once sinks on the dev cluster: Kafka (150,000 records) -> an exactly_once stateful
 topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional
 KafkaBolt), with every worker killed (kill -9) twice during the run: the table, the list and the topic (read with
 read_committed) each hold every record exactly once."""
@@ -25,7 +25,7 @@ from tests.kafka.conftest import Broker, broker, kafka_broker  # noqa: F401  (fi
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(900)]
 
 APP = Path(__file__).parent / "apps" / "eosinks"
-RECORDS = 60_000
+RECORDS = 150_000
 PARTITIONS = 4
 
 
