@@ -1,4 +1,4 @@
-"""Acceptance of the exactly-once sinks on the dev cluster: Kafka (150,000 records) -> an exactly_once stateful
+"""Acceptance of the exactly-once sinks on the dev cluster: Kafka (100,000 records) -> an exactly_once stateful
 topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional
 KafkaBolt), with every worker killed (kill -9) twice during the run: the table, the list and the topic (read with
 read_committed) each hold every record exactly once."""
@@ -25,7 +25,7 @@ from tests.kafka.conftest import Broker, broker, kafka_broker  # noqa: F401  (fi
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(900)]
 
 APP = Path(__file__).parent / "apps" / "eosinks"
-RECORDS = 150_000
+RECORDS = 100_000
 PARTITIONS = 4
 
 
@@ -67,13 +67,15 @@ def test_sinks_hold_every_record_once_through_kill_9_of_each_worker_twice(
     wait_until(lambda: table_count() >= 500 and rd.llen(key) >= 500, 120, interval=0.25, what="first checkpoints")
     ports = sorted(int(w["port"]) for w in client.topology("eosinks")["workers"])
     assert len(ports) == 3
-    for _ in range(2):
-        for port in ports:
-            victim = cluster.worker_pid(tid, port)
-            os.kill(victim, signal.SIGKILL)
-            wait_until(lambda port=port, victim=victim: cluster.worker_pid(tid, port) != victim, 60, interval=0.2,
-                       what=f"a new worker on port {port}")
-            assert alive(cluster.worker_pid(tid, port))
+    victims = ports * 2  # each worker twice, one kill each time another tenth of the records is in the table
+    for i, port in enumerate(victims, 1):
+        wait_until(lambda i=i: table_count() >= i * RECORDS // 10, 300, interval=0.2,
+                   what=f"{i} tenths of the records written")
+        victim = cluster.worker_pid(tid, port)
+        os.kill(victim, signal.SIGKILL)
+        wait_until(lambda port=port, victim=victim: cluster.worker_pid(tid, port) != victim, 60, interval=0.2,
+                   what=f"a new worker on port {port}")
+        assert alive(cluster.worker_pid(tid, port))
     assert table_count() < RECORDS, "the topic was written before the kills: raise RECORDS"
     wait_until(lambda: table_count() >= RECORDS and rd.llen(key) >= RECORDS, 600, interval=1,
                what="every record in PostgreSQL and Redis")
