@@ -104,3 +104,29 @@ def test_jdbc_state_inserts_a_batch_and_looks_rows_up(postgres):
     assert results == [[[2, "bob"]], []]
     with psycopg.connect(postgres.url) as conn:
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (2,)
+
+
+def test_a_static_jdbc_state_answers_state_queries(postgres):
+    table = f"depts_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.url) as conn:
+        conn.execute(f"CREATE TABLE {table} (word VARCHAR(20), dept VARCHAR(20))")
+        conn.execute(f"INSERT INTO {table} VALUES ('moon', 'sky'), ('moon', 'night'), ('cow', 'farm')")
+    options = (JdbcState.Options().with_connection_provider(PooledConnectionProvider(postgres.url))
+               .with_jdbc_lookup_mapper(SimpleJdbcLookupMapper(["dept"], [Column("word", Types.VARCHAR)]))
+               .with_select_query(f"SELECT dept FROM {table} WHERE word = ? ORDER BY dept"))
+    topology = TridentTopology()
+    sentences = topology.new_stream("jdbc-static", FixedBatchSpout(["sentence"], 1, *SENTENCES))
+    words = sentences.each(["sentence"], Split(), ["word"])
+    depts = topology.new_static_state(JdbcStateFactory(options))
+    found = words.state_query(depts, ["word"], JdbcQuery(), ["dept"])
+    seen = record(found)
+    moons = sum(w == "moon" for (s,) in SENTENCES for w in s.split())
+    cows = sum(w == "cow" for (s,) in SENTENCES for w in s.split())
+    assert moons and cows
+
+    def rows() -> Counter[tuple[str, str]]:
+        return Counter((r[-2], r[-1]) for t in range(1, len(SENTENCES) + 1) for r in seen.rows(t))
+
+    with running(topology):
+        wait(lambda: seen.has(len(SENTENCES) + 1), "every sentence looked up", 60)
+    assert rows() == Counter({("moon", "night"): moons, ("moon", "sky"): moons, ("cow", "farm"): cows})
