@@ -172,3 +172,19 @@ def test_a_server_that_goes_away_keeps_the_inputs_and_retries(redis_server):
     wait_until(ticking, 30, what="the kept inputs written once Redis is back")
     assert collector.acked == inputs and not collector.failed
     assert _client(redis_server.port).get("k2") == b"2"
+
+
+def test_configs_builders_and_a_cluster_refused_under_exactly_once():
+    from storm_py.redis import JedisClusterConfig, RedisClusterConfig, RedisSentinelConfig
+
+    cluster = JedisClusterConfig.Builder().set_nodes([("127.0.0.1", 7000)]).set_timeout(500).build()
+    assert isinstance(cluster, RedisClusterConfig) and cluster.nodes == [("127.0.0.1", 7000)]
+    with pytest.raises(ValueError, match="node"):
+        RedisClusterConfig([])
+    with pytest.raises(RedisError, match=r"'sink'.*exactly_once"):
+        run_bolt(RedisStoreBolt(cluster, Store("STRING")), {"topology.state.guarantee": "exactly_once"})
+    sentinel = RedisSentinelConfig([("127.0.0.1", 1)], "mymaster", timeout_ms=200)
+    with pytest.raises(RedisError, match=r"'sink'.*mymaster"):
+        run_bolt(RedisStoreBolt(sentinel, Store("STRING")))
+    with pytest.raises(ValueError, match="host, port"):
+        RedisStoreBolt({"hots": "x"}, Store("STRING"))
