@@ -28,10 +28,32 @@ class ExclamationBolt(Bolt):
         declarer.declare(["word"])
 
 
+class ShowExclaimed(Bolt):
+    """Counts the exclaimed words it receives and prints them when the topology stops."""
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.collector = collector
+        self.seen: dict[str, int] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        word = tup.get_value(0)
+        self.seen[word] = self.seen.get(word, 0) + 1
+        self.collector.ack(tup)
+
+    def cleanup(self) -> None:
+        if self.seen:
+            shown = ", ".join(f"{w} x{n}" for w, n in sorted(self.seen.items()))
+            print(f"exclaimed: {shown}", flush=True)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        pass
+
+
 def build(conf: dict[str, Any] | None = None) -> Any:
     """The exclamation topology."""
     builder = TopologyBuilder()
     builder.set_spout("word", TestWordSpout(), 10)
     builder.set_bolt("exclaim1", ExclamationBolt(), 3).shuffle_grouping("word")
     builder.set_bolt("exclaim2", ExclamationBolt(), 2).shuffle_grouping("exclaim1")
+    builder.set_bolt("show", ShowExclaimed()).shuffle_grouping("exclaim2")
     return builder.create_topology()

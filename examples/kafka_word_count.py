@@ -4,9 +4,9 @@ Each count update is written to the output topic as key ``word``, value ``count`
 value per key is the word's count.  The spout is at-least-once: a sentence whose tree fails (or times out) is
 read again, so a count can run ahead after a failure; for exact counts use the transactional Kafka spout.
 
-Run it against the development broker (see README, "Kafka"):
+Run it against the development broker (see docs/guide/kafka.md):
 
-    storm-py dev-kafka --port 9092 --topic sentences:2 --topic word-counts:1 &
+    storm-py dev-kafka --port 9092 --topic word-count-sentences:2 --topic word-counts:1 &
     python examples/kafka_word_count.py --bootstrap 127.0.0.1:9092 --produce 5 --ttl 10
 
 After ``--ttl`` seconds it reads the output topic back and prints each word's count; ``--read`` only reads and
@@ -14,7 +14,11 @@ prints it.  The reader assigns itself every partition from offset 0 (:func:`read
 is joined, so nothing is committed and any number of readers may look.
 
 or through ``storm-py local examples.kafka_word_count:build --ttl 10 -c kafka.bootstrap=127.0.0.1:9092``
-(conf keys: ``kafka.bootstrap``, ``kafka.input.topic`` (sentences), ``kafka.output.topic`` (word-counts)).
+(conf keys: ``kafka.bootstrap``, ``kafka.input.topic`` (word-count-sentences), ``kafka.output.topic``
+(word-counts)).  Every example reading Kafka has topics of its own, so examples run one after the other against
+the same broker do not read each other's records.
+
+A broker that cannot be reached or lacks a topic is a one-line error and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -34,9 +38,15 @@ from storm_py.api.components import BasicOutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.errors import StormPyError
 from storm_py.kafka import KafkaBolt, KafkaRecord, KafkaSpout, KafkaSpoutConfig
 
 log = logging.getLogger(__name__)
+
+#: the topic of sentences this example counts
+INPUT_TOPIC = "word-count-sentences"
+#: the topic the running counts go to (key: the word, value: its count)
+OUTPUT_TOPIC = "word-counts"
 
 
 def sentence(record: KafkaRecord) -> list[Any] | None:
@@ -62,31 +72,55 @@ def build(conf: dict[str, Any] | None = None) -> Any:
     """The topology; ``conf`` names the broker and the topics."""
     conf = conf or {}
     bootstrap = str(conf.get("kafka.bootstrap", "127.0.0.1:9092"))
-    spout_config = KafkaSpoutConfig(bootstrap, [str(conf.get("kafka.input.topic", "sentences"))],
+    spout_config = KafkaSpoutConfig(bootstrap, [str(conf.get("kafka.input.topic", INPUT_TOPIC))],
                                     translator=sentence, translator_fields=["sentence"])
     builder = TopologyBuilder()
     builder.set_spout("sentences", KafkaSpout(spout_config), 2)
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
     builder.set_bolt("count", WordCount(), 2).fields_grouping("split", ["word"])
-    builder.set_bolt("out", KafkaBolt(bootstrap, str(conf.get("kafka.output.topic", "word-counts")))).shuffle_grouping(
+    builder.set_bolt("out", KafkaBolt(bootstrap, str(conf.get("kafka.output.topic", OUTPUT_TOPIC)))).shuffle_grouping(
         "count")
     return builder.create_topology()
 
 
-def produce_sentences(bootstrap: str, topic: str, rounds: int) -> Counter[str]:
+def quiet_client_logs() -> None:
+    """Keep librdkafka's reconnect lines (one every few milliseconds while a broker is down) off the terminal: a
+    call that fails raises, and the example says so in one line."""
+    logging.getLogger("storm_py.kafka.librdkafka").setLevel(logging.CRITICAL)
+
+
+def require_topic(bootstrap: str, topic: str, timeout: float = 5.0) -> list[int]:
+    """The partitions of ``topic``; :class:`StormPyError` naming the topic and how to create it when it does not
+    exist (and :class:`~storm_py.kafka.client.KafkaClientError` when the broker does not answer)."""
+    from storm_py.kafka.client import KafkaConsumerClient
+
+    consumer = KafkaConsumerClient(bootstrap, "examples-topic-check")
+    try:
+        partitions = consumer.topic_partitions(timeout, topic).get(topic, [])
+    finally:
+        consumer.close()
+    if not partitions:
+        raise StormPyError(f"topic {topic!r} does not exist on {bootstrap}: create it, e.g. "
+                         f"storm-py dev-kafka --topic {topic}:2")
+    return [p.partition for p in partitions]
+
+
+def produce_sentences(bootstrap: str, topic: str, rounds: int, timeout: float = 30.0) -> Counter[str]:
     """Write the sentences ``rounds`` times to ``topic`` (each confirmed by the broker); the words written,
     counted."""
     from storm_py.kafka.client import KafkaProducerClient
 
+    require_topic(bootstrap, topic)
     producer = KafkaProducerClient(bootstrap)
     errors: list[str] = []
     for _ in range(rounds):
         for s in SENTENCES:
             producer.produce(topic, None, s.encode(),
                              lambda err, t, p, o: errors.append(err) if err is not None else None)
-    producer.flush(30)
-    if errors:
-        raise SystemExit(f"producing sentences failed: {errors[0]}")
+    left = producer.flush(timeout)
+    if errors or left:
+        reason = errors[0] if errors else f"{left} not confirmed within {timeout:g}s"
+        raise StormPyError(f"producing sentences to {topic!r} on {bootstrap} failed: {reason}")
     return Counter(w for s in SENTENCES for w in s.split() for _ in range(rounds))
 
 
@@ -95,12 +129,10 @@ def read_counts(bootstrap: str, topic: str, timeout: float = 10.0, quiet_secs: f
     came for ``quiet_secs`` (or ``timeout`` passed)."""
     from storm_py.kafka.client import KafkaConsumerClient
 
+    partitions = require_topic(bootstrap, topic, timeout)
     consumer = KafkaConsumerClient(bootstrap, "kafka-word-count-reader")
     try:
-        partitions = consumer.topic_partitions(timeout, topic).get(topic, [])
-        if not partitions:
-            raise SystemExit(f"topic {topic!r} does not exist on {bootstrap}")
-        consumer.assign({(topic, p.partition): 0 for p in partitions})
+        consumer.assign({(topic, p): 0 for p in partitions})
         counts: dict[str, int] = {}
         deadline = SYSTEM_CLOCK.now() + timeout
         quiet_until = SYSTEM_CLOCK.now() + quiet_secs
@@ -124,21 +156,33 @@ def print_counts(topic: str, counts: dict[str, int]) -> None:
 
 
 def main() -> None:
+    """Run the example; an error it expects (no broker, no topic) is one line on stderr and exit status 1."""
+    try:
+        run()
+    except StormPyError as err:
+        raise SystemExit(f"kafka_word_count: {err.message}") from None
+
+
+def run() -> None:
     parser = argparse.ArgumentParser(description="Kafka word count in a LocalCluster")
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
-    parser.add_argument("--input", default="sentences")
-    parser.add_argument("--output", default="word-counts")
+    parser.add_argument("--input", default=INPUT_TOPIC)
+    parser.add_argument("--output", default=OUTPUT_TOPIC)
     parser.add_argument("--produce", type=int, default=0, help="write the sample sentences this many times first")
     parser.add_argument("--ttl", type=float, default=10.0, help="seconds to run")
     parser.add_argument("--read", action="store_true", help="only print the counts in the output topic")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    quiet_client_logs()
     if args.read:
         print_counts(args.output, read_counts(args.bootstrap, args.output))
         return
+    require_topic(args.bootstrap, args.output)
     if args.produce:
         produce_sentences(args.bootstrap, args.input, args.produce)
         print("produced", args.produce * len(SENTENCES), "sentences")
+    else:
+        require_topic(args.bootstrap, args.input)
     conf = Config()
     conf.update({"kafka.bootstrap": args.bootstrap, "kafka.input.topic": args.input,
                  "kafka.output.topic": args.output})

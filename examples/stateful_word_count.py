@@ -4,7 +4,7 @@ The counts live in managed state kept in Redis (``topology.state.provider: redis
 run the topology, stop it, run it again, and the counts go on from where the last checkpoint left them.  The
 guarantee is Storm's at-least-once: after a failure a sentence may be counted twice, never lost.
 
-Run it against the development Redis (see README, "Managed state"):
+Run it against the development Redis (see docs/guide/managed-state.md):
 
     storm-py dev-redis --port 6379 &
     python examples/stateful_word_count.py --redis 127.0.0.1:6379 --rounds 20
@@ -30,6 +30,7 @@ from storm_py.api.components import OutputCollector, OutputFieldsDeclarer, Spout
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.clock import wait_until
+from storm_py.errors import StormPyError
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,15 @@ def committed_counts(conf: dict[str, Any]) -> Counter[str]:
 
 
 def main() -> None:
+    """Run the example; an error it expects (no Redis, counts not committed in time) is one line on stderr and
+    exit status 1."""
+    try:
+        run()
+    except StormPyError as err:
+        raise SystemExit(f"stateful_word_count: {err.message}") from None
+
+
+def run() -> None:
     parser = argparse.ArgumentParser(description="Stateful word count with Redis state in a LocalCluster")
     parser.add_argument("--redis", default="127.0.0.1:6379", help="host:port of the Redis server")
     parser.add_argument("--rounds", type=int, default=20, help="how often the sentences are emitted")
@@ -122,9 +132,11 @@ def main() -> None:
     words = sum(len(s.split()) for s in SENTENCES) * args.rounds
     with LocalCluster() as cluster:
         cluster.submit_topology("stateful-word-count", conf, build(conf))
-        wait_until(lambda: sum(committed_counts(conf).values()) >= sum(before.values()) + words, args.timeout,
-                   interval=0.5, what="this run's words committed")
-        cluster.kill_topology("stateful-word-count", wait_secs=0)
+        try:
+            wait_until(lambda: sum(committed_counts(conf).values()) >= sum(before.values()) + words, args.timeout,
+                       interval=0.5, what=f"this run's {words} words committed in Redis (raise --timeout)")
+        finally:
+            cluster.kill_topology("stateful-word-count", wait_secs=0)
     for word, count in sorted(committed_counts(conf).items()):
         print(f"{word}\t{count}")
 

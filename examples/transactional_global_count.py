@@ -146,6 +146,38 @@ class UpdateGlobalCount(BaseTransactionalBolt, Committer):
         declarer.declare(["id", "sum"])
 
 
+class Progress(BaseTransactionalBolt):
+    """Prints the global count after each commit that changed it (it follows the committer ``sum``, so it runs in
+    the commit phase too, after the count is written, and ``partial-count``, to tell a batch that counted
+    nothing), and says so when the last tuple of the input is counted."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, id: Any
+    ) -> None:
+        self.attempt: TransactionAttempt = id
+        self.count: int | None = None
+        self.added = 0
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.source_component == "sum":
+            self.count = int(tup.get_value(1))
+        else:
+            self.added += int(tup.get_value(1))
+
+    def finish_batch(self) -> None:
+        if self.count is None or not self.added:
+            return
+        print(f"txid {self.attempt.transaction_id} committed: global count {self.count} of {self.total}", flush=True)
+        if self.count >= self.total:
+            print(f"all {self.total} tuples counted (the input is finite: nothing more comes)", flush=True)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        pass
+
+
 def build_topology(
     db_path: str,
     data: dict[int, list[list[Any]]] | None = None,
@@ -153,19 +185,26 @@ def build_topology(
     fault_hook: FaultHook | None = None,
     tx_id: str = "global-count",
     spout_parallelism: int = 3,
+    progress: bool = False,
 ) -> StormTopology:
-    """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``."""
+    """The topology over ``data`` (default :data:`DATA`, shared with the caller), writing ``db_path``; with
+    ``progress``, a :class:`Progress` bolt prints the count after each commit."""
     GlobalCountDB(db_path)
     spout = MemoryTransactionalSpout(DATA if data is None else data, ["word"], take_per_batch)
     builder = TransactionalTopologyBuilder(tx_id, "spout", spout, spout_parallelism)
     builder.set_bolt("partial-count", BatchCount(fault_hook), 5).none_grouping("spout")
     builder.set_bolt("sum", UpdateGlobalCount(db_path, fault_hook)).global_grouping("partial-count")
+    if progress:
+        total = sum(len(rows) for rows in (DATA if data is None else data).values())
+        builder.set_bolt("progress", Progress(total)).global_grouping("sum").global_grouping("partial-count")
     return builder.build_topology()
 
 
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
-    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file)."""
-    return build_topology(db_path_from_conf(conf, "transactional_global_count-", "the global count", log))
+    """For ``storm-py local``: the topology writing ``example.db.path`` (default: a new temporary file), printing
+    the count after each commit."""
+    return build_topology(db_path_from_conf(conf, "transactional_global_count-", "the global count", log),
+                          progress=True)
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ in Storm's format, e.g. ``drpc.execute("words", "cat the dog jumped")`` is ``"[[
 is counted once.
 
 Run it in-process:  python -m examples.trident_word_count
-or:                 storm-py local examples.trident_word_count:build --ttl 5
+or:                 storm-py local examples.trident_word_count:build --ttl 5   (prints the counts as it stops)
 on a cluster:       storm-py submit APP.whl examples.trident_word_count:build_remote --name twc
                     storm-py drpc-client words "cat the dog jumped"
 """
@@ -27,6 +27,7 @@ from storm_py.clock import wait_until
 from storm_py.drpc import LocalDRPC
 from storm_py.local import LocalCluster
 from storm_py.trident import (
+    BaseFilter,
     BaseFunction,
     Count,
     FilterNull,
@@ -59,6 +60,23 @@ class Split(BaseFunction):
     def execute(self, tuple: TridentTuple, collector: TridentCollector) -> None:
         for word in tuple.get_value(0).split(" "):
             collector.emit([word])
+
+
+class FinalCounts(BaseFilter):
+    """Keeps every tuple of the counts' new values and remembers each word's latest count; prints them when its
+    task shuts down (as ``storm-py local`` ends), one line per task."""
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def is_keep(self, tuple: TridentTuple) -> bool:
+        self.counts[tuple.get_value(0)] = tuple.get_value(1)
+        return True
+
+    def cleanup(self) -> None:
+        if self.counts:
+            shown = ", ".join(f"{w}={c}" for w, c in sorted(self.counts.items()))
+            print(f"final counts: {shown}", flush=True)
 
 
 def word_counts(topology: TridentTopology, factory: MemoryMapStateFactory, cycle: bool = True) -> TridentState:
@@ -98,8 +116,11 @@ def build_topology(factory: MemoryMapStateFactory | None = None, drpc: Any = Non
 
 
 def build(conf: dict[str, Any] | None = None) -> StormTopology:
-    """For ``storm-py local``: the counting topology."""
-    return build_topology()
+    """For ``storm-py local``: the counting topology, printing each word's count when it stops."""
+    topology = TridentTopology()
+    counts = word_counts(topology, MemoryMapState.factory("opaque"))
+    counts.new_values_stream().each(["word", "count"], FinalCounts())
+    return topology.build()
 
 
 def build_remote(conf: dict[str, Any] | None = None) -> StormTopology:

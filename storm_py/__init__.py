@@ -26,9 +26,8 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
+from storm_py.version import __version__ as __version__
 from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AlreadyAliveException",

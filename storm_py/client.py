@@ -3,9 +3,9 @@
 :class:`NimbusClient` finds the leading nimbus among ``nimbus.seeds`` (each ``host`` or ``host:port``, the port
 defaulting to ``nimbus.thrift.port``), sends ``nimbus.auth.token`` (else the token file of ``storm.local.dir``:
 :mod:`storm_py.node.token_file`) as a bearer token, speaks TLS when ``storm.tls.enabled`` (verifying against
-``storm.tls.ca``), retries while nimbus is
-unreachable or leadership is moving (``storm.nimbus.retry.times``, ``storm.nimbus.retry.interval.millis``),
-and turns error replies back into storm_py's exceptions (``NotAliveException``, ``InvalidTopologyException``...).
+``storm.tls.ca``), retries while nimbus is unreachable or leadership is moving (:class:`RetryPolicy`: a refused
+connection, nothing listening, only briefly), and turns error replies back into storm_py's exceptions
+(``NotAliveException``, ``InvalidTopologyException``...).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import logging
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -34,6 +34,7 @@ from storm_py.errors import (
     TopologyLoadError,
 )
 from storm_py.node.http_api import closed_by_peer, reply_object, sign_request
+from storm_py.node.nimbus_retry import RetryPolicy
 from storm_py.node.tls import client_context, scheme
 from storm_py.node.token_file import read_token
 from storm_py.packaging.package import TopologyPackage
@@ -63,9 +64,17 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 
 
 class NimbusUnreachableError(StormPyError):
-    """No nimbus answered (connection refused, timed out, or no leader elected)."""
+    """No nimbus answered (connection refused, timed out, or no leader elected).
+
+    ``refused``: every nimbus asked refused the connection (nothing listens there), as opposed to a failure that
+    may pass (a timeout, a leader election in progress).
+    """
 
     code = "nimbus_unreachable"
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.fields.get("refused"))
 
 
 class NimbusRequestError(StormPyError):
@@ -110,16 +119,18 @@ def error_from_reply(status: int, body: bytes, url: str) -> StormPyError:
 class NimbusClient:
     """Talks to the leading nimbus over HTTP/JSON (see the module docstring)."""
 
-    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK,
+                 on_retry: Callable[[str], None] | None = None) -> None:
+        """``on_retry``: told once, with a line saying so, when a request is first retried."""
         self.conf = dict(conf)
         self.clock = clock  # paces retries
         self.seeds = parse_seeds(conf)
         self.token = read_token(conf, None)
         self.scheme = scheme(conf)
         self.tls = client_context(conf)
-        self.retry_times = max(0, int(setting(conf, "storm.nimbus.retry.times")))
-        self.retry_interval = max(0.0, float(setting(conf, "storm.nimbus.retry.interval.millis")) / 1000.0)
-        self.retry_ceiling = float(setting(conf, "storm.nimbus.retry.intervalceiling.millis")) / 1000.0
+        self.retry = RetryPolicy.from_conf(conf)
+        self.on_retry = on_retry
+        self._told_retry = False
         self._leader: str | None = None
         self._local = threading.local()
 
@@ -169,7 +180,9 @@ class NimbusClient:
                 if not fresh and isinstance(err, _STALE):
                     continue  # the kept connection died between our check and the request
                 reason = getattr(err, "reason", err)
-                raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url) from err
+                raise NimbusUnreachableError(f"cannot reach nimbus at {url.split(API)[0]} ({reason})", url=url,
+                                             refused=isinstance(err, ConnectionRefusedError),
+                                             nimbuses=parts.netloc) from err
             if reply.will_close:
                 conn.close()
             else:
@@ -183,6 +196,7 @@ class NimbusClient:
     def find_leader(self) -> str:
         """``host:port`` of the leading nimbus, asked of the seeds in turn."""
         problems: list[str] = []
+        refused: list[str] = []
         for host, port in self.seeds:
             node = f"{host}:{port}"
             try:
@@ -191,6 +205,8 @@ class NimbusClient:
                 raise  # a missing or wrong token stays wrong: no retries
             except StormPyError as err:
                 problems.append(err.message)
+                if isinstance(err, NimbusUnreachableError) and err.refused:
+                    refused.append(node)
                 continue
             for n in data.get("nimbuses", []):
                 if n.get("status") == "Leader":
@@ -202,7 +218,9 @@ class NimbusClient:
                     self._leader = leader
                     return leader
             problems.append(f"nimbus {node} knows no leader yet")
-        raise NimbusUnreachableError("no leading nimbus: " + "; ".join(problems))
+        everyone_refused = len(refused) == len(self.seeds)
+        raise NimbusUnreachableError("no leading nimbus: " + "; ".join(problems), refused=everyone_refused,
+                                     nimbuses=", ".join(refused) if everyone_refused else "")
 
     def request(
         self,
@@ -218,8 +236,8 @@ class NimbusClient:
         ``data`` sends raw bytes as the body in place of the JSON ``payload``."""
         body = data if data is not None else None if payload is None else json.dumps(payload).encode("utf-8")
         content_type = "application/octet-stream" if data is not None else "application/json"
-        attempt = 0
-        delay = self.retry_interval
+        failures = 0
+        refused_since: float | None = None
         while True:
             try:
                 leader = self._leader or self.find_leader()
@@ -227,12 +245,23 @@ class NimbusClient:
                 return reply if raw else json.loads(reply.decode("utf-8") or "null")
             except (NimbusUnreachableError, NotLeaderError) as err:
                 self._leader = None
-                attempt += 1
-                if attempt > self.retry_times:
+                failures += 1
+                refused = isinstance(err, NimbusUnreachableError) and err.refused
+                now = self.clock.now()
+                refused_since = (refused_since if refused_since is not None else now) if refused else None
+                delay = self.retry.delay(failures, refused, now - refused_since if refused_since is not None else 0.0)
+                if delay is None:
                     raise
                 log.info("nimbus not available (%s); retrying in %.1fs", err.message, delay)
+                self._tell_retry(err.message, refused)
                 self.clock.sleep(delay)
-                delay = min(delay * 2 if delay else 0.0, self.retry_ceiling)
+
+    def _tell_retry(self, problem: str, refused: bool) -> None:
+        if self.on_retry is not None and not self._told_retry:
+            self._told_retry = True
+            how = (f"for up to {self.retry.refused_secs:g}s" if refused
+                   else f"up to {self.retry.times} times, backing off to {self.retry.ceiling:g}s")
+            self.on_retry(f"nimbus is not answering ({problem}); retrying {how}")
 
     def forward(
         self, method: str, path_and_query: str, body: bytes | None, headers: Mapping[str, str]
@@ -245,14 +274,14 @@ class NimbusClient:
             try:
                 status, reply, content_type = self._send(method, f"{self._base(leader)}{path_and_query}", body,
                                                          passed, SUBMIT_TIMEOUT_SECS)
-                if status != 503 or attempt >= self.retry_times:
+                if status != 503 or attempt >= self.retry.times:
                     return status, reply, content_type
             except NimbusUnreachableError:
-                if attempt >= self.retry_times:
+                if attempt >= self.retry.times:
                     raise
             self._leader = None
             attempt += 1
-            self.clock.sleep(self.retry_interval)
+            self.clock.sleep(self.retry.interval)
 
     def fetch_blob(self, holder: str, key: str) -> bytes:
         """Blob ``key`` from the nimbus ``holder`` (``host:port``, read from the cluster state), without retries.

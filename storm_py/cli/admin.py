@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.errors import StormPyError
 
 
@@ -24,10 +24,8 @@ def admin() -> None:
 @config_options
 def remove_corrupt_topologies(config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Kill the topologies whose code no nimbus holds any more."""
-    from storm_py.client import NimbusClient
-
     try:
-        reply = NimbusClient(load_conf(config_file, overrides)).request("POST", "/admin/removeCorruptTopologies", {})
+        reply = nimbus_client(load_conf(config_file, overrides)).request("POST", "/admin/removeCorruptTopologies", {})
     except StormPyError as err:
         raise command_error(err, config_file) from err
     for row in reply["removed"]:
@@ -41,9 +39,7 @@ def remove_corrupt_topologies(config_file: str | None, overrides: tuple[str, ...
 @config_options
 def creds(topologies: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Print the keys of each TOPOLOGY's credentials (id or name) under its id, as Storm does; never the values."""
-    from storm_py.client import NimbusClient
-
-    client = NimbusClient(load_conf(config_file, overrides))
+    client = nimbus_client(load_conf(config_file, overrides))
     for topology in topologies:
         try:
             reply = client.request("GET", f"/topology/{quote(topology, safe='')}/credentials")

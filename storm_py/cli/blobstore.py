@@ -15,14 +15,13 @@ from urllib.parse import quote, urlencode
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.errors import StormPyError
 
 
 def _client(config_file: str | None, overrides: tuple[str, ...]) -> Any:
-    from storm_py.client import NimbusClient
 
-    return NimbusClient(load_conf(config_file, overrides))
+    return nimbus_client(load_conf(config_file, overrides))
 
 
 def _path(key: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.config.keys import KEYS, setting
 from storm_py.errors import StormPyError
 from storm_py.state import znodes
@@ -46,10 +46,8 @@ def localconfvalue(key: str, config_file: str | None, overrides: tuple[str, ...]
 @config_options
 def remoteconfvalue(key: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Print KEY's value in the leading nimbus's configuration."""
-    from storm_py.client import NimbusClient
-
     try:
-        remote = NimbusClient(load_conf(config_file, overrides)).request("GET", "/cluster/configuration")
+        remote = nimbus_client(load_conf(config_file, overrides)).request("GET", "/cluster/configuration")
     except StormPyError as err:
         raise command_error(err, config_file) from err
     _known_key(key, remote)
@@ -73,10 +71,8 @@ def component_errors(page: Mapping[str, Any]) -> dict[str, str]:
 @config_options
 def get_errors(name: str, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Print the last error of each component of topology NAME, as JSON."""
-    from storm_py.client import NimbusClient
-
     try:
-        page = NimbusClient(load_conf(config_file, overrides)).topology(name)
+        page = nimbus_client(load_conf(config_file, overrides)).topology(name)
     except StormPyError as err:
         raise command_error(err, config_file) from err
     click.echo(json.dumps({"Topology Name": name, "Comp-Errors": component_errors(page)}, sort_keys=True))

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.errors import StormPyError
 
 _SEPARATORS = "=:"
@@ -70,12 +70,10 @@ def pairs(args: tuple[str, ...]) -> dict[str, str]:
 def upload_credentials(topology: str, credentials: tuple[str, ...], cred_file: Path | None,
                        config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Replace TOPOLOGY's credentials with those of --file and the KEY VALUE pairs (which win)."""
-    from storm_py.client import NimbusClient
-
     creds = read_properties(cred_file.read_text(encoding="utf-8")) if cred_file is not None else {}
     creds.update(pairs(credentials))
     try:
-        reply = NimbusClient(load_conf(config_file, overrides)).request(
+        reply = nimbus_client(load_conf(config_file, overrides)).request(
             "POST", f"/topology/{quote(topology, safe='')}/credentials", {"credentials": creds})
     except StormPyError as err:
         raise command_error(err, config_file) from err

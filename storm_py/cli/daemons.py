@@ -62,6 +62,8 @@ class DevService(Protocol):
 
     def stop(self) -> None: ...
 
+    def exited(self) -> str | None: ...
+
 
 def serve_dev_service(service: DevService, what: str, address: Callable[[], str], label: str,
                       then: Callable[[], None] | None = None) -> None:
@@ -80,7 +82,7 @@ def serve_dev_service(service: DevService, what: str, address: Callable[[], str]
             click.echo(f"{label}: {address()}")
             while not stop.wait(0.5):
                 if not service.running:
-                    raise click.ClickException(f"{what} exited")
+                    raise click.ClickException(service.exited() or f"{what} exited")
         finally:
             service.stop()
 
@@ -240,6 +242,7 @@ def dev_cluster(
         try:
             click.echo(f"config: {cluster.client_conf_path}")
             click.echo(f"nimbus: {cluster.nimbus_url()}", nl=True)
+            click.echo(f"ui: {cluster.ui_link()}")
             click.echo(f"drpc: {cluster.drpc_address()} (HTTP: {cluster.drpc_http_url()})")
             if nimbuses > 1:
                 leader = cluster.leader()

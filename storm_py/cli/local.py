@@ -12,12 +12,45 @@ from storm_py.cli.options import FiniteFloatRange, config_options, load_conf, pa
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import StormPyError
 
+#: seconds between two progress lines
+REPORT_PERIOD = 1.0
 
-def _totals(summary: dict[str, Any]) -> tuple[int, int, int]:
+Totals = tuple[int, int, int]
+
+
+def _totals(summary: dict[str, Any]) -> Totals:
     emitted = sum(c.get("emitted", 0) for c in summary["spouts"] + summary["bolts"])
     acked = sum(s.get("acked", 0) for s in summary["spouts"])
     failed = sum(s.get("failed", 0) + s.get("timedOut", 0) for s in summary["spouts"])  # timeouts are failures
     return emitted, acked, failed
+
+
+class Progress:
+    """The progress lines of a run that started at ``start``: one per report while tuples move, a single
+    ``idle`` line once nothing moved since the last report (a finite input all processed, or a source waiting),
+    and nothing more until tuples move again."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.last: Totals = (0, 0, 0)
+        self.last_at = start
+        self.idle = False
+
+    def report(self, now: float, totals: Totals) -> str | None:
+        """The line to print for ``totals`` seen at ``now``, or ``None`` while idle."""
+        last, dt = self.last, max(now - self.last_at, 1e-9)
+        self.last, self.last_at = totals, now
+        if totals == last:
+            if self.idle:
+                return None
+            self.idle = True
+            return (f"[{now - self.start:5.1f}s] idle: nothing emitted, acked or failed since the last report "
+                    f"(emitted {totals[0]:,}, acked {totals[1]:,}, failed {totals[2]:,}); quiet until that changes")
+        self.idle = False
+        return (
+            f"[{now - self.start:5.1f}s] emitted {totals[0]:>10,} ({(totals[0] - last[0]) / dt:>10,.0f}/s)  "
+            f"acked {totals[1]:>10,} ({(totals[1] - last[1]) / dt:>9,.0f}/s)  failed {totals[2]:,}"
+        )
 
 
 @click.command("local")
@@ -29,8 +62,10 @@ def _totals(summary: dict[str, Any]) -> tuple[int, int, int]:
 def local(entry: str, ttl: float, name: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run MODULE:FUNCTION's topology in-process for --ttl seconds."""
     from storm_py.local import LocalCluster
+    from storm_py.multilang.process import show_component_logs
     from storm_py.packaging.code_loader import load_topology
 
+    show_component_logs()
     conf = load_conf(config_file, overrides)
     topo_conf = {k: v for k, v in conf.items() if k.startswith("topology.")}
     topo_conf.update(parse_overrides(overrides))
@@ -48,25 +83,18 @@ def local(entry: str, ttl: float, name: str | None, config_file: str | None, ove
             raise click.ClickException(err.message) from err
         click.echo(f"running {name} in-process for {ttl:g}s")
         clock = SYSTEM_CLOCK
-        start = clock.now()
-        last = (0, 0, 0)
-        last_t = start
-        while clock.now() - start < ttl:
-            clock.sleep(min(1.0, max(0.0, ttl - (clock.now() - start))))
-            summary = cluster.get_topology_summary(name)
-            now = clock.now()
-            cur = _totals(summary)
-            dt = max(now - last_t, 1e-9)
-            click.echo(
-                f"[{now - start:5.1f}s] emitted {cur[0]:>10,} ({(cur[0] - last[0]) / dt:>10,.0f}/s)  "
-                f"acked {cur[1]:>10,} ({(cur[1] - last[1]) / dt:>9,.0f}/s)  failed {cur[2]:,}"
-            )
-            last, last_t = cur, now
+        progress = Progress(clock.now())
+        deadline = progress.start + ttl
+        while (left := deadline - clock.now()) > 0:
+            clock.sleep(min(REPORT_PERIOD, left))
+            line = progress.report(clock.now(), _totals(cluster.get_topology_summary(name)))
+            if line is not None:
+                click.echo(line)
         summary = cluster.get_topology_summary(name)
         for comp in summary["spouts"] + summary["bolts"]:
             if comp.get("lastError"):
                 click.echo(f"last error of {comp.get('spoutId') or comp.get('boltId')}: "
                            f"{comp['lastError'].strip().splitlines()[-1]}")
         cluster.kill_topology(name, 0)
-    emitted, acked, failed = last
+    emitted, acked, failed = _totals(summary)
     click.echo(f"done: emitted {emitted:,}, acked {acked:,}, failed {failed:,}")

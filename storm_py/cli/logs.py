@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.client import LogViewerClient, NimbusClient
 from storm_py.clock import SYSTEM_CLOCK
 from storm_py.errors import NotAliveException, StormPyError
@@ -113,7 +113,7 @@ def _topology_id(client: NimbusClient, name: str, root: Path) -> str:
 def open_logs(conf: Mapping[str, Any], name: str) -> LogSource:
     """Local files when this machine has the topology's logs, else its supervisors' log viewers."""
     root = workers_artifacts_root(conf)
-    client = NimbusClient(conf)
+    client = nimbus_client(conf)
     local = LocalLogs(root, _topology_id(client, name, root))
     if local.log_files.files(local.topology_id):
         return local

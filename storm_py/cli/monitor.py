@@ -13,10 +13,14 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import FiniteFloatRange, command_error, config_options, load_conf
+from storm_py.cli.options import FiniteFloatRange, command_error, config_options, load_conf, nimbus_client
 from storm_py.errors import StormPyError
 
-HEADER = "topology\tcomponent\tstream\texecutors\t{item}\ttime-diff ms\t{item}/s"
+#: the columns, the first three text (left-aligned), the rest numbers (right-aligned)
+COLUMNS = ("topology", "component", "stream", "executors", "{item}", "time-diff ms", "{item}/s")
+#: the least width of a number column: counts and rates of up to ten characters keep every row straight
+NUMBER_WIDTH = 10
+_TEXT_COLUMNS = 3
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,37 @@ def reading(page: Mapping[str, Any], component: str | None, stream: str, item: s
     return Reading(sum(int(r.get(item, 0)) for r in rows), int(page.get("executors", 0)), at)
 
 
-def throughput_row(name: str, component: str | None, stream: str, prev: Reading, cur: Reading) -> str:
-    """The printed row: the count's increase over the interval and its rate."""
+def throughput_cells(name: str, component: str | None, stream: str, prev: Reading, cur: Reading) -> list[str]:
+    """One row's cells: the count's increase over the interval and its rate."""
     diff_ms = max(0.0, (cur.at - prev.at) * 1000.0)
     delta = max(0, cur.count - prev.count)
     rate = delta / (diff_ms / 1000.0) if diff_ms > 0 else 0.0
-    return f"{name}\t{component or '(spouts)'}\t{stream}\t{cur.executors}\t{delta}\t{diff_ms:.0f}\t{rate:.1f}"
+    return [name, component or "(spouts)", stream, str(cur.executors), str(delta), f"{diff_ms:.0f}", f"{rate:.1f}"]
+
+
+class MonitorTable:
+    """The columns of one ``monitor`` run, their widths fixed before the first row (rows come one by one): each
+    text column as wide as its header or its one value, each number column at least :data:`NUMBER_WIDTH`."""
+
+    def __init__(self, name: str, component: str | None, stream: str, item: str) -> None:
+        self.headers = [c.format(item=item) for c in COLUMNS]
+        texts = [name, component or "(spouts)", stream]
+        self.widths = [max(len(h), len(t)) for h, t in zip(self.headers, texts, strict=False)]
+        self.widths += [max(len(h), NUMBER_WIDTH) for h in self.headers[_TEXT_COLUMNS:]]
+
+    def line(self, cells: list[str]) -> str:
+        """``cells`` in their columns, two spaces apart, text left and numbers right."""
+        parts = [c.ljust(w) if i < _TEXT_COLUMNS else c.rjust(w)
+                 for i, (c, w) in enumerate(zip(cells, self.widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    def header(self) -> str:
+        """The header line."""
+        return self.line(self.headers)
+
+    def row(self, name: str, component: str | None, stream: str, prev: Reading, cur: Reading) -> str:
+        """The printed row of one interval."""
+        return self.line(throughput_cells(name, component, stream, prev, cur))
 
 
 @click.command("monitor")
@@ -60,11 +89,10 @@ def monitor(
     config_file: str | None, overrides: tuple[str, ...],
 ) -> None:
     """Print topology NAME's throughput every interval (Storm's `storm monitor`)."""
-    from storm_py.client import NimbusClient
     from storm_py.clock import SYSTEM_CLOCK
 
     conf = load_conf(config_file, overrides)
-    client = NimbusClient(conf)
+    client = nimbus_client(conf)
     clock = SYSTEM_CLOCK
 
     def poll() -> Reading:
@@ -73,12 +101,13 @@ def monitor(
 
     try:
         prev = poll()
-        click.echo(HEADER.format(item=item))
+        table = MonitorTable(name, component, stream, item)
+        click.echo(table.header())
         printed = 0
         while rows == 0 or printed < rows:
             clock.sleep(interval)
             cur = poll()
-            click.echo(throughput_row(name, component, stream, prev, cur))
+            click.echo(table.row(name, component, stream, prev, cur))
             prev = cur
             printed += 1
     except StormPyError as err:
@@ -118,8 +147,6 @@ def set_log_level(
     """Change log levels in topology NAME's workers (Storm's `storm set_log_level`)."""
     from urllib.parse import quote
 
-    from storm_py.client import NimbusClient
-
     if not levels and not resets:
         raise click.UsageError("give -l LOGGER=LEVEL[:TIMEOUT] or -r LOGGER")
     named: dict[str, Any] = dict(parse_level_spec(spec) for spec in levels)
@@ -127,7 +154,7 @@ def set_log_level(
         named[logger] = {"target_level": None}
     conf = load_conf(config_file, overrides)
     try:
-        client = NimbusClient(conf)
+        client = nimbus_client(conf)
         tid = client.topology_id(name)
         client.request("POST", f"/topology/{quote(tid, safe='')}/logconfig", {"namedLoggerLevels": named})
     except StormPyError as err:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from storm_py.config import read_storm_config
 from storm_py.errors import StormPyError
 from storm_py.node.token_file import TOKEN_KEY, read_token
+
+if TYPE_CHECKING:
+    from storm_py.client import NimbusClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,14 +83,28 @@ def config_file_used(config_file: str | None) -> str | None:
     return next((str(p) for p in found if p.is_file()), None)
 
 
+def nimbus_client(conf: Mapping[str, Any]) -> NimbusClient:
+    """A client of the cluster ``conf`` names that says on stderr, at once, when it starts retrying nimbus."""
+    from storm_py.client import NimbusClient
+
+    return NimbusClient(conf, on_retry=lambda line: click.echo(line, err=True))
+
+
 def command_error(err: StormPyError, config_file: str | None) -> click.ClickException:
-    """A command's one-line error; when no nimbus answered, it says which config was used and how to pick one."""
+    """A command's one-line error.  When no nimbus answered it tells "which config?" (no config file was given
+    or found: where it looked) from "is the cluster running?" (the config names nimbus, nothing listens there)."""
     message = err.message
     if err.code == "nimbus_unreachable":
         used = config_file_used(config_file)
-        looked = ", ".join(f"{d}/storm.yaml" for d in SEARCH_DIRS)
-        source = f"config {used}" if used else f"no config file ({looked} not found)"
-        message += f"; used {source}: name the cluster's config with --config FILE (or -c nimbus.seeds=[...])"
+        if used is None:
+            looked = ", ".join(f"{d}/storm.yaml" for d in SEARCH_DIRS)
+            message += (f"; used no config file ({looked} not found): name the cluster's config with --config FILE "
+                        "(or -c nimbus.seeds=[...])")
+        elif err.fields.get("refused"):
+            where = err.fields.get("nimbuses") or "its address"
+            message += f"; nothing listens at {where}, the nimbus config {used} names: is the cluster running?"
+        else:
+            message += f"; used config {used}"
     return click.ClickException(message)
 
 

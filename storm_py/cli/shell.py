@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import click
 
-from storm_py.cli.options import command_error, config_options, load_conf
+from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
 from storm_py.errors import StormPyError
 from storm_py.node.token_file import TOKEN_KEY
 
@@ -36,13 +36,12 @@ def shell(resourcesdir: str, command: str, args: tuple[str, ...], config_file: s
           overrides: tuple[str, ...]) -> None:
     """Upload RESOURCESDIR, then run COMMAND ARGS... NIMBUS_HOST NIMBUS_PORT PACKAGE_KEY (the token in
     $STORM_PY_AUTH_TOKEN)."""
-    from storm_py.client import NimbusClient
     from storm_py.packaging.package import read_package
 
     if not os.path.isdir(resourcesdir):
         raise click.BadParameter(f"{resourcesdir} is not a directory", param_hint="RESOURCESDIR")
     conf = load_conf(config_file, overrides)
-    client = NimbusClient(conf)
+    client = nimbus_client(conf)
     name = "".join(c if c.isalnum() or c in "_.-" else "_" for c in os.path.basename(os.path.abspath(resourcesdir)))
     key = f"shell-{name}-{uuid.uuid4().hex[:8]}.zip"
     path = f"/blobs/{quote(key, safe='')}"

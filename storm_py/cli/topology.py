@@ -8,24 +8,35 @@ from typing import Any
 
 import click
 
-from storm_py.cli.options import FiniteFloatRange, command_error, config_options, load_conf, parse_overrides
+from storm_py.cli.options import (
+    FiniteFloatRange,
+    command_error,
+    config_options,
+    load_conf,
+    nimbus_client,
+    parse_overrides,
+)
 from storm_py.errors import StormPyError
 
 
 def _client(conf: Mapping[str, Any]) -> Any:
-    from storm_py.client import NimbusClient
-
-    return NimbusClient(conf)
+    return nimbus_client(conf)
 
 
-def _default_name(entry: str) -> str:
-    return entry.partition(":")[0].rsplit(".", 1)[-1].replace("_", "-")
+def default_name(filename: str, entry: str) -> str:
+    """The name of a topology submitted without ``--name``: the project name of a wheel ``filename``
+    (``my_topology-0.1-py3-none-any.whl``: ``my-topology``), else the module of ``entry`` (``MODULE:FUNCTION``;
+    ``wordcount.topology:build``: ``wordcount-topology``), as a topology name may hold neither ``.`` nor ``:``."""
+    if filename.endswith(".whl"):
+        return filename.split("-", 1)[0].replace("_", "-")
+    return entry.partition(":")[0].replace(".", "-").replace("_", "-")
 
 
 @click.command("submit")
 @click.argument("package", metavar="WHEEL_OR_DIR", type=click.Path())
 @click.argument("entry", metavar="MODULE:FUNCTION")
-@click.option("--name", default=None, help="Topology name (default: the function's module).")
+@click.option("--name", default=None,
+              help="Topology name (default: the wheel's project name, else the function's module).")
 @click.option("--inactive", is_flag=True, help="Submit deactivated (spouts start on `activate`).")
 @click.option("--wheelhouse", default=None, type=click.Path(), metavar="DIR",
               help="Wheels found first when resolving the topology's requirements (uploaded with it).")
@@ -46,7 +57,7 @@ def submit(
         left_out: list[str] = []
         data, filename = read_package(package, left_out)
         data, wheels = with_dependencies(data, filename, conf, wheelhouse)
-        name = name or _default_name(entry)
+        name = name or default_name(filename, entry)
         reply = _client(conf).submit(name, TopologyPackage(data, entry, filename), topo_conf, inactive)
     except StormPyError as err:
         raise command_error(err, config_file) from err

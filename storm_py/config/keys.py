@@ -93,6 +93,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.nimbus.retry.times", INT, 5, "clients", "retries while nimbus is unreachable", min=0),
         Key("storm.nimbus.retry.interval.millis", NUMBER, 2000, "clients", "first retry delay", min=0),
         Key("storm.nimbus.retry.intervalceiling.millis", NUMBER, 60000, "clients", "longest retry delay", min=0),
+        Key("storm.nimbus.retry.refused.secs", NUMBER, 3, "clients", "how long a refused connection (nothing listens) is retried", min=0),
     ),
     "supervisor / worker": (
         Key("supervisor.slots.ports", PORTS, [6700, 6701, 6702, 6703], "supervisor", "one worker process per port"),
@@ -129,6 +130,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.debug", BOOL, False, "executors", "log every emitted tuple to the worker log (\"Emitting: component stream values\")", per_component=True),
         Key("topology.max.task.parallelism", INT, None, "builder, nimbus", "cap on a component's tasks", min=0, per_component=True),
         Key("topology.tasks", INT, None, "builder, nimbus", "a component's tasks (null: its parallelism)", min=0, per_component=True),
+        Key("topology.component.resources.onheap.memory.mb", NUMBER, None, "flux", "a component's on-heap memory in MB (Flux's onHeapMemoryLoad)", min=0, per_component=True, not_read="recorded by Flux for a resource-aware scheduler; the even scheduler ignores it"),
+        Key("topology.component.resources.offheap.memory.mb", NUMBER, None, "flux", "a component's off-heap memory in MB (Flux's offHeapMemoryLoad)", min=0, per_component=True, not_read="recorded by Flux for a resource-aware scheduler; the even scheduler ignores it"),
+        Key("topology.component.cpu.pcore.percent", NUMBER, None, "flux", "a component's CPU, percent of a core (Flux's cpuLoad)", min=0, per_component=True, not_read="recorded by Flux for a resource-aware scheduler; the even scheduler ignores it"),
         Key("topology.tick.tuple.freq.secs", NUMBER, None, "executors", "seconds between tick tuples (null: none)", min=0, per_component=True),
         Key("topology.executor.receive.buffer.size", INT, 32768, "worker", "tuples a worker queues before spouts pause", min=1),
         Key("topology.batch.flush.interval.millis", NUMBER, 1, "spouts", "a spout's emits leave its worker at least this often (ms; 0: after 128 next_tuple calls)", min=0),
@@ -168,6 +172,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.multilang.serializer", STR, "json", "shell components", "how shell components talk to their process: json (Storm's JsonSerializer; its class name is accepted too) or msgpack (pystorm's framing)", choices=("json", "msgpack", "org.apache.storm.multilang.JsonSerializer"), per_component=True),
         Key("topology.shellbolt.max.pending", INT, 100, "shell bolts", "tuples queued for a shell bolt's process and not yet written to it (Storm's pending-writes queue; what the process holds unanswered is bounded by its stdin pipe); execute blocks when this many wait", min=1, per_component=True),
         Key("topology.subprocess.timeout.secs", NUMBER, 30, "shell components", "a shell component's process that answers nothing (heartbeats included) this long is killed and restarted", min=0.001, per_component=True),
+        Key("topology.multilang.max.message.bytes", INT, 67108864, "shell components", "largest message a shell component's process may write on stdout (a JSON document before its end line, a msgpack object); a longer one is a fault of the component and the worker holds no more of it", min=1048576, per_component=True),
+        Key("topology.multilang.max.stderr.line.bytes", INT, 1048576, "shell components", "longest line a shell component's process may write on stderr (copied to the component's log); a longer one is a fault of the component and the worker holds no more of it", min=1024, per_component=True),
     ),
     "http security": (
         Key("storm.http.hosts", STRS, [], "nimbus, supervisor, ui, drpc", "further names clients and browsers may use in the Host header (a proxy's or DNS alias's); the configured hosts, localhost, this machine's name and IP addresses are always accepted"),
@@ -197,6 +203,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.dependencies.resolve.timeout.secs", NUMBER, 600, "submit command", "longest pip may take to resolve a topology's requirements at submit", min=1),
         Key("supervisor.env.cleanup.secs", NUMBER, 60, "supervisor", "a topology environment (virtualenv) is removed this long after its last topology is gone", min=0),
         Key("supervisor.env.build.timeout.secs", NUMBER, 600, "supervisor", "longest the offline build of a topology environment may take", min=1),
+        Key("storm.package.max.unpacked.mb", NUMBER, 1024, "nimbus, supervisor", "largest total unpacked size of a topology package, and of each wheel of its wheelhouse, in MiB (checked from the zip's directory at upload and before unpacking, and enforced while unpacking)", min=0.001),
+        Key("storm.package.max.compression.ratio", NUMBER, 200, "nimbus, supervisor", "largest unpacked/packed size of one member (over 1 MiB unpacked) of a topology package or wheel", min=1),
+        Key("storm.package.max.members", INT, 100000, "nimbus, supervisor", "most members a topology package, or one wheel of its wheelhouse, may hold", min=1),
     ),
     "accepted for compatibility": (
         Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),

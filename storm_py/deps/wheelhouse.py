@@ -5,7 +5,12 @@ Requirements come from a wheel's ``Requires-Dist`` (entries for extras left out)
 ``requirements.txt``.  ``pip wheel`` resolves them (downloading wheels, building sdists into wheels); wheels of a
 given wheelhouse are found first.  Every wheel uploaded must be installable by this interpreter's tags (the
 supervisors run the same Python on the same platform), so a wheel built for another platform is refused here,
-named, rather than failing on every supervisor.
+named, rather than failing on every supervisor.  The wheelhouse lists its wheels and their digests in
+:data:`MANIFEST`.
+
+Nimbus checks an uploaded wheelhouse (:func:`check_wheelhouse`): wheels only, directly in the folder (a source
+package would have to be built, running its code, on every supervisor), exactly the listed ones with the listed
+digests, each a zip within the unpack limits.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import email.parser
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -26,10 +32,13 @@ from packaging.tags import Tag, sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from storm_py.config.keys import setting
-from storm_py.errors import DependencyError
+from storm_py.errors import DependencyError, TopologyLoadError
+from storm_py.packaging.package import UnpackLimits, check_archive
 
 #: The folder of a topology package that holds its wheelhouse (not importable, so never on ``sys.path`` by name).
 WHEELHOUSE = ".storm-wheelhouse"
+#: The wheelhouse's list of its wheels: ``{"wheels": {file name: sha256}}``.
+MANIFEST = "wheels.json"
 #: A submitted directory's requirements file.
 REQUIREMENTS_TXT = "requirements.txt"
 #: How much of pip's output an error quotes.
@@ -141,8 +150,11 @@ def bundle(data: bytes, wheels: Iterable[Path], max_mb: float) -> bytes:
         for info in src.infolist():
             if not info.filename.startswith(f"{WHEELHOUSE}/"):
                 dst.writestr(info, src.read(info))
+        listed = {}
         for f in files:
             dst.write(f, f"{WHEELHOUSE}/{f.name}", compress_type=zipfile.ZIP_STORED)  # wheels are zips already
+            listed[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
+        dst.writestr(f"{WHEELHOUSE}/{MANIFEST}", json.dumps({"wheels": listed}, indent=1, sort_keys=True))
     return out.getvalue()
 
 
@@ -174,7 +186,78 @@ def with_dependencies(data: bytes, filename: str, conf: Mapping[str, Any],
 
 
 def wheel_digests(folder: Path) -> dict[str, str]:
-    """``{wheel file name: sha256}`` of the wheels in ``folder`` (empty when there is none)."""
+    """``{wheel file name: sha256}`` of the wheels in ``folder`` (empty when there is none): the ones its
+    manifest lists when it has one, else every ``*.whl`` file."""
     if not folder.is_dir():
         return {}
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.whl"))}
+    names = sorted(_manifest(folder.joinpath(MANIFEST).read_bytes(), str(folder)) if (folder / MANIFEST).is_file()
+                   else (p.name for p in folder.glob("*.whl")))
+    try:
+        return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
+    except OSError as err:
+        raise DependencyError(f"{folder}: cannot read a wheel its {MANIFEST} lists: {err}",
+                              wheelhouse=str(folder)) from err
+
+
+def _manifest(data: bytes, what: str) -> dict[str, str]:
+    """The ``{wheel file name: sha256}`` of a manifest's text.
+
+    Raises:
+        DependencyError: it is not a manifest, or lists a name that is not a wheel's.
+    """
+    try:
+        wheels = json.loads(data.decode("utf-8"))["wheels"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise DependencyError(f"{what}: {MANIFEST} is not a wheelhouse manifest: {err!r}", wheelhouse=what) from err
+    if not isinstance(wheels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in wheels.items()):
+        raise DependencyError(f"{what}: {MANIFEST} must map wheel file names to digests", wheelhouse=what)
+    for name in wheels:
+        wheel_tags(name)
+        if "/" in name or name.startswith("."):
+            raise DependencyError(f"{what}: {MANIFEST} lists {name!r}, not a file of the wheelhouse", wheel=name)
+    return dict(wheels)
+
+
+def check_wheelhouse(data: bytes, limits: UnpackLimits, what: str = "package") -> list[str]:
+    """Nimbus's check of an uploaded package's wheelhouse (see the module docstring); the wheels' names.
+
+    Raises:
+        DependencyError: a member of the wheelhouse is not a wheel (a source package, a folder, any other file),
+            is not listed by its manifest or does not match its digest, or a listed wheel is missing.
+        TopologyLoadError: a wheel is not a zip archive or unpacks beyond ``limits``.
+    """
+    prefix = f"{WHEELHOUSE}/"
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = {i.filename[len(prefix):]: i for i in zf.infolist()
+                   if i.filename.startswith(prefix) and i.filename != prefix}
+        wheels: dict[str, bytes] = {}
+        listed: dict[str, str] | None = None
+        for name, info in sorted(members.items()):
+            if name == MANIFEST:
+                listed = _manifest(zf.read(info), f"{what}: {WHEELHOUSE}")
+                continue
+            if info.is_dir() or "/" in name or not name.endswith(".whl"):
+                kind = "a source package" if name.endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz")) else "not a wheel"
+                raise DependencyError(
+                    f"{what}: the wheelhouse holds {WHEELHOUSE}/{name}, {kind}: only wheels are installed on the "
+                    f"supervisors (nothing is built there), directly in {WHEELHOUSE}/", wheel=name)
+            wheel_tags(name)
+            wheels[name] = zf.read(info)
+    if listed is not None:
+        missing = sorted(set(listed) - set(wheels))
+        extra = sorted(set(wheels) - set(listed))
+        if missing or extra:
+            raise DependencyError(
+                f"{what}: the wheelhouse does not hold the wheels its {MANIFEST} lists"
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+                + (f"; not listed: {', '.join(extra)}" if extra else ""), wheels=missing + extra)
+        for name, body in sorted(wheels.items()):
+            if hashlib.sha256(body).hexdigest() != listed[name]:
+                raise DependencyError(f"{what}: wheel {name} does not match the digest its {MANIFEST} lists",
+                                      wheel=name)
+    for name, body in sorted(wheels.items()):
+        try:
+            check_archive(body, f"wheel {WHEELHOUSE}/{name}", limits)
+        except TopologyLoadError as err:
+            raise TopologyLoadError(f"{what}: {err.message}", wheel=name) from err
+    return sorted(wheels)

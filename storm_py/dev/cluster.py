@@ -21,9 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.dev.child import exit_message, log_tail
 from storm_py.dev.secret import with_secrets, write_private
 from storm_py.dev.tls_ca import make_dev_tls
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
@@ -131,6 +133,12 @@ class DevCluster:
         port = next(d.port for d in self.daemons if d.kind == "nimbus")
         return f"{self.scheme}://{self.host}:{port}"
 
+    def ui_link(self) -> str:
+        """The web UI (served by the first nimbus) with the cluster's token in the link's fragment: a browser never
+        sends a fragment to the server; the UI's page moves the token into the tab's session storage."""
+        token = quote(str(self.client_conf["nimbus.auth.token"]), safe="")  # with_secrets always sets one
+        return f"{self.nimbus_url()}/#token={token}"
+
     @property
     def scheme(self) -> str:
         """``https`` with ``tls``, else ``http``."""
@@ -231,7 +239,7 @@ class DevCluster:
                 "pid": os.getpid(),
                 "zookeeper": self.external_zookeeper
                 or (self.zookeeper.connect_string if self.zookeeper is not None else None),
-                "zookeeper_pid": self.zookeeper.proc.pid if self.zookeeper and self.zookeeper.proc else None,
+                "zookeeper_pid": self.zookeeper.pid if self.zookeeper is not None else None,
                 "config": str(self.client_conf_path),
                 "daemons": [d.describe() for d in self.daemons],
             },
@@ -245,7 +253,8 @@ class DevCluster:
             nonlocal problem
             for d in self.daemons:
                 if not d.alive():
-                    raise StormPyError(f"{d.name} exited while starting: {_tail(d.log_path)}", daemon=d.name)
+                    code = d.proc.returncode if d.proc is not None else None
+                    raise StormPyError(exit_message(d.name, code, log_tail(d.log_path), d.log_path), daemon=d.name)
             try:
                 client.find_leader()
                 registered = int(client.cluster_summary()["supervisors"])
@@ -293,10 +302,3 @@ def _listens(host: str, port: int) -> bool:
     except OSError:
         return False
 
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) or "(empty log)"

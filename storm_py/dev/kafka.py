@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
-import subprocess
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.zookeeper import _die_with_parent, free_port, stop_child
+from storm_py.dev.child import ChildServer, absolute, accepts, port_taken_message
+from storm_py.dev.zookeeper import free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
@@ -53,22 +52,14 @@ def find_broker() -> str:
     return str(binary)
 
 
-def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
-    """Whether something accepts TCP connections on ``host:port``."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 class KafkaBrokerProcess:
     """A tansu broker on ``host:port`` with memory storage, its output in ``log_path``.
 
     Args:
         port: the listener port (``None``: a free one).
         host: the loopback address it listens on and advertises.
-        log_path: where the broker's output goes (``None``: discarded).
+        log_path: where the broker's output goes (``None``: a temporary file, kept only for the error of a broker
+            that fails to start).
         die_with_parent: on Linux, SIGTERM the broker when this process dies without stopping it.
     """
 
@@ -76,9 +67,9 @@ class KafkaBrokerProcess:
                  die_with_parent: bool = False) -> None:
         self.host = host
         self.port = port if port else free_port(host)
-        self.log_path = log_path
+        self.log_path = absolute(log_path) if log_path is not None else None
         self.die_with_parent = die_with_parent
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: ChildServer | None = None
         self.paused = False
 
     @property
@@ -99,55 +90,57 @@ class KafkaBrokerProcess:
         """
         if self.running:
             return
-        cmd = self.command()
-        out = self.log_path.open("ab") if self.log_path is not None else subprocess.DEVNULL
-        try:
-            self.proc = proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env={k: v for k, v in os.environ.items() if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL",
-                                                                     "STORAGE_ENGINE")},
-                # prctl is one system call in the child, taking no lock a parent thread could hold.
-                preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
-            )
-        finally:
-            if self.log_path is not None and not isinstance(out, int):
-                out.close()
+        taken = port_taken_message("the Kafka broker", self.host, self.port)
+        if taken is not None:
+            raise KafkaUnavailableError(taken)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")}
+        self.child = child = ChildServer(self.command(), self.log_path, env=env, die_with_parent=self.die_with_parent)
 
         def serving() -> bool:
-            if proc.poll() is not None:
-                raise KafkaUnavailableError(f"the Kafka broker exited with code {proc.returncode}: {' '.join(cmd)}")
+            failure = child.exited("the Kafka broker")
+            if failure is not None:
+                raise KafkaUnavailableError(failure)
             return accepts(self.host, self.port)
 
         try:
             wait_until(serving, timeout, interval=0.02, what=f"the Kafka broker to serve on {self.bootstrap_servers}")
         except WaitTimeoutError as err:
+            message = f"the Kafka broker did not serve within {timeout:g}s:\n{child.output_tail()}"
             self.stop()
-            raise KafkaUnavailableError(f"the Kafka broker did not serve within {timeout:g}s") from err
-        log.info("Kafka broker serving on %s (pid %d)", self.bootstrap_servers, proc.pid)
+            raise KafkaUnavailableError(message) from err
+        except KafkaUnavailableError:
+            self.stop()
+            raise
+        log.info("Kafka broker serving on %s (pid %d)", self.bootstrap_servers, child.pid)
 
     @property
     def running(self) -> bool:
         """Whether the broker process runs (paused counts as running)."""
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.running
+
+    def exited(self) -> str | None:
+        """None while the server runs (or before it started); once it has exited, why, in its own last lines."""
+        return self.child.exited("the Kafka broker") if self.child is not None else None
 
     def pause(self) -> None:
         """Freeze the broker (SIGSTOP): clients time out as if it were gone; its data stays."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGSTOP)
+        if self.child is not None and self.child.running:
+            self.child.proc.send_signal(signal.SIGSTOP)
             self.paused = True
 
     def resume(self) -> None:
         """Let a paused broker run again (SIGCONT)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
+        if self.child is not None and self.child.running:
+            self.child.proc.send_signal(signal.SIGCONT)
         self.paused = False
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the broker (SIGTERM, then SIGKILL); memory storage loses everything."""
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
+        child, self.child = self.child, None
+        if child is None:
             return
-        if self.paused:
-            proc.send_signal(signal.SIGCONT)
-            self.paused = False
-        stop_child(proc, timeout)
+        if self.paused and child.running:
+            child.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+        child.stop(timeout)

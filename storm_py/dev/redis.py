@@ -12,11 +12,11 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from storm_py.clock import wait_until
-from storm_py.dev.zookeeper import _die_with_parent, free_port, stop_child
+from storm_py.dev.child import ChildServer, absolute, port_taken_message
+from storm_py.dev.zookeeper import free_port
 from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ class RedisServerProcess:
     """A redis-server on ``host:port`` with its data in ``data_dir``, its output in ``data_dir/redis.log``.
 
     Args:
-        data_dir: where the append-only file lives (created when missing).
+        data_dir: where the append-only file lives (created when missing; a relative one is taken against the
+            current directory now, as the server changes into it).
         port: the port (``None``: a free one, kept across restarts).
         host: the loopback address it binds.
         die_with_parent: on Linux, SIGTERM the server when this process dies without stopping it.
@@ -67,11 +68,16 @@ class RedisServerProcess:
 
     def __init__(self, data_dir: Path, port: int | None = None, host: str = "127.0.0.1",
                  die_with_parent: bool = False) -> None:
-        self.data_dir = Path(data_dir)
+        self.data_dir = absolute(data_dir)
         self.host = host
         self.port = port if port else free_port(host)
         self.die_with_parent = die_with_parent
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.child: ChildServer | None = None
+
+    @property
+    def log_path(self) -> Path:
+        """Where the server's output goes."""
+        return self.data_dir / "redis.log"
 
     @property
     def address(self) -> str:
@@ -79,10 +85,10 @@ class RedisServerProcess:
         return f"{self.host}:{self.port}"
 
     def command(self) -> list[str]:
+        """The server's command line; it logs to its stdout, which :class:`ChildServer` puts in :attr:`log_path`."""
         return [
             find_server(), "--bind", self.host, "--port", str(self.port), "--dir", str(self.data_dir),
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
-            "--logfile", str(self.data_dir / "redis.log"),
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--logfile", "",
         ]
 
     def start(self, timeout: float = 20.0) -> None:
@@ -93,33 +99,40 @@ class RedisServerProcess:
         """
         if self.running:
             return
+        taken = port_taken_message("redis-server", self.host, self.port)
+        if taken is not None:
+            raise RedisUnavailableError(taken)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = self.command()
-        self.proc = proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            # prctl is one system call in the child, taking no lock a parent thread could hold.
-            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
-        )
+        self.child = child = ChildServer(self.command(), self.log_path, die_with_parent=self.die_with_parent)
 
         def serving() -> bool:
-            if proc.poll() is not None:
-                raise RedisUnavailableError(f"redis-server exited with code {proc.returncode}: {' '.join(cmd)}")
+            failure = child.exited("redis-server")
+            if failure is not None:
+                raise RedisUnavailableError(failure, log=str(self.log_path))
             return pings(self.host, self.port)
 
         try:
             wait_until(serving, timeout, interval=0.02, what=f"redis-server to serve on {self.address}")
         except WaitTimeoutError as err:
+            message = f"redis-server did not serve within {timeout:g}s (log: {self.log_path}):\n{child.output_tail()}"
             self.stop()
-            raise RedisUnavailableError(f"redis-server did not serve within {timeout:g}s") from err
-        log.info("Redis serving on %s (pid %d)", self.address, proc.pid)
+            raise RedisUnavailableError(message) from err
+        except RedisUnavailableError:
+            self.stop()
+            raise
+        log.info("Redis serving on %s (pid %d)", self.address, child.pid)
 
     @property
     def running(self) -> bool:
         """Whether the server process runs."""
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.running
+
+    def exited(self) -> str | None:
+        """None while the server runs (or before it started); once it has exited, why, in its own last lines."""
+        return self.child.exited("redis-server") if self.child is not None else None
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL); its append-only file stays."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_child(proc, timeout)
+        child, self.child = self.child, None
+        if child is not None:
+            child.stop(timeout)

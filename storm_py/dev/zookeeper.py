@@ -8,25 +8,21 @@ dependencies).  It listens on loopback only, is ready when it answers the ``srvr
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import random
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from storm_py.clock import wait_until
+from storm_py.dev.child import ChildServer, absolute, log_tail, port_taken_message
 from storm_py.errors import StormPyError, WaitTimeoutError
 
 log = logging.getLogger(__name__)
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
-_PR_SET_PDEATHSIG = 1
 
 
 class ZooKeeperUnavailableError(StormPyError):
@@ -146,7 +142,8 @@ class ZooKeeperProcess:
     """A standalone ZooKeeper on ``host:port`` with its data under ``data_dir``; keeps both across restarts.
 
     Args:
-        data_dir: where the configuration, the data and ``zookeeper.log`` live.
+        data_dir: where the configuration, the data and ``zookeeper.log`` live (a relative one is taken against the
+            current directory now: the server runs in it).
         port: the client port (loopback only).
         host: the address it listens on.
         tick_ms: ZooKeeper's tick (sessions time out after 2 to 20 ticks).
@@ -157,14 +154,14 @@ class ZooKeeperProcess:
     def __init__(
         self, data_dir: Path, port: int, host: str = "127.0.0.1", tick_ms: int = 500, die_with_parent: bool = False
     ) -> None:
-        self.data_dir = data_dir
+        self.data_dir = absolute(data_dir)
         self.host = host
         self.port = port
         self.tick_ms = tick_ms
         self.die_with_parent = die_with_parent
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.config = data_dir / "zoo.cfg"
-        self.log_path = data_dir / "zookeeper.log"
+        self.child: ChildServer | None = None
+        self.config = self.data_dir / "zoo.cfg"
+        self.log_path = self.data_dir / "zookeeper.log"
 
     @property
     def connect_string(self) -> str:
@@ -180,21 +177,18 @@ class ZooKeeperProcess:
         if self.running:
             return
         java, classpath = find_java(), find_classpath()
+        taken = port_taken_message("ZooKeeper", self.host, self.port)
+        if taken is not None:
+            raise ZooKeeperUnavailableError(taken)
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         self.config.write_text(zoo_cfg(self.data_dir / "data", self.host, self.port, self.tick_ms), encoding="utf-8")
-        with self.log_path.open("ab") as out:
-            self.proc = proc = subprocess.Popen(
-                server_command(java, classpath, self.config),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.data_dir,
-                # prctl is one system call in the child, taking no lock a parent thread could hold.
-                preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
-            )
+        self.child = child = ChildServer(server_command(java, classpath, self.config), self.log_path,
+                                         cwd=self.data_dir, die_with_parent=self.die_with_parent)
 
         def serving() -> bool:
-            if proc.poll() is not None:
-                raise ZooKeeperUnavailableError(
-                    f"ZooKeeper exited with code {proc.returncode} (log: {self.log_path}):\n{self.log_tail()}"
-                )
+            failure = child.exited("ZooKeeper")
+            if failure is not None:
+                raise ZooKeeperUnavailableError(failure)
             return four_letter_word(self.host, self.port).startswith(b"Zookeeper version")
 
         try:
@@ -204,18 +198,30 @@ class ZooKeeperProcess:
             raise ZooKeeperUnavailableError(
                 f"ZooKeeper did not serve within {timeout:g}s (log: {self.log_path}):\n{self.log_tail()}"
             ) from err
-        log.info("ZooKeeper serving on %s (pid %d)", self.connect_string, proc.pid)
+        except ZooKeeperUnavailableError:
+            self.stop()
+            raise
+        log.info("ZooKeeper serving on %s (pid %d)", self.connect_string, child.pid)
 
     @property
     def running(self) -> bool:
         """Whether the server process runs."""
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.running
+
+    def exited(self) -> str | None:
+        """None while the server runs (or before it started); once it has exited, why, in its own last lines."""
+        return self.child.exited("ZooKeeper") if self.child is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it was started (None before)."""
+        return self.child.pid if self.child is not None else None
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL); its data stays."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_child(proc, timeout)
+        child, self.child = self.child, None
+        if child is not None:
+            child.stop(timeout)
 
     def restart(self) -> None:
         """Stop, then start on the same port and data (sessions and znodes survive)."""
@@ -224,26 +230,4 @@ class ZooKeeperProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the server's log."""
-        try:
-            return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-
-def stop_child(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """Stop a child server: SIGTERM, then SIGKILL when it has not exited within ``timeout`` seconds."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        return log_tail(self.log_path, lines)

@@ -12,9 +12,6 @@ Broker trouble never stops the spout: a failed refresh backs off (0.5 s doubling
 retried at the next period (STORM-2494), and every problem is logged and reported through
 ``collector.report_error`` (at most once per :data:`REPORT_EVERY` seconds per kind) so it shows in the
 topology summary.  A record the translator cannot handle is reported naming topic, partition and offset.
-
-Length: over 450 lines because :class:`KafkaSpout` is one driver running the five steps above; its pure parts
-already live in :mod:`storm_py.kafka.offsets` and :mod:`storm_py.kafka.config`.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import open_storage
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
-from storm_py.packaging.package import TopologyPackage
+from storm_py.packaging.package import TopologyPackage, UnpackLimits
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import NimbusInfo
 from storm_py.state.storage import ConnectionState, LeaderElection, StateStorage, Watch
@@ -127,7 +127,7 @@ class NimbusDaemon:
         with tempfile.TemporaryDirectory(prefix="storm-py-upload-") as tmp:
             path = Path(tmp) / "package.zip"
             path.write_bytes(code.data)
-            return check_package(path, code.entry, conf, timeout)
+            return check_package(path, code.entry, conf, timeout, UnpackLimits.from_conf(self.conf))
 
     # ------------------------------------------------------------------------------------------- running
 

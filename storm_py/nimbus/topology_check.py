@@ -23,6 +23,7 @@ from storm_py.api.topology import ComponentSpec, Grouping, StormTopology, valida
 from storm_py.api.tuple import Fields
 from storm_py.config.keys import setting
 from storm_py.errors import InvalidTopologyException, StormPyError, TopologyLoadError
+from storm_py.packaging.package import UnpackLimits
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def _check(request: Mapping[str, Any]) -> dict[str, Any]:
     conf = dict(request.get("conf") or {})
     with tempfile.TemporaryDirectory(prefix="storm-py-check-") as tmp:
         code = Path(tmp) / "code"
-        unpack(Path(request["package"]).read_bytes(), code)
+        unpack(Path(request["package"]).read_bytes(), code, UnpackLimits(*request["limits"]))
         topology = load_topology(str(request["entry"]), conf, path=code)
         validate_topology(topology)
         check_stateful(topology, conf)
@@ -127,10 +128,12 @@ def main() -> int:
 
 
 def check_package(
-    package: Path, entry: str, conf: Mapping[str, Any], timeout: float | None = None
+    package: Path, entry: str, conf: Mapping[str, Any], timeout: float | None = None,
+    limits: UnpackLimits | None = None,
 ) -> StormTopology:
     """Validate a package in a subprocess within ``timeout`` seconds (default:
-    ``nimbus.topology.validation.timeout.secs``); return the topology's skeleton.
+    ``nimbus.topology.validation.timeout.secs``); return the topology's skeleton.  The child unpacks it within
+    ``limits`` (default: the defaults of the ``storm.package.max.*`` keys; never from the topology's conf).
 
     Raises:
         TopologyLoadError: the package does not import, the function is missing or returns no topology, or
@@ -139,7 +142,10 @@ def check_package(
     """
     if timeout is None:
         timeout = float(setting(conf, "nimbus.topology.validation.timeout.secs"))
-    request = json.dumps({"package": str(package), "entry": entry, "conf": dict(conf)})
+    if limits is None:
+        limits = UnpackLimits.from_conf({})
+    request = json.dumps({"package": str(package), "entry": entry, "conf": dict(conf),
+                          "limits": [limits.max_bytes, limits.max_ratio, limits.max_members]})
     env = dict(os.environ)
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     with tempfile.TemporaryDirectory(prefix="storm-py-check-cwd-") as cwd:

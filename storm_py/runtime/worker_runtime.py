@@ -3,9 +3,6 @@
 It knows nothing of ZooKeeper, processes or sockets: the worker daemon (or LocalCluster) hands it the topology,
 its executors, where every other task lives, and a ``send_remote`` callable.  :class:`WorkerLoop` is the thin
 driver thread: it calls :meth:`WorkerRuntime.run_once` and waits when a pass found nothing to do.
-
-Length: just over 450 lines because one pass applies every change handed in by other threads (activation, debug,
-credentials) before the executors' steps; the parts are in their own modules (taps, loads, credentials).
 """
 
 from __future__ import annotations

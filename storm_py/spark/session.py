@@ -3,7 +3,10 @@
 :func:`spark_session` builds (or reuses) the session for a master URL.  Without one it is a local Spark set up
 for this machine: ``local[2]`` bound to loopback, no UI and no progress bars, the executors' Python is
 ``sys.executable``, a small driver heap, few shuffle partitions, a quick-starting JIT.  ``spark://HOST:PORT``
-connects to a standalone cluster with the same Python and loopback-friendly driver settings.
+connects to a standalone cluster with the same Python and loopback-friendly driver settings.  The driver's log4j
+configuration (:data:`LOG4J2_CONFIG`) prints warnings and errors on stderr without Spark's banner about its
+default profile and without the native-hadoop notice, and the JVM's own start-up notice about incubator modules is
+dropped from its stderr (:func:`is_jvm_noise`); everything else the JVM writes there still shows.
 
 :func:`read_committed` reads ``_LATEST`` first, then scans the root with an explicit schema and keeps
 ``txid <= _LATEST``: Spark skips ``_staging``/``_commits``/``_compacted`` (names starting with ``_``), txids
@@ -13,10 +16,14 @@ txids are read from their segments through the manifests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -39,6 +46,48 @@ SPARK_TYPES: dict[str, Any] = {
 }
 
 
+#: the driver's log4j2 configuration (package data): warnings and errors to stderr, no start-up notices
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+#: what the JVM itself (not log4j) prints on every start, before any configuration can silence it
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+def is_jvm_noise(line: bytes) -> bool:
+    """Whether a line of the JVM's stderr is its start-up notice, shown on every run and saying nothing wrong."""
+    return line.startswith(_JVM_NOISE)
+
+
+def _forward(source: int, target: int) -> None:
+    """Copy lines from ``source`` to ``target`` until ``source`` closes, dropping :func:`is_jvm_noise` lines."""
+    with os.fdopen(source, "rb", buffering=0) as lines, contextlib.suppress(OSError):
+        for line in iter(lines.readline, b""):
+            if not is_jvm_noise(line):
+                os.write(target, line)
+    os.close(target)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered() -> Iterator[None]:
+    """While the JVM starts, stderr (file descriptor 2, which the JVM inherits) is a pipe forwarded to the real
+    stderr by a thread that drops :func:`is_jvm_noise` lines, for as long as the JVM writes to it."""
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+    except (OSError, ValueError):  # no stderr to filter
+        yield
+        return
+    read, write = os.pipe()
+    os.dup2(write, 2)
+    os.close(write)
+    threading.Thread(target=_forward, args=(read, os.dup(real)), name="spark-jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        os.dup2(real, 2)
+        os.close(real)
+
+
 def session_conf(master: str | None) -> dict[str, str]:
     """The Spark settings storm_py uses for ``master`` (None: a local Spark on this machine)."""
     conf = {
@@ -50,7 +99,7 @@ def session_conf(master: str | None) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.driver.memory": "1g",
         "spark.sql.shuffle.partitions": "4",
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={LOG4J2_CONFIG}",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.sql.session.timeZone": "UTC",
@@ -126,7 +175,8 @@ def spark_session(master: str | None = None, extra: dict[str, str] | None = None
     for key, value in {**session_conf(master), **(extra or {})}.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _jvm_stderr_filtered():
+            spark = builder.getOrCreate()
     except Exception as err:  # py4j's and the JVM's errors: their first line says what failed
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise SparkUnavailableError(f"Spark (master {master or LOCAL_MASTER}) failed to start: {first}",

@@ -18,9 +18,6 @@ Bookkeeping after a reconnection runs on the storage thread before connection li
 whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.  That
 recovery lives in :mod:`storm_py.state.zk_session` and the kept watches in :mod:`storm_py.state.zk_watches`;
 neither imports kazoo: this module talks to ZooKeeper for them.
-
-Length: over 450 lines because it is the one owner of kazoo: every ZooKeeper call (waits and retries, error
-conversion, ACLs of created nodes and their parents, ephemeral nodes, watchers) is made here.
 """
 
 from __future__ import annotations

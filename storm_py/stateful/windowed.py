@@ -21,7 +21,7 @@ committed one and replays what came after.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from storm_py.api.components import OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
@@ -30,9 +30,8 @@ from storm_py.errors import FailedException
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD, BaseStatefulWindowedBolt
-from storm_py.windowing.executor import WindowedBoltExecutor
-from storm_py.windowing.manager import Event, Expiry, Step
+from storm_py.windowing.events import Event, Expiry, Step
+from storm_py.windowing.executor import WindowedBoltExecutor, WindowedComponent
 from storm_py.windowing.watermarks import WatermarkGenerator
 
 log = logging.getLogger(__name__)
@@ -45,6 +44,27 @@ HOLD: Final = "hold"  # new, while another input still recovers: keep it until e
 PROCESS: Final = "process"  # new and nothing recovers: the usual path
 #: the keys of the persisted window (in the window state)
 PARTITIONS_KEY: Final = "$partitions"
+#: the component key naming the field that holds each input tuple's message id (Storm's)
+MESSAGE_ID_FIELD: Final = "topology.bolts.message.id.field.name"
+
+
+class StatefulWindowedComponent(WindowedComponent, Protocol):
+    """What runs here: a :class:`~storm_py.stateful.windowed_bolt.BaseStatefulWindowedBolt` (a windowed bolt
+    with its state hooks and persistence settings)."""
+
+    def is_persistent(self) -> bool: ...
+
+    def max_events_in_memory(self) -> int: ...
+
+    def message_id_field(self) -> str | None: ...
+
+    def init_state(self, state: KeyValueState) -> None: ...
+
+    def pre_prepare(self, txid: int) -> None: ...
+
+    def pre_commit(self, txid: int) -> None: ...
+
+    def pre_rollback(self) -> None: ...
 
 Input = tuple[int, str, str]  # (source task, source component, source stream)
 
@@ -136,7 +156,7 @@ class _NoAck:
 class _WindowRunner(WindowedBoltExecutor):
     """The window executor inside a :class:`StatefulWindowedBolt`: its evaluations report to the owner."""
 
-    def __init__(self, bolt: BaseStatefulWindowedBolt, owner: StatefulWindowedBolt) -> None:
+    def __init__(self, bolt: StatefulWindowedComponent, owner: StatefulWindowedBolt) -> None:
         super().__init__(bolt)
         self.owner = owner
 
@@ -184,7 +204,7 @@ class StatefulWindowedBolt(BaseStatefulBolt):
         """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
         return self.bolt
 
-    def __init__(self, bolt: BaseStatefulWindowedBolt) -> None:
+    def __init__(self, bolt: StatefulWindowedComponent) -> None:
         self.bolt = bolt
         self.persistent = bolt.is_persistent()
         self.partition_size = bolt.max_events_in_memory()

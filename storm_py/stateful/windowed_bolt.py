@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Self
+from typing import Final, Self
 
 from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.windowed import MESSAGE_ID_FIELD, StatefulWindowedBolt
 from storm_py.windowing.bolt import BaseWindowedBolt
 
-if TYPE_CHECKING:
-    from storm_py.stateful.windowed import StatefulWindowedBolt
-
-#: the component key naming the field that holds each input tuple's message id (Storm's)
-MESSAGE_ID_FIELD: Final = "topology.bolts.message.id.field.name"
 #: how many window events one saved partition holds unless ``with_max_events_in_memory`` says otherwise
 DEFAULT_MAX_EVENTS_IN_MEMORY: Final = 1_000_000
 
@@ -75,6 +71,4 @@ class BaseStatefulWindowedBolt(BaseWindowedBolt):
 
     def topology_bolt(self) -> StatefulWindowedBolt:  # type: ignore[override]
         """What runs in the topology: this bolt inside its stateful window executor."""
-        from storm_py.stateful.windowed import StatefulWindowedBolt
-
         return StatefulWindowedBolt(self)

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import storm_py
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
@@ -19,6 +18,7 @@ from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
 from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
 from storm_py.supervisor.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
+from storm_py.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Supervisor:
             uptime_secs=self.clock.now() - self.started,
             ports=[] if self.health_failures else list(self.ports),
             used_ports=sorted(self.workers),
-            version=storm_py.__version__,
+            version=__version__,
             logviewer_port=self.logviewer_port,
             scheduler_meta={**({"health": "; ".join(self.health_failures)} if self.health_failures else {}),
                             **self._pending_meta()},

@@ -27,6 +27,7 @@ from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
 from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.node.token_file import with_token, write_owner_only
+from storm_py.packaging.package import UnpackLimits
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
@@ -78,13 +79,14 @@ class SupervisorDaemon:
         self.clock = Clock()
         self.client = NimbusClient(conf)
         self.dist = StormDist(supervisor_dir(conf) / "stormdist", self.state, self.client.fetch_blob,
-                              self._leader)
+                              self._leader, UnpackLimits.from_conf(self.conf))
         self.worker_conf = supervisor_dir(conf) / "worker-conf.yaml"
         write_worker_conf(self.worker_conf, self.conf)
         self.localizer = BlobLocalizer(self.conf, self.state, self.client.fetch_blob, self._leader)
         env_keys = ("supervisor.env.cleanup.secs", "supervisor.env.build.timeout.secs")
         cleanup, build_timeout = (float(setting(self.conf, k)) for k in env_keys)
-        self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake)
+        self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake,
+                             limits=UnpackLimits.from_conf(self.conf))
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
                                         report_env_error=self._report_env_error)
         ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]

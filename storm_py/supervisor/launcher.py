@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.config.keys import setting
-from storm_py.deps.venv import EnvBuilding, EnvCache
+from storm_py.deps.venv import PYCACHE, EnvBuilding, EnvCache
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
@@ -310,8 +310,10 @@ class ProcessLauncher:
         if env_python is None:
             return self.python, {}
         bin_dir = str(env_python.parent)
+        # bytecode goes to a folder of the topology's own, never into the shared (checked) environment
         return str(env_python), {"VIRTUAL_ENV": str(env_python.parent.parent),
-                                 "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+                                 "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+                                 "PYTHONPYCACHEPREFIX": str(code_dir.parent / PYCACHE)}
 
     def terminate_all(self) -> None:
         """Ask every worker still running to exit (they are then stopped one by one)."""

@@ -16,7 +16,7 @@ from storm_py.errors import StormPyError
 from storm_py.nimbus.blobstore import code_key, jar_key, parse_code_description, verify_package
 from storm_py.node.local_state import write_json
 from storm_py.packaging.code_store import CODE, META
-from storm_py.packaging.package import unpack
+from storm_py.packaging.package import UnpackLimits, unpack
 from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,10 @@ Fetch = Callable[[str, str], bytes]
 class StormDist:
     """The topologies' code on this supervisor, under ``root/<topology-id>/``."""
 
-    def __init__(self, root: Path, state: ClusterState, fetch: Fetch, leader: Callable[[], str | None]) -> None:
+    def __init__(self, root: Path, state: ClusterState, fetch: Fetch, leader: Callable[[], str | None],
+                 limits: UnpackLimits | None = None) -> None:
         self.root = root
+        self.limits = limits  # how far a package may unpack (default: the storm.package.max.* defaults)
         self.state = state
         self.fetch = fetch
         self.leader = leader
@@ -59,7 +61,7 @@ class StormDist:
         verify_package(data, meta, jar_key(topology_id))
         d.mkdir(parents=True, exist_ok=True)
         (d / JAR).write_bytes(data)
-        unpack(data, d / CODE)
+        unpack(data, d / CODE, self.limits)
         write_json(d / META, meta)
         log.info("downloaded the code of %s (%d bytes, entry %s)", topology_id, len(data), meta["entry"])
         return d

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputColl
 from storm_py.api.context import TopologyContext
 from storm_py.errors import FailedException
 from storm_py.runtime.system_topology import num_ackers
-from storm_py.transactional.attempt import TransactionAttempt
+from storm_py.transactional.attempt import TransactionAttempt, random_attempt_id
 from storm_py.transactional.spouts import TransactionalCoordinator, TransactionalSpout
 from storm_py.transactional.state import (
     INIT_TXID,
@@ -101,7 +100,7 @@ class TxCoordinator:
             raise ValueError(f"max_active must be >= 1, got {max_active}")
         self.current_txid = current_txid
         self.max_active = max_active
-        self._new_attempt_id = new_attempt_id or (lambda: secrets.randbits(63))
+        self._new_attempt_id = new_attempt_id or random_attempt_id
         self._active: dict[int, _InFlight] = {}
 
     def active(self) -> dict[int, tuple[TransactionAttempt, AttemptStatus]]:

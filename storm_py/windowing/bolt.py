@@ -8,11 +8,11 @@ as Storm's ``BaseWindowedBolt`` does; a timestamp extractor, which is code, stay
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from storm_py.api.components import Component, OutputCollector
 from storm_py.api.tuple import Fields, Tuple
+from storm_py.windowing.executor import WindowedBoltExecutor
 from storm_py.windowing.spans import Count, Duration
 from storm_py.windowing.spec import (
     LATE_TUPLE_STREAM,
@@ -23,15 +23,12 @@ from storm_py.windowing.spec import (
     SLIDING_DURATION,
     TIMESTAMP_FIELD,
     WATERMARK_INTERVAL,
+    TimestampExtractor,
 )
 from storm_py.windowing.window import TupleWindow
 
 if TYPE_CHECKING:
     from storm_py.api.context import TopologyContext
-    from storm_py.windowing.executor import WindowedBoltExecutor
-
-#: a timestamp extractor: a tuple's event time in ms
-TimestampExtractor = Callable[[Tuple], int]
 
 
 class FieldTimestamp:
@@ -168,7 +165,5 @@ class BaseWindowedBolt(Component):
 
     def topology_bolt(self) -> WindowedBoltExecutor:
         """What runs in the topology: this bolt inside its window executor."""
-        from storm_py.windowing.executor import WindowedBoltExecutor
-
         return WindowedBoltExecutor(self)
 

@@ -19,21 +19,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from storm_py.api.components import Anchors, Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, TICK_STREAM, Fields, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.config.keys import setting
-from storm_py.windowing.bolt import BaseWindowedBolt, TimestampExtractor
-from storm_py.windowing.manager import Activation, Expiry, Step, WindowManager
+from storm_py.windowing.events import Activation, Expiry, Step
+from storm_py.windowing.manager import WindowManager
 from storm_py.windowing.spec import (
     LATE_TUPLE_STREAM,
     LENGTH_COUNT,
     LENGTH_DURATION,
     SLIDING_DURATION,
     WATERMARK_INTERVAL,
+    TimestampExtractor,
     WindowSpec,
 )
 from storm_py.windowing.watermarks import WatermarkGenerator
@@ -47,6 +48,23 @@ TICK_FREQ: Final = "topology.tick.tuple.freq.secs"
 INFINITY: Final = float("inf")
 #: the longest interval between tick tuples (s)
 MAX_TICK_SECS: Final = 1.0
+
+
+class WindowedComponent(Protocol):
+    """What the executor runs: a :class:`~storm_py.windowing.bolt.BaseWindowedBolt` (its window configuration in
+    its component configuration, its code called once per window)."""
+
+    def get_timestamp_extractor(self) -> TimestampExtractor | None: ...
+
+    def get_component_configuration(self) -> dict[str, Any] | None: ...
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None: ...
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None: ...
+
+    def execute(self, window: TupleWindow[Tuple]) -> None: ...
+
+    def cleanup(self) -> None: ...
 
 
 class WindowedCollector:
@@ -109,7 +127,7 @@ class WindowedBoltExecutor(Bolt):
         """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
         return self.bolt
 
-    def __init__(self, bolt: BaseWindowedBolt) -> None:
+    def __init__(self, bolt: WindowedComponent) -> None:
         self.bolt = bolt
         self.extractor: TimestampExtractor | None = bolt.get_timestamp_extractor()
         self.clock: Clock = SYSTEM_CLOCK

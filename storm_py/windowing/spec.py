@@ -7,10 +7,11 @@ pending (Storm's ``WindowedBoltExecutor.validate``), which needs only the compon
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from storm_py.api.tuple import Tuple
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, InvalidTopologyException
@@ -27,6 +28,9 @@ from storm_py.windowing.policies import (
     WatermarkTimeEvictionPolicy,
     WatermarkTimeTriggerPolicy,
 )
+
+#: a timestamp extractor: a tuple's event time in ms
+TimestampExtractor = Callable[[Tuple], int]
 
 LENGTH_COUNT: Final = "topology.bolts.window.length.count"
 LENGTH_DURATION: Final = "topology.bolts.window.length.duration.ms"

@@ -41,6 +41,7 @@ FAST_CONF: dict[str, Any] = {
     "storm.nimbus.retry.times": 40,
     "storm.nimbus.retry.interval.millis": 250,
     "storm.nimbus.retry.intervalceiling.millis": 1000,
+    "storm.nimbus.retry.refused.secs": 10,  # a nimbus the chaos tests restart refuses connections meanwhile
 }
 
 START_TIMEOUT = 90.0

@@ -1,7 +1,8 @@
 """Topology dependencies on a real cluster: a wheel requiring a pure-Python package (built here) and numpy runs
 from the wheelhouse uploaded at submit, with no index reachable from the supervisor; two topologies with the same
 requirement set share one environment, removed once both are killed; a broken environment is an error on the
-topology; an unsatisfiable requirement and a wheel for another platform fail the submit."""
+topology; an unsatisfiable requirement and a wheel for another platform fail the submit; a direct-URL requirement
+is fetched by the submitting client only, and deploys."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from storm_py.clock import wait_until
 from storm_py.deps.wheelhouse import WHEELHOUSE
 from tests.cluster.harness import DevClusterProcess, storm_py_command
 from tests.cluster.wheelmaker import ONE_INTO_PROBE, ONE_NUMBER_SPOUT, make_wheel
+from tests.security.test_env_build import Server
 
 pytestmark = pytest.mark.slow
 
@@ -123,6 +126,7 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
         assert Path(str(row["prefix"])) == env
         assert Path(str(row["numpy"])).is_relative_to(env)
         assert not Path(str(row["storm_py"])).is_relative_to(env)  # the supervisor's, linked
+    assert not list(env.rglob("__pycache__"))  # workers write nothing into the shared environment
     cluster.cli("kill", "dep-a", "-w", "0")
     wait_until(lambda: not any(t["name"] == "dep-a" for t in cluster.client().topology_summaries()), 60,
                interval=0.25, what="dep-a to be gone")
@@ -130,9 +134,19 @@ def test_topologies_run_in_a_shared_environment_removed_after_both_are_killed(
     cluster.cli("kill", "dep-b", "-w", "0")
     wait_until(lambda: not envs(cluster), 60, interval=0.25, what="the environment to be removed")
 
-    # a wheelhouse that cannot be installed: an error on the topology, no crash loop of the supervisor
-    broken = make_wheel(tmp_path / "dist", "brokenapp", "0.1", {
-        "brokenapp.py": APP, f"{WHEELHOUSE}/garbage-1.0-py3-none-any.whl": "not a zip"})
+    # a wheelhouse holding a file that is no wheel: refused at upload, naming it
+    garbage = make_wheel(tmp_path / "dist", "garbageapp", "0.1", {
+        "garbageapp.py": APP, f"{WHEELHOUSE}/garbage-1.0-py3-none-any.whl": "not a zip"})
+    proc = submit(cluster, str(garbage), "garbageapp:build", "--name", "dep-garbage")
+    assert proc.returncode != 0
+    assert "garbage-1.0-py3-none-any.whl is not a wheel or zip archive" in proc.stderr
+
+    # a wheelhouse that cannot be installed (a wheel for another platform): an error on the topology, no crash
+    # loop of the supervisor
+    broken = make_wheel(tmp_path / "dist", "brokenapp", "0.1", {"brokenapp.py": APP})
+    foreign = make_wheel(tmp_path / "foreign", "fastlib", "1.0", {"fastlib.py": ""}, tag="cp311-cp311-win_amd64")
+    with zipfile.ZipFile(broken, "a") as zf:
+        zf.write(foreign, f"{WHEELHOUSE}/{foreign.name}")
     proc = submit(cluster, str(broken), "brokenapp:build", "--name", "dep-broken", "-c", f"depsapp.out={tmp_path}/x")
     assert proc.returncode == 0, proc.stderr
 
@@ -166,3 +180,55 @@ def test_an_unsatisfiable_requirement_or_a_foreign_wheel_fails_the_submit(tmp_pa
                            "--config", str(conf)], capture_output=True, text=True, timeout=120, check=False, env=env)
     assert proc.returncode != 0
     assert "fastlib-1.0-cp311-cp311-win_amd64.whl is built for another platform" in proc.stderr
+
+
+URL_APP = '''"""A spout of one number and a bolt that needs middep, which requires urldep by a direct URL."""
+import json
+import sys
+
+from storm_py import BasicBolt, Spout, TopologyBuilder
+
+
+''' + ONE_NUMBER_SPOUT + '''
+
+class Probe(BasicBolt):
+    def prepare(self, conf, context):
+        self.out = conf["urlapp.out"]
+
+    def execute(self, tup, collector):
+        import middep
+
+        with open(self.out, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"x": middep.X, "prefix": sys.prefix}) + "\\n")
+
+    def declare_output_fields(self, declarer):
+        pass
+
+
+''' + ONE_INTO_PROBE
+
+
+def test_a_direct_url_requirement_is_fetched_at_submit_only_and_deploys(
+    dev_cluster: Callable[..., DevClusterProcess], tmp_path: Path
+) -> None:
+    server = Server(make_wheel(tmp_path / "served", "urldep", "1.0", {"urldep.py": "X = 7\n"}))
+    try:
+        url = f"http://127.0.0.1:{server.port}/urldep-1.0-py3-none-any.whl"
+        wh = tmp_path / "wheelhouse"  # a wheel of the wheelhouse requires urldep by its URL
+        make_wheel(wh, "middep", "1.0", {"middep.py": "from urldep import X\n"}, requires=(f"urldep @ {url}",))
+        app = make_wheel(tmp_path / "dist", "urlapp", "0.1", {"urlapp.py": URL_APP}, requires=("middep",))
+        cluster = dev_cluster(supervisors=1)
+        out = tmp_path / "url.jsonl"
+        proc = submit(cluster, str(app), "urlapp:build", "--name", "url", "--wheelhouse", str(wh),
+                      "-c", f"urlapp.out={out}")
+        assert proc.returncode == 0, proc.stderr
+        assert "urldep-1.0-py3-none-any.whl" in proc.stdout and "middep-1.0-py3-none-any.whl" in proc.stdout
+        fetched = list(server.requests)
+        assert fetched  # by the submitting client's pip, resolving the requirement
+        wait_until(lambda: bool(rows(out)), 240, interval=0.25, what="the topology to run its bolt")
+        row = rows(out)[0]
+        assert row["x"] == 7
+        assert Path(str(row["prefix"])) in envs(cluster)
+        assert server.requests == fetched  # the supervisor installed the uploaded wheel, fetching nothing
+    finally:
+        server.stop()

@@ -7,15 +7,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from storm_py.cli.main import cli
 from storm_py.cli.topology import topology_table
-from storm_py.clock import wait_until
+from storm_py.client import NimbusClient, NimbusUnreachableError
+from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.cluster import running_owner
 from storm_py.dev.zookeeper import free_port
 from storm_py.packaging.package import read_package
@@ -54,18 +58,65 @@ def test_submit_dir_leaves_out_build_outputs_vcs_caches_and_dev_cluster_work_dir
             "scratch/cluster/", "mytopo/__pycache__/"} == set(left_out)
 
 
-def test_an_unreachable_nimbus_names_the_config_used_and_suggests_config(tmp_path: Path, monkeypatch) -> None:
+def test_a_stopped_cluster_fails_fast_and_asks_whether_it_runs(tmp_path: Path) -> None:
+    port = free_port()
     conf = tmp_path / "cluster.yaml"
-    conf.write_text(f"nimbus.seeds: ['127.0.0.1:{free_port()}']\nstorm.nimbus.retry.times: 0\n", encoding="utf-8")
-    runner = CliRunner()
-    result = runner.invoke(cli, ["list", "--config", str(conf)])
-    assert result.exit_code == 1
-    assert f"used config {conf}" in result.output and "--config FILE" in result.output
+    conf.write_text(f"nimbus.seeds: ['127.0.0.1:{port}']\n", encoding="utf-8")  # the default retries
+    started = SYSTEM_CLOCK.now()
+    proc = subprocess.run([*storm_py_command(), "list", "--config", str(conf)], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=tmp_path)
+    took = SYSTEM_CLOCK.now() - started
+    assert proc.returncode == 1 and took < 10, (took, proc.stderr)
+    notice, error = proc.stderr.splitlines()
+    assert notice.startswith("nimbus is not answering (") and notice.endswith("); retrying for up to 3s")
+    assert error.startswith("Error: ") and "cannot reach nimbus" in error
+    assert error.endswith(f"; nothing listens at 127.0.0.1:{port}, the nimbus config {conf} names: "
+                          "is the cluster running?")
+    assert "--config FILE" not in error
+
+
+def test_a_nimbus_that_knows_no_leader_yet_is_retried_the_long_way() -> None:
+    asked: list[str] = []
+
+    class NoLeaderYet(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = json.dumps({"nimbuses": [{"host": "127.0.0.1", "port": 1, "status": "Not a Leader"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NoLeaderYet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    told: list[str] = []
+    try:
+        client = NimbusClient({"nimbus.seeds": [f"127.0.0.1:{server.server_address[1]}"],
+                               "storm.nimbus.retry.times": 3, "storm.nimbus.retry.interval.millis": 10,
+                               "storm.nimbus.retry.intervalceiling.millis": 20}, on_retry=told.append)
+        with pytest.raises(NimbusUnreachableError) as err:
+            client.topology_summaries()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert not err.value.refused and "knows no leader yet" in err.value.message
+    assert len(asked) == 4  # the first try and three retries: an election may end
+    assert told == [f"nimbus is not answering ({err.value.message}); retrying up to 3 times, backing off to 0.02s"]
+
+
+def test_without_a_config_the_error_says_where_it_looked(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # no conf/storm.yaml here
-    result = runner.invoke(cli, ["kill", "t", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']",
-                                 "-c", "storm.nimbus.retry.times=0"])
+    result = CliRunner().invoke(cli, ["kill", "t", "-c", f"nimbus.seeds=['127.0.0.1:{free_port()}']",
+                                      "-c", "storm.nimbus.retry.times=0"])
     assert result.exit_code == 1
-    assert "no config file (conf/storm.yaml not found)" in result.output and "--config FILE" in result.output
+    assert "used no config file (conf/storm.yaml not found)" in result.output and "--config FILE" in result.output
+    assert "is the cluster running?" not in result.output
 
 
 def test_list_columns_stay_aligned_for_long_names() -> None:

@@ -105,8 +105,8 @@ def test_consumer_receives_every_registered_metric_each_bucket(metrics_cluster: 
 def test_monitor_prints_the_throughput(metrics_cluster: MetricsCluster) -> None:
     out = metrics_cluster.cluster.cli("monitor", "judged", "-m", "paced", "-i", "2", "--count", "2").stdout
     header, *rows = out.strip().splitlines()
-    assert header.split("\t")[:3] == ["topology", "component", "stream"] and len(rows) == 2
-    rate = float(rows[-1].split("\t")[-1])
+    assert header.split()[:3] == ["topology", "component", "stream"] and len(rows) == 2
+    rate = float(rows[-1].split()[-1])
     assert 0.5 * RATE <= rate <= 1.5 * RATE, out  # the paced spout emits RATE tuples a second
 
 

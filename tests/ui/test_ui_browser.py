@@ -334,3 +334,48 @@ def test_nimbus_reads_a_worker_log_from_known_log_viewers_only(metrics_cluster: 
         got, body = workerlog(metrics_cluster, tid, query)
         assert (got, named in body.get("errorMessage", "")) == (status, True), (query, body)
     assert workerlog(metrics_cluster, "no-such-topology-1-1", where)[0] == 404
+
+
+UNTRACKED = "untracked (no message ids)"
+
+
+def test_a_spout_emitting_without_message_ids_says_it_is_untracked(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    tid = metrics_cluster.client().topology_id("judged")
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
+    # "paced" emits without message ids; "counted" with them
+    wait_until(lambda: cell(browser, "#spouts", "paced", "Acked") == UNTRACKED, 30, interval=0.2,
+               what="the paced spout's acked cell to say why it stays empty")
+    assert cell(browser, "#spouts", "paced", "Complete latency (ms)") == UNTRACKED
+    wait_until(lambda: cell(browser, "#spouts", "counted", "Acked").replace(",", "").isdigit(), 30, interval=0.2,
+               what="the counted spout's acked count")
+    assert UNTRACKED not in browser.text("#latency-chart")  # the topology has a tracked spout too
+    metrics_cluster.open(browser, f"/component.html?topology_id={quote(tid)}&id=paced&refresh=1")
+    wait_until(lambda: UNTRACKED in browser.text("#latency-chart"), 30, interval=0.2,
+               what="the paced spout's latency chart to say it is untracked")
+    assert "no data" not in browser.text("#latency-chart")
+    assert cell(browser, "#output-stats", "default", "Acked") == UNTRACKED
+    assert cell(browser, "#component-stats", ":all-time", "Acked") == UNTRACKED
+    assert browser.script_errors() == []
+    browser.shot("untracked-spout")
+    metrics_cluster.open(browser, f"/component.html?topology_id={quote(tid)}&id=counted&refresh=1")
+    wait_until(lambda: browser.text("#latency-chart") != "", 30, interval=0.2, what="the counted spout's chart")
+    assert UNTRACKED not in browser.text("#latency-chart") + browser.text("#component-stats")
+
+
+def test_the_dev_cluster_ui_link_brings_the_token_into_the_tab_and_leaves_the_address(
+    metrics_cluster: MetricsCluster, browser: Browser
+) -> None:
+    link = next(x for x in metrics_cluster.cluster.output().splitlines() if x.startswith("ui: "))[len("ui: "):]
+    assert link == f"{metrics_cluster.url}/#token={metrics_cluster.token}"
+    browser.driver.get(link)  # a fresh tab: no token stored yet
+    wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed")
+    assert browser.driver.current_url == f"{metrics_cluster.url}/"
+    assert browser.driver.execute_script("return sessionStorage.getItem('storm-py.token')") == metrics_cluster.token
+    assert browser.driver.find_elements("css selector", "#token-prompt") == []
+    assert browser.script_errors() == []
+    # another page of the same tab keeps the token; a fragment without one is left alone
+    browser.driver.get(f"{metrics_cluster.url}/index.html#other=1")
+    wait_until(lambda: "judged" in browser.text("#topology-summary"), 30, interval=0.2, what="judged listed again")
+    assert browser.driver.current_url == f"{metrics_cluster.url}/index.html#other=1"

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -20,8 +22,10 @@ from storm_py.deps.envcache import (
     environment_status,
     set_id,
 )
+from storm_py.deps.envcheck import expected_of
 from storm_py.deps.venv import EnvBuilding, EnvCache
 from storm_py.deps.wheelhouse import (
+    MANIFEST,
     WHEELHOUSE,
     bundle,
     check_platforms,
@@ -89,7 +93,7 @@ def test_a_failing_build_is_not_retried_while_its_topology_lives(
     make_wheel(code / WHEELHOUSE, "tinydep", "1.0", {"tinydep.py": "X = 1\n"})
     calls: list[Path] = []
 
-    def failing(env: Path, wheels: Path, timeout: float | None = None) -> None:
+    def failing(env: Path, wheels: Path, timeout: float | None = None, **_: object) -> None:
         calls.append(env)
         raise DependencyError("ERROR: no space left")
 
@@ -164,7 +168,9 @@ def test_the_wheelhouse_is_bundled_under_its_folder_within_the_size_limit(tmp_pa
     whl = make_wheel(tmp_path / "wh", "tinydep", "1.0", {"tinydep.py": "X = 1\n" + "#" * 4000})
     data = bundle(zip_of({"app.py": "", f"{WHEELHOUSE}/old-1-py3-none-any.whl": "stale"}), [whl], max_mb=1)
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
-    assert names == ["app.py", f"{WHEELHOUSE}/{whl.name}"]
+    assert names == ["app.py", f"{WHEELHOUSE}/{whl.name}", f"{WHEELHOUSE}/{MANIFEST}"]
+    listed = json.loads(zipfile.ZipFile(io.BytesIO(data)).read(f"{WHEELHOUSE}/{MANIFEST}"))
+    assert listed == {"wheels": {whl.name: hashlib.sha256(whl.read_bytes()).hexdigest()}}
     with pytest.raises(DependencyError, match=r"over topology.dependencies.max.size.mb \(0.001\).*tinydep-1.0"):
         bundle(zip_of({"app.py": ""}), [whl], max_mb=0.001)
     out = tmp_path / "out"
@@ -229,3 +235,16 @@ def test_an_environment_is_built_offline_with_storm_py_linked_and_removed_when_u
     assert cache.cleanup(set(), now=1) == []
     assert cache.cleanup(set(), now=6) == [python.parent.parent.name]
     assert not python.parent.parent.exists()
+
+
+def test_what_a_wheel_installs_is_read_from_its_members_with_their_digests(tmp_path: Path) -> None:
+    whl = make_wheel(tmp_path, "multi", "1.0", {
+        "multi.py": "A = 1\n", "multi-1.0.data/purelib/extra.py": "B = 2\n",
+        "multi-1.0.data/scripts/tool": "#!python\nprint(1)\n", "multi-1.0.data/data/share/multi.txt": "data\n",
+        "multi-1.0.data/headers/multi.h": "int x;\n"})
+    expected = expected_of([whl])
+    assert sorted(expected.site) == ["extra.py", "multi-1.0.dist-info/METADATA", "multi-1.0.dist-info/WHEEL",
+                                     "multi.py"]  # RECORD is rewritten by pip; scripts and headers are not read
+    assert expected.site["multi.py"] == hashlib.sha256(b"A = 1\n").hexdigest()
+    assert expected.data == {"share/multi.txt": hashlib.sha256(b"data\n").hexdigest()}
+    assert expected.dist_infos == {"multi-1.0.dist-info"}

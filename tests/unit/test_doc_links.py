@@ -19,7 +19,7 @@ _BARE_DOC = re.compile(r"(?<![\w./-])([\w-]+\.(?:md|rst))\b")
 
 
 def _documents() -> list[Path]:
-    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    docs = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     bench = REPO / "BENCHMARKS.md"
     return docs + ([bench] if bench.exists() else []) + sorted((REPO / "storm_py").rglob("*.py"))
 

@@ -108,27 +108,3 @@ def test_no_timer_outside_the_clock_and_the_process_launchers():
                           if a.name in _TIME_CALLS]
     assert not found, "read time through storm_py.clock (Clock, SYSTEM_CLOCK, Deadline, wait_until):\n" + \
         "\n".join(found)
-
-
-MAX_LINES = 450
-
-
-def test_no_module_over_450_lines_without_a_stated_reason():
-    """A longer module says why in its docstring, on a line starting ``Length:``."""
-    unexplained = []
-    for path, text, tree in parsed_sources():
-        lines = text.count("\n")
-        doc = ast.get_docstring(tree) or ""
-        if lines > MAX_LINES and not re.search(r"^Length: ", doc, flags=re.MULTILINE):
-            unexplained.append(f"{path} ({lines} lines)")
-    assert not unexplained, f"modules over {MAX_LINES} lines without a 'Length:' reason: {unexplained}"
-
-
-HARD_MAX_LINES = 600
-
-
-def test_no_module_over_600_lines():
-    """A stated reason allows a module past 450 lines, nothing past 600: split it into rooms of its package."""
-    long = [f"{path} ({text.count(chr(10))} lines)" for path, text, _ in parsed_sources()
-            if text.count("\n") > HARD_MAX_LINES]
-    assert not long, f"modules over {HARD_MAX_LINES} lines: {long}"

@@ -13,8 +13,16 @@ from storm_py.clock import SimulatedClock
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, COMMIT, INITSTATE, PREPARE, ROLLBACK
 from storm_py.stateful.executors import StatefulBoltExecutor
 from storm_py.stateful.state import MemoryStore
-from storm_py.stateful.windowed import DROP, HOLD, LAST, PROCESS, REPLAY, ReplayTracker, StatefulWindowedBolt
-from storm_py.stateful.windowed_bolt import MESSAGE_ID_FIELD
+from storm_py.stateful.windowed import (
+    DROP,
+    HOLD,
+    LAST,
+    MESSAGE_ID_FIELD,
+    PROCESS,
+    REPLAY,
+    ReplayTracker,
+    StatefulWindowedBolt,
+)
 from storm_py.testing import test_tuple
 from tests.unit.test_stateful_executors import Recorder, checkpoint, context
 

@@ -1,8 +1,9 @@
 /* storm_py UI: time-series charts in SVG (rates and latency over the last 10 minutes); no library. */
 "use strict";
 
-/* A line chart drawn into an <svg>: update(points, lines, from, to) with points [{time, <key>: number|null}],
-   lines [{key, label, color}] and the times (epoch seconds) the x axis spans.  The points drawn are kept in the svg's data-series attribute (JSON), so what the chart
+/* A line chart drawn into an <svg>: update(points, lines, from, to, empty) with points [{time, <key>: number|null}],
+   lines [{key, label, color}], the times (epoch seconds) the x axis spans and what to say when no point has a
+   value (default: no data in these 10 minutes).  The points drawn are kept in the svg's data-series attribute (JSON), so what the chart
    shows can be read from the page. */
 class StormChart {
   constructor(svg, title, unit) {
@@ -27,7 +28,7 @@ class StormChart {
     return value >= 10 ? value.toFixed(0) : value.toFixed(value >= 1 ? 1 : 2);
   }
 
-  update(points, lines, from, to) {
+  update(points, lines, from, to, empty) {
     const svg = this.svg;
     const N = StormChart.node;
     const left = 48, right = 110, top = 22, bottom = 24;
@@ -51,7 +52,7 @@ class StormChart {
     }
     if (!values.length) {
       svg.appendChild(N("text", { x: left + w / 2, y: top + h / 2, class: "chart-tick", "text-anchor": "middle" },
-        "no data in these 10 minutes"));
+        empty || "no data in these 10 minutes"));
     }
     {
       const clock = t => new Date(t * 1000).toISOString().slice(11, 16);
@@ -99,8 +100,9 @@ const StormCharts = {
   ],
   BOLT_LATENCY: [{ key: "executeLatency", label: "execute", color: "#8c564b" }],
 
-  /* Draw ``series`` (the REST timeseries reply) into the svgs #rates-chart and #latency-chart. */
-  draw(series, bolt) {
+  /* Draw ``series`` (the REST timeseries reply) into the svgs #rates-chart and #latency-chart; ``latencyNote``, when
+     given, is what an empty latency chart says (a spout emitting without message ids has no complete latency). */
+  draw(series, bolt, latencyNote) {
     const rates = document.getElementById("rates-chart");
     const latency = document.getElementById("latency-chart");
     if (!rates || !latency) return;
@@ -111,7 +113,7 @@ const StormCharts = {
     new StormChart(rates, "Rates, last 10 minutes", "tuples/s").update(points,
       bolt ? StormCharts.BOLT_RATES : StormCharts.RATES, from, series.now);
     new StormChart(latency, bolt ? "Execute latency" : "Complete latency", "ms").update(points,
-      bolt ? StormCharts.BOLT_LATENCY : StormCharts.LATENCY, from, series.now);
+      bolt ? StormCharts.BOLT_LATENCY : StormCharts.LATENCY, from, series.now, latencyNote);
     window.stormSeries = series.points;
   },
 };

@@ -47,8 +47,8 @@
       { label: "Emitted", key: "emitted", num: true },
       { label: "Transferred", key: "transferred", num: true },
     ].concat(spout ? [
-      { label: "Complete latency (ms)", key: "completeLatency", num: true },
-      { label: "Acked", key: "acked", num: true },
+      Storm.trackedColumn("Complete latency (ms)", "completeLatency"),
+      Storm.trackedColumn("Acked", "acked"),
       { label: "Failed", key: "failed", num: true },
     ] : []), page.outputStats || [], r => r.stream, "No output yet.");
     table($("executors"), [
@@ -65,8 +65,10 @@
       { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
       { label: "Log", render: r => Storm.workerLogLink(page.topologyId, r.errorHost, r.errorPort, r.errorWorkerLogLink) },
     ], page.componentErrors || [], null, "No errors.");
+    const allTime = (page.spoutSummary || []).find(r => r.window === ":all-time");
+    const untracked = spout && allTime !== undefined && Storm.untracked(allTime);
     StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(page.topologyId) + "/component/" +
-      encodeURIComponent(componentId) + "/timeseries"), !spout);
+      encodeURIComponent(componentId) + "/timeseries"), !spout, untracked ? Storm.UNTRACKED : undefined);
     document.body.dataset.loaded = String(Date.now());
   }
 

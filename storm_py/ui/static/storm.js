@@ -48,7 +48,8 @@ const Storm = (() => {
                                   placeholder: "nimbus.auth.token" });
       const form = el("form", { id: "token-prompt", class: "message token-prompt" },
         el("label", { for: "token-prompt-input" }, refused ? "That token was refused. " : "",
-           "This cluster needs its token (the daemon's storm-py.token file, or nimbus.auth.token in its config):"),
+           "This cluster needs its token (nimbus.auth.token in its config, or the daemon's storm-py.token file; " +
+           "the ui: link storm-py dev-cluster prints brings it along):"),
         input, el("button", { id: "token-prompt-use", type: "submit" }, "Use token"));
       form.addEventListener("submit", (event) => {
         event.preventDefault();
@@ -74,6 +75,20 @@ const Storm = (() => {
     try { if (value) sessionStorage.setItem("storm-py.token", value); else sessionStorage.removeItem("storm-py.token"); }
     catch (e) { /* storage disabled: the token lives for this call only */ }
   }
+
+  /** A link `storm-py dev-cluster` prints carries the token in its fragment (`#token=...`: a browser never sends
+   *  a fragment to the server). Before any call, the token moves into this tab's session storage and leaves the
+   *  address bar (and so the history and a copied link). */
+  function takeTokenFromLink() {
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    if (!fragment.has("token")) return;
+    const token = (fragment.get("token") || "").trim();
+    if (token) setToken(token);
+    fragment.delete("token");
+    const rest = fragment.toString();
+    history.replaceState(history.state, "", location.pathname + location.search + (rest ? "#" + rest : ""));
+  }
+  takeTokenFromLink();
 
   /** An element with attributes and children (strings become text nodes: names from the API are never HTML). */
   function el(tag, attrs, ...children) {
@@ -175,9 +190,28 @@ const Storm = (() => {
   /** A column of `table` showing the number under `key`. */
   function numColumn(label, key) { return { label, key, num: true }; }
 
+  /** What a spout's acked count and complete latency say when it emits without message ids. */
+  const UNTRACKED = "untracked (no message ids)";
+
+  /** Whether a spout's row (or a topology's) shows tuples emitted without message ids: tuples went out, yet no
+   *  tree was acked, failed or timed out, and max spout pending never held the spout back (only a tuple emitted
+   *  with a message id is tracked to its end and counts toward it, so an untracked spout's acked count and
+   *  complete latency stay empty for good). */
+  function untracked(r) {
+    return Number(r.emitted) > 0 && !Number(r.acked) && !Number(r.failed) && !Number(r.timedOut || 0) &&
+      !Number(r.skippedMaxSpoutMs || 0);
+  }
+
+  /** A column of a number that exists only for tracked tuples: an untracked row says so instead. */
+  function trackedColumn(label, key) {
+    return { label, key, num: true,
+             render: r => untracked(r) ? el("span", { class: "muted untracked" }, UNTRACKED) : num(r[key]) };
+  }
+
   const COUNTERS = {
-    spout: [["Emitted", "emitted"], ["Transferred", "transferred"], ["Complete latency (ms)", "completeLatency"],
-            ["Acked", "acked"], ["Failed", "failed"], ["Timed out", "timedOut"]].map(([l, k]) => numColumn(l, k)),
+    spout: [numColumn("Emitted", "emitted"), numColumn("Transferred", "transferred"),
+            trackedColumn("Complete latency (ms)", "completeLatency"), trackedColumn("Acked", "acked"),
+            numColumn("Failed", "failed"), numColumn("Timed out", "timedOut")],
     bolt: [["Emitted", "emitted"], ["Transferred", "transferred"], ["Capacity", "capacity"],
            ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
            ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"]].map(([l, k]) => numColumn(l, k)),
@@ -226,5 +260,6 @@ const Storm = (() => {
   }
 
   return { API, WINDOWS, ApiError, param, getJson, post, getToken, setToken, el, num, workersCell, link, workerLogLink, workerLogHref,
-           topologyHref, componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable };
+           topologyHref, componentHref, table, numColumn, counterColumns, message, every, windowLinks, keyValueTable,
+           UNTRACKED, untracked, trackedColumn };
 })();

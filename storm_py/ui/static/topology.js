@@ -106,7 +106,10 @@
     if (!$("configuration").firstChild) Storm.keyValueTable($("configuration"), page.configuration);
     const vis = await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/visualization?window=600");
     graph.update(vis);
-    StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/timeseries"), false);
+    const spouts = page.spouts || [];
+    const untracked = spouts.length > 0 && spouts.every(Storm.untracked);
+    StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/timeseries"), false,
+      untracked ? Storm.UNTRACKED : undefined);
     document.body.dataset.loaded = String(Date.now());
   }
 

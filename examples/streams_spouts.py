@@ -1,0 +1,60 @@
+"""The spouts of storm-starter's Stream API examples: random integers with a timestamp, and numbers with their
+squares."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from storm_py import Spout
+from storm_py.api.components import OutputFieldsDeclarer, SpoutOutputCollector
+from storm_py.api.context import TopologyContext
+from storm_py.clock import Clock
+
+
+class RandomIntegerSpout(Spout):
+    """Emits ``[value, ts, msgid]``: a random int below 10000, the cluster time (ms), a sequence number."""
+
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        self.collector = collector
+        self.clock: Clock = context.clock
+        self.rng = random.Random()
+        self.seq = 0
+        self.next_at = self.clock.now()
+
+    def next_tuple(self) -> None:
+        now = self.clock.now()
+        if now < self.next_at:
+            return
+        self.next_at = now + 0.1
+        self.seq += 1
+        self.collector.emit([self.rng.randrange(10000), int(now * 1000), self.seq], self.seq)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["value", "ts", "msgid"])
+
+
+class NumberSpout(Spout):
+    """Emits ``[i, i * i]`` for the numbers ``i`` that pass ``keep`` (storm-starter's JoinExample spout)."""
+
+    def __init__(self, keep: Callable[[int], bool]) -> None:
+        self.keep = keep
+
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        self.collector = collector
+        self.clock: Clock = context.clock
+        self.i = 0
+        self.next_at = self.clock.now()
+
+    def next_tuple(self) -> None:
+        now = self.clock.now()
+        if now < self.next_at:
+            return
+        self.next_at = now + 0.1
+        self.i += 1
+        if self.keep(self.i):
+            self.collector.emit([self.i, self.i * self.i])
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["key", "val"])
