@@ -1,6 +1,7 @@
 """Acceptance of the exactly-once sinks on the dev cluster: Kafka (100,000 records) -> an exactly_once stateful
 topology (three workers, state in a real Redis) -> PostgreSQL, a Redis list and a Kafka topic (a transactional
-KafkaBolt), with every worker killed (kill -9) twice during the run: the table and the list each hold every record exactly once.
+KafkaBolt), with every worker killed (kill -9) twice during the run: the table and the list each hold every
+record exactly once.
 
 The topic holds every record, none foreign.  It is not checked exactly once here: a worker killed while its
 transaction is open leaves that transaction's records in the log, aborted, and the dev broker (tansu 0.6.0) lists
