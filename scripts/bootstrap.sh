@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Installs what storm_py needs on a fresh machine and prints each thing it installs, one line each:
-#   - a virtualenv in .venv with the package and its extras: dev (tests, linters, the dev Kafka broker), kafka, spark, redis;
+#   - a virtualenv in .venv with the package and its extras: dev (tests, linters, the dev Kafka broker), kafka, spark, redis, jdbc;
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
 #     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis
 #     state provider's and Trident's RedisMapState tests, storm-py dev-redis), Prometheus's promtool (checks and
 #     tests the alert rules under deploy/prometheus), podman, runc and debootstrap (tests/deploy runs
 #     docker-compose.yml's cluster and the Kubernetes manifests in containers, on base images made from Debian
-#     where no image registry answers).
+#     where no image registry answers), PostgreSQL (storm_py.jdbc's tests).
 # Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-EXTRAS="dev,kafka,spark,redis"
+EXTRAS="dev,kafka,spark,redis,jdbc"
 say() { echo "bootstrap: $*"; }
 
 if [ ! -x .venv/bin/python ]; then
@@ -55,6 +55,7 @@ if [ "${1:-}" = "--with-services" ]; then
     check default-jre-headless java
     check chromium /usr/bin/chromium
     check chromium-driver /usr/bin/chromedriver
+    check postgresql /usr/lib/postgresql  # storm_py.jdbc's tests start a PostgreSQL server (initdb into a temp dir)
     check redis-server redis-server  # the Redis state provider's and RedisMapState's tests, storm-py dev-redis
     check nodejs node  # runs the Node.js multilang components of tests/multilang
     check gcc gcc  # compiles the hot modules for STORM_PY_BUILD=compiled (the suite's second run in CI)

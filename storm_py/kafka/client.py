@@ -7,6 +7,8 @@ callback), turns the client's messages into :class:`KafkaRecord` objects and its
 state: callers decide, this module only talks to the broker.  Every call that waits takes a timeout.
 
 confluent-kafka was chosen over kafka-python by measurement (``bench/kafka_perf.py``; docs/DESIGN.md).
+
+Length: every call into confluent_kafka lives here (the one-owner rule), the transactional producer's included.
 """
 
 from __future__ import annotations
@@ -386,6 +388,64 @@ class KafkaProducerClient:
 
     def __len__(self) -> int:
         return len(self._producer)
+
+
+class KafkaTransactionalProducer(KafkaProducerClient):
+    """A producer with a ``transactional.id``: :meth:`init_transactions` fences an earlier producer of the same id
+    (and aborts its open transaction); :meth:`commit` commits the open transaction together with a *marker*, an
+    offset committed for consumer group ``marker_group`` on one partition (what :meth:`marker` reads back)."""
+
+    def __init__(self, bootstrap_servers: str, transactional_id: str, options: Mapping[str, Any] | None = None,
+                 marker_group: str | None = None) -> None:
+        # librdkafka's property names as keywords (as KafkaBolt takes producer options): "transactional" would
+        # read as the first segment of a storm_py config key
+        props = {k.replace("_", "."): v for k, v in
+                 {"transactional_id": transactional_id, "enable_idempotence": True}.items()}
+        super().__init__(bootstrap_servers, {**(options or {}), **props})
+        self.transactional_id = transactional_id
+        try:
+            self._marker = ck.Consumer({"bootstrap.servers": bootstrap_servers,
+                                        "group.id": marker_group or transactional_id,
+                                        "enable.auto.commit": False, "logger": client_log})
+        except ck.KafkaException as err:
+            raise _client_error("creating the marker consumer", err) from err
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except ck.KafkaException as err:
+            raise _client_error(f"{what} of transactional id {self.transactional_id!r}", err) from err
+
+    def init_transactions(self, timeout: float) -> None:
+        self._call("init_transactions", lambda: self._producer.init_transactions(timeout))
+
+    def begin(self) -> None:
+        self._call("begin_transaction", self._producer.begin_transaction)
+
+    def commit(self, marker: tuple[str, int, int], timeout: float) -> None:
+        """Commit the open transaction with the marker ``(topic, partition, value)``."""
+        topic, partition, value = marker
+        meta = self._marker.consumer_group_metadata()
+        self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
+            [ck.TopicPartition(topic, partition, value)], meta, timeout))
+        self._call("commit_transaction", lambda: self._producer.commit_transaction(timeout))
+
+    def abort(self, timeout: float) -> None:
+        self._call("abort_transaction", lambda: self._producer.abort_transaction(timeout))
+
+    def marker(self, topic: str, partition: int, timeout: float) -> int | None:
+        """The marker committed last (``None``: none)."""
+        [tp] = self._call("reading the marker", lambda: self._marker.committed(
+            [ck.TopicPartition(topic, partition)], timeout))
+        return None if tp.offset < 0 else int(tp.offset)
+
+    def reset_marker(self, topic: str, partition: int, value: int) -> None:
+        """Set the marker outside a transaction (a task whose state starts empty)."""
+        self._call("resetting the marker", lambda: self._marker.commit(
+            offsets=[ck.TopicPartition(topic, partition, value)], asynchronous=False))
+
+    def close(self) -> None:
+        self._marker.close()
 
 
 class KafkaAdmin:

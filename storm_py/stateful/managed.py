@@ -28,9 +28,11 @@ class ManagedBolt(Bolt):
         return self.bolt
 
     def __init__(self, bolt: Any, stateful: bool, checkpoint_sources: Sequence[str],
-                 barrier_sources: Sequence[str]) -> None:
+                 barrier_sources: Sequence[str], sink: bool = False) -> None:
         self.bolt = bolt
         self.stateful = stateful
+        #: a :class:`~storm_py.stateful.sink.CheckpointedSink`: stateful under exactly_once only
+        self.sink = sink
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
         self.delegate: Any = None
@@ -41,7 +43,7 @@ class ManagedBolt(Bolt):
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
-            self.delegate = AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful)
+            self.delegate = AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful or self.sink)
         elif self.stateful:
             self.delegate = StatefulBoltExecutor(self.bolt, self.checkpoint_sources)
         else:

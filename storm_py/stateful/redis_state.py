@@ -1,4 +1,5 @@
-"""This module owns the Redis state provider (``topology.state.provider: redis``), the one import of redis-py.
+"""This module owns the Redis state provider (``topology.state.provider: redis``), over the clients of
+:mod:`storm_py.stateful.redis_client`.
 
 A task's state lives in three Redis hashes under ``key_prefix`` (Storm's layout): ``<ns>`` the committed map,
 ``<ns>$prepare`` the prepared changes and ``<ns>$txid`` the txids last prepared and committed.  Keys and values
@@ -11,73 +12,20 @@ found there), a commit moves them into ``<ns>`` in one MULTI/EXEC transaction, a
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from storm_py.errors import ConfigError, StateBackendError
+from storm_py.errors import StateBackendError
 from storm_py.protocol.codec import pack_value, unpack_value
+from storm_py.stateful.redis_client import DEFAULTS, is_redis_error, redis_client
 from storm_py.stateful.state import NO_TXID, KeyValueState
 
-try:
-    import redis
-    import redis.backoff
-    import redis.retry
-except ImportError as _err:  # the redis extra is not installed
-    redis = None  # type: ignore[assignment]
-    _IMPORT_ERROR: ImportError | None = _err
-else:
-    _IMPORT_ERROR = None
+__all__ = ["RedisKeyValueState", "redis_client"]
 
 #: a deletion in the prepared changes (no msgpack body is empty)
 TOMBSTONE = b""
 PREPARE_TXID = "prepare"
 COMMIT_TXID = "commit"
-DEFAULTS: Mapping[str, Any] = {
-    "host": "127.0.0.1", "port": 6379, "database": 0, "password": None, "key_prefix": "storm_py:", "timeout_secs": 5.0,
-}
-
-
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def redis_client(config: Mapping[str, Any]) -> Any:
-    """The process's redis-py client (a connection pool, shared by every state of the same server) for a provider
-    config (``host``, ``port``, ``database``, ``password``, ``timeout_secs``)."""
-    if redis is None:
-        raise ConfigError(
-            "topology.state.provider 'redis' needs redis-py: pip install 'storm_py[redis]'",
-            key="topology.state.provider",
-        ) from _IMPORT_ERROR
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(
-            f"topology.state.provider.config has unknown keys {unknown} (known: {sorted(DEFAULTS)})",
-            key="topology.state.provider.config",
-        )
-    conf = {**DEFAULTS, **config}
-    try:
-        key = (str(conf["host"]), int(conf["port"]), int(conf["database"]), conf["password"],
-               float(conf["timeout_secs"]))
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"topology.state.provider.config {dict(config)!r} is invalid: {err}",
-                          key="topology.state.provider.config") from err
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            client = _CLIENTS[key] = _new_client(*key)
-        return client
-
-
-def _new_client(host: str, port: int, database: int, password: str | None, timeout: float) -> Any:
-    assert redis is not None
-    # no retries inside the client: a failed call fails its checkpoint (or its tuple), which the checkpoint
-    # protocol retries; the worker's loop is never held up by a client's backoff
-    return redis.Redis(
-        host=host, port=port, db=database, password=password, socket_timeout=timeout, socket_connect_timeout=timeout,
-        retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
-    )
 
 
 class RedisKeyValueState(KeyValueState):
@@ -228,6 +176,6 @@ def _backend_errors(what: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if redis is not None and isinstance(exc, redis.RedisError):
+        if is_redis_error(exc):
             raise StateBackendError(f"{what}: {exc}") from exc
         raise

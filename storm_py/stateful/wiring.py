@@ -8,6 +8,7 @@ A bolt fed by a spout takes ``$checkpoint`` from the checkpoint spout; a bolt fe
 ``$checkpoint``; all with all-grouping, so every task sees every checkpoint from every task upstream.  The
 ``$barrier`` stream of exactly_once follows the data instead: a bolt takes it from every bolt and every stateful
 spout it reads.
+:class:`~storm_py.stateful.sink.CheckpointedSink` that takes part counts as a stateful bolt (under exactly_once).
 :func:`with_checkpoints` is registered with the builder by :mod:`storm_py.stateful`; a topology without a stateful
 bolt is left as it is.
 """
@@ -26,6 +27,7 @@ from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIE
 from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
 from storm_py.stateful.managed import ManagedBolt
 from storm_py.stateful.providers import check_provider
+from storm_py.stateful.sink import CheckpointedSink, takes_part
 from storm_py.stateful.spout import CheckpointSpout
 from storm_py.stateful.spout_executor import StatefulSpoutExecutor
 from storm_py.stateful.stateful_spout import StatefulSpout
@@ -41,7 +43,8 @@ def is_stateful(obj: object) -> bool:
 
 def with_checkpoints(topology: StormTopology) -> StormTopology:
     """``topology`` with the checkpoint spout and stream wired through it, when it has a stateful bolt."""
-    if CHECKPOINT_COMPONENT_ID in topology.spouts or not any(is_stateful(s.obj) for s in topology.bolts.values()):
+    if CHECKPOINT_COMPONENT_ID in topology.spouts or not any(
+            is_stateful(s.obj) or takes_part(s.obj) for s in topology.bolts.values()):
         return topology
     if CHECKPOINT_COMPONENT_ID in topology.bolts:
         raise InvalidTopologyException(
@@ -76,7 +79,7 @@ def with_checkpoints(topology: StormTopology) -> StormTopology:
         barrier_sources = sorted(
             {src for src, _ in spec.inputs if src in topology.bolts or src in stateful_spouts}
         )
-        wrapper = ManagedBolt(spec.obj, is_stateful(spec.obj), sources, barrier_sources)
+        wrapper = ManagedBolt(spec.obj, is_stateful(spec.obj), sources, barrier_sources, takes_part(spec.obj))
         wrapped = ComponentSpec(cid, wrapper, spec.parallelism, False, dict(spec.inputs), dict(spec.conf),
                                 dict(spec.streams))
         wrapped.streams[CHECKPOINT_STREAM_ID] = (fields, False)
@@ -93,13 +96,22 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
     """Submit-time checks of managed state: the provider's name and config, and under ``exactly_once`` that every
     spout keeps its position in state (:class:`StatefulSpout`); the error names what is wrong.  Components
     without their object (a topology's skeleton) are not checked."""
-    if CHECKPOINT_COMPONENT_ID not in topology.spouts and not any(is_stateful(s.obj) for s in topology.bolts.values()):
+    if CHECKPOINT_COMPONENT_ID not in topology.spouts and not any(
+            is_stateful(s.obj) or takes_part(s.obj) for s in topology.bolts.values()):
         return
     try:
         check_provider(conf)
     except ConfigError as err:
         raise InvalidTopologyException(str(err)) from err
     if setting(conf, "topology.state.guarantee") != EXACTLY_ONCE:
+        for cid, spec in sorted(topology.bolts.items()):
+            obj = spec.obj.bolt if isinstance(spec.obj, ManagedBolt) else spec.obj
+            if takes_part(obj) and isinstance(obj, CheckpointedSink) and obj.requires_exactly_once():
+                raise InvalidTopologyException(
+                    f"bolt {cid!r} ({type(obj).__name__}) writes in transactions of checkpoints: it needs "
+                    "topology.state.guarantee exactly_once",
+                    component=cid,
+                )
         return
     if conf.get("topology.acker.executors") == 0:
         raise InvalidTopologyException(

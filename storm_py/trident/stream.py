@@ -61,6 +61,16 @@ class TridentTopology(StreamGraph):
         node.txid = txid
         return Stream(self, node)
 
+    def new_static_state(self, state_factory: Any) -> TridentState:
+        """Storm's ``newStaticState``: a state no stream writes, made in each bolt that queries it
+        (``state_query``), e.g. a table looked up with ``JdbcQuery``."""
+        if not callable(getattr(state_factory, "make_state", None)):
+            raise InvalidTopologyException(f"new_static_state: {type(state_factory).__name__} is no StateFactory")
+        node = self.add(PROCESSOR, Schema([]), [])
+        node.proc = p.Processor(Schema([]))
+        node.state_factory = state_factory
+        return TridentState(Stream(self, node))
+
     def new_drpc_stream(self, function: str, local_drpc: Any = None) -> Stream:
         """A stream of the DRPC requests of ``function`` (fields ``args``, ``return-info``), each request a
         batch answered with the tuples the stream ends with; without ``local_drpc`` the requests come from

@@ -23,7 +23,8 @@ OWNERS = {
     "pyarrow": "storm_py/spark/",
     "confluent_kafka": "storm_py/kafka/",
     "kafka": "storm_py/kafka/",
-    "redis": "storm_py/stateful/redis_state.py",
+    "redis": "storm_py/stateful/redis_client.py",
+    "psycopg": "storm_py/jdbc/driver.py",
     "streamparse": "storm_py/streamparse/translate.py",
     "pystorm": "storm_py/streamparse/inprocess.py",
 }
