@@ -7,8 +7,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "BENCHMARKS.md"
-#: a bench script named as it is run: `python bench/x.py`, or an indented command line running one
-_COMMAND = re.compile(r"python(?: -P)? bench/[\w/]+\.py")
+#: a command that reproduces a figure: a bench script, a timed test or a build script, as it is run
+_COMMAND = re.compile(r"python(?: -P)? bench/[\w/]+\.py|python -m pytest (?:-\S+ )*tests/[\w/]+\.py|scripts/[\w-]+\.sh")
 
 
 def sections(text: str) -> dict[str, str]:
