@@ -360,8 +360,6 @@ def _slot_on(demand: Demand, ex: ExecutorKey, node: Node, placed: Mapping[Execut
     for port in sorted(mine):
         if not constrained or not any(frozenset((ex[0], c)) in demand.separate for c in mine[port]):
             return (node.id, port)
-    if mine and not constrained:
-        return None
     for port in sorted(node.ports):
         if (node.id, port) not in ledger.owner:
             return (node.id, port)

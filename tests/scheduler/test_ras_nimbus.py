@@ -122,6 +122,8 @@ def test_bad_resources_on_a_declarer_are_refused_naming_key_and_component(declar
     ({"topology.component.cpu.pcore.percent": -5}, "key 'topology.component.cpu.pcore.percent' must be a number >= 0"),
     ({"topology.component.resources.map": {"gpu.count": "one"}},
      "component 'words': key 'topology.component.resources.map' needs a non-negative amount"),
+    ({"topology.component.resources.map": {"gpu.count": -1}},
+     "component 'words': key 'topology.component.resources.map' needs a non-negative amount"),
 ])
 def test_bad_component_resource_keys_fail_the_submit(conf, phrase) -> None:
     w = World()
@@ -179,10 +181,12 @@ def test_rebalance_r_changes_a_components_memory() -> None:
 def test_rebalance_r_refuses_bad_resources(resources, phrase) -> None:
     w = World()
     w.supervisor("s1")
-    w.submit("t")
+    tid = w.submit("t")
+    before = w.state.storm_base(tid)
     with pytest.raises(InvalidTopologyException) as err:
         w.nimbus.rebalance("t", 0, resources=resources)
     assert phrase in str(err.value)
+    assert w.state.storm_base(tid) == before  # nothing changed
 
 
 def test_bad_user_pools_are_refused_naming_the_key_and_user() -> None:
