@@ -300,6 +300,10 @@ class Nimbus:
         with self._lock:
             tid, base = self._require(name)
             overrides = checked_conf_overrides(name, base.topology_conf, conf_overrides or {})
+            if resources and not self._resource_aware:
+                raise InvalidTopologyException(
+                    "rebalance -r changes component resources, which only storm.scheduler: resource_aware places by",
+                    topology=name)
             new_resources = ras.rebalanced_resources(base, resources) if resources else None
             if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
                 raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")

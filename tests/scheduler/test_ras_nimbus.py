@@ -193,3 +193,12 @@ def test_bad_user_pools_are_refused_naming_the_key_and_user() -> None:
     with pytest.raises(ConfigError) as err:
         World(**{"resource.aware.scheduler.user.pools": {"jerry": {"memory": -1}}})
     assert "'resource.aware.scheduler.user.pools': user 'jerry'" in str(err.value)
+
+
+def test_rebalance_r_needs_the_resource_aware_scheduler() -> None:
+    w = World(scheduler="even")
+    w.supervisor("s1")
+    w.submit("t")
+    with pytest.raises(InvalidTopologyException) as err:
+        w.nimbus.rebalance("t", 0, resources={"words": {"onheap.memory.mb": 512}})
+    assert "storm.scheduler: resource_aware" in str(err.value)
