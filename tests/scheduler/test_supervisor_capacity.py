@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 import pytest
 
+from storm_py.cli.daemons import supervisor_confs
 from storm_py.clock import Clock
 from storm_py.errors import ConfigError
 from storm_py.scheduler.resource_aware import Resources, capacity_of
@@ -42,3 +44,20 @@ def test_a_bad_resources_map_is_refused_naming_the_key(generic: dict[str, Any]) 
     with pytest.raises(ConfigError) as err:
         _supervisor({"supervisor.resources.map": generic}, ClusterState(MemoryStorage(MemoryStore())))
     assert "'supervisor.resources.map'" in str(err.value)
+
+
+@pytest.mark.parametrize(("item", "phrase"), [
+    ("3:supervisor.cpu.capacity=100", "must start with a supervisor number from 1 to 2"),
+    ("supervisor.cpu.capacity=100", "must start with a supervisor number"),
+    ("1:supervisor.cpu.capacity=-1", "'supervisor.cpu.capacity' must be a number >= 0"),
+    ("2:nothing", "is not of the form key=value"),
+])
+def test_dev_cluster_refuses_a_bad_supervisor_conf(item: str, phrase: str) -> None:
+    with pytest.raises(click.BadParameter) as err:
+        supervisor_confs(["1:supervisor.cpu.capacity=100", item], 2)
+    assert phrase in err.value.format_message()
+
+
+def test_dev_cluster_supervisor_confs_go_to_their_supervisor() -> None:
+    assert supervisor_confs(["2:supervisor.resources.map={gpu.count: 1}", "2:supervisor.cpu.capacity=300"], 2) == {
+        2: {"supervisor.resources.map": {"gpu.count": 1}, "supervisor.cpu.capacity": 300}}
