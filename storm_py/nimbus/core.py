@@ -438,7 +438,8 @@ class Nimbus:
         workers it gave and why the topology waits ("" when it runs)."""
         if not self._resource_aware:
             return _even_scheduling(base, workers)
-        return {"requestedWorkers": workers, "schedulerInfo": self._waiting.get(tid, "") if not workers else ""}
+        return {"requestedWorkers": workers, "schedulerInfo": self._waiting.get(tid, "") if not workers else "",
+                **ras.resource_summary(base, workers > 0)}
 
     def topology_summary(self, name: str) -> dict[str, Any]:
         """Storm UI's topology page for ``name`` (``/api/v1/topology/:id`` field names)."""

@@ -18,6 +18,10 @@ from storm_py.errors import InvalidTopologyException
 from storm_py.nimbus.monitor import executors_of
 from storm_py.scheduler.resource_aware import (
     CONSTRAINT_NAMES,
+    CPU,
+    GENERIC,
+    OFFHEAP,
+    ONHEAP,
     REBALANCE_NAMES,
     RESOURCE_AWARE_NAMES,
     RESOURCE_KEYS,
@@ -112,6 +116,28 @@ def demand_of(tid: str, base: StormBase) -> Demand:
         separate=frozenset(frozenset(p) for p in conf.get("topology.ras.constraints") or [] if len(set(p)) == 2),
         spread=frozenset(conf.get("topology.spread.components") or []),
     )
+
+
+def resource_summary(base: StormBase, running: bool) -> dict[str, Any]:
+    """Storm UI's requested and assigned resources of a topology (``requestedMemOnHeap``, ``assignedCpu``, ...):
+    what all its executors need, and the same as assigned while it runs (a topology runs whole or not at all)."""
+    on_heap = off_heap = cpu = 0.0
+    generic: dict[str, float] = {}
+    for cid, *_ in executors_of(base):
+        conf = {**base.topology_conf, **base.component_resources.get(cid, {})}
+        on_heap += float(setting(conf, ONHEAP))
+        off_heap += float(setting(conf, OFFHEAP))
+        cpu += float(setting(conf, CPU))
+        for name, amount in (conf.get(GENERIC) or {}).items():
+            generic[name] = generic.get(name, 0.0) + float(amount)
+    share = 1.0 if running else 0.0
+    return {
+        "requestedMemOnHeap": on_heap, "requestedMemOffHeap": off_heap, "requestedTotalMem": on_heap + off_heap,
+        "requestedCpu": cpu, "requestedGenericResources": generic,
+        "assignedMemOnHeap": on_heap * share, "assignedMemOffHeap": off_heap * share,
+        "assignedTotalMem": (on_heap + off_heap) * share, "assignedCpu": cpu * share,
+        "assignedGenericResources": {k: v * share for k, v in generic.items()},
+    }
 
 
 def is_constrained(base: StormBase) -> bool:

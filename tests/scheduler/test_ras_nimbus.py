@@ -202,3 +202,18 @@ def test_rebalance_r_needs_the_resource_aware_scheduler() -> None:
     with pytest.raises(InvalidTopologyException) as err:
         w.nimbus.rebalance("t", 0, resources={"words": {"onheap.memory.mb": 512}})
     assert "storm.scheduler: resource_aware" in str(err.value)
+
+
+def test_the_summary_shows_requested_and_assigned_resources() -> None:
+    w = World()
+    w.supervisor("s1")
+    running, waiting = w.submit("running", 10), w.submit("waiting", 20)
+    page = w.nimbus.summary_by_id(running)
+    # words: 1400 on heap, 50% CPU; count: 64 on heap + 16 off heap, the default 10% CPU
+    assert (page["requestedMemOnHeap"], page["requestedMemOffHeap"], page["requestedCpu"]) == (1464, 16, 60)
+    assert (page["assignedTotalMem"], page["assignedCpu"]) == (1480, 60)
+    page = w.nimbus.summary_by_id(waiting)
+    assert (page["requestedTotalMem"], page["assignedTotalMem"], page["assignedCpu"]) == (1480, 0, 0)
+    even = World(scheduler="even")
+    even.supervisor("s1")
+    assert "requestedTotalMem" not in even.nimbus.summary_by_id(even.submit("t"))  # even: no resources shown
