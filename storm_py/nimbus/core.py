@@ -300,6 +300,7 @@ class Nimbus:
         with self._lock:
             tid, base = self._require(name)
             overrides = checked_conf_overrides(name, base.topology_conf, conf_overrides or {})
+            ras.check_constraints({**base.topology_conf, **overrides}, base.component_executors)
             if resources and not self._resource_aware:
                 raise InvalidTopologyException(
                     "rebalance -r changes component resources, which only storm.scheduler: resource_aware places by",

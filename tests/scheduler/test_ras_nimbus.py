@@ -217,3 +217,43 @@ def test_the_summary_shows_requested_and_assigned_resources() -> None:
     even = World(scheduler="even")
     even.supervisor("s1")
     assert "requestedTotalMem" not in even.nimbus.summary_by_id(even.submit("t"))  # even: no resources shown
+
+
+@pytest.mark.parametrize(("conf", "phrase"), [
+    ({"topology.ras.constraints": [["words", "nope"]]}, "'topology.ras.constraints' names unknown component 'nope'"),
+    ({"topology.ras.constraints": [["words"]]}, "'topology.ras.constraints' takes pairs [component, component]"),
+    ({"topology.spread.components": ["nope"]}, "'topology.spread.components' names unknown component 'nope'"),
+])
+def test_bad_constraints_fail_the_submit_naming_the_key(conf, phrase) -> None:
+    w = World()
+    w.supervisor("s1")
+    with pytest.raises(InvalidTopologyException) as err:
+        w.nimbus.submit_topology("t", conf, topology(memory=128))
+    assert phrase in str(err.value)
+
+
+def test_the_constraint_strategy_keeps_constrained_components_apart() -> None:
+    w = World()
+    w.supervisor("s1")
+    w.supervisor("s2")
+    conf = {"topology.scheduler.strategy": "org.apache.storm.scheduler.resource.strategies.scheduling."
+                                           "ConstraintSolverStrategy",
+            "topology.ras.constraints": [["words", "count"]]}
+    tid = w.nimbus.submit_topology("apart", conf, topology(memory=128))
+    base, placed = w.state.storm_base(tid), w.state.assignment(tid)
+    assert base is not None and placed is not None
+    slots = {ex[0]: slot for ex, slot in placement_of(base, placed.executor_node_port).items()}
+    assert slots["words"] != slots["count"]
+    together = w.submit("together", memory=128)  # the default strategy: one worker
+    assert len(set(w.state.assignment(together).executor_node_port.values())) == 1
+
+
+def test_rebalance_t_cannot_sneak_in_bad_constraints() -> None:
+    w = World()
+    w.supervisor("s1")
+    tid = w.submit("t", memory=128)
+    before = w.state.storm_base(tid)
+    with pytest.raises(InvalidTopologyException) as err:
+        w.nimbus.rebalance("t", 0, conf_overrides={"topology.ras.constraints": [5]})
+    assert "'topology.ras.constraints' takes pairs" in str(err.value)
+    assert w.state.storm_base(tid) == before
