@@ -5,7 +5,9 @@
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
 #     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis
 #     state provider's and Trident's RedisMapState tests, storm-py dev-redis), Prometheus's promtool (checks and
-#     tests the alert rules under deploy/prometheus).
+#     tests the alert rules under deploy/prometheus), podman, runc and debootstrap (tests/deploy runs
+#     docker-compose.yml's cluster and the Kubernetes manifests in containers, on base images made from Debian
+#     where no image registry answers).
 # Safe to run again: it skips what is there (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +59,9 @@ if [ "${1:-}" = "--with-services" ]; then
     check nodejs node  # runs the Node.js multilang components of tests/multilang
     check gcc gcc  # compiles the hot modules for STORM_PY_BUILD=compiled (the suite's second run in CI)
     check prometheus promtool  # promtool checks and unit-tests the alert rules under deploy/prometheus
+    check podman podman  # tests/deploy: the compose cluster and the Kubernetes manifests, where no Docker daemon runs
+    check runc /usr/sbin/runc  # the OCI runtime tests/deploy/containers.py gives podman
+    check debootstrap debootstrap  # scripts/local-images.sh: base images from Debian where no registry answers
     if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then
         say "service docker-compose: present"
     else

@@ -21,12 +21,12 @@ from storm_py.errors import StaleBuildError
 #: the modules a compiled build compiles with mypyc: the per-tuple path (tuples, emit and routing, executors,
 #: acking, frames and the codec), the Kafka spout's offset manager and its per-record loops (the spout itself is a
 #: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support), and
-#: the Parquet sink's per-value passes over a batch, and the window manager with its policies and watermarks (the
-#: windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted), and the managed
-#: state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs for every tuple
-#: of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a stateful spout's
-#: per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic, pending ledger and
-#: wire formats (made in ``prepare``; the shell components themselves stay interpreted)
+#: the Parquet sink's per-value passes over a batch, and the window manager with its events, policies and
+#: watermarks (the windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted),
+#: and the managed state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs
+#: for every tuple of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a
+#: stateful spout's per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic,
+#: pending ledger and wire formats (made in ``prepare``; the shell components themselves stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
     "storm_py.api.tuple",
     "storm_py.protocol.codec",
@@ -46,6 +46,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.kafka.flow",
     "storm_py.spark.columns",
     "storm_py.clock",
+    "storm_py.windowing.events",
     "storm_py.windowing.manager",
     "storm_py.windowing.policies",
     "storm_py.windowing.watermarks",

@@ -27,6 +27,7 @@ from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.state.models import Credentials
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.launcher import ThreadLauncher
+from storm_py.ui import api_views
 from storm_py.worker.core import Worker
 
 log = logging.getLogger(__name__)
@@ -224,7 +225,7 @@ class LocalCluster:
         tid = self.nimbus.topology_id(name)
         for w in self.workers(tid):
             w.heartbeat()
-        return self.nimbus.topology_summary(name)
+        return api_views.topology_summary(self.nimbus.topology_reading(name))
 
     def get_cluster_summary(self) -> list[dict[str, Any]]:
         """One row per live topology."""

@@ -1,16 +1,38 @@
-"""TopologyContext: what a task knows about itself, its topology and its worker."""
+"""TopologyContext: what a task knows about itself, its topology and its worker; and the read-only views
+(``TopologyView``) of the running topology it holds."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from storm_py.api import metrics_v2
 from storm_py.api.tuple import Fields
 from storm_py.clock import SYSTEM_CLOCK, Clock
 
-if TYPE_CHECKING:
-    from storm_py.api.topology import StormTopology
+
+class GroupingView(Protocol):
+    """A subscription's grouping as a task reads it (a :class:`~storm_py.api.topology.Grouping`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def fields(self) -> Fields | None: ...
+
+
+class ComponentView(Protocol):
+    """A component of the running topology as a task reads it (a :class:`~storm_py.api.topology.ComponentSpec`):
+    its subscriptions, ``{(source component, stream): grouping}``."""
+
+    @property
+    def inputs(self) -> Mapping[tuple[str, str], GroupingView]: ...
+
+
+class TopologyView(Protocol):
+    """The running topology as a task reads it (a :class:`~storm_py.api.topology.StormTopology`)."""
+
+    def components(self) -> Mapping[str, ComponentView]: ...
 
 
 class TopologyContext:
@@ -32,7 +54,7 @@ class TopologyContext:
         conf: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         sources: Mapping[tuple[str, str], Any] | None = None,
-        topology: StormTopology | None = None,
+        topology: TopologyView | None = None,
     ) -> None:
         self.topology_id = topology_id
         self.topology_name = topology_name

@@ -96,7 +96,7 @@ def _open(config_file: str | None, overrides: tuple[str, ...]) -> tuple[Any, str
     conf = load_conf(config_file, overrides)
     root = str(setting(conf, "storm.zookeeper.root")).rstrip("/")
     try:
-        return open_storage(conf), root
+        return open_storage(conf, wait_secs=0), root
     except StormPyError as err:
         raise command_error(err, config_file) from err
 

@@ -52,9 +52,9 @@ def drpc_client(function: str, args: tuple[str, ...], timeout: float | None, con
     """Run FUNCTION on each ARG through the DRPC servers of drpc.servers; print each result on its own line."""
     from storm_py.drpc.client import DRPCClient
     from storm_py.drpc.errors import UNREACHABLE, DRPCExecutionException
-    from storm_py.drpc.token_file import read_token
     from storm_py.drpc.wire import parse_servers
     from storm_py.node.tls import client_context
+    from storm_py.node.token_file import read_token
 
     conf = load_conf(config_file, overrides)
     servers = parse_servers(conf.get("drpc.servers"), int(setting(conf, "drpc.port")))

@@ -62,8 +62,10 @@ class Progress:
 def local(entry: str, ttl: float, name: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run MODULE:FUNCTION's topology in-process for --ttl seconds."""
     from storm_py.local import LocalCluster
+    from storm_py.multilang.process import show_component_logs
     from storm_py.packaging.code_loader import load_topology
 
+    show_component_logs()
     conf = load_conf(config_file, overrides)
     topo_conf = {k: v for k, v in conf.items() if k.startswith("topology.")}
     topo_conf.update(parse_overrides(overrides))

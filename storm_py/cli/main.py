@@ -15,6 +15,7 @@ from storm_py.cli.cluster_info import get_errors, heartbeats, localconfvalue, re
 from storm_py.cli.credentials import upload_credentials
 from storm_py.cli.daemons import dev_cluster, dev_zookeeper, nimbus, supervisor, ui, worker
 from storm_py.cli.drpc import drpc, drpc_client
+from storm_py.cli.flux import flux
 from storm_py.cli.kafka import dev_kafka
 from storm_py.cli.local import local
 from storm_py.cli.logs import logs
@@ -54,6 +55,7 @@ for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_h
     cli.add_command(_command)
 cli.add_command(streamparse)
 cli.add_command(upload_credentials)
+cli.add_command(flux)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

@@ -1,4 +1,5 @@
-"""``storm-py streamparse run | submit``: a streamparse project folder run unchanged, locally or on a cluster."""
+"""``storm-py streamparse run | submit | quickstart``: a streamparse project folder run unchanged, locally or on a
+cluster, and streamparse's quickstart project written without Leiningen."""
 
 from __future__ import annotations
 
@@ -84,10 +85,12 @@ def run(name: str | None, secs: int, in_process: bool, project_dir: str, options
         workers: int | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
     """Run the project's topology NAME in an in-process LocalCluster (streamparse's `sparse run`)."""
     from storm_py.local import LocalCluster
+    from storm_py.multilang.process import show_component_logs
     from storm_py.streamparse.translate import build_topology
 
     daemon_conf = load_conf(config_file, overrides)
     project, cls, conf = _prepare(project_dir, name, options, ackers, workers)
+    show_component_logs()  # the components' log messages, as `sparse run` shows them
     try:
         topology = build_topology(cls, project.src, project.serializer if "serializer" in project.config else None,
                                   in_process)
@@ -167,3 +170,18 @@ def submit(name: str | None, topology_name: str | None, wheelhouse: str | None, 
     except StormPyError as err:
         raise command_error(err, config_file) from err
     click.echo(f"Finished submitting topology: {topology_name} (id {reply['id']})")
+
+
+@streamparse.command("quickstart")
+@click.argument("name")
+@click.option("-d", "--directory", type=click.Path(file_okay=False, exists=True), default=".", show_default=True,
+              help="The folder to write the project folder NAME in.")
+def quickstart(name: str, directory: str) -> None:
+    """Write streamparse's quickstart project NAME (`sparse quickstart`, without Leiningen or LEIN_ROOT)."""
+    from storm_py.streamparse.translate import write_quickstart
+
+    try:
+        root = write_quickstart(name, Path(directory))
+    except StormPyError as err:
+        raise click.ClickException(err.message) from err
+    click.echo(f"Run it with storm_py:\n\n\tcd {root}\n\tstorm-py streamparse run")

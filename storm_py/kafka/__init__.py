@@ -25,6 +25,11 @@ from storm_py.kafka.config import (
     SimpleRecordTranslator,
 )
 from storm_py.kafka.spout import KafkaMessageId, KafkaSpout, KafkaSpoutError
+from storm_py.kafka.storm_builders import (
+    DefaultTopicSelector,
+    FieldNameBasedTupleToKafkaMapper,
+    KafkaSpoutConfigBuilder,
+)
 from storm_py.kafka.transactional import OpaqueKafkaSpout, TransactionalKafkaSpout
 from storm_py.kafka.trident import KafkaTridentSpoutOpaque, KafkaTridentSpoutTransactional
 
@@ -33,6 +38,8 @@ __all__ = [
     "DEAD_LETTER_STREAM",
     "DEFAULT_FIELDS",
     "ByTopicRecordTranslator",
+    "DefaultTopicSelector",
+    "FieldNameBasedTupleToKafkaMapper",
     "KafkaBolt",
     "KafkaBoltError",
     "KafkaClientError",
@@ -41,6 +48,7 @@ __all__ = [
     "KafkaRecord",
     "KafkaSpout",
     "KafkaSpoutConfig",
+    "KafkaSpoutConfigBuilder",
     "KafkaSpoutError",
     "KafkaTridentSpoutOpaque",
     "KafkaTridentSpoutTransactional",

@@ -133,8 +133,8 @@ class ShellBolt(ShellComponent, Bolt):
             did = True
         elif proc.unsent:
             proc.flush()
-        if proc.may_read():
-            proc.read()
+        if proc.may_read() and proc.read() and not proc.inbox:
+            self._beat.stirred(now)  # part of a long message: bytes arriving are a sign of life
         if proc.inbox:
             self._drain(proc, now)
             did = True
@@ -176,11 +176,12 @@ class ShellBolt(ShellComponent, Bolt):
                 self._flush(proc)
             elif proc.unsent:
                 proc.flush()
-            if not proc.inbox:
-                proc.wait(WAIT_SLICE)
+            stirred = not proc.inbox and proc.wait(WAIT_SLICE)
             now = clock.now()
             if proc.inbox:
                 self._drain(proc, now)
+            elif stirred:
+                self._beat.stirred(now)
             if self._process is proc:
                 self._timers(proc, now)
 

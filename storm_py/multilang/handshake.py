@@ -19,8 +19,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from storm_py.api.context import TopologyContext
-from storm_py.api.topology import ALL, CUSTOM, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, Grouping
+from storm_py.api.context import GroupingView, TopologyContext
+from storm_py.api.topology import ALL, CUSTOM, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY
 
 RESOURCES = "resources"
 
@@ -32,7 +32,7 @@ _THRIFT_NAMES = {
 }
 
 
-def grouping_json(grouping: Grouping) -> dict[str, Any]:
+def grouping_json(grouping: GroupingView) -> dict[str, Any]:
     """A grouping as Storm writes it into a shell component's context."""
     out: dict[str, Any] = {"type": _THRIFT_NAMES.get(grouping.kind, grouping.kind)}
     if grouping.kind == FIELDS:

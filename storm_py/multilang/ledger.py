@@ -223,6 +223,10 @@ class Heartbeat:
         self.last_heard = now
         self.outstanding = False
 
+    def stirred(self, now: float) -> None:
+        """Part of a message arrived: the process is alive (what it answers is still coming)."""
+        self.last_heard = now
+
     def due(self, now: float) -> bool:
         """Whether a heartbeat should be sent now (and schedule the next one if so)."""
         if now < self.next_beat:

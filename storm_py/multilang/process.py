@@ -10,8 +10,9 @@ waits until a read of the executor finds nothing to handle (while its reads find
 back on its next pass without waiting, so a process writing steadily costs no wake-ups); when the component says
 the process is busy (a shell bolt with more inputs out than one), the watcher lets its output gather for
 ``GATHER_WAIT`` before waking the executor, so one pass handles several answers; another thread copies
-stderr into the component's log.  What went wrong (exit, garbage, broken pipe) arrives in the message queue as a
-:class:`Fault`, after every message read before it.  All decisions are the component's.
+stderr into the component's log, a line at a time.  What went wrong (exit, garbage, a message or a stderr line
+over its bound, broken pipe) arrives in the message queue as a :class:`Fault`, after every message read before
+it; the worker holds no more of a process's output than those bounds.  All decisions are the component's.
 """
 
 from __future__ import annotations
@@ -31,14 +32,21 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from storm_py.clock import Clock
+from storm_py.config.keys import KEYS
 from storm_py.errors import ShellProcessError
-from storm_py.multilang.serializer import ProtocolError, Serializer, quote
+from storm_py.multilang.serializer import DEFAULT_MAX_MESSAGE, QUOTE_LIMIT, ProtocolError, Serializer, quote
 
 #: how much of a process's stdout is read at once, and at most per :meth:`ShellProcess.read`
 CHUNK: Final = 1 << 16
 MAX_READ: Final = 4 * CHUNK
-#: stderr lines kept to explain a process's death
+#: the key bounding one line of a process's stderr, and its default
+MAX_STDERR_LINE_KEY: Final = "topology.multilang.max.stderr.line.bytes"
+DEFAULT_MAX_STDERR_LINE: Final[int] = KEYS[MAX_STDERR_LINE_KEY].default
+#: the logger above every shell component's
+COMPONENTS_LOGGER: Final = "storm_py.multilang"
+#: stderr lines kept to explain a process's death, and how much of each (the error names them all)
 STDERR_TAIL: Final = 5
+STDERR_TAIL_CHARS: Final = 1000
 #: real seconds between looks at the clock while waiting for a process to answer
 WAIT_SLICE: Final = 0.05
 #: real seconds a busy process's output gathers before its executor is woken: one read and one pass of the worker
@@ -66,7 +74,15 @@ def _gather(secs: float) -> None:
 
 def component_logger(component_id: str) -> logging.Logger:
     """The logger a shell component's ``log`` messages and stderr go to."""
-    return logging.getLogger(f"storm_py.multilang.{component_id}")
+    return logging.getLogger(f"{COMPONENTS_LOGGER}.{component_id}")
+
+
+def show_component_logs() -> None:
+    """Let shell components' ``log`` messages at INFO and above through (a local run's set-up: its root logger
+    may stand at WARNING); a level set on their loggers, or a lower one above them, is kept."""
+    logger = logging.getLogger(COMPONENTS_LOGGER)
+    if logger.level == logging.NOTSET and logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
 
 
 class ShellProcess:
@@ -82,6 +98,8 @@ class ShellProcess:
         wake: Callable[[], None] | None = None,
         shorthand: bool = False,
         busy: Callable[[], bool] | None = None,
+        max_message: int = DEFAULT_MAX_MESSAGE,
+        max_stderr_line: int = DEFAULT_MAX_STDERR_LINE,
     ) -> None:
         self.command = list(command)
         self.cwd = cwd
@@ -96,7 +114,8 @@ class ShellProcess:
         #: decoded messages and faults, in the order they were read (with ``shorthand``, pystorm's emits and acks
         #: may be in :func:`storm_py.multilang.msgpack_fast.scan`'s form)
         self.inbox: deque[Any] = deque()
-        self._decoder = serializer.decoder(shorthand)
+        self._decoder = serializer.decoder(shorthand, max_message)
+        self._max_stderr_line = max_stderr_line
         self._stdout_fd = -1
         self._read_stdout: Callable[[int], bytes | None] = _nothing_read
         #: stdout ended or broke (a Fault is queued): nothing more is read
@@ -205,21 +224,26 @@ class ShellProcess:
         except OSError as exc:
             self._end(f"its stdout failed: {exc}")
             return True
+        except Exception as exc:  # whatever else decoding its output raised: the process's fault, not the worker's
+            self._end(f"its output could not be decoded: {type(exc).__name__}: {exc}")
+            return True
         if self._watching and not inbox:  # the watcher may look again (with messages to handle, the executor
             self._watching = False          # comes back for more on its next pass without waiting)
             self._gate.release()
         return got > 0
 
-    def wait(self, timeout: float) -> None:
-        """Wait up to ``timeout`` real seconds for stdout to become readable, then :meth:`read` it."""
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` real seconds for stdout to become readable, then :meth:`read` it; whether
+        anything arrived (part of a message, even: a sign of life)."""
         if self._ended:
-            return
-        if not self.read():
-            try:
-                select.select([self._stdout_fd], [], [], timeout)
-            except (OSError, ValueError):
-                pass
-            self.read()
+            return False
+        if self.read():
+            return True
+        try:
+            select.select([self._stdout_fd], [], [], timeout)
+        except (OSError, ValueError):
+            pass
+        return self.read()
 
     def _watch(self, stdout: IO[bytes]) -> None:
         """Wake the executor when stdout becomes readable; then wait until it has read before looking again."""
@@ -254,11 +278,22 @@ class ShellProcess:
             self._gate.release()
 
     def _read_stderr(self, stderr: IO[bytes]) -> None:
+        """Copy stderr into the log a line at a time; a line longer than its bound is a fault (read no further)."""
+        limit = self._max_stderr_line
         try:
-            for raw in stderr:
+            while True:
+                raw = stderr.readline(limit + 1)
+                if not raw:
+                    return
+                if len(raw) > limit and not raw.endswith(b"\n"):
+                    if not self._closing:
+                        self._fault(f"wrote a stderr line longer than {limit} bytes ({MAX_STDERR_LINE_KEY}): "
+                                    f"{quote(raw[:QUOTE_LIMIT + 1])}")
+                    return
                 line = raw.decode("utf-8", "replace").rstrip()
                 if line:
-                    self._stderr_tail.append(line)
+                    self._stderr_tail.append(line if len(line) <= STDERR_TAIL_CHARS
+                                             else line[:STDERR_TAIL_CHARS] + "...")
                     self.log.warning("stderr: %s", line)
         except (OSError, ValueError):
             pass

@@ -4,7 +4,8 @@ JSON (Storm's ``JsonSerializer``): every message is one JSON document followed b
 (pystorm's): messages are msgpack maps written back to back, with no ``end`` line.  Encoders turn one message
 into bytes and raise :class:`EncodeError` for a value the format cannot carry; decoders are fed raw bytes as
 they arrive and return the complete messages, raising :class:`ProtocolError` (with the offending text quoted) for
-anything that is not the protocol.  Nothing here touches a process.
+anything that is not the protocol, a message longer than ``topology.multilang.max.message.bytes`` included (a
+decoder holds no more of one than that).  Nothing here touches a process.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import msgpack
 
+from storm_py.config.keys import KEYS
 from storm_py.errors import ConfigError, ShellProcessError
 from storm_py.multilang.json_fast import dump_values, scan_message
 from storm_py.multilang.msgpack_fast import pack_str, pack_values, scan
@@ -24,6 +26,9 @@ from storm_py.multilang.msgpack_fast import pack_str, pack_values, scan
 STORM_JSON_CLASS: Final = "org.apache.storm.multilang.JsonSerializer"
 #: how much of a bad line or message an error quotes
 QUOTE_LIMIT: Final = 200
+#: the key bounding one message a process writes, and its default (a decoder made without a bound takes it)
+MAX_MESSAGE_KEY: Final = "topology.multilang.max.message.bytes"
+DEFAULT_MAX_MESSAGE: Final[int] = KEYS[MAX_MESSAGE_KEY].default
 #: a str as a JSON string (ASCII, as the encoders write it)
 _quote_json: Final[Callable[[str], str]] = json.encoder.encode_basestring_ascii
 
@@ -74,9 +79,10 @@ class Serializer(Protocol):
         input: the same as :meth:`encode` of that map, cheaper)."""
         ...
 
-    def decoder(self, shorthand: bool = False) -> Decoder:
+    def decoder(self, shorthand: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         """A fresh decoder for one process's output; ``shorthand``: pystorm's emits and acks may come out as
-        :func:`storm_py.multilang.msgpack_fast.scan` gives them instead of as maps (a shell bolt's process)."""
+        :func:`storm_py.multilang.msgpack_fast.scan` gives them instead of as maps (a shell bolt's process);
+        ``max_bytes``: the longest message it takes (a longer one is a :class:`ProtocolError`)."""
         ...
 
 
@@ -142,8 +148,15 @@ class JsonSerializer:
             raise EncodeError(f"cannot encode as JSON: {exc}") from exc
         return ('{"id":' + _quote_json(tid) + middle + body + "}\nend\n").encode()
 
-    def decoder(self, shorthand: bool = False) -> JsonDecoder:
-        return JsonDecoder(shorthand)
+    def decoder(self, shorthand: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE) -> JsonDecoder:
+        return JsonDecoder(shorthand, max_bytes)
+
+
+#: the line that ends a JSON message, with the newline before it
+_END_LINE: Final = b"\nend\n"
+#: the start of a message held this long or longer waits in a buffer searched for its end only where bytes are new
+#: (a shorter one is joined with the next read and split again: the common case, a message cut by a read)
+LONG_MESSAGE: Final = 1 << 16
 
 
 class JsonDecoder:
@@ -152,19 +165,40 @@ class JsonDecoder:
     A message starts with ``{`` (every message a process sends is an object); text that does not (a line printed
     to stdout, say) is not the protocol and fails at once, quoted, rather than when an ``end`` comes.  Blank lines
     between messages are skipped.  The stream is cut on ``\nend\n`` (a JSON document cannot hold a raw newline
-    inside a string), and the messages one read completes are parsed by one ``json.loads``.
+    inside a string), and the messages one read completes are parsed by one ``json.loads``.  A message longer than
+    ``LONG_MESSAGE`` gathers in a buffer whose new bytes only are searched for the ``end`` line (its cost grows with
+    its length, not with its length times the reads it takes), up to ``max_bytes``: a longer one is not the
+    protocol.
     """
 
-    def __init__(self, shorthand: bool = False) -> None:
+    def __init__(self, shorthand: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
         self._rest = b""
+        #: the start of a long message (``_rest`` is then empty)
+        self._long = bytearray()
+        self._max = max_bytes
         self._loads = json.loads
         self._shorthand = shorthand
 
     def feed(self, data: bytes) -> list[Any]:
-        parts = (self._rest + data).split(b"\nend\n") if self._rest else data.split(b"\nend\n")
+        if self._long:
+            found = self._feed_long(data)
+            if found is None:
+                return []
+            parts = found
+        else:
+            parts = (self._rest + data).split(_END_LINE) if self._rest else data.split(_END_LINE)
+            if len(data) > self._max:  # one read longer than a message may be (never from a process's pipe)
+                for part in parts[:-1]:
+                    if len(part) > self._max:
+                        self._too_long(part)
         rest = self._rest = parts.pop()
         if rest[:1] != b"{" and rest:
             _check_start(rest, complete=False)
+        if len(rest) >= LONG_MESSAGE:
+            self._rest = b""
+            self._long = bytearray(rest)
+            if len(rest) > self._max:
+                self._too_long(rest)
         if not parts:
             return []
         short: list[Any] = []
@@ -178,6 +212,28 @@ class JsonDecoder:
                 return short
         return short + self._parse(parts[len(short):]) if short else self._parse(parts)
 
+    def _feed_long(self, data: bytes) -> list[bytes] | None:
+        """``data`` added to a long message's start: the text cut at every ``end`` line when one came (the last
+        part what follows the last), None while none did."""
+        buf = self._long
+        start = len(buf) - len(_END_LINE) + 1  # an end line may begin in the last bytes held
+        buf += data
+        at = buf.find(_END_LINE, start)
+        if at < 0:
+            if len(buf) > self._max:
+                self._too_long(buf)
+            return None
+        if at > self._max:
+            self._too_long(buf)
+        self._long = bytearray()
+        return bytes(buf).split(_END_LINE)
+
+    def _too_long(self, message: bytes | bytearray) -> NoReturn:
+        """Raise for ``message``, longer than the bound (and hold none of it any more)."""
+        self._long = bytearray()
+        head = bytes(message[:QUOTE_LIMIT + 1])
+        raise ProtocolError(f"a message longer than {self._max} bytes ({MAX_MESSAGE_KEY}): {quote(head)}")
+
     def _parse(self, parts: list[bytes]) -> list[Any]:
         """The messages ``parts`` hold, each the text before an ``end`` line."""
         # many messages: one json.loads of them as one array (a fifth of the cost of one call each), taken when
@@ -186,7 +242,7 @@ class JsonDecoder:
         if len(parts) > 1 and all(part[:1] == b"{" and part[-1:] == b"}" for part in parts):
             try:
                 out: list[Any] = self._loads(b"[" + b",".join(parts) + b"]")
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
                 if len(out) == len(parts) and all(type(msg) is dict for msg in out):
@@ -198,8 +254,8 @@ class JsonDecoder:
                 _check_start(part, complete=True)
             try:
                 msg = loads(part)
-            except ValueError as exc:
-                raise ProtocolError(f"not a JSON message: {quote(part)} ({exc})") from exc
+            except (ValueError, RecursionError) as exc:
+                raise ProtocolError(f"not a JSON message: {quote(part)} ({type(exc).__name__}: {exc})") from exc
             out.append(msg)  # an object: it starts with "{"
         return out
 
@@ -282,8 +338,13 @@ class MsgpackSerializer:
             self._packer.reset()
             raise EncodeError(f"cannot encode as msgpack: {exc}") from exc
 
-    def decoder(self, shorthand: bool = False) -> MsgpackDecoder:
-        return MsgpackDecoder(shorthand)
+    def decoder(self, shorthand: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE) -> MsgpackDecoder:
+        return MsgpackDecoder(shorthand, max_bytes)
+
+
+#: what the ``Unpacker`` raises for bytes that are not msgpack or are too long (``BufferFull``, ``FormatError``,
+#: ``StackError``, ``ExtraData``, a declared length over its bounds), or for a map key it cannot hash
+_UNPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
 
 class MsgpackDecoder:
@@ -293,11 +354,13 @@ class MsgpackDecoder:
     them (a ``(values, anchor id)`` tuple, an id) rather than as maps, read without the ``Unpacker``.  A message of
     another shape goes through the ``Unpacker``; the messages after it are read by ``scan`` again when the next
     one is pystorm's emit or ack, otherwise the ``Unpacker`` reads the rest of that read too.  Every read while the
-    ``Unpacker`` holds part of a message goes through it whole.
+    ``Unpacker`` holds part of a message goes through it whole.  The ``Unpacker`` holds at most ``max_bytes`` (of the
+    message it waits for the end of, whatever length its head declares): more is not the protocol.
     """
 
-    def __init__(self, shorthand: bool = False) -> None:
-        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    def __init__(self, shorthand: bool = False, max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
+        self._max = max_bytes
+        self._unpacker = self._new_unpacker()
         self._recent = b""
         self._shorthand = shorthand
         #: bytes fed to the unpacker in all, and whether it holds part of a message (its position is short of it)
@@ -318,15 +381,15 @@ class MsgpackDecoder:
             # the unpacker reads the rest too
             unpacker = self._unpacker
             told = unpacker.tell()
-            unpacker.feed(data[p:] if p else data)
-            self._fed += end - p
             try:
+                unpacker.feed(data[p:] if p else data)
+                self._fed += end - p
                 msg = unpacker.unpack()
             except msgpack.OutOfData:
                 self._holding = True
                 return out
-            except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-                raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
+            except _UNPACK_ERRORS as exc:
+                raise self._refused(exc) from exc
             out.append(self._checked(msg))
             q = p + unpacker.tell() - told
             if q == end:
@@ -334,24 +397,37 @@ class MsgpackDecoder:
             p = scan(data, out, q)
             if p == q:
                 return self._unpack(b"", out)
-            self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+            self._unpacker = self._new_unpacker()
             self._fed = 0
         return out
 
     def _unpack(self, data: bytes, out: list[Any]) -> list[Any]:
         """Feed ``data`` to the unpacker and append every message it completes to ``out``."""
         unpacker = self._unpacker
-        if data:
-            unpacker.feed(data)
-            self._fed += len(data)
         try:
+            if data:
+                unpacker.feed(data)
+                self._fed += len(data)
             for msg in unpacker:
                 out.append(self._checked(msg))
-        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-            raise ProtocolError(f"not msgpack: {quote(self._recent)} ({exc})") from exc
+        except _UNPACK_ERRORS as exc:
+            raise self._refused(exc) from exc
         if self._shorthand:
             self._holding = unpacker.tell() != self._fed
         return out
+
+    def _new_unpacker(self) -> msgpack.Unpacker:
+        return msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=self._max)
+
+    def _refused(self, exc: Exception) -> ProtocolError:
+        """The error for what the ``Unpacker`` refused (the unpacker, holding part of it, is dropped)."""
+        self._unpacker = self._new_unpacker()
+        self._fed = 0
+        self._holding = False
+        if isinstance(exc, msgpack.BufferFull) or "exceeds max" in str(exc):
+            return ProtocolError(f"a message longer than {self._max} bytes ({MAX_MESSAGE_KEY}): "
+                                 f"{quote(self._recent)}")
+        return ProtocolError(f"not msgpack: {quote(self._recent)} ({type(exc).__name__}: {exc})")
 
     def _checked(self, msg: Any) -> dict[str, Any]:
         """``msg`` if it is a map (every message is); otherwise it is not the protocol."""

@@ -19,8 +19,8 @@ from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.handshake import caller_file, handshake, resources_dir
-from storm_py.multilang.process import ShellProcess, component_logger
-from storm_py.multilang.serializer import ProtocolError, Serializer, quote, serializer_for
+from storm_py.multilang.process import MAX_STDERR_LINE_KEY, ShellProcess, component_logger
+from storm_py.multilang.serializer import MAX_MESSAGE_KEY, ProtocolError, Serializer, quote, serializer_for
 
 #: Storm's multilang log levels
 LOG_LEVELS: Final = {0: 5, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
@@ -68,6 +68,8 @@ class ShellComponent:
         self._log = component_logger(self.component_id)
         self._serializer: Serializer = serializer_for(setting(conf, SERIALIZER_KEY), self.component_id)
         self._timeout = float(setting(conf, TIMEOUT_KEY))
+        self._max_message = int(setting(conf, MAX_MESSAGE_KEY))
+        self._max_stderr_line = int(setting(conf, MAX_STDERR_LINE_KEY))
         self._process: ShellProcess | None = None
 
     def _where(self) -> str:
@@ -80,7 +82,7 @@ class ShellComponent:
         else:
             cwd = resources_dir(self._origin) if self.change_directory else Path.cwd()
         proc = ShellProcess(self.command, cwd, self._serializer, self.component_id, self.env, wake, self._shorthand,
-                            self._busy)
+                            self._busy, self._max_message, self._max_stderr_line)
         try:
             pid = proc.launch(handshake(self._conf, self._context, proc.pid_dir), self._clock, self._timeout)
         except ShellProcessError as exc:

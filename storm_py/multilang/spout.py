@@ -85,10 +85,11 @@ class ShellSpout(ShellComponent, Spout):
             if not inbox:
                 if proc.unsent:
                     proc.flush()
-                if not inbox:
-                    proc.wait(WAIT_SLICE)
+                stirred = not inbox and proc.wait(WAIT_SLICE)
                 now = clock.now()
                 if not inbox:
+                    if stirred:
+                        beat.stirred(now)  # part of a long message: bytes arriving are a sign of life
                     if beat.expired(now):
                         self._fault(proc, f"left {command!r} unanswered for {beat.silence(now):.1f} s "
                                           f"(topology.subprocess.timeout.secs is {beat.timeout:g}): "

@@ -22,6 +22,7 @@ from storm_py.deps.envcache import environment_states, environment_status
 from storm_py.deps.wheelhouse import check_wheelhouse
 from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus
+from storm_py.metrics.reports import by_component, observe, prometheus_series, reports
 from storm_py.metrics.windows import ALL_TIME
 from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
@@ -38,7 +39,7 @@ from storm_py.packaging.package import TopologyPackage, UnpackLimits, check_arch
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import StormBase
-from storm_py.ui import api_views, rest, series
+from storm_py.ui import api_views, series, stats_views
 from storm_py.worker.log_levels import level_number
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,7 @@ class NimbusApi:
     def _page(self, topology: str, window: str = ALL_TIME) -> tuple[str, StormBase, dict[str, Any]]:
         tid, base = self._base(topology)
         s = self.node.state
-        summary = self.node.nimbus.summary_by_id(tid, base, window)
+        summary = api_views.topology_summary(self.node.nimbus.reading(tid, base), window)
         page = api_views.topology_page(
             summary,
             base,
@@ -233,14 +234,14 @@ class NimbusApi:
         window = window_param(req, default="600")
         tid, base = self._base(req.params["id"])
         book = self.node.nimbus.stats_book
-        found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
-        return rest.visualization(base, rest.by_component(book, tid, found, window, self.node.clock.wall()))
+        found = observe(book, tid, self.node.state.worker_heartbeats(tid))
+        return stats_views.visualization(base, by_component(book, tid, found, window, self.node.clock.wall()))
 
     def lag(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/lag``: per spout reading a log (the Kafka spouts), committed offset, log end and lag
         per partition, as its executors last reported them in their workers' heartbeats."""
         tid, _ = self._base(req.params["id"])
-        return rest.topology_lag(rest.reports(self.node.state.worker_heartbeats(tid)))
+        return stats_views.topology_lag(reports(self.node.state.worker_heartbeats(tid)))
 
     def timeseries(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/timeseries`` and ``/topology/:id/component/:component/timeseries``: the UI's charts,
@@ -250,7 +251,7 @@ class NimbusApi:
         if comp is not None and comp not in base.component_executors:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
         book = self.node.nimbus.stats_book
-        found = rest.observe(book, tid, self.node.state.worker_heartbeats(tid))
+        found = observe(book, tid, self.node.state.worker_heartbeats(tid))
         return series.series(book, tid, found, self.node.clock.wall(), comp)
 
     def prometheus(self, req: Request) -> Reply:
@@ -268,8 +269,8 @@ class NimbusApi:
             beats = s.worker_heartbeats(row["id"])
             workers.extend(prometheus.WorkerRow(str(row.get("name", "")), node, port, beat.uptime_secs)
                            for (node, port), beat in sorted(beats.items()))
-            found = rest.observe(book, row["id"], beats)
-            topologies.append((row, rest.prometheus_series(book, row["id"], base, found, now)))
+            found = observe(book, row["id"], beats)
+            topologies.append((row, prometheus_series(book, row["id"], base, found, now)))
         text = prometheus.render(prometheus.cluster_families(cluster) + prometheus.topology_families(topologies)
                                  + prometheus.worker_families(workers))
         return Reply(200, text.encode("utf-8"), prometheus.CONTENT_TYPE)

@@ -24,9 +24,11 @@ from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
-from storm_py.metrics.windows import ALL_TIME, StatsBook
+from storm_py.metrics.reports import TopologyReading, observe
+from storm_py.metrics.windows import StatsBook
 from storm_py.nimbus import ras
 from storm_py.nimbus import topology_status as ts
+from storm_py.nimbus.component_settings import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, assignment_of, plan_assignment
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
@@ -34,8 +36,6 @@ from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import ACTIVE, INACTIVE, KILLED, StormBase
-from storm_py.ui import rest
-from storm_py.ui.api_views import component_settings
 
 log = logging.getLogger(__name__)
 
@@ -426,7 +426,7 @@ class Nimbus:
         wall = self.clock.wall()
         alive, _ = self.monitor.alive_slots(self.state.supervisors(), wall)
         beats = self.state.worker_heartbeats(tid)
-        rest.observe(self.stats_book, tid, beats)  # keeps the statistics windows fed between page reads
+        observe(self.stats_book, tid, beats)  # keeps the statistics windows fed between page reads
         dead = self.monitor.dead_slots(tid, assignment, beats, set(alive), wall, self.clock.now())
         if dead:
             log.warning("executors of %s on dead slot(s) %s: reassigning", tid, sorted(dead))
@@ -434,54 +434,31 @@ class Nimbus:
 
     # ---------------------------------------------------------------------------------------------- summaries
 
-    def _scheduling(self, tid: str, base: StormBase, workers: int) -> dict[str, Any]:
-        """``requestedWorkers`` and ``schedulerInfo``: the even scheduler's, or with the resource aware one the
-        workers it gave and why the topology waits ("" when it runs)."""
+    def _scheduling(self, tid: str, base: StormBase, workers: int) -> tuple[int, str]:
+        """The workers the scheduler would give with slots to spare, and why fewer run ("" when none are
+        missing); with the resource aware scheduler the workers it gave and why the topology waits."""
         if not self._resource_aware:
             return _even_scheduling(base, workers)
-        return {"requestedWorkers": workers, "schedulerInfo": self._waiting.get(tid, "") if not workers else "",
-                **ras.resource_summary(base, workers > 0)}
+        return workers, self._waiting.get(tid, "") if not workers else ""
 
-    def topology_summary(self, name: str) -> dict[str, Any]:
-        """Storm UI's topology page for ``name`` (``/api/v1/topology/:id`` field names)."""
+    def topology_reading(self, name: str) -> TopologyReading:
+        """What nimbus knows of the live topology ``name`` now (the UI shapes its page from it)."""
         tid, base = self._require(name)
-        return self.summary_by_id(tid, base)
+        return self.reading(tid, base)
 
-    def summary_by_id(self, tid: str, base: StormBase | None = None, window: str = ALL_TIME) -> dict[str, Any]:
-        """The topology page of a topology id, with statistics over ``window`` (Storm's ``?window=``)."""
+    def reading(self, tid: str, base: StormBase | None = None) -> TopologyReading:
+        """The records, errors and executor reports of a topology id, its reports fed into the statistics
+        windows (``stats_book``)."""
         base = base or self.state.storm_base(tid)
         if base is None:
             raise NotAliveException(f"topology {tid!r} is not alive", topology=tid)
         assignment = self.state.assignment(tid)
-        beats = self.state.worker_heartbeats(tid)
-        found = rest.observe(self.stats_book, tid, beats)
-        wall = self.clock.wall()
-        spouts, bolts = rest.component_rows(base, rest.by_component(self.stats_book, tid, found, window, wall))
-        errors = self.state.topology_errors(tid)
-        for entry in spouts + bolts:
-            errs = errors.get(entry.get("spoutId") or entry["boltId"], [])
-            entry["lastError"] = errs[0].error if errs else ""
-            entry["errors"] = [e.to_json() for e in errs]
+        found = observe(self.stats_book, tid, self.state.worker_heartbeats(tid))
         workers = len(set(assignment.executor_node_port.values())) if assignment else 0
-        uptime = max(0.0, self.clock.wall() - base.launch_time)
-        return {
-            "id": tid,
-            "name": base.name,
-            "window": window,
-            "topologyStats": rest.topology_stats(self.stats_book, tid, found, wall),
-            "lastCheckpoint": rest.checkpoint_status(found, wall),
-            "status": base.status.upper(),
-            "uptimeSeconds": int(uptime),
-            "tasksTotal": sum(base.component_tasks.values()),
-            "workersTotal": workers,
-            **self._scheduling(tid, base, workers),
-            "executorsTotal": sum(base.component_executors.values()),
-            "spouts": spouts,
-            "bolts": bolts,
-            "configuration": base.topology_conf,
-            "assignment": {f"{s}-{e}": [n, p] for (s, e), (n, p) in (assignment.executor_node_port.items()
-                                                                           if assignment else [])},
-        }
+        return TopologyReading(
+            tid, base, assignment, self.state.topology_errors(tid), found, self.stats_book, self.clock.wall(),
+            *self._scheduling(tid, base, workers),
+        )
 
     def cluster_summary(self) -> list[dict[str, Any]]:
         """One row per live topology (the columns of ``storm list``)."""
@@ -489,6 +466,7 @@ class Nimbus:
         for tid, base in sorted(self.state.storm_bases().items()):
             assignment = self.state.assignment(tid)
             workers = len(set(assignment.executor_node_port.values())) if assignment else 0
+            wanted, info = self._scheduling(tid, base, workers)
             rows.append(
                 {
                     "id": tid,
@@ -496,7 +474,9 @@ class Nimbus:
                     "status": base.status.upper(),
                     "tasksTotal": sum(base.component_tasks.values()),
                     "workersTotal": workers,
-                    **self._scheduling(tid, base, workers),
+                    "requestedWorkers": wanted,
+                    "schedulerInfo": info,
+                    **(ras.resource_summary(base, workers > 0) if self._resource_aware else {}),
                     "executorsTotal": sum(base.component_executors.values()),
                     "uptimeSeconds": int(max(0.0, self.clock.wall() - base.launch_time)),
                 }
@@ -504,11 +484,11 @@ class Nimbus:
         return rows
 
 
-def _even_scheduling(base: StormBase, workers: int) -> dict[str, Any]:
-    """``requestedWorkers`` (what the scheduler would give with slots to spare) and ``schedulerInfo`` (why fewer
-    run, "" when none are missing)."""
+def _even_scheduling(base: StormBase, workers: int) -> tuple[int, str]:
+    """The workers the even scheduler would give with slots to spare, and why fewer run ("" when none are
+    missing)."""
     wanted = ts.wanted_workers(base.num_workers, sum(base.component_executors.values()))
-    return {"requestedWorkers": wanted, "schedulerInfo": ts.scheduler_info(workers, wanted)}
+    return wanted, ts.scheduler_info(workers, wanted)
 
 
 def _replace(base: StormBase, **changes: Any) -> StormBase:

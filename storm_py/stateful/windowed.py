@@ -30,8 +30,8 @@ from storm_py.errors import FailedException
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.state import KeyValueState
+from storm_py.windowing.events import Event, Expiry, Step
 from storm_py.windowing.executor import WindowedBoltExecutor, WindowedComponent
-from storm_py.windowing.manager import Event, Expiry, Step
 from storm_py.windowing.watermarks import WatermarkGenerator
 
 log = logging.getLogger(__name__)

@@ -7,14 +7,18 @@ command and script split on whitespace (Storm's ``ShellComponent``; for Python c
 included), parallelism, component config and inputs.  Groupings map one to one; a custom grouping is honoured when
 it is Python: ``Grouping.custom_object("module.Class", args)`` naming a :class:`CustomStreamGrouping` subclass, or
 ``Grouping.custom_serialized(pickle.dumps(grouping))``.  Java components and Java groupings are refused, naming
-the component and the Java class, before anything runs.
+the component and the Java class, before anything runs.  :func:`write_quickstart` writes streamparse's quickstart
+project with the installed streamparse's own templates (what ``sparse quickstart`` writes, without its Leiningen
+check).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -219,3 +223,21 @@ def topology_conf(topology_class: Any, options: dict[str, Any], serializer: str 
     conf.update(topology_class.config or {})
     conf.update(overrides)
     return conf
+
+
+def write_quickstart(name: str, directory: Path) -> Path:
+    """streamparse's quickstart project ``name`` written in ``directory`` by the installed streamparse (its own
+    templates and layout); the project's folder.  A name that is not a folder name, or a folder already there, is
+    refused."""
+    try:
+        from streamparse.bootstrap import quickstart
+    except ImportError as exc:
+        raise TopologyLoadError(f"streamparse is not installed here ({exc}): pip install streamparse") from exc
+    if not name or name in (".", "..") or os.sep in name or "/" in name:
+        raise TopologyLoadError(f"a project name must be a folder name, got {name!r}")
+    root = directory / name
+    if os.path.lexists(root):
+        raise TopologyLoadError(f"{str(root)!r} already exists")
+    with contextlib.chdir(directory):  # streamparse writes the project in the working directory
+        quickstart(name)
+    return root

@@ -124,8 +124,8 @@ class Driver:
             self.collector.emit([self.task], self.anchor, stream)
 
 
-class StreamBolt(Bolt):
-    """A generated bolt: a chain of operations."""
+class DrivenBolt:
+    """What every generated bolt shares: the driver of its plan and the streams it declares."""
 
     def __init__(self, plan: BoltPlan) -> None:
         self.driver = Driver(plan)
@@ -133,42 +133,31 @@ class StreamBolt(Bolt):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.driver.declare(declarer)
 
+
+class TupleDrivenBolt(DrivenBolt):
+    """A generated bolt run a tuple at a time: ``execute`` is the driver's own once prepared (one call less)."""
+
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.driver.prepare(context, collector)
-        self.execute = self.driver.fast_execute()  # type: ignore[method-assign, assignment]  # one call less
+        self.execute = self.driver.fast_execute()  # type: ignore[method-assign, assignment]
 
     def execute(self, tup: Tuple) -> None:
         self.driver.execute(tup)
 
 
-class StatefulStreamBolt(BaseStatefulBolt):
+class StreamBolt(TupleDrivenBolt, Bolt):
+    """A generated bolt: a chain of operations."""
+
+
+class StatefulStreamBolt(TupleDrivenBolt, BaseStatefulBolt):
     """A generated bolt holding ``update_state_by_key``'s state (and the ``state_query`` steps reading it)."""
-
-    def __init__(self, plan: BoltPlan) -> None:
-        self.driver = Driver(plan)
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.driver.declare(declarer)
-
-    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
-        self.driver.prepare(context, collector)
-        self.execute = self.driver.fast_execute()  # type: ignore[method-assign, assignment]  # one call less
 
     def init_state(self, state: KeyValueState) -> None:
         self.driver.state = state
 
-    def execute(self, tup: Tuple) -> None:
-        self.driver.execute(tup)
 
-
-class WindowedStreamBolt(BaseWindowedBolt):
+class WindowedStreamBolt(DrivenBolt, BaseWindowedBolt):
     """A generated windowed bolt: each window activation runs the window's values through the chain."""
-
-    def __init__(self, plan: BoltPlan) -> None:
-        self.driver = Driver(plan)
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.driver.declare(declarer)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.driver.prepare(context, collector)

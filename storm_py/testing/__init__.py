@@ -7,6 +7,7 @@ from storm_py.testing.complete import capture_topology, complete_topology, read_
 from storm_py.testing.components import (
     CaptureBolt,
     FixedTupleSpout,
+    NGrouping,
     TestAggregatesCounter,
     TestGlobalCount,
     TestWordCounter,
@@ -24,6 +25,7 @@ __all__ = [
     "CaptureBolt",
     "FeederSpout",
     "FixedTupleSpout",
+    "NGrouping",
     "TestAggregatesCounter",
     "TestGlobalCount",
     "TestWordCounter",

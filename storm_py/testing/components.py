@@ -13,6 +13,7 @@ from storm_py.api.components import (
     BasicBolt,
     BasicOutputCollector,
     Bolt,
+    CustomStreamGrouping,
     OutputCollector,
     OutputFieldsDeclarer,
     Spout,
@@ -75,6 +76,20 @@ class TestWordCounter(BasicBolt):
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["word", "count"])
+
+
+class NGrouping(CustomStreamGrouping):
+    """Storm's ``NGrouping``: every tuple goes to the ``n`` lowest target tasks."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._targets: list[int] = []
+
+    def prepare(self, context: TopologyContext, stream: Any, target_tasks: list[int]) -> None:
+        self._targets = sorted(target_tasks)[: self._n]
+
+    def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]:
+        return list(self._targets)
 
 
 class TestGlobalCount(Bolt):

@@ -21,9 +21,9 @@ from storm_py.transactional.map_state import (
     TransactionalMap,
     TransactionalValue,
 )
-from storm_py.transactional.memory import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
 from storm_py.transactional.sequence import SeededWords, SequencePartitionedSpout
 from storm_py.transactional.spouts import OpaquePartitionedTransactionalSpout, PartitionedTransactionalSpout
+from storm_py.transactional.testing_spouts import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
 
 __all__ = [
     "BackingMap",

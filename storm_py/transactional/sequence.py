@@ -7,7 +7,7 @@ transaction takes the next ``take_per_batch`` offsets of every partition (``emit
 replay, in whichever worker process, emits ``values(p, o)`` for the stored offsets (``emit_partition_batch``),
 so a transaction always carries exactly the same tuples — after a worker is killed and restarted, or after the
 whole topology is killed and resubmitted under the same transactional id.  This is what makes it usable in the
-distributed cluster, where the in-memory spouts of :mod:`~storm_py.transactional.memory` are not.
+distributed cluster, where the in-memory spouts of :mod:`~storm_py.transactional.testing_spouts` are not.
 
 Tuples are ``[tx, *values(p, offset)]`` with fields ``["tx", *fields]``.
 

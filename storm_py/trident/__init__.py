@@ -9,9 +9,9 @@ transactional coordinator, and kept in Trident state (:mod:`~storm_py.trident.st
 import importlib
 
 from storm_py.transactional.map_state import OpaqueValue, TransactionalValue
-from storm_py.trident.builtin import Count, Debug, FilterNull, FirstN, MapGet, Sum
+from storm_py.trident.assemblies import FirstN
+from storm_py.trident.builtin import Count, Debug, FilterNull, MapGet, Sum
 from storm_py.trident.operation import (
-    Assembly,
     BaseAggregator,
     BaseFilter,
     BaseFunction,
@@ -30,7 +30,7 @@ from storm_py.trident.state import (
     State,
     StateFactory,
 )
-from storm_py.trident.stream import GroupedStream, Stream, TridentState, TridentTopology
+from storm_py.trident.stream import Assembly, GroupedStream, Stream, TridentState, TridentTopology
 from storm_py.trident.tuple import TridentTuple
 
 #: names served from the packages above this one, imported on first use (the Spark side's Parquet state)

@@ -13,7 +13,8 @@ from typing import Any, cast
 
 from storm_py.trident.builtin import Count, Sum
 from storm_py.trident.operation import BaseAggregator, CombinerAggregator, ReducerAggregator
-from storm_py.trident.processors import BatchRun, OperationCollector, ProjectingProcessor
+from storm_py.trident.processors import OperationCollector, ProjectingProcessor
+from storm_py.trident.task import BatchRun
 from storm_py.trident.tuple import Schema, TridentTuple
 
 

@@ -20,7 +20,8 @@ from storm_py.api.components import CustomStreamGrouping, OutputCollector
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
 from storm_py.transactional.attempt import TransactionAttempt
-from storm_py.trident.processors import BatchRun, Processor
+from storm_py.trident.processors import Processor
+from storm_py.trident.task import BatchRun, TaskScope
 
 if TYPE_CHECKING:
     from storm_py.api.context import TopologyContext
@@ -47,24 +48,6 @@ class BatchGlobalGrouping(CustomStreamGrouping):
 
     def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]:
         return [self.targets[values[0].transaction_id % len(self.targets)]]
-
-
-class TaskScope:
-    """What processors share in one task: conf, context, the states by id, the wire."""
-
-    __slots__ = ("collector", "conf", "context", "states")
-
-    def __init__(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
-        self.conf = conf
-        self.context = context
-        self.collector = collector
-        self.states: dict[int, Any] = {}
-
-    def emit(self, values: list[Any], stream: str) -> None:
-        self.collector.emit(values, None, stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        self.collector.report_error(exc)
 
 
 class SubtopologyExecutor:

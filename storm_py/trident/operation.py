@@ -1,4 +1,4 @@
-"""Trident's operation interfaces: functions, filters, the three aggregator kinds and assemblies.
+"""Trident's operation interfaces: functions, filters and the three aggregator kinds.
 
 * :class:`BaseFunction` — ``execute(tuple, collector)``; what it emits is appended to the input tuple.
 * :class:`BaseFilter` — ``is_keep(tuple)``.
@@ -7,7 +7,6 @@
 * :class:`ReducerAggregator` — ``init()``, ``reduce(curr, tuple)``.
 * :class:`BaseAggregator` — ``init(batch_id, collector)``, ``aggregate(state, tuple, collector)``,
   ``complete(state, collector)``.
-* :class:`Assembly` — ``apply(stream) -> stream`` (e.g. :class:`~storm_py.trident.builtin.FirstN`).
 
 Every operation may also define ``prepare(conf, context)`` and ``cleanup()``.
 """
@@ -18,7 +17,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from storm_py.trident.stream import Stream
     from storm_py.trident.tuple import TridentTuple
 
 
@@ -99,14 +97,6 @@ class BaseAggregator(Operation):
     def complete(self, state: Any, collector: TridentCollector) -> None:
         """The batch (group) is complete: emit the result."""
         raise NotImplementedError(f"{type(self).__name__} must implement complete")
-
-
-class Assembly:
-    """Storm's ``Assembly``: a reusable chain of operations applied with ``Stream.apply_assembly``."""
-
-    def apply(self, input: Stream) -> Stream:
-        """The stream after the assembly's operations."""
-        raise NotImplementedError(f"{type(self).__name__} must implement apply")
 
 
 def is_filter(op: object) -> bool:

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from storm_py.errors import InvalidTopologyException
 from storm_py.transactional.builder import TransactionalTopologyBuilder
 from storm_py.trident.bolt import BatchGlobalGrouping, SubtopologyExecutor
+from storm_py.trident.graph import PARTITION, PROCESSOR, SPOUT, Node, StreamGraph
 from storm_py.trident.processors import PersistProcessor, Processor, QueryProcessor
 from storm_py.trident.spout import CommitterTridentSpoutsExecutor, TridentSpoutsExecutor
-from storm_py.trident.stream import PARTITION, PROCESSOR, SPOUT, Node
 
 if TYPE_CHECKING:
     from storm_py.api.topology import StormTopology
-    from storm_py.trident.stream import TridentTopology
 
 #: the component id of the emitter of every spout (its coordinator is ``<id>/coordinator``)
 SPOUT_ID = "trident-spout"
@@ -88,7 +87,7 @@ def _source(parent: Node) -> tuple[Node, tuple[str, list[str]] | None]:
     return parent, None
 
 
-def _groups(topology: TridentTopology) -> list[list[Node]]:
+def _groups(topology: StreamGraph) -> list[list[Node]]:
     procs = [n for n in topology.nodes if n.kind == PROCESSOR]
     root: dict[int, int] = {n.id: n.id for n in procs}
 
@@ -113,7 +112,7 @@ def _groups(topology: TridentTopology) -> list[list[Node]]:
     return sorted(groups.values(), key=lambda g: g[0].id)
 
 
-def plan(topology: TridentTopology) -> Plan:
+def plan(topology: StreamGraph) -> Plan:
     """Group the graph into bolts and wire their processors."""
     spouts = [n for n in topology.nodes if n.kind == SPOUT]
     if not spouts:

@@ -1,37 +1,24 @@
 """The per-operation processors a Trident bolt runs: each, filter, map, aggregate, join, merge, persist, query.
 
 A processor is built when the stream is declared and copied into every task with its bolt.  Per batch the
-bolt opens a :class:`BatchRun` holding each processor's batch state; ``execute(run, parent, values)`` takes
-one tuple (its values in the parent's fields), ``finish(run)`` runs once the batch is complete (in the order
-the operations were declared, so parents finish before their children), and ``emit(run, values)`` hands an
-output tuple to the processors of the same bolt that read it and, if other bolts read it, onto the wire as
-``[attempt, *values]`` on each of the processor's streams.
+bolt opens a :class:`~storm_py.trident.task.BatchRun` holding each processor's batch state;
+``execute(run, parent, values)`` takes one tuple (its values in the parent's fields), ``finish(run)`` runs once
+the batch is complete (in the order the operations were declared, so parents finish before their children), and
+``emit(run, values)`` hands an output tuple to the processors of the same bolt that read it and, if other bolts
+read it, onto the wire as ``[attempt, *values]`` on each of the processor's streams.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from storm_py.trident.task import BatchRun, TaskScope
 from storm_py.trident.tuple import Schema, TridentTuple
 
 #: ``Counter.update``'s loop (C): adds 1 to ``mapping[key]`` (0 when missing) for every key of ``iterable``
 _count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = collections._count_elements  # type: ignore[attr-defined]
-
-if TYPE_CHECKING:
-    from storm_py.trident.bolt import TaskScope
-
-
-class BatchRun:
-    """One batch in one task: its attempt, each processor's batch state, where wire tuples go."""
-
-    __slots__ = ("attempt", "states", "task")
-
-    def __init__(self, attempt: Any, task: TaskScope, size: int) -> None:
-        self.attempt = attempt
-        self.task = task
-        self.states: list[Any] = [None] * size
 
 
 class Processor:

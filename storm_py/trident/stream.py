@@ -1,4 +1,4 @@
-"""The Trident API: ``TridentTopology``, ``Stream``, ``GroupedStream`` and ``TridentState``.
+"""The Trident API: ``TridentTopology``, ``Stream``, ``GroupedStream``, ``TridentState`` and ``Assembly``.
 
 Declaring a stream builds a graph of :class:`Node` (spouts, processors, repartitions); ``build()`` hands
 it to the planner (:mod:`storm_py.trident.planner`).  Every processing operation becomes one processor
@@ -10,6 +10,7 @@ repartition.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,12 @@ from storm_py.trident.builtin import (
     MapReducerAggStateUpdater,
     ReducerAggStateUpdater,
 )
+from storm_py.trident.drpc import RETURN_INFO, ReturnProcessor, last_descendant
+from storm_py.trident.graph import PARTITION, PROCESSOR, SPOUT, Node, StreamGraph
 from storm_py.trident.operation import CombinerAggregator, is_filter
+from storm_py.trident.partitioned import PartitionedTridentSpout, is_partitioned
+from storm_py.trident.planner import plan
+from storm_py.trident.rich import RichSpoutBatch
 from storm_py.trident.tuple import Schema, as_names
 
 if TYPE_CHECKING:
@@ -31,45 +37,8 @@ if TYPE_CHECKING:
 
 FieldsArg = Fields | Sequence[str] | str
 
-SPOUT, PARTITION, PROCESSOR = "spout", "partition", "processor"
-PARTITIONS = ("fields", "shuffle", "all", "global", "batch_global")
-
-
-class Node:
-    """One node of the stream graph."""
-
-    def __init__(self, id: int, kind: str, schema: Schema, parents: list[Node]) -> None:
-        self.id = id
-        self.kind = kind
-        self.schema = schema
-        self.parents = parents
-        self.proc: p.Processor | None = None
-        self.spout: Any = None
-        self.txid = ""
-        self.partition: tuple[str, list[str]] = ("shuffle", [])
-        self.parallelism: int | None = None
-        self.names: list[str] = []
-        #: the state node a query node must share a bolt with
-        self.colocate: Node | None = None
-        self.state_factory: Any = None
-
-    def __repr__(self) -> str:
-        what = self.proc.kind if self.proc is not None else self.partition[0] if self.kind == PARTITION else self.txid
-        return f"Node({self.id}, {self.kind}:{what}, {list(self.schema.fields)})"
-
-
-class TridentTopology:
+class TridentTopology(StreamGraph):
     """Storm's ``TridentTopology``: ``new_stream``, ``merge``, ``join``, ``build``."""
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        #: DRPC streams whose answer is yet to be added (at build): (spout node, ReturnResults factory)
-        self.drpc_returns: list[tuple[Node, Any]] = []
-
-    def add(self, kind: str, schema: Schema, parents: list[Node]) -> Node:
-        node = Node(len(self.nodes), kind, schema, parents)
-        self.nodes.append(node)
-        return node
 
     def new_stream(self, txid: str, spout: Any) -> Stream:
         """A stream of the batches of ``spout``: a Trident spout, a (opaque-)partitioned transactional spout
@@ -81,13 +50,9 @@ class TridentTopology:
             )
         if any(n.kind == SPOUT and n.txid == txid for n in self.nodes):
             raise InvalidTopologyException(f"new_stream: txid {txid!r} is already used by another stream")
-        from storm_py.trident.partitioned import PartitionedTridentSpout, is_partitioned
-
         if is_partitioned(spout):
             spout = PartitionedTridentSpout(spout, txid)
         elif callable(getattr(spout, "next_tuple", None)) and not callable(getattr(spout, "emit_batch", None)):
-            from storm_py.trident.rich import RichSpoutBatch
-
             spout = RichSpoutBatch(spout)
         if not callable(getattr(spout, "emit_batch", None)) or not callable(getattr(spout, "get_output_fields", None)):
             raise InvalidTopologyException(f"new_stream: {type(spout).__name__} is not a Trident spout")
@@ -100,9 +65,11 @@ class TridentTopology:
         """A stream of the DRPC requests of ``function`` (fields ``args``, ``return-info``), each request a
         batch answered with the tuples the stream ends with; without ``local_drpc`` the requests come from
         the servers of ``drpc.servers``."""
-        from storm_py.trident.drpc import new_drpc_stream
-
-        return new_drpc_stream(self, function, local_drpc)
+        try:
+            drpc = importlib.import_module("storm_py.drpc")
+        except ImportError as exc:
+            raise InvalidTopologyException(f"new_drpc_stream({function!r}): storm_py.drpc is not available") from exc
+        return drpc_stream(self, function, drpc.DRPCSpout(function, local_drpc), drpc.ReturnResults)
 
     def merge(self, *streams: Stream) -> Stream:
         """One stream of every tuple of ``streams``, under the first stream's field names."""
@@ -144,10 +111,7 @@ class TridentTopology:
     def build(self) -> StormTopology:
         """The topology: one bolt per group of operations between repartitions, batches coordinated by the
         transactional coordinator."""
-        from storm_py.trident.drpc import complete_drpc
-        from storm_py.trident.planner import plan
-
-        complete_drpc(self)
+        _complete_drpc(self)
         return plan(self).build()
 
 
@@ -155,6 +119,30 @@ def _proc(topology: TridentTopology, proc: p.Processor, parents: list[Node]) -> 
     node = topology.add(PROCESSOR, proc.schema, parents)
     node.proc = proc
     return node
+
+
+def drpc_stream(topology: TridentTopology, function: str, spout: Any, return_results: Any) -> Stream:
+    """A DRPC stream over ``spout`` (a rich spout of ``args``/``return-info`` tuples); ``return_results()``
+    makes the bolt that answers a ``[result, return-info]`` tuple."""
+    if not isinstance(function, str) or not function:
+        raise InvalidTopologyException(f"new_drpc_stream: function must be a non-empty string, got {function!r}")
+    batches = RichSpoutBatch(spout, max_batch_size=1)
+    if RETURN_INFO not in batches.get_output_fields():
+        raise InvalidTopologyException(f"new_drpc_stream: {type(spout).__name__} emits no {RETURN_INFO!r} field")
+    stream = topology.new_stream(f"drpc-{function}", batches)
+    topology.drpc_returns.append((stream.node, return_results))
+    return stream
+
+
+def _complete_drpc(topology: TridentTopology) -> None:
+    """Join every DRPC stream's last operation with its requests' return info (once per topology)."""
+    for spout_node, return_results in topology.drpc_returns:
+        last = last_descendant(topology.nodes, spout_node)
+        requests = Stream(topology, spout_node).project([RETURN_INFO]).batch_global()
+        results = Stream(topology, last).batch_global()
+        proc = ReturnProcessor(Schema([]), return_results)
+        _proc(topology, proc, [requests.node, results.node])
+    topology.drpc_returns = []
 
 
 def _out_schema(schema: Schema, added: list[str], what: str) -> Schema:
@@ -344,10 +332,17 @@ class Stream:
         node.colocate = state_node
         return Stream(self.topology, node)
 
-    def apply_assembly(self, assembly: Any) -> Stream:
+    def apply_assembly(self, assembly: Assembly) -> Stream:
         """``assembly.apply(self)``."""
-        out: Stream = assembly.apply(self)
-        return out
+        return assembly.apply(self)
+
+
+class Assembly:
+    """Storm's ``Assembly``: a reusable chain of operations applied with ``Stream.apply_assembly``."""
+
+    def apply(self, input: Stream) -> Stream:
+        """The stream after the assembly's operations."""
+        raise NotImplementedError(f"{type(self).__name__} must implement apply")
 
 
 def _agg_args(args: tuple[Any, ...], what: str) -> tuple[Any, Any, list[str]]:

@@ -2,9 +2,10 @@
 
 The pages read Storm UI's REST API (``/api/v1/...``) of the server that serves them; nimbus and ``storm-py ui``
 serve them at ``/`` with :func:`asset`.  The rest of what the UI shows lives here too: the API's JSON shapes
-(:mod:`storm_py.ui.api_views`), the statistics behind them (:mod:`storm_py.ui.rest`) and the charts' time series
-(:mod:`storm_py.ui.series`), while :mod:`storm_py.nimbus.api` keeps the routes; and the ``storm-py ui`` process
-(:mod:`storm_py.ui.daemon`).  This module itself imports nothing of storm_py.
+(:mod:`storm_py.ui.api_views`, the statistics' JSON in :mod:`storm_py.ui.stats_views`, over the figures of
+:mod:`storm_py.metrics.reports`) and the charts' time series (:mod:`storm_py.ui.series`), while
+:mod:`storm_py.nimbus.api` keeps the routes; and the ``storm-py ui`` process (:mod:`storm_py.ui.daemon`).
+This module itself imports nothing of storm_py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Field names follow the REST API of Storm's UI (``slotsTotal``, ``uptimeSeconds``, ``spoutId``...).
 Statistics come from the workers' heartbeats, over Storm's windows (``?window=600|10800|86400|:all-time``,
-see :mod:`storm_py.ui.rest`); resource fields of the resource-aware scheduler are not reported.
+see :mod:`storm_py.ui.stats_views`); resource fields of the resource-aware scheduler are not reported.
 """
 
 from __future__ import annotations
@@ -10,19 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from storm_py.api.topology import StormTopology
-from storm_py.config.keys import KEYS, setting
+from storm_py.config.keys import setting
 from storm_py.metrics import stats
+from storm_py.metrics.reports import TopologyReading, by_component, combined, reports
 from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
-from storm_py.stateful.windowed import MESSAGE_ID_FIELD
-from storm_py.ui import rest
-from storm_py.windowing.spec import WINDOW_KEYS
-
-#: the per-component keys shown as a component's window and state settings
-SHOWN_COMPONENT_KEYS = (*WINDOW_KEYS, MESSAGE_ID_FIELD)
+from storm_py.ui import stats_views
 
 LEADER = "Leader"
 NOT_LEADER = "Not a Leader"
@@ -176,18 +170,36 @@ def task_components(base: StormBase) -> dict[int, str]:
     return layout_from_counts(counts).task_to_component()
 
 
-def component_settings(topology: StormTopology, topology_conf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each component's window and state keys where they apply: a windowed bolt's window keys (and its message
-    id field), and the topology's ``topology.state.*`` keys on the checkpoint spout of a topology with state."""
-    out: dict[str, dict[str, Any]] = {}
-    for cid, spec in sorted(topology.components().items()):
-        own = {k: spec.conf[k] for k in SHOWN_COMPONENT_KEYS if spec.conf.get(k) is not None}
-        if cid == CHECKPOINT_COMPONENT_ID:
-            own.update({k: topology_conf.get(k, KEYS[k].default) for k in sorted(KEYS)
-                        if k.startswith("topology.state.") and topology_conf.get(k, KEYS[k].default) is not None})
-        if own:
-            out[cid] = own
-    return out
+def topology_summary(reading: TopologyReading, window: str = ALL_TIME) -> dict[str, Any]:
+    """Storm UI's topology page of what nimbus read (``/api/v1/topology/:id`` field names), with statistics over
+    ``window`` (Storm's ``?window=``)."""
+    base, tid, now = reading.base, reading.topology_id, reading.now
+    comps = by_component(reading.book, tid, reading.reports, window, now)
+    spouts, bolts = stats_views.component_rows(base, comps)
+    for entry in spouts + bolts:
+        errs = reading.errors.get(entry.get("spoutId") or entry["boltId"], [])
+        entry["lastError"] = errs[0].error if errs else ""
+        entry["errors"] = [e.to_json() for e in errs]
+    assignment = reading.assignment
+    return {
+        "id": tid,
+        "name": base.name,
+        "window": window,
+        "topologyStats": stats_views.topology_stats(reading.book, tid, reading.reports, now),
+        "lastCheckpoint": stats_views.checkpoint_status(reading.reports, now),
+        "status": base.status.upper(),
+        "uptimeSeconds": int(max(0.0, now - base.launch_time)),
+        "tasksTotal": sum(base.component_tasks.values()),
+        "workersTotal": reading.workers,
+        "requestedWorkers": reading.requested_workers,
+        "schedulerInfo": reading.scheduler_info,
+        "executorsTotal": sum(base.component_executors.values()),
+        "spouts": spouts,
+        "bolts": bolts,
+        "configuration": base.topology_conf,
+        "assignment": {f"{s}-{e}": [n, p] for (s, e), (n, p) in (assignment.executor_node_port.items()
+                                                                       if assignment else [])},
+    }
 
 
 def topology_page(
@@ -199,7 +211,7 @@ def topology_page(
     now: float,
     log_viewers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``/api/v1/topology/:id`` from :meth:`Nimbus.summary_by_id`'s page plus the assignment and heartbeats.
+    """``/api/v1/topology/:id`` from :func:`topology_summary`'s page plus the assignment and heartbeats.
 
     ``log_viewers`` (supervisor id -> log viewer URL, :func:`log_viewer_urls`) fills the workers' log links.
     """
@@ -224,7 +236,7 @@ def topology_page(
         for cid, settings in sorted(base.component_settings.items()) for k, v in sorted(settings.items())
     ]
     page["workers"] = _workers(tid, base.name, assignment, beats, task_components(base), log_viewers or {})
-    page["spoutLag"] = rest.topology_lag(rest.reports(beats))  # spouts reading a log (Kafka): lag per partition
+    page["spoutLag"] = stats_views.topology_lag(reports(beats))  # spouts reading a log (Kafka): lag per partition
     links = {(w["host"], w["port"]): w["workerLogLink"] for w in page["workers"]}
     for comp in spouts + bolts:  # the last error's log link: the worker on the error's host and port
         comp["errorWorkerLogLink"] = links.get((comp.get("errorHost"), comp.get("errorPort")), "")
@@ -256,12 +268,12 @@ def component_page(
         return None
     book = book if book is not None else StatsBook()
     tid = str(page["id"])
-    found = [r for r in rest.reports(beats) if r.component == component]
-    rows = rest.by_component(book, tid, found, window, now).get(component, [])
+    found = [r for r in reports(beats) if r.component == component]
+    rows = by_component(book, tid, found, window, now).get(component, [])
     log_links = {(w["supervisorId"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}
     host_links = {(w["host"], w["port"]): w["workerLogLink"] for w in page.get("workers", [])}  # errors name these
     hosts = assignment.node_host if assignment is not None else {}
-    fig = rest.combined(rows)
+    fig = combined(rows)
     out: dict[str, Any] = {
         "id": component,
         "encodedId": component,
@@ -276,7 +288,7 @@ def component_page(
         "windowHint": window_pretty(window),
         "debug": False,
         "schedulerDisplayResource": False,
-        "executorStats": rest.executor_stats(rows, is_spout, hosts, log_links),
+        "executorStats": stats_views.executor_stats(rows, is_spout, hosts, log_links),
         "outputStats": stats.output_stats(fig, is_spout),
         "inputStats": [] if is_spout else stats.input_stats(fig),
         "componentErrors": [
@@ -291,6 +303,6 @@ def component_page(
             for e in errors
         ],
     }
-    summaries = rest.window_summaries(book, tid, found, component, is_spout, now)
+    summaries = stats_views.window_summaries(book, tid, found, component, is_spout, now)
     out["spoutSummary" if is_spout else "boltStats"] = summaries
     return out

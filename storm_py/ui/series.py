@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from storm_py.metrics import stats
+from storm_py.metrics.reports import Report, is_system
 from storm_py.metrics.windows import BUCKETS, StatsBook
-from storm_py.ui.rest import Report, is_system
 
 #: the window the series come from
 SERIES_WINDOW = "600"

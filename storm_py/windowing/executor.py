@@ -26,7 +26,8 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, TICK_STREAM, Fields, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.config.keys import setting
-from storm_py.windowing.manager import Activation, Expiry, Step, WindowManager
+from storm_py.windowing.events import Activation, Expiry, Step
+from storm_py.windowing.manager import WindowManager
 from storm_py.windowing.spec import (
     LATE_TUPLE_STREAM,
     LENGTH_COUNT,

@@ -13,51 +13,13 @@ from typing import Final, Generic, TypeVar
 
 from mypy_extensions import mypyc_attr
 
+from storm_py.windowing.events import Activation, Event, Expiry, Step
 from storm_py.windowing.policies import EXPIRE, KEEP, PROCESS, STOP, EvictionPolicy, TriggerPolicy
 
 T = TypeVar("T")
 
 #: events added between two compactions of the queue (Storm's ``EXPIRE_EVENTS_THRESHOLD``)
 EXPIRE_EVENTS_THRESHOLD: Final = 100
-
-
-class Event(Generic[T]):
-    """One value in the window, its timestamp (ms) and the last evaluation it was in the window of."""
-
-    __slots__ = ("mark", "ts", "value")
-
-    def __init__(self, value: T, ts: int) -> None:
-        self.value = value
-        self.ts = ts
-        self.mark = -1
-
-    def __repr__(self) -> str:
-        return f"Event({self.value!r}, ts={self.ts})"
-
-
-class Expiry(Generic[T]):
-    """Values that left the window for good (acked by the executor)."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: list[T]) -> None:
-        self.values = values
-
-
-class Activation(Generic[T]):
-    """One evaluation of a non-empty window: its values, the new ones, those expired since the last evaluation,
-    and the reference time (the window's end, ms)."""
-
-    __slots__ = ("end", "expired", "new", "values")
-
-    def __init__(self, values: list[T], new: list[T], expired: list[T], end: int) -> None:
-        self.values = values
-        self.new = new
-        self.expired = expired
-        self.end = end
-
-
-Step = Expiry[T] | Activation[T]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -4,19 +4,18 @@ An eviction policy decides, event by event, whether an event is expired, in the 
 window, or ends the scan; its *context* (the reference time and counts) is set by the trigger policy before each
 evaluation.  A trigger policy decides when the window is evaluated: every N tuples (``Count*``), every sliding
 interval of the clock (``Time*``), or, for event time, at each window end a watermark has passed
-(``Watermark*``).  Trigger policies call back :meth:`WindowManager.evaluate
-<storm_py.windowing.manager.WindowManager.evaluate>`; nothing here reads a clock.
+(``Watermark*``).  Trigger policies call back the manager that holds them (:class:`WindowEvaluator`, what
+:class:`~storm_py.windowing.manager.WindowManager` offers them); nothing here reads a clock.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
-if TYPE_CHECKING:
-    from storm_py.windowing.manager import Event, Step, WindowManager
+from storm_py.windowing.events import Event, Step
 
 #: what an eviction policy decides for one event
 EXPIRE: Final = 0  # out of the window for good: acked and dropped
@@ -192,6 +191,22 @@ class WatermarkTimeEvictionPolicy(TimeEvictionPolicy):
 # ----------------------------------------------------------------------------------------------- trigger
 
 
+class WindowEvaluator(Protocol):
+    """What a trigger policy asks of the window manager holding it: its eviction policy, an evaluation, and the
+    counts and timestamps of its queue."""
+
+    @property
+    def eviction(self) -> EvictionPolicy: ...
+
+    def evaluate(self, out: list[Step[Any]]) -> bool: ...
+
+    def earliest_event_ts(self, after: int, until: int) -> int | None: ...
+
+    def event_count(self, reference: int) -> int: ...
+
+    def sliding_count_timestamps(self, after: int, until: int, count: int) -> list[int]: ...
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class TriggerPolicy:
     """Decides when the window is evaluated; each evaluation's steps are appended to ``out``."""
@@ -203,13 +218,13 @@ class TriggerPolicy:
     def start(self, now: int) -> None:
         """The window starts at ``now`` (ms)."""
 
-    def track(self, event: Event[Any], manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def track(self, event: Event[Any], manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         """An event arrived."""
 
-    def on_watermark(self, ts: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def on_watermark(self, ts: int, manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         """A watermark of ``ts`` arrived."""
 
-    def on_time(self, now: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def on_time(self, now: int, manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         """The clock reads ``now`` (ms)."""
 
     def reset(self) -> None:
@@ -230,7 +245,7 @@ class CountTriggerPolicy(TriggerPolicy):
         self.current = 0
         self.tracks_events = True
 
-    def track(self, event: Event[Any], manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def track(self, event: Event[Any], manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         self.current += 1
         if self.current >= self.count:
             manager.eviction.set_context(EvictionContext(event.ts))
@@ -257,7 +272,7 @@ class TimeTriggerPolicy(TriggerPolicy):
     def start(self, now: int) -> None:
         self.due = now + self.duration
 
-    def on_time(self, now: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def on_time(self, now: int, manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         due = self.due
         if due is None:
             return
@@ -284,7 +299,7 @@ class WatermarkTimeTriggerPolicy(TriggerPolicy):
         self.sliding = sliding
         self.next_end = 0
 
-    def on_watermark(self, ts: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def on_watermark(self, ts: int, manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         end = self.next_end
         while end <= ts:
             eviction = manager.eviction
@@ -309,7 +324,7 @@ class WatermarkCountTriggerPolicy(TriggerPolicy):
         self.count = count
         self.last_ts = 0
 
-    def on_watermark(self, ts: int, manager: WindowManager[Any], out: list[Step[Any]]) -> None:
+    def on_watermark(self, ts: int, manager: WindowEvaluator, out: list[Step[Any]]) -> None:
         for end in manager.sliding_count_timestamps(self.last_ts, ts, self.count):
             manager.eviction.set_context(EvictionContext(end, sliding_count=self.count))
             manager.evaluate(out)

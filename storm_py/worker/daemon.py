@@ -84,7 +84,7 @@ def run_worker(
     host = local_hostname(conf)
     heartbeat_file = worker_heartbeat_path(conf, worker_id)
     try:
-        state = ClusterState(open_storage(conf), conf)
+        state = ClusterState(open_storage(conf, wait_secs=0), conf)  # its supervisor restarts it
     except StormPyError as err:
         log.error("worker of %s on port %d cannot reach the cluster state: %s", topology_id, port, err.message)
         return EXIT_START_FAILED

@@ -8,9 +8,8 @@ from typing import Any
 from storm_py import Bolt, Fields, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.local import LocalCluster
-from storm_py.metrics import CountMetric, prometheus
+from storm_py.metrics import CountMetric, prometheus, reports
 from storm_py.testing import AckFailMapTracker, FeederSpout
-from storm_py.ui import rest
 
 
 class Counting(Bolt):
@@ -37,8 +36,8 @@ def metrics_text(cluster: LocalCluster) -> str:
     for row in cluster.nimbus.cluster_summary():
         base = cluster.state.storm_base(row["id"])
         assert base is not None
-        found = rest.observe(book, row["id"], cluster.state.worker_heartbeats(row["id"]))
-        topologies.append((row, rest.prometheus_series(book, row["id"], base, found, 0.0)))
+        found = reports.observe(book, row["id"], cluster.state.worker_heartbeats(row["id"]))
+        topologies.append((row, reports.prometheus_series(book, row["id"], base, found, 0.0)))
     return prometheus.render(prometheus.topology_families(topologies))
 
 

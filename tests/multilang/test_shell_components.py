@@ -25,6 +25,7 @@ from storm_py.multilang import ShellBolt, ShellSpout
 RESOURCES = Path(__file__).parent / "resources"
 sys.path.insert(0, str(RESOURCES))
 from sentences import SENTENCES  # noqa: E402
+from slow_log import TAIL  # noqa: E402
 
 pytest.importorskip("pystorm")
 
@@ -275,8 +276,8 @@ def test_a_command_that_cannot_start_is_reported_naming_the_component() -> None:
 
 
 class Faulty(ShellBolt):
-    def __init__(self, mode: str, marker: str) -> None:
-        super().__init__("python3", "faulty_bolt.py", mode, "5", marker)
+    def __init__(self, mode: str, marker: str, serializer: str = "json") -> None:
+        super().__init__("python3", "faulty_bolt.py", mode, "5", marker, serializer)
 
     def declare_output_fields(self, declarer):
         declarer.declare(["word"])
@@ -307,6 +308,37 @@ def test_faulty_bolt_is_reported_restarted_and_nothing_is_lost(mode: str, report
         assert all(counts[w] >= c for w, c in expected_counts(n).items())
         error = summary_of(cluster, "faults", "faulty")["lastError"]
         assert "shell bolt 'faulty'" in error
+        assert reported in error
+
+
+@pytest.mark.parametrize(("mode", "serializer", "reported"), [
+    ("stderr", "json", "wrote a stderr line longer than 65536 bytes (topology.multilang.max.stderr.line.bytes): "
+                       "'no newline ever aaaa"),
+    ("unended", "json", "a message longer than 1048576 bytes (topology.multilang.max.message.bytes): '{aaaa"),
+    ("bigbin", "msgpack", "a message longer than 1048576 bytes (topology.multilang.max.message.bytes)"),
+])
+def test_a_process_attacking_its_worker_is_a_fault_of_its_component_and_every_tuple_is_acked(
+    mode: str, serializer: str, reported: str, tmp_path: Path
+) -> None:
+    """64 MiB on stderr without a newline, ``{`` and 64 MiB without an ``end`` line, a msgpack bin declared 2 GiB
+    long: each is reported as the component's error at its bound, the process is replaced, nothing is lost."""
+    n = 30
+    token = shared(counts=Counter(), acked=set(), failed=0)
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", SentenceSpout(token, n))
+    builder.set_bolt("hostile", Faulty(mode, str(tmp_path / "armed"), serializer)).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("hostile")
+    conf: dict[str, Any] = {"topology.message.timeout.secs": 60, "topology.multilang.serializer": serializer,
+                            "topology.multilang.max.message.bytes": 1 << 20,
+                            "topology.multilang.max.stderr.line.bytes": 1 << 16}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("hostile", conf, builder.create_topology())
+        state = SHARED[token]
+        wait_until(lambda: len(state["acked"]) == n, 60, what="every sentence acked")
+        assert state["failed"] >= 1  # what the lost process held was failed and replayed
+        assert all(state["counts"][w] >= c for w, c in expected_counts(n).items())
+        error = summary_of(cluster, "hostile", "hostile")["lastError"]
+        assert "shell bolt 'hostile'" in error
         assert reported in error
 
 
@@ -348,6 +380,44 @@ def test_faulty_spout_is_reported_and_restarted(
         error = summary_of(cluster, "spout-faults", "sentences")["lastError"]
         assert "shell spout 'sentences'" in error
         assert reported in error
+
+
+class _Seen(logging.Handler):
+    """Which of some texts the records' messages ended with (the messages themselves may be megabytes)."""
+
+    def __init__(self, *endings: str) -> None:
+        super().__init__(logging.INFO)
+        self.endings = endings
+        self.seen: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.seen.update(e for e in self.endings if message.endswith(e))
+
+
+def test_a_long_message_written_slowly_keeps_its_process_alive(tmp_path: Path) -> None:
+    """Bytes arriving are a sign of life: a spout and a bolt each write a 1.5 MB log message over about 3 s with
+    topology.subprocess.timeout.secs at 2; the messages arrive, and neither process is killed."""
+    seen = _Seen(TAIL, "all 20 sentences acked")
+    logger = logging.getLogger("storm_py.multilang")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(seen)
+    token = shared(counts=Counter())
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", FaultySentences("slowlong", str(tmp_path / "spout-armed")))
+    builder.set_bolt("slow", Faulty("slowlong", str(tmp_path / "bolt-armed"))).shuffle_grouping("sentences")
+    builder.set_bolt("count", WordCounter(token)).shuffle_grouping("slow")
+    try:
+        with LocalCluster() as cluster:
+            cluster.submit_topology("slow", {"topology.subprocess.timeout.secs": 2}, builder.create_topology())
+            wait_until(lambda: seen.seen["all 20 sentences acked"] and seen.seen[TAIL] >= 2, 60,
+                       what="both long messages and every sentence acked")
+            for component in ("sentences", "slow"):
+                assert not summary_of(cluster, "slow", component).get("lastError"), component
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
 
 
 def test_simulated_time_waits_for_the_process_and_heartbeats_keep_it_alive() -> None:

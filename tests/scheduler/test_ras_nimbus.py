@@ -53,7 +53,10 @@ class World:
         return {n for n, _ in a.executor_node_port.values()} if a else set()
 
     def info(self, tid: str) -> str:
-        return str(self.nimbus.summary_by_id(tid)["schedulerInfo"])
+        return self.nimbus.reading(tid).scheduler_info
+
+    def row(self, tid: str) -> dict[str, Any]:
+        return next(r for r in self.nimbus.cluster_summary() if r["id"] == tid)
 
 
 def test_three_topologies_that_do_not_all_fit_the_last_waits_until_another_is_killed() -> None:
@@ -63,8 +66,8 @@ def test_three_topologies_that_do_not_all_fit_the_last_waits_until_another_is_ki
     a, b, c = w.submit("a", 10), w.submit("b", 20), w.submit("c", 30)
     assert w.nodes(a) and w.nodes(b) and w.nodes(a) != w.nodes(b)
     assert w.state.assignment(c) is None
-    summary = w.nimbus.summary_by_id(c)
-    assert summary["status"] == "ACTIVE"
+    summary = w.row(c)
+    assert summary["status"] == "ACTIVE" and summary["schedulerInfo"] == w.info(c)
     assert "not enough resources: an executor of 'words' needs 1400 MB memory" in summary["schedulerInfo"]
     assert [r["schedulerInfo"] for r in w.nimbus.cluster_summary()] == ["", "", summary["schedulerInfo"]]
     w.nimbus.step()
@@ -208,15 +211,15 @@ def test_the_summary_shows_requested_and_assigned_resources() -> None:
     w = World()
     w.supervisor("s1")
     running, waiting = w.submit("running", 10), w.submit("waiting", 20)
-    page = w.nimbus.summary_by_id(running)
+    page = w.row(running)
     # words: 1400 on heap, 50% CPU; count: 64 on heap + 16 off heap, the default 10% CPU
     assert (page["requestedMemOnHeap"], page["requestedMemOffHeap"], page["requestedCpu"]) == (1464, 16, 60)
     assert (page["assignedTotalMem"], page["assignedCpu"]) == (1480, 60)
-    page = w.nimbus.summary_by_id(waiting)
+    page = w.row(waiting)
     assert (page["requestedTotalMem"], page["assignedTotalMem"], page["assignedCpu"]) == (1480, 0, 0)
     even = World(scheduler="even")
     even.supervisor("s1")
-    assert "requestedTotalMem" not in even.nimbus.summary_by_id(even.submit("t"))  # even: no resources shown
+    assert "requestedTotalMem" not in even.row(even.submit("t"))  # even: no resources shown
 
 
 @pytest.mark.parametrize(("conf", "phrase"), [

@@ -54,7 +54,27 @@ class Node:
     name: str
     netns: str
     address: str
+    device: str = ""  # its end of the veth pair to the hub
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def link(self, up: bool) -> None:
+        """Bring this node's link to the network up or down (a host cut off: its processes run on, unreachable)."""
+        _ip("-n", self.netns, "link", "set", self.device, "up" if up else "down")
+
+    def block(self, address: str, blocked: bool) -> None:
+        """Drop (or stop dropping) everything this node sends to ``address``: cut off from that one host."""
+        _ip("-n", self.netns, "route", "add" if blocked else "del", "blackhole", f"{address}/32")
+
+    def listeners(self) -> list[tuple[str, int]]:
+        """``(address, port)`` of every TCP socket listening in this namespace."""
+        out = self.run("ss", "-ltnH").stdout
+        found = []
+        for line in out.splitlines():
+            local = line.split()[3]
+            address, _, port = local.rpartition(":")
+            address = address.strip("[]").split("%")[0].removeprefix("::ffff:")  # IPv4 on an IPv6 socket
+            found.append((address, int(port)))
+        return found
 
     def popen(self, cmd: Sequence[str], log: IO[bytes], cwd: Path | None = None) -> subprocess.Popen[bytes]:
         """Start ``cmd`` inside this node's namespace (stopped by :meth:`NetNamespaces.close`)."""
@@ -108,10 +128,11 @@ class NetNamespaces:
         """A new node with the next address."""
         self._count += 1
         index = self._count
-        node = Node(name, f"sp{self.tag}{name}", self._address(index + 1))
-        _ip("netns", "add", node.netns)
-        self.nodes[name] = node
+        netns = f"sp{self.tag}{name}"
+        _ip("netns", "add", netns)
         near = self._veth_to_hub(index)
+        node = Node(name, netns, self._address(index + 1), near)
+        self.nodes[name] = node
         _ip("link", "set", near, "netns", node.netns)
         _ip("-n", node.netns, "addr", "add", f"{node.address}/24", "dev", near)
         _ip("-n", node.netns, "link", "set", near, "up")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
-from storm_py.metrics import prometheus
+from storm_py.metrics import prometheus, reports
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
-from storm_py.ui import rest
+from storm_py.ui import stats_views
 from tests.stateful.components import new_run, word_count_topology
 
 WORDS = ["apple", "pear", "fig"] * 20
@@ -29,19 +29,19 @@ def test_last_committed_checkpoint_in_rest_and_metrics():
         last = summary["lastCheckpoint"]
         assert last["txid"] >= 0 and 0 <= last["ageSecs"] < 30
         assert CHECKPOINT_COMPONENT_ID in [s["spoutId"] for s in summary["spouts"]]
-        assert rest.is_system(CHECKPOINT_COMPONENT_ID)
+        assert reports.is_system(CHECKPOINT_COMPONENT_ID)
         tid = cluster.get_topology_id("ckpt-metrics")
         nimbus = cluster.nimbus
         base = nimbus.state.storm_base(tid)
-        found = rest.reports(nimbus.state.worker_heartbeats(tid))
-        series = rest.prometheus_series(nimbus.stats_book, tid, base, found, nimbus.clock.wall())
+        found = reports.reports(nimbus.state.worker_heartbeats(tid))
+        series = reports.prometheus_series(nimbus.stats_book, tid, base, found, nimbus.clock.wall())
         text = prometheus.render(prometheus.topology_families([({"name": "ckpt-metrics", "id": tid}, series)]))
         assert 'storm_topology_checkpoint_txid{topology="ckpt-metrics"}' in text
         assert 'storm_topology_checkpoint_age_seconds{topology="ckpt-metrics"}' in text
-        assert CHECKPOINT_COMPONENT_ID not in rest.visualization(base, rest.by_component(
+        assert CHECKPOINT_COMPONENT_ID not in stats_views.visualization(base, reports.by_component(
             nimbus.stats_book, tid, found, ":all-time", nimbus.clock.wall()))
         cluster.kill_topology("ckpt-metrics", wait_secs=0)
 
 
 def test_a_topology_without_managed_state_has_no_checkpoint():
-    assert rest.checkpoint_status([], 0.0) is None
+    assert stats_views.checkpoint_status([], 0.0) is None

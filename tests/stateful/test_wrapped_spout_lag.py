@@ -7,9 +7,10 @@ from typing import Any
 
 from storm_py import LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
+from storm_py.metrics import reports
 from storm_py.runtime.contracts import LagReporter, layers
 from storm_py.stateful.spout_executor import StatefulSpoutExecutor
-from storm_py.ui import rest
+from storm_py.ui import stats_views
 from tests.stateful.components import CountBolt, PositionSpout, SplitBolt, new_run
 
 WORDS = ["apple", "pear", "fig"] * 10
@@ -40,7 +41,7 @@ def test_a_stateful_log_spout_reports_its_lag_through_the_heartbeat() -> None:
         tid = cluster.get_topology_id("lagged")
 
         def lag() -> dict[str, Any]:
-            return rest.topology_lag(rest.reports(cluster.nimbus.state.worker_heartbeats(tid)))
+            return stats_views.topology_lag(reports.reports(cluster.nimbus.state.worker_heartbeats(tid)))
 
         wait_until(lambda: "log" in lag(), 30, interval=0.05, what="the log spout's lag in a heartbeat")
         cluster.kill_topology("lagged", wait_secs=0)

@@ -1,9 +1,8 @@
-"""The contract's no-circles rule: no storm_py module imports, at module level, one that imports it back.
+"""The contract's no-circles rule: no storm_py module imports one that imports it back, by any kind of import.
 
-The graph is grimp's (what import-linter reads), without ``if TYPE_CHECKING:`` imports; an import inside a
-function body runs only when called, so it is left out of that rule, while one at module level (in a class body
-or a top-level ``if``/``try`` too) counts.  Circles that function-level imports close are held to the groups
-listed in ``DEFERRED_CIRCLES``: each may shrink, none may grow, and no other may appear.
+The graph is grimp's (what import-linter reads) with every import in it: at module level, inside a function body
+(deferred, but a dependency all the same) and under ``if TYPE_CHECKING:`` (a type is a dependency too).  A name
+two modules share moves down, or the lower module declares the ``Protocol`` it needs of the upper one.
 """
 
 from __future__ import annotations
@@ -16,36 +15,15 @@ import grimp
 from tests.unit.sources import parsed_sources
 
 
-def _deferred_import_lines() -> dict[str, set[int]]:
-    """Per module name: the line numbers of imports inside function bodies."""
-    out: dict[str, set[int]] = {}
-    for path, _, tree in parsed_sources():
-        name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-        lines: set[int] = set()
-        for fn in ast.walk(tree):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                lines |= {n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))}
-        out[name] = lines
-    return out
-
-
 @functools.cache
 def _graph() -> grimp.ImportGraph:
-    return grimp.build_graph("storm_py", exclude_type_checking_imports=True, cache_dir=None)
+    return grimp.build_graph("storm_py", exclude_type_checking_imports=False, cache_dir=None)
 
 
-def module_level_imports(deferred_too: bool = False) -> dict[str, set[str]]:
-    """storm_py module -> the storm_py modules it imports at module level (``deferred_too``: in functions too)."""
+def import_edges() -> dict[str, set[str]]:
+    """storm_py module -> the storm_py modules it imports, wherever the import sits."""
     graph = _graph()
-    deferred = _deferred_import_lines()
-    edges: dict[str, set[str]] = {m: set() for m in graph.modules}
-    for importer in graph.modules:
-        for imported in graph.find_modules_directly_imported_by(importer):
-            details = graph.get_import_details(importer=importer, imported=imported)
-            lines = {d["line_number"] for d in details}
-            if deferred_too or not details or lines - deferred.get(importer, set()):
-                edges[importer].add(imported)
-    return edges
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -107,22 +85,46 @@ def test_circles_finds_a_circle_and_names_its_modules():
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_module_level_import_circle_in_storm_py():
-    edges = module_level_imports()
+def _imports_off_module_level() -> list[tuple[str, str, str]]:
+    """``(module, imported storm_py module or name, where)`` of each import inside a function or under
+    ``TYPE_CHECKING``."""
+    out = []
+    for path, _, tree in parsed_sources():
+        name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        blocks: list[tuple[str, ast.AST]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                blocks.append(("function", node))
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                blocks.append(("TYPE_CHECKING", node))
+        for where, block in blocks:
+            for imp in ast.walk(block):
+                if isinstance(imp, ast.ImportFrom) and imp.level == 0 and (imp.module or "").startswith("storm_py"):
+                    # ``from package import name``: ``name`` is a submodule or a name of the package
+                    out += [(name, f"{imp.module}.{a.name}", where) for a in imp.names]
+                elif isinstance(imp, ast.Import):
+                    out += [(name, a.name, where) for a in imp.names if a.name.startswith("storm_py")]
+    return out
+
+
+def test_the_graph_holds_function_level_and_type_checking_imports():
+    """Every import inside a function or under ``if TYPE_CHECKING:`` is an edge of the graph checked below."""
+    edges = import_edges()
+    graph = _graph()
+    missing = []
+    for importer, imported, where in _imports_off_module_level():
+        target = imported  # the imported module: the longest prefix of the dotted name that is one
+        while target not in graph.modules and "." in target:
+            target = target.rsplit(".", 1)[0]
+        if target != importer and target not in edges.get(importer, set()):
+            missing.append(f"{importer} -> {imported} ({where})")
+    assert not missing, "imports the circle check would not see:\n" + "\n".join(missing)
+
+
+def test_no_import_circle_in_storm_py():
+    edges = import_edges()
     assert edges.get("storm_py.nimbus.core"), "the import graph came out empty"
     found = circles(edges)
-    assert not found, "import circles between storm_py modules (break them: move the shared name down, or " \
-        "take a Protocol):\n" + "\n".join(" -> ".join(c) for c in found)
-
-
-#: groups of modules still in a circle through an import inside a function (each group a strongly connected set)
-DEFERRED_CIRCLES = (
-    {"storm_py.trident.drpc", "storm_py.trident.planner", "storm_py.trident.stream"},
-)
-
-
-def test_no_new_circle_through_a_function_level_import():
-    found = [c for c in circles(module_level_imports(deferred_too=True))
-             if not any(set(c) <= allowed for allowed in DEFERRED_CIRCLES)]
-    assert not found, "new import circles through function-level imports (break them, as the module-level " \
-        "ones):\n" + "\n".join(" -> ".join(c) for c in found)
+    assert not found, "import circles between storm_py modules, counting imports inside functions and under " \
+        "TYPE_CHECKING (break them: move the shared name down, or take a Protocol):\n" + \
+        "\n".join(" -> ".join(c) for c in found)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from storm_py.metrics.reports import Report
 from storm_py.metrics.windows import StatsBook
-from storm_py.ui.rest import Report
 from storm_py.ui.series import series
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storm_py.metrics import prometheus, stats
+from storm_py.metrics import prometheus, reports, stats
 from storm_py.state.models import WorkerHeartbeat
-from storm_py.ui import rest
+from storm_py.ui import stats_views
 
 
 def beat(lag: Any, component: str = "kafka", tasks: list[int] | None = None) -> WorkerHeartbeat:
@@ -16,8 +16,8 @@ def beat(lag: Any, component: str = "kafka", tasks: list[int] | None = None) -> 
     return WorkerHeartbeat("t-1", [(3, 3)], time_secs=100.0, stats={"executors": {f"{component}:[3-3]": report}})
 
 
-def lag_of(lag: Any) -> rest.SpoutLag | None:
-    (found,) = rest.reports({("node", 6700): beat(lag)})
+def lag_of(lag: Any) -> reports.SpoutLag | None:
+    (found,) = reports.reports({("node", 6700): beat(lag)})
     return found.lag
 
 
@@ -58,7 +58,7 @@ def test_the_lag_route_has_storms_shape_summed_over_a_spouts_executors() -> None
                            "recordsPerSec": 2.5}, tasks=[4]),
         ("c", 6700): beat(None, component="count"),
     }
-    assert rest.topology_lag(rest.reports(beats)) == {"kafka": {
+    assert stats_views.topology_lag(reports.reports(beats)) == {"kafka": {
         "spoutId": "kafka", "spoutType": "KAFKA", "totalLag": 13, "recordsPerSec": 12.5,
         "spoutLagResult": {
             "in": {"0": {"consumerCommittedOffset": 40, "logHeadOffset": 50, "lag": 10},

@@ -20,6 +20,7 @@ from storm_py.trident import (
     TridentTopology,
 )
 from storm_py.trident.planner import SPOUT_ID, Plan, plan
+from storm_py.trident.stream import drpc_stream
 
 
 class Split(BaseFunction):
@@ -177,8 +178,6 @@ class Requests:
 
 def test_a_drpc_stream_ends_in_a_batch_global_return_step() -> None:
     """Storm's completeDRPC: the stream's last operation and the request's return info meet in one task."""
-    from storm_py.trident.drpc import drpc_stream
-
     topology = TridentTopology()
     stream = drpc_stream(topology, "f", Requests(), object)
     stream.each(["args"], Split(), ["word"]).aggregate(Count(), ["count"])

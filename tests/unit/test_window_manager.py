@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from storm_py.windowing.manager import EXPIRE_EVENTS_THRESHOLD, Activation, Expiry, WindowManager
+from storm_py.windowing.events import Activation, Expiry
+from storm_py.windowing.manager import EXPIRE_EVENTS_THRESHOLD, WindowManager
 from storm_py.windowing.policies import (
     CountEvictionPolicy,
     CountTriggerPolicy,

@@ -30,13 +30,6 @@
       { label: "Num tasks", key: "tasksTotal", num: true },
       { label: "Message timeout", key: "msgTimeout", num: true },
       { label: "Scheduler info", key: "schedulerInfo" },
-      // the resource aware scheduler's requested and assigned memory (MB) and CPU (% of a core)
-      ...(page.requestedTotalMem === undefined ? [] : [
-        { label: "Requested memory", render: r => Storm.num(r.requestedTotalMem) + " MB", num: true },
-        { label: "Assigned memory", render: r => Storm.num(r.assignedTotalMem) + " MB", num: true },
-        { label: "Requested CPU", render: r => Storm.num(r.requestedCpu) + " %", num: true },
-        { label: "Assigned CPU", render: r => Storm.num(r.assignedCpu) + " %", num: true },
-      ]),
       { label: "Last checkpoint", render: r => r.lastCheckpoint ? "txid " + r.lastCheckpoint.txid +
         (r.lastCheckpoint.ageSecs === null ? "" : ", " + r.lastCheckpoint.ageSecs.toFixed(1) + " s ago") : "" },
     ], [page]);

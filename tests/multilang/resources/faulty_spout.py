@@ -1,7 +1,8 @@
 """pystorm spout that emits sentence i under id i for i < N, and whose first run (MARKER absent) exits or hangs
-in next_tuple after AFTER emits; later runs behave and log once all N are acked.
+in next_tuple after AFTER emits, or (``slowlong``) writes a 1.5 MB ``log`` message over about three seconds there
+and goes on; later runs behave; each logs once all N are acked.
 
-usage: faulty_spout.py exit|hang N AFTER MARKER
+usage: faulty_spout.py exit|hang|slowlong N AFTER MARKER
 """
 
 import os
@@ -10,6 +11,7 @@ import time
 
 from pystorm import Spout
 from sentences import SENTENCES
+from slow_log import write_slowly
 
 MODE, TOTAL, AFTER, MARKER = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 
@@ -23,6 +25,9 @@ class FaultySpout(Spout):
             open(MARKER, "w").close()
 
     def next_tuple(self):
+        if self.armed and self.next_id >= AFTER and MODE == "slowlong":
+            write_slowly()
+            self.armed = False
         if self.armed and self.next_id >= AFTER:
             if MODE == "exit":
                 os._exit(4)

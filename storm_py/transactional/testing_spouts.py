@@ -1,4 +1,4 @@
-"""In-memory transactional spouts for tests and examples: partitioned (identical replays) and opaque.
+"""Test spouts: in-memory transactional spouts for tests and examples, partitioned (identical replays) and opaque.
 
 ``data`` is ``{partition: [values, ...]}`` (partitions 0..n-1) and stays the caller's object: it may grow
 while the topology runs, partitions may be added.  Each batch takes up to ``take_per_batch`` tuples of every
