@@ -76,3 +76,10 @@ def test_memory_priorities_waiting_reasons_and_a_gpu_on_a_dev_cluster(dev_cluste
     cluster.cli("kill", "a", "-w", "0")
     wait_until(lambda: assigned(cluster, "c"), 60, interval=0.25, what="the waiting topology to be scheduled")
     assert cluster.client().topology("c")["schedulerInfo"] == ""
+
+    # rebalance -r: a spout grown past what is free leaves the topology waiting, with its reason
+    cluster.cli("rebalance", "c", "-w", "0", "-r", '{"spout": {"onheap.memory.mb": 1900}}')
+    wait_until(lambda: not assigned(cluster, "c"), 60, interval=0.25, what="the grown topology to wait")
+    assert "not enough resources" in cluster.client().topology("c")["schedulerInfo"]
+    refused = cluster.cli("rebalance", "c", "-r", '{"nope": {"onheap.memory.mb": 1}}', check=False)
+    assert refused.returncode == 1 and "unknown component 'nope'" in refused.stderr
