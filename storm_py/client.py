@@ -371,9 +371,10 @@ class NimbusClient:
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
         conf_overrides: Mapping[str, Any] | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``,
-        ``topologyConfOverrides``)."""
+        ``topologyConfOverrides``, and ``topologyResourcesOverrides``: ``rebalance -r``)."""
         options: dict[str, Any] = {}
         if num_workers is not None:
             options["numWorkers"] = num_workers
@@ -381,6 +382,8 @@ class NimbusClient:
             options["executors"] = dict(executors)
         if conf_overrides:
             options["topologyConfOverrides"] = dict(conf_overrides)
+        if resources:
+            options["topologyResourcesOverrides"] = dict(resources)
         return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})
 
 

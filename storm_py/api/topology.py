@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from storm_py.api.components import BasicBolt, Bolt, Component, CustomStreamGrouping, OutputFieldsDeclarer, Spout
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
@@ -114,6 +115,41 @@ class _Declarer:
         """Log every emit, ack and fail of this component."""
         self._spec.conf["topology.debug"] = bool(flag)
         return self
+
+
+    def set_memory_load(self, on_heap_mb: float, off_heap_mb: float = 0.0) -> Self:
+        """Memory (MB) each executor of this component needs, on and off heap (Storm's ``setMemoryLoad``; the
+        resource aware scheduler places by it)."""
+        self._spec.conf["topology.component.resources.onheap.memory.mb"] = _amount(
+            self._spec.id, "topology.component.resources.onheap.memory.mb", on_heap_mb)
+        self._spec.conf["topology.component.resources.offheap.memory.mb"] = _amount(
+            self._spec.id, "topology.component.resources.offheap.memory.mb", off_heap_mb)
+        return self
+
+    def set_cpu_load(self, percent: float) -> Self:
+        """CPU each executor of this component needs, in percent of a core (Storm's ``setCPULoad``)."""
+        self._spec.conf["topology.component.cpu.pcore.percent"] = _amount(
+            self._spec.id, "topology.component.cpu.pcore.percent", percent)
+        return self
+
+    def add_resource(self, name: str, amount: float) -> Self:
+        """A generic resource each executor of this component needs, e.g. ``add_resource("gpu.count", 1)``
+        (Storm's ``addResource``); only supervisors whose ``supervisor.resources.map`` offers it run it."""
+        if not isinstance(name, str) or not name:
+            raise InvalidTopologyException(f"resource name of {self._spec.id!r} must be a non-empty string, got "
+                                           f"{name!r}", component=self._spec.id)
+        resources = dict(self._spec.conf.get("topology.component.resources.map") or {})
+        resources[name] = _amount(self._spec.id, f"topology.component.resources.map[{name!r}]", amount)
+        self._spec.conf["topology.component.resources.map"] = resources
+        return self
+
+
+def _amount(component: str, key: str, value: Any) -> float:
+    """``value`` as a resource amount: a finite number >= 0, else an error naming the component and the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InvalidTopologyException(f"{key} of {component!r} must be a number >= 0, got {value!r}",
+                                       component=component, key=key)
+    return float(value)
 
 
 class SpoutDeclarer(_Declarer):

@@ -10,7 +10,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -20,8 +20,10 @@ import click
 
 from storm_py.cli.options import FiniteFloatRange, config_file_used, config_options, load_conf
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.config import parse_override
+from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
-from storm_py.errors import StormPyError
+from storm_py.errors import ConfigError, StormPyError
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +207,28 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
     serve_dev_service(zk, "ZooKeeper", lambda: zk.connect_string, "zookeeper")
 
 
+def supervisor_confs(items: Iterable[str], supervisors: int) -> dict[int, dict[str, Any]]:
+    """``--supervisor-conf N:KEY=VALUE`` items as supervisor number -> its own keys, checked against the key
+    table; a bad item is a :class:`click.BadParameter` naming it."""
+    out: dict[int, dict[str, Any]] = {}
+    for text in items:
+        number, _, setting_text = text.partition(":")
+        if not number.strip().isdigit() or not 1 <= int(number) <= supervisors:
+            raise click.BadParameter(f"{text!r} must start with a supervisor number from 1 to {supervisors}",
+                                     param_hint="--supervisor-conf")
+        try:
+            key, value = parse_override(setting_text)
+        except ConfigError as err:
+            raise click.BadParameter(err.message, param_hint="--supervisor-conf") from err
+        out.setdefault(int(number), {})[key] = value
+    for index, extra in out.items():
+        try:
+            validate_conf(extra, f"--supervisor-conf of supervisor {index}:")
+        except ConfigError as err:
+            raise click.BadParameter(err.message, param_hint="--supervisor-conf") from err
+    return out
+
+
 @click.command("dev-cluster")
 @click.option("--supervisors", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--nimbuses", type=click.IntRange(min=1), default=1, show_default=True,
@@ -217,6 +241,9 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
               help="Seconds to wait for the cluster to accept work.")
 @click.option("--tls", is_flag=True, default=False,
               help="Serve every HTTP endpoint over TLS with a throwaway CA (needs the cryptography package).")
+@click.option("--supervisor-conf", "supervisor_conf", multiple=True, metavar="N:KEY=VALUE",
+              help="A key for supervisor N only (from 1), e.g. '2:supervisor.resources.map={gpu.count: 1}'; "
+                   "repeatable.")
 @config_options
 def dev_cluster(
     supervisors: int,
@@ -226,6 +253,7 @@ def dev_cluster(
     zookeeper: str | None,
     timeout: float,
     tls: bool,
+    supervisor_conf: tuple[str, ...],
     config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
@@ -233,7 +261,9 @@ def dev_cluster(
     from storm_py.dev.cluster import DevCluster
 
     conf = load_conf(config_file, overrides)
-    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper, tls=tls)
+    per_supervisor = supervisor_confs(supervisor_conf, supervisors)
+    cluster = DevCluster(Path(workdir), conf, supervisors, nimbuses, ports_per_supervisor, zookeeper, tls=tls,
+                         supervisor_confs=per_supervisor)
     with _stop_on_signals() as stop:
         try:
             cluster.start(timeout)

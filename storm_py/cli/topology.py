@@ -158,7 +158,8 @@ def _json_object(text: str, hint: str) -> dict[str, Any]:
 @click.option("-t", "--topology-conf", "topology_conf", default=None, metavar="JSON",
               help="Topology conf overrides, a JSON object (workers started from the rebalance on use them).")
 @click.option("-r", "--resources", default=None, metavar="JSON",
-              help="Storm's resource overrides: refused, storm_py schedules slots, not resources.")
+              help='Component resources, a JSON object such as \'{"split": {"onheap.memory.mb": 512, '
+                   '"cpu.pcore.percent": 50}}\' (storm.scheduler: resource_aware).')
 @config_options
 def rebalance(
     name: str,
@@ -173,12 +174,10 @@ def rebalance(
     """Spread topology NAME anew over the cluster, optionally with new worker/executor counts and conf."""
     counts = _executor_counts(executors)
     conf_overrides = _json_object(topology_conf, "-t / --topology-conf") if topology_conf is not None else None
-    if resources is not None:
-        _json_object(resources, "-r / --resources")
-        raise click.BadParameter("storm_py has no resource-aware scheduler: executors go to slots, so there are no "
-                                 "component resources to override", param_hint="-r / --resources")
+    resource_overrides = _json_object(resources, "-r / --resources") if resources is not None else None
     try:
-        _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts, conf_overrides)
+        _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts, conf_overrides,
+                                                             resource_overrides)
     except StormPyError as err:
         raise command_error(err, config_file) from err
     click.echo(f"Topology {name} is rebalancing")

@@ -110,8 +110,11 @@ class DevCluster:
         zookeeper: str | None = None,
         host: str = "127.0.0.1",
         tls: bool = False,
+        supervisor_confs: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         self.workdir = workdir.resolve()
+        #: keys for one supervisor only (1-based number -> conf), e.g. its ``supervisor.resources.map``
+        self.supervisor_confs = {int(k): dict(v) for k, v in (supervisor_confs or {}).items()}
         self.tls = tls
         self.base_conf = dict(conf or {})
         self.num_supervisors = supervisors
@@ -215,7 +218,7 @@ class DevCluster:
             slots = [free_port(self.host) for _ in range(self.ports_per_supervisor)]
             self._spawn(f"supervisor-{i}", "supervisor", {**common, "supervisor.slots.ports": slots,
                                                           "storm.local.dir": str(self.workdir / f"supervisor-{i}"),
-                                                          "logviewer.port": 0})
+                                                          "logviewer.port": 0, **self.supervisor_confs.get(i, {})})
         self._spawn("drpc", "drpc", {**common, "storm.local.dir": str(self.workdir / "drpc")}, drpc_ports[0])
         self._record()
         self._wait_ready(timeout)

@@ -327,7 +327,8 @@ class NimbusApi:
 
     def rebalance(self, req: Request) -> dict[str, Any]:
         """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
-        ``executors``, and ``topologyConfOverrides``: ``rebalance -t``)."""
+        ``executors``, ``topologyConfOverrides``: ``rebalance -t``, ``topologyResourcesOverrides``:
+        ``rebalance -r``)."""
         self._require_leader()
         wait = wait_param(req)
         body = req.json()
@@ -346,8 +347,11 @@ class NimbusApi:
         overrides = options.get("topologyConfOverrides") or {}
         if not isinstance(overrides, Mapping):
             raise BadRequestError("rebalanceOptions.topologyConfOverrides must be an object of config keys")
+        resources = options.get("topologyResourcesOverrides") or {}
+        if not isinstance(resources, Mapping):
+            raise BadRequestError("rebalanceOptions.topologyResourcesOverrides must map components to resources")
         tid, base = self._base(req.params["id"])
-        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides)
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides, resources)
         return self._done("rebalance", tid)
 
     def log_config(self, req: Request) -> dict[str, Any]:

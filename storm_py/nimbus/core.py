@@ -26,12 +26,14 @@ from storm_py.config.keys import setting
 from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
 from storm_py.metrics.reports import TopologyReading, observe
 from storm_py.metrics.windows import StatsBook
+from storm_py.nimbus import ras
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.component_settings import component_settings
-from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
+from storm_py.nimbus.monitor import SlotMonitor, Timeouts, assignment_of, plan_assignment
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
+from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import ACTIVE, INACTIVE, KILLED, StormBase
 
@@ -72,6 +74,11 @@ class Nimbus:
         # watching from construction; reset on leadership and reconnection
         self.monitor = SlotMonitor(Timeouts.from_conf(conf), clock.wall())
         self._unplaced: set[str] = set()
+        #: storm.scheduler: the resource aware scheduler (else the even one), the users' pools, and why each
+        #: topology it could not place waits
+        self._resource_aware = ras.is_resource_aware(self.conf)
+        self._pools = user_pools(self.conf)
+        self._waiting: dict[str, str] = {}
         #: rolling statistics windows of every live executor (bounded per executor), fed from heartbeats
         self.stats_book = StatsBook()
         self.is_leader: Callable[[], bool] = lambda: True
@@ -108,6 +115,7 @@ class Nimbus:
             topo_conf = merge_registrations(topo_conf, (c.conf for c in topology.components().values()))
             system, counts = checked_system_topology(topology, topo_conf)
             self._check_caps(name, 1, sum(e for _, e in counts.values()))
+            resources = ras.component_resources(system, topo_conf)
             self._counter += 1
             tid = f"{name}-{self._counter}-{int(self.clock.wall())}"
             self.code_store.put(tid, code)
@@ -125,7 +133,9 @@ class Nimbus:
                 },
                 topology_conf=topo_conf,
                 component_settings=component_settings(system, topo_conf),
+                component_resources=resources,
             )
+            self._check_fits(name, tid, base)
             self.state.set_storm_base(tid, base)
             self._schedule(tid, base, fresh=True)
             log.info("submitted topology %s as %s", name, tid)
@@ -146,6 +156,16 @@ class Nimbus:
                 topology=name,
             )
 
+    def _check_fits(self, name: str, tid: str, base: StormBase) -> None:
+        """With the resource aware scheduler, refuse a topology with a component no live supervisor could ever
+        run (more than any one offers); the error names the component."""
+        if not self._resource_aware:
+            return
+        slots, _ = self.monitor.alive_slots(self.state.supervisors(), self.clock.wall())
+        why = unplaceable(ras.demand_of(tid, base), ras.nodes_of(self.state.supervisors(), slots))
+        if why:
+            raise InvalidTopologyException(f"{name!r} cannot be scheduled: {why}", topology=name)
+
     def _normalize_conf(self, name: str, conf: Mapping[str, Any]) -> dict[str, Any]:
         merged = {k: v for k, v in self.conf.items() if k.startswith("topology.")}
         merged.update(conf)
@@ -163,6 +183,9 @@ class Nimbus:
     def _schedule(
         self, tid: str, base: StormBase, fresh: bool = False, dead: frozenset[tuple[str, int]] = frozenset()
     ) -> None:
+        if self._resource_aware:
+            self._schedule_resources(tid, fresh, dead)
+            return
         wall = self.clock.wall()
         slots, hosts = self.monitor.alive_slots(self.state.supervisors(), wall)
         used: set[tuple[str, int]] = set()
@@ -181,6 +204,39 @@ class Nimbus:
         if current is None or current.executor_node_port != planned.executor_node_port:
             self.state.set_assignment(tid, planned)
             log.info("assigned %s to %d slot(s)", tid, len(set(planned.executor_node_port.values())))
+
+    def _schedule_resources(self, tid: str, fresh: bool, dead: frozenset[tuple[str, int]]) -> None:
+        """The resource aware scheduler over the whole cluster: ``tid`` moves off ``dead`` slots (or starts
+        afresh); topologies that do not fit, or are evicted for more important ones, lose their assignment and
+        wait with the reason shown in their ``schedulerInfo``."""
+        wall = self.clock.wall()
+        supervisors = self.state.supervisors()
+        slots, hosts = self.monitor.alive_slots(supervisors, wall)
+        nodes = ras.nodes_of(supervisors, [s for s in slots if s not in dead])
+        if not nodes:  # no supervisor at all: keep what is assigned (nothing is torn down) and retry
+            return
+        bases = {t: b for t, b in self.state.storm_bases().items() if b.status != KILLED or self.state.assignment(t)}
+        assignments = {t: self.state.assignment(t) for t in bases}
+        current = {t: ras.placement_of(bases[t], a.executor_node_port) for t, a in assignments.items()
+                   if a is not None and not (fresh and t == tid)}
+        plan = schedule_resource_aware(
+            [ras.demand_of(t, b) for t, b in bases.items()], nodes, current, self._pools,
+            [t for t, b in bases.items() if ras.is_constrained(b)],
+        )
+        for t in bases:
+            assignment = assignments[t]
+            placed = plan.placements.get(t)
+            planned = assignment_of(placed, assignment, hosts, wall, fresh and t == tid) if placed else None
+            if planned is None:
+                if assignment is not None:
+                    self.state.remove_assignment(t)
+                if self._waiting.get(t) != plan.waiting.get(t):
+                    log.warning("%s waits: %s", t, plan.waiting.get(t, "no live supervisor"))
+            elif assignment is None or assignment.executor_node_port != planned.executor_node_port:
+                self.state.set_assignment(t, planned)
+                log.info("assigned %s to %d slot(s)", t, len(set(planned.executor_node_port.values())))
+        self._waiting = {t: plan.waiting.get(t, "not running: no live supervisor") for t in bases
+                         if t not in plan.placements}
 
     # ----------------------------------------------------------------------------------------------- actions
 
@@ -235,12 +291,21 @@ class Nimbus:
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
         conf_overrides: Mapping[str, Any] | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         """Deactivate for ``wait_secs`` (default: message timeout), then reschedule with new counts; the topology
-        conf gains ``conf_overrides`` (Storm's ``rebalance -t``), which workers started from then on run with."""
+        conf gains ``conf_overrides`` (Storm's ``rebalance -t``), which workers started from then on run with;
+        ``resources`` changes components' resources (Storm's ``rebalance -r``:
+        ``{"component": {"onheap.memory.mb": 512}}``)."""
         with self._lock:
             tid, base = self._require(name)
             overrides = checked_conf_overrides(name, base.topology_conf, conf_overrides or {})
+            ras.check_constraints({**base.topology_conf, **overrides}, base.component_executors)
+            if resources and not self._resource_aware:
+                raise InvalidTopologyException(
+                    "rebalance -r changes component resources, which only storm.scheduler: resource_aware places by",
+                    topology=name)
+            new_resources = ras.rebalanced_resources(base, resources) if resources else None
             if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
                 raise InvalidTopologyException(f"number of workers must be a positive integer, got {num_workers!r}")
             if num_workers is not None:
@@ -264,6 +329,7 @@ class Nimbus:
                 "num_workers": num_workers,
                 "num_executors": dict(executors or {}),
                 "topology_conf": overrides,
+                **({"component_resources": new_resources} if new_resources is not None else {}),
             }
             self.state.set_storm_base(
                 tid, _replace(base, status=status, prev_status=base.status, topology_action_options=options)
@@ -331,6 +397,7 @@ class Nimbus:
         self.state.remove_errors(tid)
         self.code_store.delete(tid)
         self.monitor.forget(tid)
+        self._waiting.pop(tid, None)
 
     def _do_rebalance(self, tid: str, base: StormBase, opts: Mapping[str, Any]) -> None:
         execs = dict(base.component_executors)
@@ -345,6 +412,7 @@ class Nimbus:
             num_workers=int(workers),
             component_executors=execs,
             topology_conf={**base.topology_conf, **(opts.get("topology_conf") or {})},
+            component_resources=opts.get("component_resources") or base.component_resources,
         )
         self.state.set_storm_base(tid, new)
         self._schedule(tid, new, fresh=True)
@@ -366,6 +434,13 @@ class Nimbus:
 
     # ---------------------------------------------------------------------------------------------- summaries
 
+    def _scheduling(self, tid: str, base: StormBase, workers: int) -> tuple[int, str]:
+        """The workers the scheduler would give with slots to spare, and why fewer run ("" when none are
+        missing); with the resource aware scheduler the workers it gave and why the topology waits."""
+        if not self._resource_aware:
+            return _even_scheduling(base, workers)
+        return workers, self._waiting.get(tid, "") if not workers else ""
+
     def topology_reading(self, name: str) -> TopologyReading:
         """What nimbus knows of the live topology ``name`` now (the UI shapes its page from it)."""
         tid, base = self._require(name)
@@ -382,7 +457,7 @@ class Nimbus:
         workers = len(set(assignment.executor_node_port.values())) if assignment else 0
         return TopologyReading(
             tid, base, assignment, self.state.topology_errors(tid), found, self.stats_book, self.clock.wall(),
-            *_scheduling(base, workers),
+            *self._scheduling(tid, base, workers),
         )
 
     def cluster_summary(self) -> list[dict[str, Any]]:
@@ -391,7 +466,7 @@ class Nimbus:
         for tid, base in sorted(self.state.storm_bases().items()):
             assignment = self.state.assignment(tid)
             workers = len(set(assignment.executor_node_port.values())) if assignment else 0
-            wanted, info = _scheduling(base, workers)
+            wanted, info = self._scheduling(tid, base, workers)
             rows.append(
                 {
                     "id": tid,
@@ -401,6 +476,7 @@ class Nimbus:
                     "workersTotal": workers,
                     "requestedWorkers": wanted,
                     "schedulerInfo": info,
+                    **(ras.resource_summary(base, workers > 0) if self._resource_aware else {}),
                     "executorsTotal": sum(base.component_executors.values()),
                     "uptimeSeconds": int(max(0.0, self.clock.wall() - base.launch_time)),
                 }
@@ -408,8 +484,9 @@ class Nimbus:
         return rows
 
 
-def _scheduling(base: StormBase, workers: int) -> tuple[int, str]:
-    """The workers the scheduler would give with slots to spare, and why fewer run ("" when none are missing)."""
+def _even_scheduling(base: StormBase, workers: int) -> tuple[int, str]:
+    """The workers the even scheduler would give with slots to spare, and why fewer run ("" when none are
+    missing)."""
     wanted = ts.wanted_workers(base.num_workers, sum(base.component_executors.values()))
     return wanted, ts.scheduler_info(workers, wanted)
 

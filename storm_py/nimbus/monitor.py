@@ -126,6 +126,12 @@ class SlotMonitor:
         return dead
 
 
+def executors_of(base: StormBase) -> list[tuple[str, int, int]]:
+    """The topology's executors as (component, start task, end task), from its task and executor counts."""
+    counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+    return [(c, s, e) for c, (s, e) in layout_from_counts(counts).all_executors()]
+
+
 def plan_assignment(
     base: StormBase,
     current: Assignment | None,
@@ -149,9 +155,7 @@ def plan_assignment(
         fresh: schedule from scratch (submit, rebalance) instead of keeping executors where they are.
         dead: slots to leave (their executors move).
     """
-    counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
-    layout = layout_from_counts(counts)
-    executors = [(c, s, e) for c, (s, e) in layout.all_executors()]
+    executors = executors_of(base)
     by_range = {(s, e): c for c, s, e in executors}
     alive = [s for s in slots if s not in dead]
     free = [s for s in alive if s not in used]
@@ -159,6 +163,17 @@ def plan_assignment(
     if current is not None and not fresh:
         existing = {(by_range[r], r[0], r[1]): slot for r, slot in current.executor_node_port.items() if r in by_range}
     placed = schedule_even(executors, base.num_workers, free, existing, alive_slots=alive)
+    return assignment_of(placed, current, hosts, wall, fresh)
+
+
+def assignment_of(
+    placed: Mapping[tuple[str, int, int], Slot],
+    current: Assignment | None,
+    hosts: Mapping[str, str],
+    wall: float,
+    fresh: bool = False,
+) -> Assignment | None:
+    """The assignment of a placement (None when empty); executors that stay keep their start times."""
     if not placed:
         return None
     start_times: dict[tuple[int, int], float] = {}

@@ -74,6 +74,9 @@ class StormBase:
     component_inputs: dict[str, list[list[str]]] = field(default_factory=dict)
     #: each component's window and state keys, where they apply (shown on the topology page)
     component_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what one executor of each component needs (its ``topology.component.resources.*`` and
+    #: ``topology.component.cpu.pcore.percent`` keys), read by the resource aware scheduler
+    component_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -92,6 +95,7 @@ class StormBase:
             "spout_ids": list(self.spout_ids),
             "component_inputs": {k: [list(i) for i in v] for k, v in self.component_inputs.items()},
             "component_settings": {k: dict(v) for k, v in self.component_settings.items()},
+            "component_resources": {k: dict(v) for k, v in self.component_resources.items()},
         }
 
     @classmethod
@@ -120,6 +124,9 @@ class StormBase:
             },
             component_settings={
                 str(k): _mapping(v) for k, v in _mapping(d.get("component_settings", {})).items()
+            },
+            component_resources={
+                str(k): _mapping(v) for k, v in _mapping(d.get("component_resources", {})).items()
             },
         )
 

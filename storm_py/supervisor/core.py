@@ -14,6 +14,7 @@ from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
 from storm_py.errors import DependencyError, StormPyError
+from storm_py.scheduler.resource_aware import supervisor_resources
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
 from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
@@ -43,6 +44,8 @@ class Supervisor:
         self.id = supervisor_id
         self.hostname = hostname
         self.ports = list(ports if ports is not None else setting(conf, "supervisor.slots.ports"))
+        #: what this supervisor offers the resource aware scheduler (memory, CPU, generic resources)
+        self.resources = supervisor_resources(conf)
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
         self.launch_failures: dict[int, str] = {}
@@ -70,6 +73,7 @@ class Supervisor:
             used_ports=sorted(self.workers),
             version=__version__,
             logviewer_port=self.logviewer_port,
+            resources=dict(self.resources),
             scheduler_meta={**({"health": "; ".join(self.health_failures)} if self.health_failures else {}),
                             **self._pending_meta()},
         )

@@ -94,9 +94,11 @@ class DevClusterProcess:
         nimbuses: int = 1,
         zookeeper: str | None = None,
         tls: bool = False,
+        supervisor_confs: tuple[str, ...] = (),
     ) -> None:
         self.workdir = workdir
         self.tls = tls
+        self.supervisor_confs = supervisor_confs  # "N:KEY=VALUE": a key for supervisor N only
         self.conf = {**FAST_CONF, **(conf or {})}
         self.supervisors = supervisors
         self.nimbuses = nimbuses
@@ -119,6 +121,8 @@ class DevClusterProcess:
             cmd += ["--zookeeper", self.zookeeper]
         if self.tls:
             cmd.append("--tls")
+        for item in self.supervisor_confs:
+            cmd += ["--supervisor-conf", item]
         with self.out.open("wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)

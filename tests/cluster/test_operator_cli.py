@@ -179,7 +179,7 @@ def test_log_search_finds_a_line_in_a_worker_log_and_wants_the_token(ops) -> Non
         assert refused.value.code == 401, (method, path)
 
 
-def test_rebalance_t_overrides_the_topology_conf_and_r_is_refused(ops) -> None:
+def test_rebalance_t_overrides_the_topology_conf_and_r_needs_the_resource_aware_scheduler(ops) -> None:
     dc = ops.dc
     dc.cli("rebalance", NAME, "-w", "0", "-t", '{"topology.message.timeout.secs": 45}')
 
@@ -192,7 +192,9 @@ def test_rebalance_t_overrides_the_topology_conf_and_r_is_refused(ops) -> None:
     assert "topology.workers" in failed(dc.cli("rebalance", NAME, "-t", '{"topology.workers": 3}', check=False))
     assert "topology.message.timeout.secs" in failed(
         dc.cli("rebalance", NAME, "-t", '{"topology.message.timeout.secs": "soon"}', check=False))
-    assert "-r / --resources" in failed(dc.cli("rebalance", NAME, "-r", '{"split": {"cpu": 50}}', check=False), 2)
+    assert "-r / --resources" in failed(dc.cli("rebalance", NAME, "-r", '{"split": 50', check=False), 2)
+    assert "storm.scheduler: resource_aware" in failed(
+        dc.cli("rebalance", NAME, "-r", '{"split": {"onheap.memory.mb": 512}}', check=False))
 
 
 SUBMITTER = """import json, os, sys, urllib.request

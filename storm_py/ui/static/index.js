@@ -38,6 +38,13 @@
       { label: "Num tasks", key: "tasksTotal", num: true },
       { label: "Replication count", key: "replicationCount", num: true },
       { label: "Scheduler info", key: "schedulerInfo" },
+      // the resource aware scheduler's requested and assigned memory (MB) and CPU (% of a core)
+      ...((topologies.topologies || []).some(r => r.requestedTotalMem !== undefined) ? [
+        { label: "Requested memory", render: r => Storm.num(r.requestedTotalMem) + " MB", num: true },
+        { label: "Assigned memory", render: r => Storm.num(r.assignedTotalMem) + " MB", num: true },
+        { label: "Requested CPU", render: r => Storm.num(r.requestedCpu) + " %", num: true },
+        { label: "Assigned CPU", render: r => Storm.num(r.assignedCpu) + " %", num: true },
+      ] : []),
     ], topologies.topologies || [], r => r.id, "No topologies are running.");
     table($("supervisor-summary"), [
       { label: "Id", key: "id" },
