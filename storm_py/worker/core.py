@@ -42,6 +42,10 @@ class WorkerTransport(Protocol):
 
     def unbind(self, worker_key: str) -> None: ...
 
+    def metrics(self) -> dict[str, int]:
+        """The transfer's counters for the worker's heartbeat (``{}``: it keeps none)."""
+        ...
+
 
 def worker_key(node: str, port: int) -> str:
     """How workers name each other: ``node:port``."""
@@ -241,8 +245,7 @@ class Worker:
             runtime.wake.set()
 
     def _transfer_metrics(self) -> dict[str, int]:
-        metrics = getattr(self.transport, "metrics", None)
-        return dict(metrics()) if callable(metrics) else {}
+        return dict(self.transport.metrics())
 
     def silent_secs(self) -> float:
         """How long the worker's loop has made no pass (an idle loop still passes every few milliseconds, so this
@@ -271,7 +274,7 @@ class Worker:
             owners: dict[int, str] = {}
             for ex in self.runtime.executors if self.runtime is not None else []:
                 owners[id(ex)] = ex.component_id
-                for obj in [*getattr(ex, "bolts", {}).values(), *getattr(ex, "spouts", {}).values()]:
+                for obj in ex.components().values():
                     owners[id(obj)] = ex.component_id
             f: FrameType | None = frame
             while f is not None:
