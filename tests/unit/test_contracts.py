@@ -6,6 +6,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from storm_py import TopologyBuilder
+from storm_py.api.components import Bolt, OutputFieldsDeclarer, Spout
+from storm_py.api.tuple import Tuple
+from storm_py.clock import SimulatedClock
+from storm_py.config import defaults
 from storm_py.multilang.bolt import ShellBolt
 from storm_py.runtime.contracts import (
     BackgroundWork,
@@ -15,7 +20,9 @@ from storm_py.runtime.contracts import (
     Wrapper,
     own_configuration,
 )
+from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.transfer.in_process import InProcessTransfer
+from storm_py.runtime.worker_runtime import WorkerRuntime
 from storm_py.stateful.executors import CheckpointTupleForwarder
 from storm_py.stateful.managed import ManagedBolt
 from tests.unit.sources import parsed_sources
@@ -96,3 +103,81 @@ def test_a_wrapper_passes_on_its_users_own_configuration_and_none_for_a_componen
 
 def test_the_in_process_transfer_reports_no_counters():
     assert InProcessTransfer().metrics() == {}
+
+
+class _Numbers(Spout):
+    """Emits 0, 1, ... ``n - 1``, unanchored."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.sent = 0
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def next_tuple(self) -> None:
+        if self.sent < self.n:
+            self.collector.emit([self.sent])
+            self.sent += 1
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["n"])
+
+
+class _Background(Bolt):
+    """Declares background work and a bounded inbox: takes ``capacity`` inputs in all, counts its background
+    steps, and keeps the wake-up it was handed."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.executed: list[int] = []
+        self.steps = 0
+        self.wake: Any = None
+
+    def bind_wake(self, wake: Any) -> None:
+        self.wake = wake
+
+    def background_step(self, now: float) -> bool:
+        self.steps += 1
+        return False
+
+    def room(self) -> int:
+        return self.capacity - len(self.executed)
+
+    def execute(self, tup: Tuple) -> None:
+        self.executed.append(tup.values[0])
+
+
+def test_the_bolt_executor_binds_the_wake_up_steps_background_work_and_keeps_inputs_beyond_the_room():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", _Numbers(10))
+    builder.set_bolt("shell", _Background(capacity=3)).shuffle_grouping("numbers")
+    conf = defaults()
+    conf.update({"topology.acker.executors": 0, "topology.workers": 1})
+    topology = system_topology(builder.create_topology(), conf)
+    layout = layout_tasks(topology)
+    executors = list(layout.all_executors())
+    clock = SimulatedClock()
+    rt = WorkerRuntime(topology_id="bg", topology_name="bg", topology=topology, conf=conf, layout=layout,
+                       executors=executors, task_to_worker={t: "w" for _, (s, e) in executors for t in range(s, e + 1)},
+                       worker_id="w", clock=clock)
+    rt.prepare()
+    rt.set_active(True)
+    ex = next(ex for ex in rt.executors if ex.component_id == "shell")
+    (bolt,) = ex.components().values()
+    assert isinstance(bolt, _Background)
+
+    rt.wake.clear()
+    bolt.wake()  # the bolt's outside work wakes the worker loop
+    assert rt.wake.is_set()
+
+    for _ in range(50):
+        rt.run_once(clock.now())
+        clock.advance(0.01)
+    assert bolt.steps >= 50  # every pass steps the background work
+    assert bolt.executed == [0, 1, 2]  # no more than its room
+    assert sum(len(batch) for _, batch in ex.inbox) == 7  # the rest waits in the executor's inbox
+    bolt.capacity = 10
+    rt.run_once(clock.now())
+    assert bolt.executed == list(range(10))
+    rt.shutdown()
