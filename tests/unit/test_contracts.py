@@ -25,6 +25,7 @@ from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.runtime.worker_runtime import WorkerRuntime
 from storm_py.stateful.executors import CheckpointTupleForwarder
 from storm_py.stateful.managed import ManagedBolt
+from storm_py.worker.core import stack_owners
 from tests.unit.sources import parsed_sources
 
 #: the packages that may not probe a component, executor or transport for an attribute by name
@@ -180,4 +181,27 @@ def test_the_bolt_executor_binds_the_wake_up_steps_background_work_and_keeps_inp
     bolt.capacity = 10
     rt.run_once(clock.now())
     assert bolt.executed == list(range(10))
+    rt.shutdown()
+
+
+def test_a_stuck_loop_is_traced_to_the_component_through_each_executors_components():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", _Numbers(1), 2)
+    builder.set_bolt("shell", _Background(capacity=1)).shuffle_grouping("numbers")
+    conf = defaults()
+    conf.update({"topology.acker.executors": 1, "topology.workers": 1})
+    topology = system_topology(builder.create_topology(), conf)
+    layout = layout_tasks(topology)
+    executors = list(layout.all_executors())
+    rt = WorkerRuntime(topology_id="st", topology_name="st", topology=topology, conf=conf, layout=layout,
+                       executors=executors, task_to_worker={t: "w" for _, (s, e) in executors for t in range(s, e + 1)},
+                       worker_id="w", clock=SimulatedClock())
+    rt.prepare()
+    owners = stack_owners(rt.executors)
+    for ex in rt.executors:
+        assert owners[id(ex)] == ex.component_id
+    spouts = [obj for ex in rt.executors if ex.component_id == "numbers" for obj in ex.components().values()]
+    bolts = [obj for ex in rt.executors if ex.component_id == "shell" for obj in ex.components().values()]
+    assert len(spouts) == 2 and len(bolts) == 1
+    assert [owners[id(obj)] for obj in spouts + bolts] == ["numbers", "numbers", "shell"]
     rt.shutdown()
