@@ -1,7 +1,8 @@
 """This module owns the collectors a bolt task emits through: the plain bolt collector and the basic one.
 
-Both build the outgoing tuples of a task with Storm's anchoring (a fresh random edge id per anchor and target,
-XORed into the anchor's ack value) and put them into their executor's out-buffer; acks of consecutive inputs
+Both build the outgoing tuples of a task through one emit path (``_TaskEmitter._emit``, Storm's ``boltEmit``),
+with Storm's anchoring (a fresh random edge id per anchor and target, XORed into the anchor's ack value), and put
+them into their executor's out-buffer; acks of consecutive inputs
 of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_executor.BoltExecutor.ack_root`).
 """
 
@@ -114,25 +115,9 @@ class _TaskEmitter:
             else:
                 out[t].append(Tuple(values, fields, comp, stream, task, ids or None))
 
-    def report_error(self, exc: BaseException) -> None:
-        """Record an error for the topology summary."""
-        self._ex.report_error(self._task, exc)
-
-
-# BoltCollector.emit and BasicCollector.emit share their body line for line except where the anchor comes from
-# (an argument, or the input being executed) and their signatures (the public API).  They are written out
-# twice on purpose: every tuple a bolt emits runs one of them, and a shared helper or the basic collector
-# delegating to the bolt collector cost 4-5 % of the instructions of a word count (measured with
-# ``bench/two_workers.py --instructions``).  A change to one must be made to the other.
-
-
-class BoltCollector(_TaskEmitter):
-    """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
-
-    __slots__ = ()
-
-    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
+    def _emit(self, values: Sequence[Any], anchors: Any, stream: str) -> list[int]:
+        """The one emit path of both collectors (Storm's ``boltEmit``): route ``values`` on ``stream``, anchored to
+        ``anchors`` (a Tuple, an iterable of Tuples or None); return the target tasks."""
         route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
         if route is None or route.direct:
             bad_stream(stream, route, self.component_id)
@@ -169,6 +154,20 @@ class BoltCollector(_TaskEmitter):
                 return targets
         self._send(route, targets, values, anchors)
         return targets
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._ex.report_error(self._task, exc)
+
+
+class BoltCollector(_TaskEmitter):
+    """The output collector of one bolt task: anchoring, ack, fail, reset_timeout."""
+
+    __slots__ = ()
+
+    def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a tuple anchored to ``anchors`` (a Tuple, an iterable of Tuples or None); return target tasks."""
+        return self._emit(values, anchors, stream)
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM
@@ -403,42 +402,7 @@ class BasicCollector(_TaskEmitter):
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit anchored to the input being executed; return the target tasks."""
-        route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
-        if route is None or route.direct:
-            bad_stream(stream, route, self.component_id)
-        route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)
-        if not route.choosers:
-            return []  # nobody subscribes: emitted, not transferred
-        if type(values) is not list:
-            values = list(values)
-        single = route.single
-        task = self._task
-        targets = single.choose(task, values) if single is not None else route.choose(task, values)
-        if not targets:
-            return targets
-        route.transferred += len(targets)
-        out = self._out
-        fields = route.fields
-        comp = self.component_id
-        anchor = self.input
-        if anchor is None or not self._acking:  # not anchored: no edge ids
-            for t in targets:
-                out[t].append(Tuple(values, fields, comp, stream, task, None))
-            return targets
-        root = anchor._root
-        if root is not None:  # the common case, inlined: one anchor that belongs to one spout tuple
-            id_source = self._ids
-            for t in targets:
-                edge = id_source.next()
-                anchor._ack_val ^= edge
-                out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-            return targets
-        if not anchor._ids:  # an input in no tree (untracked): nothing to anchor to
-            for t in targets:
-                out[t].append(Tuple(values, fields, comp, stream, task, None))
-            return targets
-        self._send(route, targets, values, anchor)
-        return targets
+        return self._emit(values, self.input, stream)
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit directly to ``task_id``, anchored to the input being executed."""

@@ -1,14 +1,14 @@
 """This module owns the bolt executor: it runs input batches through a bolt's tasks and sends their acks.
 
 A bolt that raises fails its input and the batch goes on; a :class:`~storm_py.api.components.BasicBolt` has its
-emits anchored to the input and the input acked (or failed) for it; a rich bolt whose ``basic_bolt`` is a basic
-bolt once it is prepared (a wrapper that runs one as it is) has that one run in its place.  A bolt whose work
-also arrives from outside its inputs (a shell bolt's process) defines ``background_step(now) -> bool`` and
-``bind_wake(wake)``: the executor hands it the worker loop's wake-up before ``prepare`` and calls
-``background_step`` on every pass, on its own thread, so what it emits, acks and fails there goes out like the
-rest.  Such a bolt may also bound its inputs with ``room() -> int``: the executor hands it no more tuples than
-that and keeps the rest in its inbox (still counted in the worker's backlog, which pauses the spouts), while the
-loop goes on with other executors.
+emits anchored to the input and the input acked (or failed) for it; a wrapper that runs as a basic bolt once
+prepared (:class:`~storm_py.runtime.contracts.RunsAsBasic`) has that one run in its place.  A bolt whose work
+also arrives from outside its inputs (a shell bolt's process:
+:class:`~storm_py.runtime.contracts.BackgroundWork`) is handed the worker loop's wake-up before ``prepare`` and
+has ``background_step`` called on every pass, on the loop's thread, so what it emits, acks and fails there goes
+out like the rest.  Such a bolt may also bound its inputs (:class:`~storm_py.runtime.contracts.BoundedInbox`):
+the executor hands it no more tuples than its ``room()`` and keeps the rest in its inbox (still counted in the
+worker's backlog, which pauses the spouts), while the loop goes on with other executors.
 Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`); acks held
 and released in bulk (a stateful bolt's at a commit) go out a bounded number a step (:meth:`BoltExecutor.ack_held`).
 """
@@ -25,6 +25,7 @@ from storm_py.api.tuple import Id, Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector, HeldAcks
+from storm_py.runtime.contracts import BackgroundWork, BoundedInbox, RunsAsBasic
 from storm_py.runtime.executor import Executor, ExecutorHost
 from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
 from storm_py.runtime.taps import watch
@@ -63,27 +64,27 @@ class BoltExecutor(Executor):
 
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
-        wake = getattr(self.rt, "wake", None)
         for t in self.task_ids:
             bolt = self.rt.instantiate(self.component_id, t)
             collector = BoltCollector(self, t)
             self.bolts[t] = bolt
             self.collectors[t] = collector
-            background = getattr(bolt, "background_step", None)
-            if background is not None:
-                bolt.bind_wake(wake.set if wake is not None else _no_wake)
-                self.background.append(background)
-                room = getattr(bolt, "room", None)
-                if room is not None:
-                    self.rooms[t] = room
+            if isinstance(bolt, BackgroundWork):
+                bolt.bind_wake(self.rt.wake.set)
+                self.background.append(bolt.background_step)
+                if isinstance(bolt, BoundedInbox):
+                    self.rooms[t] = bolt.room
             try:
                 if isinstance(bolt, BasicBolt):
                     bolt.prepare(conf, self.context_for(t))
                 else:
                     bolt.prepare(conf, self.context_for(t), collector)
                 # a wrapper may run as a basic bolt once prepared
-                found = bolt if isinstance(bolt, BasicBolt) else getattr(bolt, "basic_bolt", None)
-                basic = found if isinstance(found, BasicBolt) else None
+                basic: BasicBolt | None = None
+                if isinstance(bolt, BasicBolt):
+                    basic = bolt
+                elif isinstance(bolt, RunsAsBasic):
+                    basic = bolt.basic_bolt
                 if basic is not None:
                     self.runners[t] = self._basic_runner(basic, collector)
                 else:
@@ -323,7 +324,3 @@ class BoltExecutor(Executor):
                 self.report_error(t, exc)
         for context in self.contexts.values():
             cleanup_task_hooks(context)
-
-
-def _no_wake() -> None:
-    """The wake-up of a host without a loop to wake (the loop then finds the work on its next pass)."""

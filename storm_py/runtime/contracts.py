@@ -1,5 +1,10 @@
 """This module owns the contracts a spout or bolt may declare to the runtime beyond Storm's interfaces, as
-Protocols: a component run inside another (a wrapper), a log reader's lag report, a checkpoint's gauges.
+Protocols: a component run inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
+that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), its own configuration, a log
+reader's lag report, a checkpoint's gauges.
+
+The runtime asks for one of these with ``isinstance`` once, when it prepares a task (never per tuple), and keeps
+what it found; it never probes a component for an attribute by name.
 
 The runtime puts some user components inside components of its own (a windowed bolt's executor, managed state's
 spout and bolt executors); :func:`layers` walks from the outer one in, so what a user's component declares is
@@ -8,8 +13,10 @@ found whatever wraps it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
+
+from storm_py.api.components import BasicBolt
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
@@ -21,6 +28,43 @@ class Wrapper(Protocol):
 
     @property
     def wrapped_component(self) -> Any: ...
+
+
+@runtime_checkable
+class RunsAsBasic(Protocol):
+    """A wrapper that, once prepared, may run as a basic bolt (a checkpoint forwarder of a user's basic bolt): the
+    executor runs ``basic_bolt`` in its place, acking and anchoring for it; ``None`` runs the wrapper itself."""
+
+    @property
+    def basic_bolt(self) -> BasicBolt | None: ...
+
+
+@runtime_checkable
+class BackgroundWork(Protocol):
+    """A bolt whose work also arrives from outside its inputs (a shell bolt's process).
+
+    The executor hands it the worker loop's wake-up before ``prepare`` (called when outside work arrived) and calls
+    ``background_step(now)`` on every pass of the loop, on the loop's thread; it returns whether it did anything.
+    """
+
+    def bind_wake(self, wake: Callable[[], None]) -> None: ...
+
+    def background_step(self, now: float) -> bool: ...
+
+
+@runtime_checkable
+class BoundedInbox(Protocol):
+    """A bolt with background work that takes at most ``room()`` more inputs now; the executor keeps the rest in
+    its inbox."""
+
+    def room(self) -> int: ...
+
+
+@runtime_checkable
+class Configured(Protocol):
+    """A component with configuration of its own (every :class:`~storm_py.api.components.Component` has it)."""
+
+    def get_component_configuration(self) -> dict[str, Any] | None: ...
 
 
 @runtime_checkable
@@ -36,6 +80,11 @@ class CheckpointGaugeSource(Protocol):
     """The checkpoint spout of managed state: its last commit as gauges (``checkpoint.txid``, ...)."""
 
     def checkpoint_gauges(self) -> dict[str, float]: ...
+
+
+def own_configuration(component: Any) -> dict[str, Any] | None:
+    """``component``'s own configuration, ``None`` when it declares none (for a wrapper passing on its user's)."""
+    return component.get_component_configuration() if isinstance(component, Configured) else None
 
 
 def layers(component: Any) -> Iterator[Any]:

@@ -13,6 +13,7 @@ in :mod:`storm_py.runtime.acker`.  What an executor needs from the worker that h
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -45,6 +46,8 @@ class ExecutorHost(Protocol):
     #: the acker tasks in order: a root's acker is ``acker_tasks[root % len(acker_tasks)]`` (what ``acker_for``
     #: computes; the per-tuple paths index this tuple themselves rather than call it)
     acker_tasks: tuple[int, ...]
+    #: the worker loop's wake-up: set when work arrived from outside the loop (a shell bolt's process wrote)
+    wake: threading.Event
 
     def component_conf(self, component_id: str) -> dict[str, Any]:
         """Topology conf merged with the component's own keys."""

@@ -150,7 +150,8 @@ class WorkerRuntime:
         return copy.deepcopy(self.topology.components()[component_id].obj)
 
     def make_context(self, task: int, component_id: str) -> TopologyContext:
-        """The :class:`TopologyContext` of one task."""
+        """The :class:`TopologyContext` of one task (a system component, the acker's, has no inputs of its own)."""
+        spec = self.topology.components().get(component_id)
         return TopologyContext(
             topology_id=self.topology_id,
             topology_name=self.topology_name,
@@ -164,7 +165,7 @@ class WorkerRuntime:
             resources=self.resources,
             conf=self.conf,
             clock=self.clock,
-            sources=getattr(self.topology.components().get(component_id), "inputs", None),
+            sources=spec.inputs if spec is not None else None,
             topology=self.topology,
         )
 

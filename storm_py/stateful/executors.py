@@ -28,6 +28,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
+from storm_py.runtime.contracts import own_configuration
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -133,8 +134,7 @@ class CheckpointHandler(Bolt):
         declarer.declare_stream(CHECKPOINT_STREAM_ID, list(CHECKPOINT_FIELDS))
 
     def get_component_configuration(self) -> dict[str, Any] | None:
-        own = getattr(self.bolt, "get_component_configuration", None)
-        return own() if own is not None else None
+        return own_configuration(self.bolt)
 
     def cleanup(self) -> None:
         self.bolt.cleanup()

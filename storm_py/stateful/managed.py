@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import BasicBolt, Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
+from storm_py.runtime.contracts import own_configuration
 from storm_py.stateful.aligned import AlignedBoltExecutor
 from storm_py.stateful.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
 from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
@@ -35,25 +36,33 @@ class ManagedBolt(Bolt):
         self.sink = sink
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
-        self.delegate: Any = None
+        self.delegate: AlignedBoltExecutor | StatefulBoltExecutor | CheckpointTupleForwarder | None = None
         #: once prepared, the basic bolt the runtime runs instead of this one (a basic bolt's wrapper: see
         #: :class:`~storm_py.stateful.executors.BasicCheckpointForwarder` under at_least_once and
         #: :class:`~storm_py.stateful.aligned.AlignedBasicBolt` under exactly_once), else None
-        self.basic_bolt: Any = None
+        #: (:class:`~storm_py.runtime.contracts.RunsAsBasic`)
+        self.basic_bolt: BasicBolt | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        # each executor's data path (compiled where it has one) becomes this bolt's ``execute``
         if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
-            self.delegate = AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful or self.sink)
+            aligned = self.delegate = AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful or self.sink)
+            aligned.prepare(conf, context, collector)
+            self.basic_bolt = aligned.basic_bolt
+            self.execute = aligned.path.execute  # type: ignore[method-assign]
         elif self.stateful:
-            self.delegate = StatefulBoltExecutor(self.bolt, self.checkpoint_sources)
+            stateful = self.delegate = StatefulBoltExecutor(self.bolt, self.checkpoint_sources)
+            stateful.prepare(conf, context, collector)
+            self.execute = stateful.path.execute  # type: ignore[method-assign]
         else:
-            self.delegate = CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
-        self.delegate.prepare(conf, context, collector)
-        self.basic_bolt = getattr(self.delegate, "basic_bolt", None)
-        path = getattr(self.delegate, "path", None)  # the executor's compiled data path, if it has one
-        self.execute = path.execute if path is not None else self.delegate.execute  # type: ignore[method-assign]
+            forwarder = self.delegate = CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
+            forwarder.prepare(conf, context, collector)
+            self.basic_bolt = forwarder.basic_bolt
+            self.execute = forwarder.execute  # type: ignore[method-assign]
 
     def execute(self, tup: Tuple) -> None:
+        if self.delegate is None:
+            raise RuntimeError(f"{type(self.bolt).__name__} was not prepared: execute came before prepare")
         self.delegate.execute(tup)
 
     def cleanup(self) -> None:
@@ -66,5 +75,4 @@ class ManagedBolt(Bolt):
         declarer.declare_stream(BARRIER_STREAM_ID, list(BARRIER_FIELDS))
 
     def get_component_configuration(self) -> dict[str, Any] | None:
-        own = getattr(self.bolt, "get_component_configuration", None)
-        return own() if own is not None else None
+        return own_configuration(self.bolt)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from storm_py.api.context import TopologyContext
 from storm_py.config.keys import setting
@@ -21,6 +21,7 @@ MEMORY = "memory"
 REDIS = "redis"
 
 
+@runtime_checkable
 class StateProvider(Protocol):
     """What a ``"module:Class"`` provider implements."""
 
@@ -89,10 +90,9 @@ def _custom(spec: str) -> StateProvider:
             f"topology.state.provider {spec!r} cannot be loaded: {err}", key="topology.state.provider"
         ) from err
     provider = cls()
-    if not callable(getattr(provider, "new_state", None)):
+    if not isinstance(provider, StateProvider):
         raise ConfigError(
             f"topology.state.provider {spec!r} has no new_state(namespace, conf, context) method",
             key="topology.state.provider",
         )
-    result: StateProvider = provider
-    return result
+    return provider

@@ -10,7 +10,7 @@ import logging
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import FrameType
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.credentials import CredentialsWatch
+from storm_py.runtime.executor import Executor
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
@@ -42,10 +43,25 @@ class WorkerTransport(Protocol):
 
     def unbind(self, worker_key: str) -> None: ...
 
+    def metrics(self) -> dict[str, int]:
+        """The transfer's counters for the worker's heartbeat (``{}``: it keeps none)."""
+        ...
+
 
 def worker_key(node: str, port: int) -> str:
     """How workers name each other: ``node:port``."""
     return f"{node}:{port}"
+
+
+def stack_owners(executors: Iterable[Executor]) -> dict[int, str]:
+    """The component id of each executor and of each task's component object, by the object's ``id`` (what a
+    stuck loop's stack frames are matched against)."""
+    owners: dict[int, str] = {}
+    for ex in executors:
+        owners[id(ex)] = ex.component_id
+        for obj in ex.components().values():
+            owners[id(obj)] = ex.component_id
+    return owners
 
 
 class WorkerStartError(StormPyError):
@@ -241,8 +257,7 @@ class Worker:
             runtime.wake.set()
 
     def _transfer_metrics(self) -> dict[str, int]:
-        metrics = getattr(self.transport, "metrics", None)
-        return dict(metrics()) if callable(metrics) else {}
+        return dict(self.transport.metrics())
 
     def silent_secs(self) -> float:
         """How long the worker's loop has made no pass (an idle loop still passes every few milliseconds, so this
@@ -268,11 +283,7 @@ class Worker:
             stack = "".join(traceback.format_stack(frame))
             # the innermost executor or component object on the stack is the one stuck (a compiled build's
             # executors have no Python frames, the user's components always do)
-            owners: dict[int, str] = {}
-            for ex in self.runtime.executors if self.runtime is not None else []:
-                owners[id(ex)] = ex.component_id
-                for obj in [*getattr(ex, "bolts", {}).values(), *getattr(ex, "spouts", {}).values()]:
-                    owners[id(obj)] = ex.component_id
+            owners = stack_owners(self.runtime.executors if self.runtime is not None else [])
             f: FrameType | None = frame
             while f is not None:
                 owner = f.f_locals.get("self")

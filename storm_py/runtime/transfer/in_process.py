@@ -80,6 +80,10 @@ class InProcessTransfer:
         for other in others:
             other.prune(bound)
 
+    def metrics(self) -> dict[str, int]:
+        """No counters per worker: objects are handed over, never framed (a framed worker's are not reported)."""
+        return {}
+
     def send(self, worker_key: str, entries: Entries) -> None:
         """Hand a batch to a worker as objects (held while it is not bound)."""
         deliver = self._receivers.get(worker_key)

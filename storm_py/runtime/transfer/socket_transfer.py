@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from storm_py.api.tuple import Tuple
 from storm_py.errors import CodecError, TransportError
 from storm_py.runtime.system_topology import ACKER_COMPONENT
 from storm_py.runtime.transfer import Entries, TransferHost
@@ -381,8 +382,7 @@ class SocketTransfer:
         """Report the first item the codec refused and fail the trees of all of them at once."""
         rt = self._runtime
         for _task, item, err in rejected[:1]:
-            comp = getattr(item, "source_component", "?")
-            src = getattr(item, "source_task", -1)
+            comp, src = (item.source_component, item.source_task) if isinstance(item, Tuple) else ("?", -1)
             self._warn("unencodable", "cannot send a tuple of %s to another worker: %s", comp, err.message)
             if rt is not None:
                 rt.report_error(comp, src, err)
