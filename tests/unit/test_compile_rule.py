@@ -47,6 +47,7 @@ HOT_MODULE_ROLES = {
     "storm_py.kafka.flow": "pure core",
     "storm_py.spark.columns": "codec",
     "storm_py.clock": "pure core",
+    "storm_py.windowing.events": "value",
     "storm_py.windowing.manager": "ledger",
     "storm_py.windowing.policies": "pure core",
     "storm_py.windowing.watermarks": "pure core",
