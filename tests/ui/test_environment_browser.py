@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -63,8 +64,11 @@ def test_topology_page_shows_its_environment_ready_or_failed_with_the_reason(
     app = make_wheel(tmp_path / "dist", "envapp", "0.1", {"envapp.py": APP}, requires=("tinydep>=1",))
     wheelhouse = tmp_path / "wheelhouse"
     make_wheel(wheelhouse, "tinydep", "1.0", {"tinydep.py": "X = 100\n"})
-    broken = make_wheel(tmp_path / "dist", "brokenenv", "0.1", {
-        "brokenenv.py": APP, f"{WHEELHOUSE}/garbage-1.0-py3-none-any.whl": "not a zip"})
+    # a wheelhouse nimbus accepts but no supervisor here can install: a wheel for another platform
+    broken = make_wheel(tmp_path / "dist", "brokenenv", "0.1", {"brokenenv.py": APP})
+    foreign = make_wheel(tmp_path / "foreign", "garbage", "1.0", {"garbage.py": ""}, tag="cp311-cp311-win_amd64")
+    with zipfile.ZipFile(broken, "a") as zf:
+        zf.write(foreign, f"{WHEELHOUSE}/{foreign.name}")
     submit(metrics_cluster, str(app), "envapp:build", "--name", "env-ok", "--wheelhouse", str(wheelhouse))
     submit(metrics_cluster, str(broken), "brokenenv:build", "--name", "env-broken")
     client = metrics_cluster.client()
