@@ -13,20 +13,17 @@ removed, which the test checks.
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.tls_ca import make_dev_tls
 from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
 from tests.cluster.harness import APPS, Ledger, build_wheel, storm_py_command
-from tests.security.netns import NetNamespaces, Node, unavailable_reason
+from tests.security.netns import NetNamespaces, Node, namespaces, write_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -61,24 +58,8 @@ CONF = {
 
 @pytest.fixture
 def network() -> Iterator[NetNamespaces]:
-    reason = unavailable_reason()
-    if reason is not None:
-        message = f"NETWORK NAMESPACE TEST SKIPPED: {reason} — hosts apart were NOT tested"
-        warnings.warn(message, stacklevel=1)
-        print(f"\n{'!' * 100}\n{message}\n{'!' * 100}", file=sys.stderr)
-        pytest.skip(message)
-    net = NetNamespaces()
-    try:
+    with namespaces("hosts apart were NOT tested") as net:
         yield net
-    finally:
-        net.close()
-        assert net.leftovers() == [], f"the hosts test left behind {net.leftovers()}"
-
-
-def write_conf(path: Path, conf: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(conf, sort_keys=True), encoding="utf-8")
-    path.chmod(0o600)
-    return path
 
 
 def reachable(prober: Node, address: str, port: int) -> bool:

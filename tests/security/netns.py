@@ -14,11 +14,17 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+import pytest
+import yaml
 
 from storm_py.clock import wait_until
 
@@ -172,3 +178,28 @@ class NetNamespaces:
         return [n for n in [self.hub, *(n.netns for n in self.nodes.values())] if n in names] + [
             link for link in self._links if f" {link}@" in links or f" {link}:" in links
         ]
+
+
+@contextmanager
+def namespaces(untested: str) -> Iterator[NetNamespaces]:
+    """Network namespaces for one test, every one of them gone after it; where this machine cannot make them the
+    test is skipped loudly, saying what was ``untested``."""
+    reason = unavailable_reason()
+    if reason is not None:
+        message = f"NETWORK NAMESPACE TEST SKIPPED: {reason} — {untested}"
+        warnings.warn(message, stacklevel=1)
+        print(f"\n{'!' * 100}\n{message}\n{'!' * 100}", file=sys.stderr)
+        pytest.skip(message)
+    net = NetNamespaces()
+    try:
+        yield net
+    finally:
+        net.close()
+        assert net.leftovers() == [], f"network namespace test left behind {net.leftovers()}"
+
+
+def write_conf(path: Path, conf: dict[str, Any]) -> Path:
+    """A daemon's config file, readable by its owner only (it holds the cluster's secrets)."""
+    path.write_text(yaml.safe_dump(conf, sort_keys=True), encoding="utf-8")
+    path.chmod(0o600)
+    return path

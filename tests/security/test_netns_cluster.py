@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-import yaml
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
@@ -29,7 +27,7 @@ from storm_py.node.http_api import Route
 from storm_py.supervisor.logviewer import LogFiles, logviewer_routes
 from tests.cluster.harness import build_wheel, storm_py_command, word_count_project
 from tests.security.endpoints import call, concrete
-from tests.security.netns import NetNamespaces, unavailable_reason
+from tests.security.netns import NetNamespaces, namespaces, write_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -43,24 +41,8 @@ DRPC_PORTS = {"drpc.port": 3772, "drpc.invocations.port": 3773, "drpc.http.port"
 
 @pytest.fixture
 def network() -> Iterator[NetNamespaces]:
-    reason = unavailable_reason()
-    if reason is not None:
-        message = f"NETWORK NAMESPACE TEST SKIPPED: {reason} — the cluster was NOT tested across a real network"
-        warnings.warn(message, stacklevel=1)
-        print(f"\n{'!' * 100}\n{message}\n{'!' * 100}", file=sys.stderr)
-        pytest.skip(message)
-    net = NetNamespaces()
-    try:
+    with namespaces("the cluster was NOT tested across a real network") as net:
         yield net
-    finally:
-        net.close()
-        assert net.leftovers() == [], f"network namespace test left behind {net.leftovers()}"
-
-
-def write_conf(path: Path, conf: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(conf, sort_keys=True), encoding="utf-8")
-    path.chmod(0o600)
-    return path
 
 
 def drpc_route_tables() -> dict[str, list[Route]]:
