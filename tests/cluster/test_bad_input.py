@@ -164,15 +164,16 @@ def test_an_unreachable_nimbus_is_a_one_line_error(running) -> None:
     assert "cannot reach nimbus" in one_line_error(proc)
 
 
-def test_daemons_without_zookeeper_fail_with_one_line(running, tmp_path: Path) -> None:
+def test_daemons_without_zookeeper_say_they_wait_then_fail_with_one_line(running, tmp_path: Path) -> None:
     dead_zk = ["-c", "storm.zookeeper.servers=['127.0.0.1']", "-c", f"storm.zookeeper.port={free_port()}",
                "-c", "storm.zookeeper.connection.timeout=1000", "-c", f"storm.local.dir={tmp_path}",
-               "-c", "nimbus.thrift.port=0"]
+               "-c", "nimbus.thrift.port=0", "-c", "storm.zookeeper.start.wait.secs=2"]
     for daemon in ("nimbus", "supervisor"):
         proc = subprocess.run([*storm_py_command(), daemon, *dead_zk], capture_output=True, text=True,
                               timeout=60, check=False)
         assert proc.returncode != 0
-        assert "Error: could not connect to ZooKeeper" in proc.stderr
+        assert "trying again (attempt 2" in proc.stderr  # a ZooKeeper still starting is waited for, and said
+        assert proc.stderr.rstrip().splitlines()[-1].startswith("Error: could not connect to ZooKeeper")
 
 
 def test_a_bad_config_value_is_a_usage_error(running) -> None:
