@@ -6,7 +6,7 @@ Collectors handed to components are implemented by the runtime; here they are on
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from storm_py.api.tuple import DEFAULT_STREAM, Fields, Tuple
 
@@ -77,6 +77,26 @@ class OutputFieldsDeclarer:
         if stream_id in self.streams:
             raise ValueError(f"stream {stream_id!r} is declared twice")
         self.streams[stream_id] = (fields if isinstance(fields, Fields) else Fields(list(fields)), bool(direct))
+
+
+@runtime_checkable
+class Configured(Protocol):
+    """A component with configuration of its own (every :class:`Component` has it)."""
+
+    def get_component_configuration(self) -> dict[str, Any] | None: ...
+
+
+def own_configuration(component: Any) -> dict[str, Any] | None:
+    """``component``'s own configuration, ``None`` when it declares none (for a wrapper passing on its user's)."""
+    return component.get_component_configuration() if isinstance(component, Configured) else None
+
+
+@runtime_checkable
+class RunsInWrapper(Protocol):
+    """A bolt that runs inside a bolt of the system's (a windowed bolt inside its window executor): the builder
+    puts it there when the bolt is set."""
+
+    def topology_bolt(self) -> Any: ...
 
 
 class Component:

@@ -8,7 +8,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from storm_py.api.components import BasicBolt, Bolt, Component, CustomStreamGrouping, OutputFieldsDeclarer, Spout
+from storm_py.api.components import (
+    BasicBolt,
+    Bolt,
+    Component,
+    CustomStreamGrouping,
+    OutputFieldsDeclarer,
+    RunsInWrapper,
+    Spout,
+    own_configuration,
+)
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
 from storm_py.errors import InvalidTopologyException
 
@@ -261,9 +270,8 @@ class TopologyBuilder:
     def set_bolt(self, id: str, bolt: Bolt | BasicBolt | Component, parallelism: int = 1) -> BoltDeclarer:
         """Add a bolt (rich or basic) with ``parallelism`` executors."""
         self._check_new(id, parallelism)
-        runner = getattr(bolt, "topology_bolt", None)
-        if callable(runner):  # a bolt that runs inside a wrapper bolt (a windowed bolt: in its window executor)
-            bolt = runner()
+        if isinstance(bolt, RunsInWrapper):  # runs inside a bolt of the system (a windowed bolt: its window executor)
+            bolt = bolt.topology_bolt()
         if not hasattr(bolt, "execute"):
             raise InvalidTopologyException(f"component {id!r} is not a bolt (no execute): {bolt!r}", component=id)
         spec = ComponentSpec(id, bolt, parallelism, False)
@@ -297,7 +305,7 @@ def fill_component(spec: ComponentSpec) -> None:
             f"component {spec.id!r} declares invalid outputs: {err}", component=spec.id
         ) from err
     spec.streams = declarer.streams
-    own = spec.obj.get_component_configuration() if hasattr(spec.obj, "get_component_configuration") else None
+    own = own_configuration(spec.obj)
     if own:
         if not isinstance(own, Mapping):
             raise InvalidTopologyException(

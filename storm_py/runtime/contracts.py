@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from storm_py.api.components import BasicBolt
+from storm_py.api.components import BasicBolt, Configured, own_configuration
+
+__all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "Configured", "LagReporter", "RunsAsBasic",
+           "Wrapper", "layers", "own_configuration"]
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
@@ -61,13 +64,6 @@ class BoundedInbox(Protocol):
 
 
 @runtime_checkable
-class Configured(Protocol):
-    """A component with configuration of its own (every :class:`~storm_py.api.components.Component` has it)."""
-
-    def get_component_configuration(self) -> dict[str, Any] | None: ...
-
-
-@runtime_checkable
 class LagReporter(Protocol):
     """A spout reading a log (the Kafka spout): ``{"type", "partitions": [[topic, partition, committed, log end],
     ...], "emitted"}``, read at each heartbeat."""
@@ -80,11 +76,6 @@ class CheckpointGaugeSource(Protocol):
     """The checkpoint spout of managed state: its last commit as gauges (``checkpoint.txid``, ...)."""
 
     def checkpoint_gauges(self) -> dict[str, float]: ...
-
-
-def own_configuration(component: Any) -> dict[str, Any] | None:
-    """``component``'s own configuration, ``None`` when it declares none (for a wrapper passing on its user's)."""
-    return component.get_component_configuration() if isinstance(component, Configured) else None
 
 
 def layers(component: Any) -> Iterator[Any]:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from storm_py.api.components import BasicBolt, Component, OutputCollector
+from storm_py.api.components import BasicBolt, Component, OutputCollector, own_configuration
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 
@@ -177,8 +177,7 @@ class BatchBoltExecutor:
 
     def get_component_configuration(self) -> dict[str, Any] | None:
         """The batch bolt's component configuration."""
-        conf = getattr(self.bolt, "get_component_configuration", None)
-        return conf() if conf is not None else None
+        return own_configuration(self.bolt)
 
 
 class _AnchoringCollector:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer, own_configuration
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.clock import SYSTEM_CLOCK, Clock
@@ -170,8 +170,7 @@ class CoordinatedBolt(Bolt):
         declarer.declare_stream(COORD_STREAM, list(COORD_FIELDS))
 
     def get_component_configuration(self) -> dict[str, Any] | None:
-        conf = getattr(self.delegate, "get_component_configuration", None)
-        return conf() if conf is not None else None
+        return own_configuration(self.delegate)
 
     # -------------------------------------------------------------------------------------------- inputs
 

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from storm_py.api.components import OutputFieldsDeclarer
+from storm_py.api.components import OutputFieldsDeclarer, own_configuration
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
 from storm_py.errors import InvalidTopologyException
 from storm_py.trident.spout import TridentSpout
@@ -121,5 +121,4 @@ class RichSpoutBatch(TridentSpout):
         self.spout.close()
 
     def get_component_configuration(self) -> dict[str, Any] | None:
-        conf = getattr(self.spout, "get_component_configuration", None)
-        return conf() if conf is not None else None
+        return own_configuration(self.spout)
