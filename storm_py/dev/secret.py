@@ -7,7 +7,6 @@ payload, generated at random and written with the rest of a config to a file onl
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 from collections.abc import Mapping
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from storm_py.node.token_file import write_owner_only
 
 #: The keys :func:`with_secrets` fills when they are unset.
 SECRET_KEYS = ("nimbus.auth.token", "storm.zookeeper.auth.payload")
@@ -44,10 +45,7 @@ def with_secrets(conf: Mapping[str, Any]) -> dict[str, Any]:
 def write_private(path: Path, conf: Mapping[str, Any]) -> None:
     """Write ``conf`` as YAML to ``path``, readable and writable by its owner only (created so, never wider)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(yaml.safe_dump(dict(conf), sort_keys=True))
+    write_owner_only(path, yaml.safe_dump(dict(conf), sort_keys=True))
 
 
 def main(argv: list[str]) -> int:
