@@ -21,9 +21,8 @@ import pytest
 from storm_py.client import NimbusClient
 from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.tls_ca import make_dev_tls
-from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
 from tests.cluster.harness import APPS, Ledger, build_wheel, storm_py_command
-from tests.security.netns import NetNamespaces, Node, namespaces, write_conf
+from tests.security.netns import NetNamespaces, Node, namespaces, start_zookeeper, write_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -78,13 +77,7 @@ def test_a_cluster_across_hosts_rides_out_a_lost_host_and_a_nimbus_cut_from_zook
     logs.mkdir()
     tls = make_dev_tls(tmp_path / "tls", [n.address for n in network.nodes.values()] + [network.gateway])
 
-    zk_dir = tmp_path / "zookeeper"
-    zk_dir.mkdir()
-    (zk_dir / "zoo.cfg").write_text(zoo_cfg(zk_dir / "data", zk.address, ZK_PORT), encoding="utf-8")
-    with (logs / "zookeeper.log").open("ab") as out:
-        zk.popen(server_command(find_java(), find_classpath(), zk_dir / "zoo.cfg"), out, cwd=zk_dir)
-    wait_until(lambda: b"Zookeeper version" in four_letter_word(zk.address, ZK_PORT), 60.0, interval=0.2,
-               what=f"ZooKeeper at {zk.address}:{ZK_PORT}")  # fmt: skip
+    start_zookeeper(zk, tmp_path / "zookeeper", logs, ZK_PORT)
 
     common = {
         **CONF, **tls,

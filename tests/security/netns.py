@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from storm_py.clock import wait_until
+from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
 
 _IP = shutil.which("ip") or "/usr/sbin/ip"
 
@@ -203,3 +204,14 @@ def write_conf(path: Path, conf: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(conf, sort_keys=True), encoding="utf-8")
     path.chmod(0o600)
     return path
+
+
+def start_zookeeper(node: Node, workdir: Path, logs: Path, port: int) -> None:
+    """A ZooKeeper server in ``node``'s namespace, listening on its address only, its log in ``logs``; returns
+    once it answers."""
+    workdir.mkdir()
+    (workdir / "zoo.cfg").write_text(zoo_cfg(workdir / "data", node.address, port), encoding="utf-8")
+    with (logs / "zookeeper.log").open("ab") as out:
+        node.popen(server_command(find_java(), find_classpath(), workdir / "zoo.cfg"), out, cwd=workdir)
+    wait_until(lambda: b"Zookeeper version" in four_letter_word(node.address, port), 60.0, interval=0.2,
+               what=f"ZooKeeper at {node.address}:{port}")

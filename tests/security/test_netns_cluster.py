@@ -20,14 +20,13 @@ from kazoo.exceptions import NoAuthError
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
-from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
 from storm_py.drpc.server import DRPCServer
 from storm_py.nimbus.api import NimbusApi
 from storm_py.node.http_api import Route
 from storm_py.supervisor.logviewer import LogFiles, logviewer_routes
 from tests.cluster.harness import build_wheel, storm_py_command, word_count_project
 from tests.security.endpoints import call, concrete
-from tests.security.netns import NetNamespaces, namespaces, write_conf
+from tests.security.netns import NetNamespaces, namespaces, start_zookeeper, write_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -62,13 +61,7 @@ def test_word_count_across_network_namespaces(network: NetNamespaces, tmp_path: 
     logs.mkdir()
 
     # ZooKeeper in its namespace, listening on its own address only.
-    zk_dir = tmp_path / "zookeeper"
-    zk_dir.mkdir()
-    (zk_dir / "zoo.cfg").write_text(zoo_cfg(zk_dir / "data", zk.address, ZK_PORT), encoding="utf-8")
-    with (logs / "zookeeper.log").open("ab") as out:
-        zk.popen(server_command(find_java(), find_classpath(), zk_dir / "zoo.cfg"), out, cwd=zk_dir)
-    wait_until(lambda: b"Zookeeper version" in four_letter_word(zk.address, ZK_PORT), 60.0, interval=0.2,
-               what=f"ZooKeeper at {zk.address}:{ZK_PORT}")  # fmt: skip
+    start_zookeeper(zk, tmp_path / "zookeeper", logs, ZK_PORT)
 
     common = {
         "storm.zookeeper.servers": [zk.address],
