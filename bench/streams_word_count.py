@@ -27,12 +27,14 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
+sys.path.append(str(Path(__file__).resolve().parent))  # the other bench scripts (``python -P`` leaves them out)
+
+from thread_cpu import busiest_thread_cpu
 
 from examples.streams_word_count import word_count
 from examples.word_count import SplitSentence
@@ -101,18 +103,6 @@ def bolts(acks: Acks, parallelism: int) -> StormTopology:
     return builder.create_topology()
 
 
-def busiest_thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread (``/proc/self/task/<tid>/stat``), by thread name."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
-    for thread in threading.enumerate():
-        try:
-            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{thread.name}-{thread.native_id}"] = (int(fields[11]) + int(fields[12])) / ticks
-    return out
 
 
 def run(variant: str, parallelism: int, pending: int, secs: float, warmup: float) -> dict[str, Any]:

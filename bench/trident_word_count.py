@@ -36,7 +36,6 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,8 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
 sys.path.append(str(Path(__file__).resolve().parent))  # the other bench scripts (``python -P`` leaves them out)
 
-from transactional_bench import EndlessRows  # bench/ is the script's own directory
+from thread_cpu import busiest_thread_cpu  # bench/ is the script's own directory
+from transactional_bench import EndlessRows
 
 from storm_py import LocalCluster
 from storm_py.api.tuple import Fields, Tuple
@@ -153,18 +153,6 @@ def transactional(batch: int) -> tuple[Any, str]:
     return builder.build_topology(), "bench-transactional"
 
 
-def busiest_thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread (``/proc/self/task/<tid>/stat``), by thread name."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
-    for thread in threading.enumerate():
-        try:
-            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{thread.name}-{thread.native_id}"] = (int(fields[11]) + int(fields[12])) / ticks
-    return out
 
 
 def run(variant: str, batch: int, pending: int, secs: float, warmup: float) -> dict[str, Any]:
