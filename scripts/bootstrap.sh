@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what storm_py needs on a fresh machine and prints each thing it installs, one line each:
-#   - a virtualenv in .venv with the package and its extras: dev (tests, linters, the dev Kafka broker), kafka, spark, redis, jdbc;
+#   - a virtualenv in .venv with the package and its extras: dev (tests, linters, the dev Kafka broker), kafka, spark, redis, jdbc, vector (pandas, polars), async (uvloop), elastic (fsspec), ops (py-spy, OpenTelemetry);
 #   - with --with-services, Debian's packages for the real components the tests start: ZooKeeper, a Java
 #     runtime (ZooKeeper, PySpark), Chromium and its driver (UI tests), a compose client (checks
 #     docker-compose.yml without a Docker engine), gcc (the compiled build's test run), redis-server (the Redis
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-EXTRAS="dev,kafka,spark,redis,jdbc"
+EXTRAS="dev,kafka,spark,redis,jdbc,vector,async,elastic,ops"
 say() { echo "bootstrap: $*"; }
 
 if [ ! -x .venv/bin/python ]; then
