@@ -34,6 +34,7 @@ from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.nimbus.worker_log import worker_log_routes
 from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
+from storm_py.node.launch_report import launch_failures
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, UnpackLimits, check_archive
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
@@ -196,6 +197,7 @@ class NimbusApi:
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         page["environmentStates"] = environment_states(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
+        page["launchFailures"] = launch_failures(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         return {**page, **debug_view(base.component_debug.get(tid)),
                 "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
 

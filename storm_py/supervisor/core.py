@@ -14,6 +14,7 @@ from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
 from storm_py.errors import DependencyError, StormPyError
+from storm_py.node.launch_report import LAUNCH_FAILED_META
 from storm_py.scheduler.resource_aware import supervisor_resources
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
@@ -48,6 +49,7 @@ class Supervisor:
         self.resources = supervisor_resources(conf)
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
+        #: ports whose last launch failed, and why (reported in the heartbeat until a launch there succeeds)
         self.launch_failures: dict[int, str] = {}
         #: ports whose worker waits for something being prepared (its topology's environment), and what
         self.launch_pending: dict[int, str] = {}
@@ -80,8 +82,13 @@ class Supervisor:
         self.state.set_supervisor_info(self.id, info)
 
     def _pending_meta(self) -> dict[str, str]:
-        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building)."""
+        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building), the
+        environments' states, and ``{LAUNCH_FAILED_META + topology id: error}`` of the workers that failed to start."""
         out: dict[str, str] = {}
+        for port, error in sorted(self.launch_failures.items()):
+            want = self._launched.get(port)
+            if want is not None:
+                out[LAUNCH_FAILED_META + want.topology_id] = error
         for port, reason in sorted(self.launch_pending.items()):
             want = self._launched.get(port)
             if want is not None:
@@ -114,6 +121,8 @@ class Supervisor:
         wanted = self.wanted()
         for port in [p for p, (tid, _) in self.env_states.items() if p not in wanted or wanted[p].topology_id != tid]:
             del self.env_states[port]  # its topology is gone from this slot
+        for port in [p for p in self.launch_failures if p not in wanted or wanted[p] != self._launched.get(p)]:
+            del self.launch_failures[port]  # the slot is no longer wanted for what failed
         running: dict[int, RunningSlot] = {}
         for port, w in self.workers.items():
             alive = w.alive and w.refresh()
