@@ -15,6 +15,9 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock, SimulatedClock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import Credentials
 from storm_py.config import defaults, merge_registrations
 from storm_py.errors import NotAliveException, WaitTimeoutError
 from storm_py.nimbus.core import Nimbus
@@ -22,9 +25,6 @@ from storm_py.nimbus.credentials_api import parse_credentials
 from storm_py.packaging.code_store import MemoryCodeStore
 from storm_py.protocol import registration
 from storm_py.runtime.transfer.in_process import InProcessTransfer
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import Credentials
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.launcher import ThreadLauncher
 from storm_py.ui import api_views

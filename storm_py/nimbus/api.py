@@ -17,6 +17,8 @@ from urllib.parse import quote
 import storm_py
 from storm_py import ui
 from storm_py.clock import Clock, wait_until
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import StormBase
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import environment_states, environment_status
 from storm_py.deps.wheelhouse import check_wheelhouse
@@ -38,8 +40,6 @@ from storm_py.node.launch_report import launch_failures
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, UnpackLimits, check_archive
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import StormBase
 from storm_py.ui import api_views, series, stats_views
 from storm_py.worker.log_levels import level_number
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import ACTIVE, INACTIVE, KILLED, StormBase
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
@@ -34,8 +36,6 @@ from storm_py.nimbus.validation import checked_conf_overrides, checked_system_to
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import ACTIVE, INACTIVE, KILLED, StormBase
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,9 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import NimbusInfo
+from storm_py.cluster_state.storage import ConnectionState, LeaderElection, StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.nimbus.api import NimbusApi
@@ -33,9 +36,6 @@ from storm_py.node.session import open_storage
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
 from storm_py.packaging.package import TopologyPackage, UnpackLimits
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import NimbusInfo
-from storm_py.state.storage import ConnectionState, LeaderElection, StateStorage, Watch
 
 log = logging.getLogger(__name__)
 

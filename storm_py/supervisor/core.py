@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import SupervisorInfo
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.launch_report import LAUNCH_FAILED_META
 from storm_py.scheduler.resource_aware import supervisor_resources
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import SupervisorInfo
 from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
 from storm_py.supervisor.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
 from storm_py.version import __version__

@@ -20,6 +20,8 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.storage import StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.deps.venv import EnvCache
 from storm_py.errors import StormPyError
@@ -28,8 +30,6 @@ from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.node.token_file import with_token, write_owner_only
 from storm_py.packaging.package import UnpackLimits
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.healthcheck import run_health_checks
@@ -61,7 +61,7 @@ def supervisor_id(conf: Mapping[str, Any], hostname: str) -> str:
 def write_worker_conf(path: Path, conf: Mapping[str, Any]) -> None:
     """Write the configuration workers start with to ``path``, mode 0600 from the start (it holds
     ``nimbus.auth.token``).  Workers get the topology's own ZooKeeper identity at launch
-    (:func:`storm_py.state.acl.worker_auth`), never the cluster's payload."""
+    (:func:`storm_py.cluster_state.acl.worker_auth`), never the cluster's payload."""
     path.parent.mkdir(parents=True, exist_ok=True)
     worker_conf = {k: v for k, v in conf.items() if k != "storm.zookeeper.auth.payload"}
     write_owner_only(path, yaml.safe_dump(worker_conf, sort_keys=True))

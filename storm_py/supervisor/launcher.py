@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.cluster_state.acl import WORKER_AUTH_ENV, worker_auth
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.config.keys import setting
 from storm_py.deps.venv import PYCACHE, EnvBuilding, EnvCache
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
-from storm_py.state.acl import WORKER_AUTH_ENV, worker_auth
-from storm_py.state.cluster_state import ClusterState
 from storm_py.supervisor.stormdist import StormDist
 
 if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the runtime out of it

@@ -15,6 +15,8 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import WorkerHeartbeat, spouts_active
 from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
@@ -24,8 +26,6 @@ from storm_py.runtime.executor import Executor
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import WorkerHeartbeat, spouts_active
 from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from storm_py.clock import SimulatedClock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import Assignment
 from storm_py.node.launch_report import launch_failures
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import Assignment
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.slots import RestartBackoff
 

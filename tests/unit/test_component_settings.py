@@ -4,8 +4,8 @@ field, the topology's state keys on the checkpoint spout; kept in the storm base
 from __future__ import annotations
 
 from storm_py import Count, TopologyBuilder
+from storm_py.cluster_state.models import StormBase
 from storm_py.nimbus.component_settings import component_settings
-from storm_py.state.models import StormBase
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
 from tests.unit.test_stateful_windowed import WindowSum, _Spout
 

@@ -17,7 +17,7 @@ PACKAGE = REPO / "storm_py"
 #: external top-level package -> the only module allowed to import it (a path, or a package folder whose one
 #: module holds it)
 OWNERS = {
-    "kazoo": "storm_py/state/zk.py",
+    "kazoo": "storm_py/cluster_state/zk.py",
     "zmq": "storm_py/transport/zmq.py",
     "pyspark": "storm_py/spark/",
     "pyarrow": "storm_py/spark/",

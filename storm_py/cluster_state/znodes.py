@@ -351,7 +351,7 @@ KAFKA_PARTITION_PREFIX = "partition_"
 
 
 def kafka_spout_root(zk_root: str, spout_id: str) -> str:
-    """A Kafka spout's offsets root, ``<zk_root>/<id>``: its topology's own (see :mod:`storm_py.state.acl`)."""
+    """A Kafka spout's offsets root, ``<zk_root>/<id>``: its topology's own (see :mod:`storm_py.cluster_state.acl`)."""
     return join(normalize(zk_root), validate_name(spout_id))
 
 

@@ -1,8 +1,8 @@
 """This module owns the byte-level contract of the cluster-state store: :class:`StateStorage` and its handles.
 
-Two implementations exist: :class:`storm_py.state.zk.KazooStorage` (ZooKeeper) and
-:class:`storm_py.state.memory.MemoryStorage` (an in-process twin).  Both pass the same contract suite.
-Typed access (JSON records, Storm's layout) lives one level up, in :mod:`storm_py.state.cluster_state`.
+Two implementations exist: :class:`storm_py.cluster_state.zk.KazooStorage` (ZooKeeper) and
+:class:`storm_py.cluster_state.memory.MemoryStorage` (an in-process twin).  Both pass the same contract suite.
+Typed access (JSON records, Storm's layout) lives one level up, in :mod:`storm_py.cluster_state.cluster_state`.
 
 Watch semantics, common to both implementations:
 

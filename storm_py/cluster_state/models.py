@@ -2,7 +2,7 @@
 
 Each record converts with ``to_json()`` (a JSON-ready dict) and ``from_json(obj)`` (which raises ``KeyError``,
 ``TypeError`` or ``ValueError`` on malformed input;
-:class:`~storm_py.state.cluster_state.ClusterState` turns those into :class:`~storm_py.errors.StateError`
+:class:`~storm_py.cluster_state.cluster_state.ClusterState` turns those into :class:`~storm_py.errors.StateError`
 naming the znode).  Unknown keys are ignored when reading, so a newer writer does not break an older
 reader.  Executor ids are ``(start_task, end_task)`` pairs; a worker slot is a ``(node_id, port)`` pair.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast, get_args
 
-from storm_py.state import znodes
+from storm_py.cluster_state import znodes
 
 ExecutorId = tuple[int, int]
 NodePort = tuple[str, int]

@@ -3,7 +3,7 @@
 
 It follows ZooKeeper's data model closely enough for the contract suite: ephemeral nodes belong to a session
 and cannot have children, sequential names carry the parent's 10-digit child counter, watches fire after
-changes, and every node carries the ACL its creator's :class:`~storm_py.state.acl.AclPolicy` gave it, checked
+changes, and every node carries the ACL its creator's :class:`~storm_py.cluster_state.acl.AclPolicy` gave it, checked
 on each operation with ZooKeeper's rules (reason ``no_auth`` when refused).
 :meth:`MemoryStorage.expire_session` plays a session expiry: the session's ephemeral nodes vanish
 (other sessions' watches fire), listeners see ``lost``, then a new session re-creates the non-sequential
@@ -20,18 +20,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
-from storm_py.errors import StateError
-from storm_py.state import acl as acls
-from storm_py.state import znodes
-from storm_py.state.dispatch import CallbackThread
-from storm_py.state.election import LatchElection
-from storm_py.state.storage import (
+from storm_py.cluster_state import acl as acls
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.dispatch import CallbackThread
+from storm_py.cluster_state.election import LatchElection
+from storm_py.cluster_state.storage import (
     ConnectionListener,
     ConnectionListeners,
     ConnectionState,
     LeaderElection,
     WatchCallback,
 )
+from storm_py.errors import StateError
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +258,7 @@ class MemoryStore:
 
 
 class MemoryStorage:
-    """One client session on a :class:`MemoryStore`; a :class:`~storm_py.state.storage.StateStorage`."""
+    """One client session on a :class:`MemoryStore`; a :class:`~storm_py.cluster_state.storage.StateStorage`."""
 
     def __init__(self, store: MemoryStore | None = None, policy: acls.AclPolicy | None = None) -> None:
         self.store = store if store is not None else MemoryStore()

@@ -1,7 +1,7 @@
-"""This module owns a ZooKeeper session's recovery for :class:`~storm_py.state.zk.KazooStorage`: connection state
-and listeners, and what a new session restores (this client's ephemeral nodes, then every kept watch).
+"""This module owns a ZooKeeper session's recovery for :class:`~storm_py.cluster_state.zk.KazooStorage`: connection
+state and listeners, and what a new session restores (this client's ephemeral nodes, then every kept watch).
 
-The storage's thread (a :class:`~storm_py.state.dispatch.CallbackThread`) does the bookkeeping after each state
+The storage's thread (a :class:`~storm_py.cluster_state.dispatch.CallbackThread`) does the bookkeeping after each state
 change, before connection listeners hear of it; whatever fails there (the connection dropped again) is retried
 on the next reconnection or idle tick.  Talking to ZooKeeper is the storage's: this module never imports kazoo.
 """
@@ -13,11 +13,11 @@ import logging
 import threading
 from collections.abc import Callable
 
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.dispatch import CallbackThread
+from storm_py.cluster_state.storage import ConnectionListeners, ConnectionState
+from storm_py.cluster_state.zk_watches import KeptWatch, WatchRegistry
 from storm_py.errors import StateError
-from storm_py.state import znodes
-from storm_py.state.dispatch import CallbackThread
-from storm_py.state.storage import ConnectionListeners, ConnectionState
-from storm_py.state.zk_watches import KeptWatch, WatchRegistry
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""This module owns the watches a :class:`~storm_py.state.zk.KazooStorage` keeps armed: their registry and refresh.
+"""This module owns the watches a :class:`~storm_py.cluster_state.zk.KazooStorage` keeps armed: their registry and
+refresh.
 
 A ZooKeeper watch fires once and says nothing of what happened while the connection was down.  A kept watch
 remembers a key of the state it last saw (``(czxid, mzxid)`` of a node, ``(czxid, pzxid)`` of a node's children,
@@ -14,8 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
+from storm_py.cluster_state.storage import WatchCallback
 from storm_py.errors import StateError
-from storm_py.state.storage import WatchCallback
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ Arm = Callable[["KeptWatch", bool], Key]
 
 
 class KeptWatch:
-    """One watch kept armed by its :class:`WatchRegistry` (a :class:`~storm_py.state.storage.Watch`)."""
+    """One watch kept armed by its :class:`WatchRegistry` (a :class:`~storm_py.cluster_state.storage.Watch`)."""
 
     def __init__(self, registry: WatchRegistry, kind: WatchKind, path: str, full: str,
                  callback: WatchCallback) -> None:

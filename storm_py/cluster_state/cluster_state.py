@@ -1,13 +1,13 @@
 """This module owns the typed view of the cluster state that every daemon uses: :class:`ClusterState`.
 
-It maps Storm's records (:mod:`storm_py.state.models`) onto the znode layout of :mod:`storm_py.state.znodes`
-over any :class:`~storm_py.state.storage.StateStorage`, with values stored as UTF-8 JSON.  It holds no cache
-and no thread of its own; watch callbacks take no arguments and run on the storage thread, so they should
-only post an event to their daemon's loop.
+It maps Storm's records (:mod:`storm_py.cluster_state.models`) onto the znode layout of
+:mod:`storm_py.cluster_state.znodes` over any :class:`~storm_py.cluster_state.storage.StateStorage`, with values
+stored as UTF-8 JSON. It holds no cache and no thread of its own; watch callbacks take no arguments and run on the
+storage thread, so they should only post an event to their daemon's loop.
 
 Storm bases, assignments and credentials are signed by the writer and checked by every reader
-(:mod:`storm_py.state.signing`): a record that does not verify is logged, counted in :attr:`ClusterState.refused`
-and read as absent.
+(:mod:`storm_py.cluster_state.signing`): a record that does not verify is logged, counted in
+:attr:`ClusterState.refused` and read as absent.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from storm_py.config.keys import setting
-from storm_py.errors import StateError
-from storm_py.state import znodes
-from storm_py.state.election import current_leader
-from storm_py.state.models import (
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.election import current_leader
+from storm_py.cluster_state.models import (
     Assignment,
     Credentials,
     ErrorInfo,
@@ -31,8 +29,10 @@ from storm_py.state.models import (
     SupervisorInfo,
     WorkerHeartbeat,
 )
-from storm_py.state.signing import RecordSigner, signer_from_conf
-from storm_py.state.storage import LeaderElection, StateStorage, Watch
+from storm_py.cluster_state.signing import RecordSigner, signer_from_conf
+from storm_py.cluster_state.storage import LeaderElection, StateStorage, Watch
+from storm_py.config.keys import setting
+from storm_py.errors import StateError
 
 log = logging.getLogger(__name__)
 

@@ -1,23 +1,23 @@
 """This module owns storm_py's ZooKeeper client: :class:`KazooStorage`, the only place that imports kazoo.
 
-It implements :class:`~storm_py.state.storage.StateStorage` and keeps a session usable across ZooKeeper's
+It implements :class:`~storm_py.cluster_state.storage.StateStorage` and keeps a session usable across ZooKeeper's
 failure modes without help from its users:
 
 * operations wait for the connection (up to the operation timeout) and retry on connection loss; every kazoo
   error becomes a :class:`~storm_py.errors.StateError` naming the operation and the path;
 * the non-sequential ephemeral nodes this client created (with their latest data) are re-created when a new
-  session replaces an expired one; leader elections re-enter (see :mod:`storm_py.state.election`);
+  session replaces an expired one; leader elections re-enter (see :mod:`storm_py.cluster_state.election`);
 * watches are re-armed after every reconnection, and notify if the node changed meanwhile;
 * a ZooKeeper restart is a suspension followed by a reconnection (same session if it comes back in time,
   otherwise a new one), both handled as above;
-* with a configured identity (:mod:`storm_py.state.acl`) the session authenticates with its digest payloads
+* with a configured identity (:mod:`storm_py.cluster_state.acl`) the session authenticates with its digest payloads
   and every node it creates, missing parents included, gets the ACL of its own path; refusals are
   ``StateError(reason="no_auth")``.
 
 Bookkeeping after a reconnection runs on the storage thread before connection listeners hear ``connected``;
 whatever fails there (the connection dropped again) is retried on the next reconnection or idle tick.  That
-recovery lives in :mod:`storm_py.state.zk_session` and the kept watches in :mod:`storm_py.state.zk_watches`;
-neither imports kazoo: this module talks to ZooKeeper for them.
+recovery lives in :mod:`storm_py.cluster_state.zk_session` and the kept watches in
+:mod:`storm_py.cluster_state.zk_watches`; neither imports kazoo: this module talks to ZooKeeper for them.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.cluster_state import acl as acls
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.election import LatchElection
+from storm_py.cluster_state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
+from storm_py.cluster_state.zk_session import SessionKeeper
+from storm_py.cluster_state.zk_watches import KeptWatch, Key, WatchKind, WatchRegistry
 from storm_py.errors import StateError
-from storm_py.state import acl as acls
-from storm_py.state import znodes
-from storm_py.state.election import LatchElection
-from storm_py.state.storage import ConnectionListener, ConnectionState, LeaderElection, WatchCallback
-from storm_py.state.zk_session import SessionKeeper
-from storm_py.state.zk_watches import KeptWatch, Key, WatchKind, WatchRegistry
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def kazoo_acl(acl: acls.Acl) -> list[Any]:
 
 
 class KazooStorage:
-    """A ZooKeeper session implementing :class:`~storm_py.state.storage.StateStorage` (see module docstring).
+    """A ZooKeeper session implementing :class:`~storm_py.cluster_state.storage.StateStorage` (see module docstring).
 
     Args:
         servers: ZooKeeper hosts (a list, or a comma-separated string); ``host:port`` entries keep their port.

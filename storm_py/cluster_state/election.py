@@ -1,4 +1,4 @@
-"""This module owns leader election on top of any :class:`~storm_py.state.storage.StateStorage`.
+"""This module owns leader election on top of any :class:`~storm_py.cluster_state.storage.StateStorage`.
 
 Each candidate creates an ephemeral-sequential node under the election path holding its identifier; the
 candidate with the lowest counter leads (the scheme of Curator's LeaderLatch).  A candidate's node name starts
@@ -13,9 +13,9 @@ import logging
 import threading
 import uuid
 
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.storage import ConnectionState, LeadershipListener, StateStorage, Watch
 from storm_py.errors import StateError
-from storm_py.state import znodes
-from storm_py.state.storage import ConnectionState, LeadershipListener, StateStorage, Watch
 
 log = logging.getLogger(__name__)
 

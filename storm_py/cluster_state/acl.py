@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from storm_py.cluster_state import znodes
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
-from storm_py.state import znodes
 
 READ, WRITE, CREATE, DELETE, ADMIN = 1, 2, 4, 8, 16
 ALL = READ | WRITE | CREATE | DELETE | ADMIN
