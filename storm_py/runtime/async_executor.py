@@ -151,9 +151,9 @@ class AsyncCollector:
             raise RuntimeError(f"{what} of bolt {driver.component_id!r} called from another thread than its "
                                "event loop's: only an execution may emit")
         current = CURRENT.get()
-        if current is None or current[0] is not driver:
-            raise RuntimeError(f"{what} of bolt {driver.component_id!r} called outside an execution: an emit is "
-                               "anchored to the input of the execution making it")
+        if current is None or current[0] is not driver or current[1] not in driver._tasks:
+            raise RuntimeError(f"{what} of bolt {driver.component_id!r} called outside an execution (or after it "
+                               "completed): an emit is anchored to the input of the execution making it")
         return current[1]
 
     def _check_stream(self, stream: str) -> None:
