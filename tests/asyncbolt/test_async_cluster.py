@@ -1,7 +1,8 @@
 """An async bolt on the dev cluster (real nimbus, supervisor and worker processes): 2,000 numbers enriched by a
 local HTTP endpoint answering after 20 ms with ``topology.async.max.in.flight`` 100.  Every number is acked
 once, the endpoint's 500s (quietly, a ``FailedException``) and a hung call fail exactly their numbers (replayed by
-the spout), the timeout is reported, and the sink receives the numbers that never failed in the order the spout sent them."""
+the spout), the timeout is reported, and the sink receives the numbers that never failed in the order the spout
+sent them."""
 
 from __future__ import annotations
 
