@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 
 from storm_py import AsyncBolt, Bolt, LocalCluster, Spout, TopologyBuilder
-from storm_py.runtime.async_executor import new_event_loop
+from storm_py.runtime.async_loop import new_event_loop
 
 ACKED = [0]
 LOCK = threading.Lock()

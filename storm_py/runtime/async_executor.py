@@ -1,5 +1,5 @@
 """This module owns the executor of asyncio bolts (:class:`~storm_py.api.async_bolt.AsyncBolt`): one event loop per
-executor in a thread of its own (:class:`AsyncLoop`, uvloop's when importable), and per task a driver
+executor in a thread of its own (:class:`~storm_py.runtime.async_loop.AsyncLoop`), and per task a driver
 (:class:`AsyncBoltDriver`) that puts the bolt's coroutines on it and carries out what the task's
 :class:`~storm_py.runtime.async_core.AsyncLedger` decides.
 
@@ -24,12 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
 
 from storm_py.api.async_bolt import AsyncBolt, check_async_bolt
 from storm_py.api.components import OutputCollector, OutputFieldsDeclarer, own_configuration
@@ -40,19 +39,12 @@ from storm_py.clock import Clock
 from storm_py.config import merge_component_conf
 from storm_py.errors import InvalidTopologyException
 from storm_py.runtime.async_core import Ack, AsyncLedger, AsyncSettings, Cancel, Decision, Emit, Fail
+from storm_py.runtime.async_loop import CANCEL_WAIT_SECS, AsyncLoop
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.contracts import ReplacesWrapped, layers
 from storm_py.runtime.executor import ExecutorHost
 
-_uvloop_new: Callable[[], asyncio.AbstractEventLoop] | None
-try:
-    from uvloop import new_event_loop as _uvloop_new
-except ImportError:  # the async extra is not installed: asyncio's own loop
-    _uvloop_new = None
-
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: the execution a coroutine belongs to: ``(driver, seq)``; each asyncio task runs in a copy of its creator's
 #: context, so tasks an execution starts belong to it too
@@ -68,59 +60,6 @@ RESET: Final = 3
 
 #: longest wait of a drain between two looks at the deadlines (seconds)
 DRAIN_POLL_SECS: Final = 0.05
-#: how long a rollback or a shutdown waits for cancelled executions to unwind (seconds)
-CANCEL_WAIT_SECS: Final = 5.0
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's event loop when uvloop is importable, else asyncio's."""
-    if _uvloop_new is not None:
-        return _uvloop_new()
-    return asyncio.new_event_loop()
-
-
-class AsyncLoop:
-    """One executor's event loop, run by a thread of its own."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.loop = new_event_loop()
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread_id: int | None = None
-
-    def _run(self) -> None:
-        self.thread_id = threading.get_ident()
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-        finally:
-            self.loop.close()
-
-    def start(self) -> None:
-        """Start the loop's thread."""
-        self.thread.start()
-
-    def run(self, make: Callable[[], Awaitable[T] | T], timeout: float | None = None) -> T:
-        """Call ``make`` on the loop's thread and await what it returns when that is awaitable; block until done
-        and return the result (or raise what it raised)."""
-
-        async def call() -> T:
-            result = make()
-            if inspect.isawaitable(result):
-                return await result
-            return result
-
-        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(timeout)
-
-    def post(self, fn: Callable[[], None]) -> None:
-        """Call ``fn`` on the loop's thread soon (from any thread)."""
-        self.loop.call_soon_threadsafe(fn)
-
-    def stop(self, timeout: float = CANCEL_WAIT_SECS) -> None:
-        """Stop the loop and wait for its thread."""
-        if self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout)
 
 
 @runtime_checkable
