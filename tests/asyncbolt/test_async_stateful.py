@@ -5,6 +5,8 @@ checkpoint drains the executions in flight before the state is prepared."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import Counter
 
 from storm_py import AsyncBolt, BaseStatefulBolt, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
@@ -19,17 +21,46 @@ from tests.stateful.components import (
     truth,
 )
 
-WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 100
+WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 400
+#: the execution that raises (counted over both tasks), after a few checkpoints committed with executions in flight
+RAISE_AT = 1200
 EXACTLY_ONCE = {"topology.state.checkpoint.interval.ms": 100, "topology.state.guarantee": "exactly_once",
-                "topology.async.max.in.flight": 20}
+                "topology.async.max.in.flight": 10}
+
+
+class PacedPositionSpout(PositionSpout):
+    """The position spout at ``RATE`` words a second, so that checkpoints come between the words, not after them
+    all."""
+
+    def open(self, conf, context, collector):
+        super().open(conf, context, collector)
+        self.started = time.monotonic()
+        self.sent = 0
+
+    def next_tuple(self):
+        if self.sent < (time.monotonic() - self.started) * RATE:
+            self.sent += 1
+            super().next_tuple()
+
+    def init_state(self, state):
+        super().init_state(state)
+        self.started = time.monotonic()
+        self.sent = 0
+
+
+#: words a second (the two count tasks take about 450: ten in flight each, 10 to 30 ms per word)
+RATE = 400
+
+#: executions started per run, over every task
+EXECUTIONS: Counter[str] = Counter()
 
 
 class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
-    """The stateful word count, each input taking a few ms of awaiting before it counts; the first ``fig`` raises."""
+    """The stateful word count, each input awaiting 10 to 30 ms before it counts (so every checkpoint finds
+    executions in flight); the ``RAISE_AT``-th execution raises."""
 
-    def __init__(self, run: str, raise_on: tuple[str, ...] = ()) -> None:
+    def __init__(self, run: str) -> None:
         self.run = run
-        self.raise_on = raise_on
 
     async def prepare(self, conf, context, collector):
         self.collector = collector
@@ -47,12 +78,14 @@ class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
     async def execute(self, tup):
         assert asyncio.get_running_loop() is self.loop
         word = tup.values[0]
-        await asyncio.sleep(0.001 * (len(word) % 4))
+        await asyncio.sleep(0.01 * (1 + len(word) % 3))
         run = RUNS[self.run]
         with run.lock:
-            first = word in self.raise_on and word not in run.raised
-            run.raised.add(word)
-        if first:
+            EXECUTIONS[self.run] += 1
+            boom = EXECUTIONS[self.run] == RAISE_AT
+            if boom:
+                run.raised.add(word)
+        if boom:
             raise RuntimeError(f"boom on {word}")
         count = self.state.get(word, 0) + 1
         self.state.put(word, count)
@@ -69,15 +102,16 @@ class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
 
 def test_async_counts_are_exact_through_a_rollback_under_exactly_once():
     run = new_run("async-eo")
+    EXECUTIONS["async-eo"] = 0
     builder = TopologyBuilder()
-    builder.set_spout("words", PositionSpout("async-eo", WORDS))
+    builder.set_spout("words", PacedPositionSpout("async-eo", WORDS))
     builder.set_bolt("split", SplitBolt("async-eo"), 2).shuffle_grouping("words")
-    builder.set_bolt("count", AsyncCountBolt("async-eo", raise_on=("fig",)), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("count", AsyncCountBolt("async-eo"), 2).fields_grouping("split", ["word"])
     builder.set_bolt("sink", SinkBolt("async-eo")).shuffle_grouping("count")
     with LocalCluster() as cluster:
         cluster.submit_topology("async-eo", EXACTLY_ONCE, builder.create_topology())
-        wait_until(lambda: "fig" in run.raised, 60, what="the raising execution")
-        wait_until(lambda: committed_counts(run) == truth(WORDS), 90, what="the exact counts committed")
+        wait_until(lambda: run.raised, 90, what="the raising execution")
+        wait_until(lambda: committed_counts(run) == truth(WORDS), 120, what="the exact counts committed")
         assert "pre_rollback" in run.hook_names()  # the failure rolled the bolt back
         assert run.hook_names().count("spout_init") >= 2  # and the spout replayed from its restored position
         assert counts(run) == truth(WORDS)
