@@ -1,6 +1,7 @@
-"""A stateful async bolt (``class B(AsyncBolt, BaseStatefulBolt)``) under exactly_once in LocalCluster: counts are
+"""A stateful async bolt (``class B(AsyncBolt, BaseStatefulBolt)``) in LocalCluster: under exactly_once counts are
 exact after an execution raised (every component rolled back, the executions in flight cancelled), because each
-checkpoint drains the executions in flight before the state is prepared."""
+checkpoint drains the executions in flight before the state is prepared; under at_least_once every word is
+acked after a commit and counted at least once."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from storm_py.clock import wait_until
 from tests.stateful.components import (
     RUNS,
     PositionSpout,
+    ReplayingWordSpout,
     SinkBolt,
     SplitBolt,
     committed_counts,
@@ -66,6 +68,7 @@ class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
         self.collector = collector
         self.task = context.this_task_id
         self.loop = asyncio.get_running_loop()
+        self.active = 0  # executions running now
         RUNS[self.run].topology_id = context.topology_id
 
     def init_state(self, state):
@@ -78,7 +81,11 @@ class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
     async def execute(self, tup):
         assert asyncio.get_running_loop() is self.loop
         word = tup.values[0]
-        await asyncio.sleep(0.01 * (1 + len(word) % 3))
+        self.active += 1
+        try:
+            await asyncio.sleep(0.01 * (1 + len(word) % 3))
+        finally:
+            self.active -= 1
         run = RUNS[self.run]
         with run.lock:
             EXECUTIONS[self.run] += 1
@@ -90,6 +97,11 @@ class AsyncCountBolt(AsyncBolt, BaseStatefulBolt):
         count = self.state.get(word, 0) + 1
         self.state.put(word, count)
         self.collector.emit([word, count])
+
+    def pre_prepare(self, txid):
+        run = RUNS[self.run]
+        with run.lock:
+            run.hooks.append(("pre_prepare", self.active))  # the checkpoint drained: nothing runs
 
     def pre_rollback(self):
         run = RUNS[self.run]
@@ -115,4 +127,28 @@ def test_async_counts_are_exact_through_a_rollback_under_exactly_once():
         assert "pre_rollback" in run.hook_names()  # the failure rolled the bolt back
         assert run.hook_names().count("spout_init") >= 2  # and the spout replayed from its restored position
         assert counts(run) == truth(WORDS)
+        running = [active for hook, active in run.hooks if hook == "pre_prepare"]
+        assert len(running) >= 5 and set(running) == {0}
         cluster.kill_topology("async-eo", wait_secs=0)
+
+
+def test_async_counts_cover_every_word_under_at_least_once():
+    run = new_run("async-alo")
+    EXECUTIONS["async-alo"] = 0
+    words = WORDS[:1200]
+    builder = TopologyBuilder()
+    builder.set_spout("words", ReplayingWordSpout("async-alo", words))
+    builder.set_bolt("split", SplitBolt("async-alo"), 2).shuffle_grouping("words")
+    builder.set_bolt("count", AsyncCountBolt("async-alo"), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("sink", SinkBolt("async-alo")).shuffle_grouping("count")
+    conf = {"topology.state.checkpoint.interval.ms": 100, "topology.async.max.in.flight": 10}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("async-alo", conf, builder.create_topology())
+        wait_until(lambda: len(run.acked) == len(words), 120, what="every word acked (after a commit)")
+        assert run.failed >= 1  # the raising execution failed its word, which was replayed
+        committed = committed_counts(run)
+        assert all(committed[w] >= n for w, n in truth(words).items())
+        assert "pre_rollback" not in run.hook_names()
+        running = [active for hook, active in run.hooks if hook == "pre_prepare"]
+        assert len(running) >= 5 and set(running) == {0}
+        cluster.kill_topology("async-alo", wait_secs=0)
