@@ -40,7 +40,7 @@ def test_enrichment_on_the_dev_cluster(tmp_path: Path) -> None:
             cluster.start()
             cluster.cli("submit", str(wheel), "asyncenrich.topology:build", "--name", "enrich",
                         "-c", "topology.workers=1", "-c", "topology.message.timeout.secs=60",
-                        "-c", "topology.async.max.in.flight=100", "-c", "topology.async.execute.timeout.secs=3",
+                        "-c", "topology.async.max.in.flight=100", "-c", "topology.async.execute.timeout.secs=5",
                         "-c", f"asyncenrich.url={server.url}", "-c", f"asyncenrich.out={out}",
                         "-c", f"asyncenrich.count={N}")
             wait_until(lambda: len(set(lines(out / "acks"))) == N, 240, interval=0.5, what="every number acked")
@@ -60,7 +60,7 @@ def test_enrichment_on_the_dev_cluster(tmp_path: Path) -> None:
 
             wait_until(lambda: any("topology.async.execute.timeout.secs" in e for e in errors()), 60,
                        interval=0.5, what="the timeout in the component's errors")
-            assert any("'enrich'" in e and "3 s" in e for e in errors())
+            assert any("'enrich'" in e and "5 s" in e for e in errors())
             assert not any("HTTP 500" in e for e in errors())  # a FailedException fails its input quietly
             cluster.cli("kill", "enrich", "-w", "0")
         finally:
