@@ -6,6 +6,7 @@ from __future__ import annotations
 import storm_py.build  # noqa: F401  (first: it refuses stale compiled modules before any is imported)
 
 # isort: on
+from storm_py.api.async_bolt import AsyncBolt
 from storm_py.api.components import (
     BasicBolt,
     Bolt,
@@ -31,6 +32,7 @@ from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
 __all__ = [
     "AlreadyAliveException",
+    "AsyncBolt",
     "BaseStatefulBolt",
     "BaseStatefulWindowedBolt",
     "BaseWindowedBolt",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from storm_py.api.async_bolt import check_async_bolt
 from storm_py.api.components import (
     BasicBolt,
     Bolt,
@@ -274,6 +275,7 @@ class TopologyBuilder:
             bolt = bolt.topology_bolt()
         if not hasattr(bolt, "execute"):
             raise InvalidTopologyException(f"component {id!r} is not a bolt (no execute): {bolt!r}", component=id)
+        check_async_bolt(id, bolt)
         spec = ComponentSpec(id, bolt, parallelism, False)
         self._bolts[id] = spec
         return BoltDeclarer(spec)
@@ -326,6 +328,8 @@ def validate_topology(topology: StormTopology, system: bool = False) -> None:
     if not topology.spouts:
         raise InvalidTopologyException("topology has no spouts")
     for cid, spec in comps.items():
+        if not spec.is_spout:
+            check_async_bolt(cid, spec.obj)
         if cid.startswith("__") and not system:
             raise InvalidTopologyException(f"component id {cid!r} is reserved (ids starting '__' are system ids)",
                                            component=cid)

@@ -167,6 +167,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.bolts.late.tuple.stream", STR, None, "windowed bolts", "event time: stream late tuples are emitted on as [late_tuple] (null: acked and logged)", per_component=True),
         Key("topology.bolts.message.id.field.name", STR, None, "stateful windowed bolts", "the input field holding each tuple's message id, an int increasing per source task and stream (set by with_message_id_field; required without with_persistence)", per_component=True),
     ),
+    "async bolts": (
+        Key("topology.async.max.in.flight", INT, 100, "async bolts", "executions of an AsyncBolt in flight per task (started, not yet acked or failed); a full task takes no more input", min=1, per_component=True),
+        Key("topology.async.execute.timeout.secs", NUMBER, None, "async bolts", "seconds one execution of an AsyncBolt may run before it is cancelled and its input failed (null: topology.message.timeout.secs; a positive number)", per_component=True),
+        Key("topology.async.output.mode", STR, "ordered", "async bolts", "ordered: an input's emits, then its ack, are released after every earlier input of its task completed; unordered: as they are made", choices=("ordered", "unordered"), per_component=True),
+    ),
     "drpc": (
         Key("drpc.servers", STRS, None, "drpc spouts, drpc-client", "DRPC servers (\"host\" or \"host:port\"; topologies add drpc.invocations.port, clients drpc.port)"),
         Key("drpc.host", STR, "127.0.0.1", "drpc", "interface the DRPC server's three ports listen on"),

@@ -1,6 +1,6 @@
-"""This module owns the checks a topology passes before nimbus stores it: at submit its structure, its windowed and
-stateful components against the topology conf, and the system topology with every component's executor count; at
-a rebalance the conf overrides (``rebalance -t``)."""
+"""This module owns the checks a topology passes before nimbus stores it: at submit its structure, its windowed,
+stateful and async components against the topology conf, and the system topology with every component's executor
+count; at a rebalance the conf overrides (``rebalance -t``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from storm_py.api.topology import StormTopology, validate_topology
 from storm_py.config import validate as validate_conf
 from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.runtime.async_executor import check_async_bolts
 from storm_py.runtime.system_topology import component_counts, system_topology
 from storm_py.stateful.wiring import check_topology as check_stateful
 from storm_py.windowing.spec import check_windowed_components
@@ -30,6 +31,7 @@ def checked_system_topology(
     validate_topology(topology)
     check_windowed_components({cid: c.conf for cid, c in topology.components().items()}, topo_conf)
     check_stateful(topology, topo_conf)
+    check_async_bolts(topology, topo_conf)
     system = system_topology(topology, topo_conf)
     validate_topology(system, system=True)
     counts = component_counts(system, topo_conf)

@@ -65,7 +65,7 @@ class BoltExecutor(Executor):
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
         for t in self.task_ids:
-            bolt = self.rt.instantiate(self.component_id, t)
+            bolt = self.instantiate(t)
             collector = BoltCollector(self, t)
             self.bolts[t] = bolt
             self.collectors[t] = collector
@@ -103,6 +103,10 @@ class BoltExecutor(Executor):
                 log.exception("bolt %s task %d failed in prepare", self.component_id, t)
                 self.report_error(t, exc)
                 raise
+
+    def instantiate(self, task: int) -> Any:
+        """The component object of ``task`` (a private copy)."""
+        return self.rt.instantiate(self.component_id, task)
 
     def _runner(self, execute: Callable[[Tuple], None], task: int) -> Callable[[list[Tuple]], None]:
         """Run a batch through a bolt's ``execute``; one that raises fails its input and the batch goes on."""

@@ -25,6 +25,7 @@ from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
+from storm_py.runtime.async_executor import AsyncBoltExecutor, is_async_component
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.credentials import CredentialsInbox
 from storm_py.runtime.executor import Executor, error_text
@@ -126,6 +127,8 @@ class WorkerRuntime:
                 cls = AckerExecutor
             elif spec.is_spout:
                 cls = SpoutExecutor
+            elif is_async_component(spec.obj):
+                cls = AsyncBoltExecutor
             else:
                 cls = BoltExecutor
             self.executors.append(cls(self, cid, tasks))

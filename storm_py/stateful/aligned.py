@@ -34,6 +34,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException
 from storm_py.runtime.bolt_collectors import BoltCollector
+from storm_py.runtime.contracts import Drains
 from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.executors import AnchoredCollector
 from storm_py.stateful.providers import new_state, state_namespace
@@ -279,6 +280,8 @@ class AlignedBoltExecutor:
         if action == RESTART:
             if self.alignment.restart(tup.source_task, generation):
                 self.held = []
+                if isinstance(self.bolt, Drains):  # dropped like the held data: the spouts replay them
+                    self.bolt.cancel_in_flight()
                 try:
                     self._restore(txid)
                 except Exception as exc:
@@ -296,6 +299,8 @@ class AlignedBoltExecutor:
         if verdict == "wait":
             return True, []
         try:
+            if isinstance(self.bolt, Drains):  # the barrier follows everything the inputs before it emit
+                self.bolt.drain()
             self._prepare(txid, committed)
         except Exception as exc:
             log.error("bolt %s cannot prepare txid %d: %s", self.component_id, txid, exc)

@@ -28,7 +28,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
-from storm_py.runtime.contracts import own_configuration
+from storm_py.runtime.contracts import Drains, own_configuration
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -244,10 +244,12 @@ class CheckpointTupleForwarder(CheckpointHandler):
 class StatefulBoltExecutor(CheckpointHandler):
     """Wraps a :class:`BaseStatefulBolt`: gives it its state and runs Storm's actions on it.
 
-    - ``PREPARE(n)``: ``pre_prepare(n)``, the state is prepared, the inputs acked so far become *prepared*; a bolt
-      whose state is not initialised yet (restarted in between) fails the checkpoint, which starts recovery.
+    - ``PREPARE(n)``: a bolt with executions in flight (an async bolt) drains them, ``pre_prepare(n)``, the state
+      is prepared, the inputs acked so far become *prepared*; a bolt whose state is not initialised yet (restarted
+      in between) fails the checkpoint, which starts recovery.
     - ``COMMIT(n)``: ``pre_commit(n)``, the state is committed, the prepared inputs are acked upstream.
-    - ``ROLLBACK``: ``pre_rollback()``, the state is rolled back, prepared and acked inputs are failed.
+    - ``ROLLBACK``: executions in flight are cancelled and their inputs failed, ``pre_rollback()``, the state is
+      rolled back, prepared and acked inputs are failed.
     - ``INITSTATE``: ``init_state(state)``; the first one also runs the inputs that arrived before it.
     """
 
@@ -292,6 +294,8 @@ class StatefulBoltExecutor(CheckpointHandler):
                          txid)
                 collector.fail(tup)
                 return
+            if isinstance(self.bolt, Drains):  # the state takes exactly the inputs before the checkpoint
+                self.bolt.drain()
             self.bolt.pre_prepare(txid)
             state.prepare_commit(txid)
             self.prepared.merge(tracking.take_held())
@@ -301,6 +305,9 @@ class StatefulBoltExecutor(CheckpointHandler):
             prepared, self.prepared = self.prepared, HeldAcks()
             tracking.release(prepared)
         elif action == ROLLBACK:
+            if isinstance(self.bolt, Drains):  # their spouts replay them
+                for t in self.bolt.cancel_in_flight():
+                    collector.fail(t)
             self.bolt.pre_rollback()
             state.rollback()
             failed, self.prepared = self.prepared, HeldAcks()
