@@ -83,4 +83,5 @@ def test_runs_cut_a_window_into_slices_of_consecutive_rows():
     refs = [RowRef(a, 1), RowRef(a, 2), RowRef(b, 0), RowRef(a, 4), RowRef(a, 5), RowRef(b, 2)]
     assert [(e.token, s, t) for e, s, t in runs(refs)] == [("a", 1, 3), ("b", 0, 1), ("a", 4, 6), ("b", 2, 3)]
     assert anchors(refs) == ["a", "b"]
+    assert [(s, t) for _, s, t in runs([RowRef(a, 0), RowRef(a, 2), RowRef(a, 3)])] == [(0, 1), (2, 4)]
     assert runs([]) == []
