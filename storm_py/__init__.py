@@ -26,6 +26,7 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
+from storm_py.vector import SchemaMismatchException, VectorBolt, VectorSpout
 from storm_py.version import __version__ as __version__
 from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
@@ -51,6 +52,7 @@ __all__ = [
     "NotAliveException",
     "OutputFieldsDeclarer",
     "ReportedFailedException",
+    "SchemaMismatchException",
     "Spout",
     "SpoutDeclarer",
     "StatefulSpout",
@@ -59,6 +61,8 @@ __all__ = [
     "TopologyContext",
     "Tuple",
     "TupleWindow",
+    "VectorBolt",
+    "VectorSpout",
 ]
 
 

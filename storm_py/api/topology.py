@@ -52,6 +52,8 @@ class ComponentSpec:
     inputs: dict[tuple[str, str], Grouping] = field(default_factory=dict)
     conf: dict[str, Any] = field(default_factory=dict)
     streams: dict[str, tuple[Fields, bool]] = field(default_factory=dict)
+    #: the columnar streams among ``streams``: stream id -> declared ``pyarrow.Schema`` (``None``: names only)
+    columnar: dict[str, Any] = field(default_factory=dict)
 
     def num_tasks(self) -> int:
         """Tasks of this component: ``topology.tasks`` if set, else the parallelism hint; capped by max parallelism."""
@@ -305,6 +307,7 @@ def fill_component(spec: ComponentSpec) -> None:
             f"component {spec.id!r} declares invalid outputs: {err}", component=spec.id
         ) from err
     spec.streams = declarer.streams
+    spec.columnar = declarer.columnar
     own = own_configuration(spec.obj)
     if own:
         if not isinstance(own, Mapping):

@@ -1,7 +1,7 @@
 """This module owns the contracts a spout or bolt may declare to the runtime beyond Storm's interfaces, as
 Protocols: a component run inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
-that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), its own configuration, a log
-reader's lag report, a checkpoint's gauges.
+that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), a bolt taking batches whole, its
+own configuration, a log reader's lag report, a checkpoint's gauges.
 
 The runtime asks for one of these with ``isinstance`` once, when it prepares a task (never per tuple), and keeps
 what it found; it never probes a component for an attribute by name.
@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from storm_py.api.components import BasicBolt, Configured, own_configuration
 
 __all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "Configured", "LagReporter", "RunsAsBasic",
-           "Wrapper", "layers", "own_configuration"]
+           "TakesBatches", "Wrapper", "layers", "own_configuration"]
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
@@ -61,6 +61,14 @@ class BoundedInbox(Protocol):
     its inbox."""
 
     def room(self) -> int: ...
+
+
+@runtime_checkable
+class TakesBatches(Protocol):
+    """A bolt that takes the tuples of a columnar stream whole, one batch each (a vector bolt's runner); the
+    executor hands any other bolt the rows of such a tuple as tuples of their own."""
+
+    def takes_batches(self) -> bool: ...
 
 
 @runtime_checkable

@@ -1,0 +1,18 @@
+"""Columnar streams: streams whose tuples carry Arrow batches of rows, the spouts and bolts that emit and take
+them, their groupings, their wire form, and views of a batch as data frames."""
+
+from __future__ import annotations
+
+from storm_py.vector import wire as wire
+from storm_py.vector.batches import SchemaMismatchException
+from storm_py.vector.components import VectorBolt, VectorOutputCollector, VectorSpout
+from storm_py.vector.views import as_pandas, as_polars
+
+__all__ = [
+    "SchemaMismatchException",
+    "VectorBolt",
+    "VectorOutputCollector",
+    "VectorSpout",
+    "as_pandas",
+    "as_polars",
+]
