@@ -26,7 +26,7 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
-from storm_py.vector import SchemaMismatchException, VectorBolt, VectorSpout
+from storm_py.vector import SchemaMismatchException, VectorBolt, VectorSpout, WindowedVectorBolt
 from storm_py.version import __version__ as __version__
 from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
@@ -63,6 +63,7 @@ __all__ = [
     "TupleWindow",
     "VectorBolt",
     "VectorSpout",
+    "WindowedVectorBolt",
 ]
 
 
