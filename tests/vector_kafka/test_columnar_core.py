@@ -121,7 +121,7 @@ def test_columnar_with_a_per_record_option_is_refused_naming_both(kw, names):
 def test_batch_options_are_checked():
     with pytest.raises(KafkaConfigError, match="batch_schema"):
         cfg(batch_translator="json")
-    with pytest.raises(KafkaConfigError, match="pyarrow.Schema"):
+    with pytest.raises(KafkaConfigError, match=r"pyarrow\.Schema"):
         cfg(batch_translator="json", batch_schema=["a"])
     with pytest.raises(KafkaConfigError, match="'xml'"):
         cfg(batch_translator="xml", batch_schema=SCHEMA)
