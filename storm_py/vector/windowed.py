@@ -52,7 +52,11 @@ class TableWindow:
     def _table(self, which: str, refs: list[RowRef]) -> pa.Table:
         table = self._tables.get(which)
         if table is None:
-            table = self._tables[which] = rows_table(refs)
+            if not refs and which != "all":  # no rows: the window's columns, empty
+                table = self.get().schema.empty_table()
+            else:
+                table = rows_table(refs)
+            self._tables[which] = table
         return table
 
     def get(self) -> pa.Table:
@@ -64,7 +68,7 @@ class TableWindow:
         return self._table("new", self._new)
 
     def get_expired(self) -> pa.Table:
-        """The rows that left the window since the previous evaluation."""
+        """The rows that left the window since the previous evaluation (with the window's columns when none did)."""
         return self._table("expired", self._expired)
 
     def get_start_timestamp(self) -> int | None:

@@ -12,6 +12,7 @@ import pytest
 
 from storm_py import BasicBolt, LocalCluster, TopologyBuilder, Tuple, VectorSpout, WindowedVectorBolt
 from storm_py.clock import wait_until
+from storm_py.testing import FeederSpout
 from storm_py.testing.registry import Shared
 from storm_py.vector import TableWindow
 from storm_py.windowing import Count, Duration
@@ -71,7 +72,7 @@ class SumWindow(WindowedVectorBolt):
         table = window.get()
         assert isinstance(table, pa.Table)
         self.store.windows.append({"n": table.column("n").to_pylist(), "new": window.get_new().column("n")
-                                   .to_pylist(), "expired": window.get_expired().num_rows,
+                                   .to_pylist(), "expired": len(window.get_expired().column("n")),
                                    "start": window.get_start_timestamp(), "end": window.get_end_timestamp()})
         self.collector.emit([table.num_rows, sum(table.column("n").to_pylist())])
 
@@ -169,3 +170,20 @@ def test_a_batch_without_its_timestamp_column_fails_and_names_the_column():
 def test_a_timestamp_extractor_is_refused_for_rows():
     with pytest.raises(TypeError, match="with_timestamp_field"):
         SumWindow(Store()).with_timestamp_extractor(lambda t: 0)
+
+
+def test_a_per_tuple_stream_gives_one_row_per_tuple():
+    store = Store()
+    feeder = FeederSpout(["n", "ts"])
+    builder = TopologyBuilder()
+    builder.set_spout("spout", feeder)
+    builder.set_bolt("window", SumWindow(store).with_tumbling_window(Count(3))).shuffle_grouping("spout")
+    builder.set_bolt("record", Record(store)).shuffle_grouping("window")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("rowwin", CONF, builder.create_topology())
+        for i in range(7):
+            feeder.feed([i, None if i == 0 else i * 10])  # a null in the first row
+        wait_until(lambda: len(store.outputs) == 2, 60, what=f"two windows (have {store.windows})")
+        cluster.kill_topology("rowwin", wait_secs=0)
+    assert [w["n"] for w in store.windows] == [[0, 1, 2], [3, 4, 5]]
+    assert sorted(store.outputs) == [[3, 3], [3, 12]]
