@@ -11,12 +11,12 @@ offset, so the commit (the acked prefix), ``max_uncommitted_offsets`` (counted i
 
 from __future__ import annotations
 
-import io
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from storm_py.kafka.client import HeaderedRecord, TopicPartition
@@ -97,6 +97,8 @@ class JsonBatchTranslator:
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         n = batch.num_rows
+        if n == 0:
+            return self.schema.empty_table()
         values = batch.column("value")
         where = _describe(batch)
         if values.null_count:
@@ -117,10 +119,12 @@ class JsonBatchTranslator:
         return pa.Table.from_arrays(columns, schema=self.schema)
 
     def _read(self, values: pa.Array, n: int, where: str) -> pa.Table:
-        joined = b"\n".join(values.to_pylist())
-        parse = self.parse if joined.count(b"\n") == n - 1 else self.parse_multiline
+        # one newline-delimited buffer of every value, joined by Arrow (no Python object per record)
+        joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), values), b"\n")[0]
+        multiline = pc.sum(pc.count_substring(values, b"\n")).as_py()
+        parse = self.parse_multiline if multiline else self.parse
         try:
-            table = pa_json.read_json(io.BytesIO(joined), parse_options=parse)
+            table = pa_json.read_json(pa.BufferReader(joined.as_buffer()), parse_options=parse)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
             raise BatchTranslationError(f"{where}: the values are not JSON objects of {_names(self.json_schema)}:"
                                         f" {err}") from None

@@ -52,10 +52,8 @@ class TableWindow:
     def _table(self, which: str, refs: list[RowRef]) -> pa.Table:
         table = self._tables.get(which)
         if table is None:
-            if not refs and which != "all":  # no rows: the window's columns, empty
-                table = self.get().schema.empty_table()
-            else:
-                table = rows_table(refs)
+            # no new or expired rows: the window's columns, empty
+            table = self.get().schema.empty_table() if not refs and which != "all" else rows_table(refs)
             self._tables[which] = table
         return table
 

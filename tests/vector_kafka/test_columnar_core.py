@@ -106,6 +106,18 @@ def test_a_callable_translator_must_return_the_declared_columns():
         translate(lambda b: [], schema, batch)
 
 
+def test_pretty_printed_values_are_read_across_the_json_readers_blocks():
+    n = 40_000  # about 2 MB: more than one of the reader's 1 MB blocks
+    batch = records_batch([rec(i, b'{\n  "user": "u%d",\n  "amount": 1.5\n}' % i) for i in range(n)])
+    out = translate(JsonBatchTranslator(SCHEMA), SCHEMA, batch)
+    assert out.num_rows == n and out.column("user")[n - 1].as_py() == f"u{n - 1}"
+
+
+def test_an_empty_batch_translates_to_an_empty_batch_of_the_schema():
+    out = translate(JsonBatchTranslator(SCHEMA), SCHEMA, records_batch([]))
+    assert out.num_rows == 0 and out.schema.equals(SCHEMA)
+
+
 # ---------------------------------------------------------------------------------------------- config
 @pytest.mark.parametrize("kw, names", [
     ({"translator": lambda r: [r.value], "translator_fields": ["v"]}, "translator"),
