@@ -70,3 +70,30 @@ def test_kafka_json_lands_in_parquet_exactly_once_through_batches(broker, spark,
                   for i, (user, amount) in enumerate((u, a) for q, u, a in truth if q == p))
     assert got == want, "exact rows, each exactly once, offsets from the records"
     assert all(r.timestamp is not None for r in rows)
+
+
+def test_kafka_lands_in_parquet_exactly_once_when_the_sinks_worker_is_killed(broker, spark, tmp_path):
+    n = 3000
+    topic = broker.topic(PARTITIONS, prefix="colkill")
+    truth = produce(broker, topic, n)
+    root = str(tmp_path / "events")
+    config = KafkaSpoutConfig(broker.bootstrap, [topic], columnar=True, batch_translator="json",
+                              batch_schema=BATCH_SCHEMA, max_poll_records=50)
+    builder = TransactionalTopologyBuilder(f"colkill-{topic}", "kafka", TransactionalKafkaSpout(config), 2)
+    builder.set_committer_bolt("sink", ParquetBatchSink(root, SINK_SCHEMA), 1).global_grouping("kafka")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("colkill", {"topology.max.spout.pending": 3, "topology.message.timeout.secs": 10,
+                                            "topology.workers": 2}, builder.build_topology())
+        tid = cluster.get_topology_id("colkill")
+        wait_until(lambda: landed(root) >= 300, 120, interval=0.1, what="a few txids committed")
+        victim = next(w for w in cluster.workers(tid) if any(ex.component_id == "sink"
+                                                              for ex in w.runtime.executors))
+        victim.stop()
+        assert landed(root) < n, "the worker died before everything landed"
+        wait_until(lambda: landed(root) >= n, 180, interval=0.3, what=f"{n} rows committed (have {landed(root)})")
+        cluster.kill_topology("colkill", wait_secs=0)
+    rows = read_committed(spark, root).collect()
+    got = sorted((r.partition, r.offset, r.user) for r in rows)
+    want = sorted((p, i, user) for p in range(PARTITIONS)
+                  for i, user in enumerate(u for q, u, _ in truth if q == p))
+    assert got == want, "exact rows, each exactly once"
