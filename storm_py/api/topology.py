@@ -6,7 +6,7 @@ import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from storm_py.api.components import (
     BasicBolt,
@@ -19,7 +19,8 @@ from storm_py.api.components import (
     own_configuration,
 )
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
-from storm_py.errors import InvalidTopologyException
+from storm_py.config import validate as validate_conf
+from storm_py.errors import ConfigError, InvalidTopologyException
 
 SHUFFLE = "shuffle"
 FIELDS = "fields"
@@ -317,6 +318,21 @@ def fill_component(spec: ComponentSpec) -> None:
         spec.conf = {**own, **spec.conf}
 
 
+#: component configuration keys checked against the config table when a topology is validated
+CHECKED_COMPONENT_KEYS: Final = ("topology.vector.batch.size", "topology.vector.batch.linger.ms")
+
+
+def _check_component_keys(cid: str, conf: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidTopologyException` naming the key and the component when a checked key of the
+    component's own configuration has an invalid value."""
+    for key in CHECKED_COMPONENT_KEYS:
+        if key in conf:
+            try:
+                validate_conf({key: conf[key]}, f"component {cid!r}:")
+            except ConfigError as err:
+                raise InvalidTopologyException(str(err), component=cid, key=key) from err
+
+
 def validate_topology(topology: StormTopology, system: bool = False) -> None:
     """Storm's structural checks; raise :class:`InvalidTopologyException` naming what is wrong.
 
@@ -329,6 +345,7 @@ def validate_topology(topology: StormTopology, system: bool = False) -> None:
     if not topology.spouts:
         raise InvalidTopologyException("topology has no spouts")
     for cid, spec in comps.items():
+        _check_component_keys(cid, spec.conf)
         if cid.startswith("__") and not system:
             raise InvalidTopologyException(f"component id {cid!r} is reserved (ids starting '__' are system ids)",
                                            component=cid)

@@ -71,16 +71,11 @@ def split_by_targets(batch: pa.RecordBatch, targets: npt.NDArray[np.int64]) -> P
     """The rows of ``batch`` by their target task (``targets[row]``), each task's rows in their order."""
     if len(targets) == 0:
         return []
-    first = targets[0]
-    if bool((targets == first).all()):
-        return [(int(first), [batch])]
-    order = np.argsort(targets, kind="stable")
-    ordered = targets[order]
-    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    parts: Parts = []
-    for rows in np.split(order, cuts):
-        parts.append((int(targets[rows[0]]), [batch.take(pa.array(rows))]))
-    return parts
+    low = int(targets.min())
+    present = np.flatnonzero(np.bincount(targets - low)) + low  # the tasks that get rows, ascending
+    if len(present) == 1:
+        return [(low, [batch])]
+    return [(int(t), [batch.take(pa.array(np.flatnonzero(targets == t)))]) for t in present]
 
 
 Splitter = Callable[[int, pa.RecordBatch], Parts]

@@ -38,7 +38,9 @@ class Store(Shared):
         self.acked: list[Any] = []
         self.failed: list[Any] = []
         self.counts: dict[tuple[Any, str], int] = {}
-        self.rows: list[list[Any]] = []
+        #: rows each counting task got, and the tasks each word went to
+        self.rows_seen = 0
+        self.owners: dict[str, set[int]] = {}
 
     def total(self) -> Counter[str]:
         with self.lock:
@@ -111,6 +113,9 @@ class CountBolt(VectorBolt):
         self.store = store
         self.add = add
 
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.get_this_task_id()
+
     def execute_batch(self, batch: pa.RecordBatch, collector: VectorOutputCollector) -> None:
         grouped = pa.Table.from_batches([batch]).group_by(["batch", "word"]).aggregate([([], "count_all")])
         partial: dict[tuple[Any, str], int] = {}
@@ -118,6 +123,9 @@ class CountBolt(VectorBolt):
                            grouped.column("count_all").to_pylist(), strict=True):
             partial[(b, w)] = n
         with self.store.lock:
+            self.store.rows_seen += batch.num_rows
+            for word in set(batch.column("word").to_pylist()):
+                self.store.owners.setdefault(word, set()).add(self.task)
             if self.add:
                 for key, n in partial.items():
                     self.store.counts[key] = self.store.counts.get(key, 0) + n

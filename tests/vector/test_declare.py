@@ -86,3 +86,18 @@ def test_rows_and_gathering() -> None:
     assert gathered.schema.names == ["a", "b"] and gathered.column("a").type == pa.int64()
     with pytest.raises(SchemaMismatchException, match=r"'g'.*column 'b'"):
         gather_batch([[1, "x"], [2, 3]], ["a", "b"], "g", "s")
+
+
+@pytest.mark.parametrize(("key", "value"), [("topology.vector.batch.size", 0), ("topology.vector.batch.size", 1.5),
+                                            ("topology.vector.batch.linger.ms", -1)])
+def test_an_invalid_gathering_key_of_a_component_is_refused_naming_key_and_component(key: str, value: Any) -> None:
+    class S(Spout):
+        def declare_output_fields(self, declarer: Any) -> None:
+            declarer.declare(SCHEMA)
+
+    builder = TopologyBuilder()
+    builder.set_spout("s", S())
+    builder.set_bolt("gatherer", Bolt()).shuffle_grouping("s").add_configuration(key, value)
+    with pytest.raises(InvalidTopologyException) as err:
+        validate_topology(builder.create_topology())
+    assert "'gatherer'" in str(err.value) and key in str(err.value)

@@ -40,6 +40,8 @@ def test_word_count_over_two_workers_is_exact_with_acking(mixed: bool) -> None:
     store = run_word_count(mixed)
     assert sorted(store.acked) == list(range(8)) and store.failed == []
     assert store.total() == expected_counts(8, 200)
+    assert store.rows_seen == sum(expected_counts(8, 200).values())  # every row counted once
+    assert all(len(tasks) == 1 for tasks in store.owners.values())  # a word meets one task
 
 
 class Log(Shared):
@@ -122,11 +124,20 @@ class RowSink(Bolt):
         self.collector.ack(tup)
 
 
+class Sizes(VectorBolt):
+    def __init__(self, log: Log) -> None:
+        self.log = log
+
+    def execute_batch(self, batch: pa.RecordBatch, collector: VectorOutputCollector) -> None:
+        self.log.items.append(("size", batch.num_rows))
+
+
 def test_a_spout_emit_that_does_not_fit_fails_its_msg_id_and_the_spout_goes_on() -> None:
     log = Log()
     builder = TopologyBuilder()
     builder.set_spout("spout", RefusedSpout(log))
     builder.set_bolt("sink", RowSink(log), 3).all_grouping("spout")
+    builder.set_bolt("sizes", Sizes(log)).shuffle_grouping("spout")
     with LocalCluster() as cluster:
         cluster.submit_topology("refused", {}, builder.create_topology())
         wait_until(lambda: ("ack", 3) in log.items and ("fail", 2) in log.items, 30, what="acks and fails")
@@ -138,10 +149,11 @@ def test_a_spout_emit_that_does_not_fit_fails_its_msg_id_and_the_spout_goes_on()
     caught = next(text for kind, text in (i[:2] for i in items) if kind == "caught")
     assert "'spout'" in caught and "other: int64" in caught and "word: string, n: int64" in caught
     targets = next(i[1] for i in items if i[0] == "targets")
-    assert targets == sorted(targets) and len(targets) == 3
+    assert targets == sorted(targets) and len(targets) == 4  # every sink task and the sizes task
     assert next(i[1] for i in items if i[0] == "empty") == []
     rows = [i for i in items if i[0] == "row"]
     assert len(rows) == 6 and {tuple(i[2]) for i in rows} == {("a", 1), ("b", 2)}
+    assert [i[1] for i in items if i[0] == "size"] == [2]  # the batch of no rows was not sent
     assert tasks
 
 
