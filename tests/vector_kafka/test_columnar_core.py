@@ -242,3 +242,46 @@ def test_untracked_a_batch_the_translator_cannot_handle_is_dead_lettered_at_once
     (dead, mid, stream), = collector.emits
     assert (mid, stream, dead.num_rows) == (None, "dead_letter", 2)
     assert not managers[("t", 0)].has_pending()
+
+
+# ------------------------------------------------------------------------------------ transactional spouts
+class TxCollector:
+    def __init__(self) -> None:
+        self.emitted: list[list[Any]] = []
+        self.errors: list[BaseException] = []
+
+    def emit(self, values: list[Any], stream: str = "default") -> None:
+        self.emitted.append(values)
+
+    def report_error(self, exc: BaseException) -> None:
+        self.errors.append(exc)
+
+
+def test_a_columnar_transactional_spout_emits_a_partitions_records_as_one_attempt_batch_tuple():
+    from storm_py.api.components import OutputFieldsDeclarer
+    from storm_py.errors import FailedException
+    from storm_py.kafka import KafkaRecord, TransactionalKafkaSpout
+    from storm_py.kafka.transactional import _KafkaBatches
+    from storm_py.transactional.attempt import TransactionAttempt
+
+    schema = pa.schema([("offset", pa.int64()), ("user", pa.string())])
+    config = cfg(batch_translator="json", batch_schema=schema)
+    declarer = OutputFieldsDeclarer()
+    TransactionalKafkaSpout(config).declare_output_fields(declarer)
+    assert declarer.streams["default"][0].to_list() == ["attempt", "batch"]
+    batches = _KafkaBatches(config, None)  # type: ignore[arg-type]
+    try:
+        tx = TransactionAttempt(3, 1)
+        collector = TxCollector()
+        records = [KafkaRecord("t", 0, 8, None, b'{"user": "a"}', 1), KafkaRecord("t", 0, 9, None, b'{"user": "b"}')]
+        batches.emit(tx, collector, records)  # type: ignore[arg-type]
+        [(attempt, batch)] = collector.emitted
+        assert attempt is tx and batch.schema.equals(schema)
+        assert batch.to_pylist() == [{"offset": 8, "user": "a"}, {"offset": 9, "user": "b"}]
+        batches.emit(tx, collector, [])  # type: ignore[arg-type]
+        assert len(collector.emitted) == 1, "no tuple for a partition without records"
+        with pytest.raises(FailedException, match=r"offsets 8\.\.9"):
+            batches.emit(tx, collector, [records[0], KafkaRecord("t", 0, 9, None, b"{")])  # type: ignore[arg-type]
+        assert collector.errors and len(collector.emitted) == 1
+    finally:
+        batches.close()
