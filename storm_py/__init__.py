@@ -27,6 +27,7 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
+from storm_py.vector import SchemaMismatchException, VectorBolt, VectorSpout, WindowedVectorBolt
 from storm_py.version import __version__ as __version__
 from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
@@ -53,6 +54,7 @@ __all__ = [
     "NotAliveException",
     "OutputFieldsDeclarer",
     "ReportedFailedException",
+    "SchemaMismatchException",
     "Spout",
     "SpoutDeclarer",
     "StatefulSpout",
@@ -61,6 +63,9 @@ __all__ = [
     "TopologyContext",
     "Tuple",
     "TupleWindow",
+    "VectorBolt",
+    "VectorSpout",
+    "WindowedVectorBolt",
 ]
 
 

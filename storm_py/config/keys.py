@@ -191,6 +191,10 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.multilang.max.message.bytes", INT, 67108864, "shell components", "largest message a shell component's process may write on stdout (a JSON document before its end line, a msgpack object); a longer one is a fault of the component and the worker holds no more of it", min=1048576, per_component=True),
         Key("topology.multilang.max.stderr.line.bytes", INT, 1048576, "shell components", "longest line a shell component's process may write on stderr (copied to the component's log); a longer one is a fault of the component and the worker holds no more of it", min=1024, per_component=True),
     ),
+    "columnar streams": (
+        Key("topology.vector.batch.size", INT, 1000, "vector bolts", "the most rows a batch gathered from a per-tuple stream holds (a vector bolt reading a per-tuple stream)", min=1, per_component=True),
+        Key("topology.vector.batch.linger.ms", NUMBER, 10, "vector bolts", "how long a gathered batch waits for more rows after its first one (ms, on the cluster's clock)", min=0, per_component=True),
+    ),
     "http security": (
         Key("storm.http.hosts", STRS, [], "nimbus, supervisor, ui, drpc", "further names clients and browsers may use in the Host header (a proxy's or DNS alias's); the configured hosts, localhost, this machine's name and IP addresses are always accepted"),
         Key("storm.tls.enabled", BOOL, False, "nimbus, supervisor, ui, drpc, clients", "serve and call every HTTP endpoint (REST API, UI, log viewer, DRPC) over TLS only"),

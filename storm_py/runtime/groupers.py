@@ -12,6 +12,9 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
+
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.topology import (
     ALL,
@@ -213,6 +216,19 @@ class FieldsHash(OneTarget):
     def choose_one(self, task: int, values: list[Any]) -> int:
         return self._targets[values_hash([values[i] for i in self._idx]) % self._n]
 
+    @property
+    def key_indices(self) -> list[int]:
+        """Positions of the key fields in the stream's values."""
+        return list(self._idx)
+
+    def target_of_hash(self, h: int) -> int:
+        """The task of a tuple whose key values hash (:func:`values_hash`) to ``h``."""
+        return self._targets[h % self._n]
+
+    def targets_of_hashes(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """:meth:`target_of_hash` of each hash (the rows of a batch)."""
+        return hash_targets(self._targets, hashes)
+
 
 #: distinct string keys a one-field fields grouping remembers the target of (then it starts over)
 KEY_CACHE_SIZE: Final = 65536
@@ -244,6 +260,26 @@ class OneFieldHash(OneTarget):
                 hit = cache[key] = self._targets[values_hash([key]) % self._n]
             return hit
         return self._targets[values_hash([key]) % self._n]
+
+    @property
+    def key_indices(self) -> list[int]:
+        """Position of the key field in the stream's values."""
+        return [self._index]
+
+    def target_of_hash(self, h: int) -> int:
+        """The task of a tuple whose key value hashes (:func:`values_hash` of ``[key]``) to ``h``."""
+        return self._targets[h % self._n]
+
+    def targets_of_hashes(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """:meth:`target_of_hash` of each hash (the rows of a batch)."""
+        return hash_targets(self._targets, hashes)
+
+
+def hash_targets(targets: list[int], hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """``targets[h % len(targets)]`` of each hash, vectorized."""
+    table: npt.NDArray[np.int64] = np.asarray(targets, dtype=np.int64)
+    picked: npt.NDArray[np.int64] = table[hashes % np.uint64(len(targets))]
+    return picked
 
 
 class PartialKey(OneTarget):

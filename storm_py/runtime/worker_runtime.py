@@ -39,6 +39,7 @@ from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
 from storm_py.runtime.taps import apply_debug
 from storm_py.runtime.transfer import Entries, SendRemote
+from storm_py.vector.routing import ColumnarRoute
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,9 @@ class WorkerRuntime:
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
+        #: the columnar streams, ``(component, stream)``: their tuples carry one batch each
+        self.columnar_streams = frozenset(
+            (cid, s) for cid, spec in topology.components().items() for s in spec.columnar)
         registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
         #: what the worker shares with its tasks (``context.get_resource``), e.g. the transactional-state store
         self.resources: dict[str, Any] = dict(resources or {})
@@ -202,7 +206,9 @@ class WorkerRuntime:
                     direct_targets.update(targets)
                 else:
                     choosers.append(chooser)
-            routes[stream] = StreamRoute(stream, fields, direct, choosers, direct_targets)
+            columnar = (ColumnarRoute(comp, stream, fields.to_list(), spec.columnar[stream], choosers)
+                        if stream in spec.columnar else None)
+            routes[stream] = StreamRoute(stream, fields, direct, choosers, direct_targets, columnar)
         self._routes[task] = routes
         return routes
 

@@ -61,6 +61,7 @@ def with_checkpoints(topology: StormTopology) -> StormTopology:
             wrapped_spout = ComponentSpec(cid, StatefulSpoutExecutor(spec.obj), spec.parallelism, True,
                                           dict(spec.inputs), dict(spec.conf), dict(spec.streams))
             wrapped_spout.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+            wrapped_spout.columnar = dict(spec.columnar)
             spouts[cid] = wrapped_spout
         else:
             spouts[cid] = spec
@@ -84,6 +85,7 @@ def with_checkpoints(topology: StormTopology) -> StormTopology:
                                 dict(spec.streams))
         wrapped.streams[CHECKPOINT_STREAM_ID] = (fields, False)
         wrapped.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+        wrapped.columnar = dict(spec.columnar)
         for src in sources:
             wrapped.inputs[(src, CHECKPOINT_STREAM_ID)] = Grouping(ALL)
         for src in barrier_sources:
