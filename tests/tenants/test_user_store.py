@@ -1,0 +1,71 @@
+"""The stored users (storm_py.state.users): hashed tokens, rotation, removal, planted records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from storm_py.errors import ConfigError
+from storm_py.state import znodes
+from storm_py.state.cluster_state import ClusterState
+from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.state.users import UserStore, token_hash
+
+CONF = {"nimbus.auth.token": "cluster-secret-cluster-secret"}
+
+
+@pytest.fixture
+def store() -> UserStore:
+    return UserStore(ClusterState(MemoryStorage(MemoryStore()), CONF))
+
+
+def _everything_stored(state: ClusterState) -> str:
+    out = []
+    for parent in (znodes.users(state.root), znodes.join(state.root, znodes.USER_TOKENS)):
+        for name in state.storage.children(parent):
+            out.append(name + (state.storage.get(znodes.join(parent, name)) or b"").decode())
+    return "\n".join(out)
+
+
+def test_a_token_identifies_its_user_and_is_stored_only_hashed(store: UserStore) -> None:
+    token = store.add("alice", "user", 10.0)
+    found = store.identify(token)
+    assert found is not None and (found.name, found.role) == ("alice", "user")
+    stored = _everything_stored(store.state)
+    assert token not in stored and token_hash(token) in stored
+    assert store.identify(token + "x") is None and store.identify("") is None
+    assert [u.name for u in store.all()] == ["alice"]
+
+
+def test_rotation_refuses_the_old_token_at_once_and_removal_every_token(store: UserStore) -> None:
+    old = store.add("bob", "readonly", 1.0)
+    new = store.rotate("bob")
+    assert store.identify(old) is None
+    user = store.identify(new)
+    assert user is not None and user.role == "readonly"
+    store.remove("bob")
+    assert store.identify(new) is None and store.all() == []
+
+
+def test_bad_names_roles_and_duplicates_are_refused_naming_them(store: UserStore) -> None:
+    for name in ("", "../x", "a/b", "cluster", "-x", "x" * 65):
+        with pytest.raises(ConfigError, match="user name"):
+            store.add(name, "user", 0.0)
+    with pytest.raises(ConfigError, match="role 'root'"):
+        store.add("ann", "root", 0.0)
+    store.add("ann", "user", 0.0)
+    with pytest.raises(ConfigError, match="'ann' already exists"):
+        store.add("ann", "admin", 0.0)
+    with pytest.raises(ConfigError, match="no user 'zed'"):
+        store.rotate("zed")
+
+
+def test_a_record_planted_without_the_cluster_token_grants_nothing(store: UserStore) -> None:
+    state = store.state
+    digest = token_hash("planted-token")
+    state.storage.set(znodes.user_token(state.root, digest), json.dumps({"name": "mallory"}).encode())
+    record = {"name": "mallory", "role": "admin", "token_hash": digest, "created": 0.0}
+    state.storage.set(znodes.user(state.root, "mallory"), json.dumps(record).encode())
+    assert store.identify("planted-token") is None
+    assert store.get("mallory") is None
