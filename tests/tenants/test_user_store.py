@@ -69,3 +69,14 @@ def test_a_record_planted_without_the_cluster_token_grants_nothing(store: UserSt
     state.storage.set(znodes.user(state.root, "mallory"), json.dumps(record).encode())
     assert store.identify("planted-token") is None
     assert store.get("mallory") is None
+
+
+def test_an_index_entry_left_behind_by_a_rotation_cut_short_names_nobody(store: UserStore) -> None:
+    state = store.state
+    old = store.add("bob", "user", 1.0)
+    index = znodes.user_token(state.root, token_hash(old))
+    entry = state.storage.get(index)
+    store.rotate("bob")
+    assert entry is not None
+    state.storage.set(index, entry)  # as if nimbus died between writing the new token and tidying the old one
+    assert store.identify(old) is None
