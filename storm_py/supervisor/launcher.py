@@ -64,6 +64,10 @@ class Launcher(Protocol):
     def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> WorkerHandle:
         ...
 
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """The resident memory of a worker it launched, in MiB (None when it has no process of its own)."""
+        ...
+
 
 class ThreadLauncher:
     """Runs each worker in this process on its own loop thread."""
@@ -100,6 +104,22 @@ class ThreadLauncher:
         worker.start()
         self.launched.append(worker)
         return worker
+
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """None: a worker thread shares this process's memory."""
+        return None
+
+
+def process_rss_mb(pid: int) -> float | None:
+    """The resident memory of process ``pid`` in MiB (None when it cannot be read: gone, or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return float(line.split()[1]) / 1024.0  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 class WorkerLaunchError(StormPyError):
@@ -314,6 +334,12 @@ class ProcessLauncher:
         return str(env_python), {"VIRTUAL_ENV": str(env_python.parent.parent),
                                  "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
                                  "PYTHONPYCACHEPREFIX": str(code_dir.parent / PYCACHE)}
+
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """The worker process's resident memory (``VmRSS`` of ``/proc/<pid>/status``), in MiB."""
+        if not isinstance(worker, ProcessWorker) or not worker.alive:
+            return None
+        return process_rss_mb(worker.pid)
 
     def terminate_all(self) -> None:
         """Ask every worker still running to exit (they are then stopped one by one)."""
