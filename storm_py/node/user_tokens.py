@@ -53,9 +53,10 @@ class TokenDirectory:
             self._owned, self._store = None, None
 
 
-class RelayGate:
-    """The :class:`~storm_py.node.http_api.Gate` of a server relaying to nimbus (the UI): it recognises user
-    tokens, so their requests reach nimbus, which decides every right and writes the audit."""
+class UserTokenGate:
+    """The :class:`~storm_py.node.http_api.Gate` of a server that recognises user tokens and leaves the rights to
+    others: the UI relays to nimbus, which decides every right and writes the audit; the DRPC server checks its
+    ACL in the handler that knows the function."""
 
     def __init__(self, directory: TokenDirectory) -> None:
         self.directory = directory
@@ -66,7 +67,7 @@ class RelayGate:
         return user.name if user is not None else None
 
     def permit(self, user: str, method: str, path: str) -> None:
-        """Everything passes here: nimbus checks the rights of the relayed request."""
+        """Everything passes here (see the class docstring)."""
 
     def record(self, user: str | None, method: str, path: str, status: int) -> None:
-        """Nothing: nimbus writes the audit of what it was relayed."""
+        """Nothing: nimbus writes the audit."""

@@ -21,7 +21,7 @@ from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
 from storm_py.node.http_guard import JSON, OCTET_STREAM, allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
-from storm_py.node.user_tokens import RelayGate, TokenDirectory
+from storm_py.node.user_tokens import TokenDirectory, UserTokenGate
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class UiDaemon:
                 host, port, [], token=str(conf["nimbus.auth.token"]), fallback=self._relay, name="ui",
                 hosts=allowed_hosts(conf, host), public=_static, tls=server_context(conf),
                 fallback_bodies=(JSON, OCTET_STREAM),  # what nimbus's routes take (user blobs are raw bytes)
-                gate=RelayGate(self.directory),
+                gate=UserTokenGate(self.directory),
             )
         except OSError as err:
             raise StormPyError(f"ui cannot listen on {host}:{port}: {err.strerror}") from err
