@@ -41,6 +41,7 @@ from storm_py.node.http_api import JsonApiServer, Reply, Request, Route
 from storm_py.node.http_guard import JSON, allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.user_tokens import TokenDirectory, UserTokenGate
+from storm_py.state.users import UserStore
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +63,16 @@ def _field(body: Any, name: str, kind: type) -> Any:
 class DRPCServer:
     """The DRPC server (see the module docstring).  ``start()`` binds the ports, ``stop()`` releases them."""
 
-    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK, users: UserStore | None = None) -> None:
+        """``users``: the stored users (default: read through a state session of its own, opened at the first
+        user token)."""
         c = {**defaults(), **conf}
         token = c.get("nimbus.auth.token")
         if not token:
             raise ConfigError("the DRPC server needs the cluster's nimbus.auth.token", key="nimbus.auth.token")
         self.conf = c
         self.acl = parse_acl(c.get(ACL_KEY))
-        self.directory = TokenDirectory(c)
+        self.directory = TokenDirectory(c, users)
         self.host = str(c["drpc.host"])
         self.service = DRPCService(float(c["drpc.request.timeout.secs"]), int(c["drpc.max.pending.requests"]), clock)
         limits: dict[str, Any] = {
