@@ -29,7 +29,7 @@ def test_the_pure_acl() -> None:
     assert may_invoke(acl, "bob", "open") and may_invoke(acl, "cluster", "secret")
     assert parse_acl(None) == {} and parse_acl({"f": {"client.users": "ann"}}) == {"f": frozenset({"ann"})}
     for bad in ([1], {"f": ["alice"]}, {"f": {"client.users": [1]}}, {"f": {}}):
-        with pytest.raises(ConfigError, match="drpc.authorizer.acl"):
+        with pytest.raises(ConfigError, match=r"drpc\.authorizer\.acl"):
             parse_acl(bad)
 
 
