@@ -88,7 +88,8 @@ class SupervisorDaemon:
         self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake,
                              limits=UnpackLimits.from_conf(self.conf))
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
-                                        report_env_error=self._report_worker_error)
+                                        report_env_error=self._report_worker_error,
+                                        topology_conf=self._topology_conf)
         ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports,
                                      report_error=self._report_worker_error)
@@ -137,6 +138,10 @@ class SupervisorDaemon:
         except OSError as err:
             log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
+
+    def _topology_conf(self, topology_id: str) -> dict[str, Any] | None:
+        base = self.state.storm_base(topology_id)
+        return base.topology_conf if base is not None else None
 
     def _report_worker_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
         """Put a worker's failure (an environment build, its memory limit) on the errors of the components the

@@ -31,6 +31,7 @@ from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_he
 from storm_py.packaging.code_store import CODE, CodeStore
 from storm_py.state.acl import WORKER_AUTH_ENV, worker_auth
 from storm_py.state.cluster_state import ClusterState
+from storm_py.supervisor import run_as
 from storm_py.supervisor.stormdist import StormDist
 
 if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the runtime out of it
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 #: Reports a topology's failed environment build: (topology id, port, executors, error text).
 EnvErrorReport = Callable[[str, int, list[tuple[int, int]], str], None]
+#: A live topology's conf by id (None when it is gone).
+TopologyConfOf = Callable[[str], Mapping[str, Any] | None]
 
 
 class WorkerHandle(Protocol):
@@ -239,6 +242,7 @@ class ProcessLauncher:
         python: the interpreter workers run on (unless the topology brings a wheelhouse).
         envs: the environment cache building the virtualenvs of topologies with a wheelhouse.
         report_env_error: where a failed environment build is reported (on the topology's errors).
+        topology_conf: a topology's conf by id (its submitter, for ``supervisor.run.worker.as.user``).
     """
 
     def __init__(
@@ -250,8 +254,12 @@ class ProcessLauncher:
         clock: Clock = SYSTEM_CLOCK,
         envs: EnvCache | None = None,
         report_env_error: EnvErrorReport | None = None,
+        topology_conf: TopologyConfOf | None = None,
     ) -> None:
         self.conf = dict(conf)
+        self.topology_conf = topology_conf
+        if setting(self.conf, run_as.RUN_AS_KEY):
+            run_as.check_root(os.geteuid())
         self.clock = clock
         self.dist = dist
         self.conf_path = conf_path
@@ -269,12 +277,18 @@ class ProcessLauncher:
         worker_id = uuid.uuid4().hex
         artifacts = worker_artifacts_dir(self.conf, topology_id, port)
         heartbeat = worker_heartbeat_path(self.conf, worker_id)
+        user = self._os_user(topology_id)
+        conf_path = self.conf_path
+        if user is not None:
+            conf_path = run_as.prepare(user, self.conf, self.conf_path.parent / "worker-confs" / user.name,
+                                       topology_id, [artifacts, heartbeat.parent])
+            env_vars = {**env_vars, "HOME": user.home, "USER": user.name, "LOGNAME": user.name}
         cmd = [
             python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),
             "--worker-id", worker_id,
             "--supervisor-pid", str(os.getpid()),
             "--log-file", str(artifacts / "worker.log"),
-            "--config", str(self.conf_path),
+            "--config", str(conf_path),
         ]
         try:
             artifacts.mkdir(parents=True, exist_ok=True)
@@ -285,6 +299,8 @@ class ProcessLauncher:
                     env={**os.environ, **env_vars, "PYTHONUNBUFFERED": "1",  # user prints reach worker.log.out at once
                          # the topology's ZooKeeper identity; the worker's config holds none of the cluster's
                          WORKER_AUTH_ENV: json.dumps(worker_auth(self.conf, topology_id))},
+                    user=user.uid if user is not None else None, group=user.gid if user is not None else None,
+                    extra_groups=[] if user is not None else None,
                 )
         except OSError as err:
             raise WorkerLaunchError(
@@ -295,7 +311,8 @@ class ProcessLauncher:
             {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
              "supervisor-id": supervisor_id, "executors": [list(e) for e in executors], "launched": self.clock.wall()},
         )
-        log.info("launched worker %s of %s on port %d (pid %d)", worker_id, topology_id, port, proc.pid)
+        log.info("launched worker %s of %s on port %d (pid %d%s)", worker_id, topology_id, port, proc.pid,
+                 f", as OS user {user.name}" if user is not None else "")
         worker = ProcessWorker(
             proc,
             worker_id=worker_id,
@@ -311,6 +328,14 @@ class ProcessLauncher:
         self.launched = [w for w in self.launched if w.alive]
         self.launched.append(worker)
         return worker
+
+    def _os_user(self, topology_id: str) -> run_as.OsAccount | None:
+        """The account the topology's workers run as (None: this process's)."""
+        if not setting(self.conf, run_as.RUN_AS_KEY):
+            return None
+        topology_conf = self.topology_conf(topology_id) if self.topology_conf is not None else None
+        name = run_as.worker_user(self.conf, topology_conf or {})
+        return run_as.account(name) if name is not None else None
 
     def _interpreter(self, topology_id: str, port: int, executors: list[tuple[int, int]],
                      code_dir: Path) -> tuple[str, dict[str, str]]:
