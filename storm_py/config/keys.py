@@ -225,6 +225,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.readonly.users", STRS, [], "nimbus", "users who may read the topology's pages, metrics and logs"),
         Key("drpc.authorizer.acl", MAP, None, "drpc", "who may invoke which DRPC function: {function: {\"client.users\": [names]}}; a function not listed is open to every user (unset: no DRPC ACL)"),
         Key("supervisor.run.worker.as.user", BOOL, False, "supervisor", "a supervisor running as root starts each topology's workers as the topology's OS user (topology.submitter.user, mapped by supervisor.worker.user.map)"),
+        Key("supervisor.worker.python", STR, None, "supervisor", "the Python interpreter workers run on, unless their topology brings a wheelhouse (unset: the supervisor's own); under supervisor.run.worker.as.user it must be one the workers' OS users may run"),
         Key("supervisor.worker.user.map", MAP, None, "supervisor", "submitter name -> OS user its workers run as under supervisor.run.worker.as.user (a submitter not listed runs as the OS user of its own name)"),
         Key("topology.worker.max.heap.size.mb", NUMBER, None, "supervisor", "a worker whose resident memory (RSS) passes this many MiB is killed and the topology's errors name the limit (unset: no limit)", min=1),
     ),

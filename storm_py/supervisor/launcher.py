@@ -239,7 +239,8 @@ class ProcessLauncher:
         conf: the supervisor's configuration.
         dist: where topology code is downloaded to.
         conf_path: the configuration file workers start with.
-        python: the interpreter workers run on (unless the topology brings a wheelhouse).
+        python: the interpreter workers run on (unless the topology brings a wheelhouse; default:
+            ``supervisor.worker.python``, else this process's).
         envs: the environment cache building the virtualenvs of topologies with a wheelhouse.
         report_env_error: where a failed environment build is reported (on the topology's errors).
         topology_conf: a topology's conf by id (its submitter, for ``supervisor.run.worker.as.user``).
@@ -263,7 +264,8 @@ class ProcessLauncher:
         self.clock = clock
         self.dist = dist
         self.conf_path = conf_path
-        self.python = python or sys.executable
+        configured = setting(self.conf, "supervisor.worker.python")
+        self.python = python or (str(configured) if configured else sys.executable)
         self.envs = envs
         self.report_env_error = report_env_error
         self.launched: list[ProcessWorker] = []

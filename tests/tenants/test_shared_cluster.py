@@ -9,6 +9,8 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import urllib.error
 import urllib.request
@@ -75,6 +77,22 @@ def _make_os_user() -> str:
     return name
 
 
+def _shared_python(root: Path) -> str:
+    """An interpreter every OS user may run (this one may live in a private home) that imports this one's packages:
+    a virtualenv of the system's python3 of the same version, with this interpreter's site-packages on its path."""
+    system = shutil.which("python3", path="/usr/bin:/usr/local/bin")
+    assert system is not None, "no system python3 for the workers of other OS users"
+    venv = root / "shared-python"
+    subprocess.run([system, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True, timeout=120)
+    python = venv / "bin" / "python"
+    probe = "import sys, sysconfig; print(sys.version_info[:2] == (%d, %d)); print(sysconfig.get_paths()['purelib'])"
+    same, purelib = subprocess.run([str(python), "-c", probe % sys.version_info[:2]], check=True,
+                                   capture_output=True, text=True, timeout=60).stdout.split()
+    assert same == "True", f"{system} is not Python {sys.version_info[:2]}: its workers could not load our packages"
+    Path(purelib, "storm-py-tests.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    return str(python)
+
+
 @pytest.fixture(scope="module")
 def shared(zookeeper) -> Iterator[Shared]:
     # a directory every user can traverse (the workers of a topology run as its OS user and read their code here)
@@ -87,7 +105,8 @@ def shared(zookeeper) -> Iterator[Shared]:
         "drpc.authorizer.acl": {"secret": {"client.users": ["alice"]}},
     }
     if os_user is not None:
-        conf.update({"supervisor.run.worker.as.user": True, "supervisor.worker.user.map": {"alice": os_user}})
+        conf.update({"supervisor.run.worker.as.user": True, "supervisor.worker.user.map": {"alice": os_user},
+                     "supervisor.worker.python": _shared_python(root)})
     dc = DevClusterProcess(root / "cluster", zookeeper=zookeeper.connect_string, conf=conf, supervisors=1)
     try:
         dc.start()
@@ -101,7 +120,7 @@ def shared(zookeeper) -> Iterator[Shared]:
         dc.stop()
         if os_user is not None:
             subprocess.run(["userdel", os_user], capture_output=True, timeout=60, check=False)
-        shutil.rmtree(root, ignore_errors=True)
+        print("KEEP", root) if os.environ.get("TN_KEEP") else shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
