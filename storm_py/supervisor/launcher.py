@@ -283,7 +283,7 @@ class ProcessLauncher:
         conf_path = self.conf_path
         if user is not None:
             conf_path = run_as.prepare(user, self.conf, self.conf_path.parent / "worker-confs" / user.name,
-                                       topology_id, [artifacts, heartbeat.parent])
+                                       topology_id, [artifacts, heartbeat.parent], [code_dir.parent])
             env_vars = {**env_vars, "HOME": user.home, "USER": user.name, "LOGNAME": user.name}
         cmd = [
             python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),

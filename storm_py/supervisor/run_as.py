@@ -6,9 +6,9 @@ or else taken as the OS user's name.  The worker gets a config of its own, owned
 holds none of the cluster's secrets (no ``nimbus.auth.token``, no ZooKeeper payload: it talks to ZooKeeper as its
 topology, with the identity handed to it at launch); the supervisor's own config and the cluster token file stay
 root's, mode 0600, so the worker cannot read them.  The worker's directories (its log directory, its heartbeat)
-are given to the user.  A worker is never started as root this way, and a user the host does not know is an error
-naming it.  :func:`worker_user` and :func:`worker_conf` are pure; :func:`account` and :func:`prepare` touch the
-host.
+are given to the user; its topology's code stays root's and is made readable (not writable) by the user's group.
+A worker is never started as root this way, and a user the host does not know is an error naming it.
+:func:`worker_user` and :func:`worker_conf` are pure; :func:`account` and :func:`prepare` touch the host.
 """
 
 from __future__ import annotations
@@ -80,10 +80,21 @@ def check_root(euid: int) -> None:
         raise ConfigError(f"{RUN_AS_KEY} needs the supervisor to run as root (it runs as uid {euid})", key=RUN_AS_KEY)
 
 
+def share_read(root: Path, gid: int) -> None:
+    """Make ``root`` and everything below it readable by group ``gid`` (ownership and other bits unchanged;
+    symbolic links are left alone, never followed)."""
+    for path in [root, *root.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chown(path, -1, gid)
+        mode = path.stat().st_mode
+        os.chmod(path, mode | 0o040 | (0o010 if path.is_dir() else 0))
+
+
 def prepare(user: OsAccount, conf: Mapping[str, Any], conf_dir: Path, topology_id: str,
-            writable: Iterable[Path]) -> Path:
-    """Write the user's worker config for ``topology_id`` under ``conf_dir`` (returned) and give ``user`` the
-    ``writable`` directories."""
+            writable: Iterable[Path], readable: Iterable[Path] = ()) -> Path:
+    """Write the user's worker config for ``topology_id`` under ``conf_dir`` (returned), give ``user`` the
+    ``writable`` directories and its group read access to the ``readable`` trees."""
     conf_dir.mkdir(parents=True, exist_ok=True)
     path = conf_dir / f"{topology_id}.yaml"
     write_owner_only(path, yaml.safe_dump(worker_conf(conf), sort_keys=True))
@@ -91,4 +102,6 @@ def prepare(user: OsAccount, conf: Mapping[str, Any], conf_dir: Path, topology_i
     for directory in writable:
         directory.mkdir(parents=True, exist_ok=True)
         os.chown(directory, user.uid, user.gid)
+    for tree in readable:
+        share_read(tree, user.gid)
     return path

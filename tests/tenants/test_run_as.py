@@ -49,3 +49,20 @@ def test_prepare_writes_an_owner_only_config_and_hands_over_the_directories(tmp_
     assert oct(path.stat().st_mode & 0o777) == "0o600" and path.stat().st_uid == me.pw_uid
     assert yaml.safe_load(path.read_text()) == {"topology.workers": 1}
     assert (tmp_path / "logs").is_dir() and (tmp_path / "beat").stat().st_uid == me.pw_uid
+
+
+def test_the_code_is_shared_read_only_with_the_users_group_and_links_are_not_followed(tmp_path) -> None:
+    code = tmp_path / "dist"
+    (code / "pkg").mkdir(parents=True)
+    (code / "pkg" / "mod.py").write_text("x = 1\n")
+    outside = tmp_path / "outside"
+    outside.write_text("secret")
+    outside.chmod(0o600)
+    (code / "link").symlink_to(outside)
+    for p in (code, code / "pkg"):
+        p.chmod(0o700)
+    (code / "pkg" / "mod.py").chmod(0o600)
+    run_as.share_read(code, os.getegid())
+    assert oct(code.stat().st_mode & 0o777) == "0o750" and oct((code / "pkg").stat().st_mode & 0o777) == "0o750"
+    assert oct((code / "pkg" / "mod.py").stat().st_mode & 0o777) == "0o640"
+    assert oct(outside.stat().st_mode & 0o777) == "0o600"  # the link's target is untouched
