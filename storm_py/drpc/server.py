@@ -131,6 +131,7 @@ class DRPCServer:
 
     def start(self) -> None:
         """Serve every port from background threads."""
+        self.directory.connect()
         for server in self.servers.values():
             server.start()
         log.info("DRPC server on %s: clients %d, invocations %d, http %s", self.host, self.port,

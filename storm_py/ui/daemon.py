@@ -70,6 +70,7 @@ class UiDaemon:
 
     def start(self) -> None:
         """Serve."""
+        self.directory.connect()
         self.server.start()
         log.info("ui serving %s (REST API under %s)", self.url, API)
 

@@ -185,6 +185,9 @@ def test_rights_over_rest_ui_and_cli(shared: Shared, wordcount: str) -> None:
     ui.start()
     try:
         base = f"http://127.0.0.1:{ui.port}"
+        # the UI reads the users through a session it opens in the background at start
+        wait_until(lambda: shared.http("carol", "GET", page, base) == 200, 60, interval=0.2,
+                   what="the UI to recognise users' tokens")
         assert [shared.http(w, "GET", page, base) for w in ("carol", "dave", "eve", "not-a-token", None)] == [
             200, 403, 200, 401, 401]
         assert shared.http("dave", "POST", f"{page}/deactivate", base) == 403

@@ -80,3 +80,28 @@ def test_an_index_entry_left_behind_by_a_rotation_cut_short_names_nobody(store: 
     assert entry is not None
     state.storage.set(index, entry)  # as if nimbus died between writing the new token and tidying the old one
     assert store.identify(old) is None
+
+
+def test_a_daemon_without_its_state_recognises_no_user_token_and_never_waits_for_it() -> None:
+    from storm_py.clock import SYSTEM_CLOCK
+    from storm_py.dev.zookeeper import free_port
+    from storm_py.node.user_tokens import TokenDirectory
+
+    nothing = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": free_port("127.0.0.1"),
+               "storm.zookeeper.connection.timeout": 30000}
+    directory = TokenDirectory(nothing)
+    try:
+        started = SYSTEM_CLOCK.now()
+        assert [directory.identify("some-token") for _ in range(20)] == [None] * 20
+        assert SYSTEM_CLOCK.now() - started < 5.0  # not one ZooKeeper connection timeout (30 s)
+    finally:
+        directory.close()
+
+
+def test_a_token_directory_over_a_store_identifies_at_once(store: UserStore) -> None:
+    from storm_py.node.user_tokens import TokenDirectory
+
+    token = store.add("ann", "readonly", 0.0)
+    directory = TokenDirectory({}, store)
+    found = directory.identify(token)
+    assert found is not None and found.name == "ann" and directory.identify("x") is None
