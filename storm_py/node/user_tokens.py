@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.config import defaults
 from storm_py.node.session import open_storage
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.users import UserRecord, UserStore
@@ -30,7 +31,7 @@ class TokenDirectory:
     stored users to read instead (no session of its own)."""
 
     def __init__(self, conf: Mapping[str, Any], store: UserStore | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.conf = dict(conf)
+        self.conf = {**defaults(), **conf}
         self.clock = clock
         self._store = store
         self._owned: ClusterState | None = None
