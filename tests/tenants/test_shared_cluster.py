@@ -120,7 +120,7 @@ def shared(zookeeper) -> Iterator[Shared]:
         dc.stop()
         if os_user is not None:
             subprocess.run(["userdel", os_user], capture_output=True, timeout=60, check=False)
-        print("KEEP", root) if os.environ.get("TN_KEEP") else shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
