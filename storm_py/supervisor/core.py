@@ -13,7 +13,7 @@ from typing import Any
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
-from storm_py.errors import DependencyError, StormPyError
+from storm_py.errors import ConfigError, DependencyError, StormPyError
 from storm_py.scheduler.resource_aware import supervisor_resources
 from storm_py.state.cluster_state import ClusterState
 from storm_py.state.models import SupervisorInfo
@@ -168,6 +168,9 @@ class Supervisor:
                 self._env_state(port, want.topology_id, err)
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
+                if isinstance(err, ConfigError) and self.report_error is not None:  # its user can fix this
+                    self.report_error(want.topology_id, port, list(want.executors), f"cannot start a worker on port "
+                                      f"{port}: {err.message}")
                 self._died(port, want.topology_id, now)
 
     def memory_limits(self, topology_ids: set[str]) -> dict[str, float]:

@@ -66,3 +66,28 @@ def test_the_code_is_shared_read_only_with_the_users_group_and_links_are_not_fol
     assert oct(code.stat().st_mode & 0o777) == "0o750" and oct((code / "pkg").stat().st_mode & 0o777) == "0o750"
     assert oct((code / "pkg" / "mod.py").stat().st_mode & 0o777) == "0o640"
     assert oct(outside.stat().st_mode & 0o777) == "0o600"  # the link's target is untouched
+
+
+def test_a_worker_that_cannot_start_as_its_user_says_why_on_its_topologys_errors() -> None:
+    from storm_py.clock import SimulatedClock
+    from storm_py.state.cluster_state import ClusterState
+    from storm_py.state.memory import MemoryStorage, MemoryStore
+    from storm_py.state.models import ACTIVE, Assignment, StormBase
+    from storm_py.supervisor.core import Supervisor
+
+    class NoSuchUser:
+        def launch(self, supervisor_id, topology_id, port, executors):
+            raise ConfigError("OS user 'ghost' (the topology's, under supervisor.run.worker.as.user) does not exist")
+
+        def resident_mb(self, worker):
+            return None
+
+    state = ClusterState(MemoryStorage(MemoryStore()))
+    state.set_storm_base("t-1-1", StormBase("t", ACTIVE, 0.0, 1))
+    state.set_assignment("t-1-1", Assignment({"s1": "h"}, {(1, 1): ("s1", 6700)}, {(1, 1): 0.0}))
+    reports: list[str] = []
+    sup = Supervisor({"supervisor.slots.ports": [6700]}, state, NoSuchUser(), SimulatedClock(), "s1",
+                     report_error=lambda _t, _p, _e, text: reports.append(text))
+    sup.sync()
+    assert reports == ["cannot start a worker on port 6700: OS user 'ghost' (the topology's, under "
+                       "supervisor.run.worker.as.user) does not exist"]
