@@ -13,6 +13,8 @@ No other module joins path segments with ``"/"`` itself.  The layout follows Sto
     blobstore/<key>/<host:port>                           which nimbus holds which blob key
     logconfigs/<topology-id>                              dynamic log levels
     credentials/<topology-id>                             credentials (``storm-py upload-credentials``)
+    users/<name>                                          a user of the cluster (role, hash of its token)
+    user-tokens/<sha256 of a token>                       which user a token hash belongs to
 
 and under ``transactional.zookeeper.root`` (``/transactional``)::
 
@@ -46,6 +48,8 @@ LEADER_LOCK = "leader-lock"
 BLOBSTORE = "blobstore"
 LOGCONFIGS = "logconfigs"
 CREDENTIALS = "credentials"
+USERS = "users"
+USER_TOKENS = "user-tokens"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -294,6 +298,21 @@ def log_config(root: str, topology_id: str) -> str:
 def credentials(root: str, topology_id: str) -> str:
     """A topology's credentials (``storm upload-credentials``), read by its workers."""
     return join(root, CREDENTIALS, topology_id)
+
+
+def users(root: str) -> str:
+    """Parent of the cluster's users."""
+    return join(root, USERS)
+
+
+def user(root: str, name: str) -> str:
+    """One user of the cluster (``storm-py users``)."""
+    return join(users(root), name)
+
+
+def user_token(root: str, token_hash: str) -> str:
+    """The index entry naming the user a token hash belongs to."""
+    return join(root, USER_TOKENS, token_hash)
 
 
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:

@@ -227,6 +227,17 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.package.max.compression.ratio", NUMBER, 200, "nimbus, supervisor", "largest unpacked/packed size of one member (over 1 MiB unpacked) of a topology package or wheel", min=1),
         Key("storm.package.max.members", INT, 100000, "nimbus, supervisor", "most members a topology package, or one wheel of its wheelhouse, may hold", min=1),
     ),
+    "shared cluster": (
+        Key("nimbus.admins", STRS, [], "nimbus", "user names with every right (as role admin); the cluster's nimbus.auth.token is an admin's too"),
+        Key("topology.submitter.user", STR, None, "nimbus, supervisor", "who submitted the topology (set by nimbus from the submitter's token; only an admin may name another user); its workers run as this OS user under supervisor.run.worker.as.user"),
+        Key("topology.users", STRS, [], "nimbus", "users who may kill, rebalance, activate, deactivate, debug and profile the topology and read its pages, metrics and logs (its submitter may always)"),
+        Key("topology.readonly.users", STRS, [], "nimbus", "users who may read the topology's pages, metrics and logs"),
+        Key("drpc.authorizer.acl", MAP, None, "drpc", "who may invoke which DRPC function: {function: {\"client.users\": [names]}}; a function not listed is open to every user (unset: no DRPC ACL)"),
+        Key("supervisor.run.worker.as.user", BOOL, False, "supervisor", "a supervisor running as root starts each topology's workers as the topology's OS user (topology.submitter.user, mapped by supervisor.worker.user.map)"),
+        Key("supervisor.worker.python", STR, None, "supervisor", "the Python interpreter workers run on, unless their topology brings a wheelhouse (unset: the supervisor's own); under supervisor.run.worker.as.user it must be one the workers' OS users may run"),
+        Key("supervisor.worker.user.map", MAP, None, "supervisor", "submitter name -> OS user its workers run as under supervisor.run.worker.as.user (a submitter not listed runs as the OS user of its own name)"),
+        Key("topology.worker.max.heap.size.mb", NUMBER, None, "supervisor", "a worker whose resident memory (RSS) passes this many MiB is killed and the topology's errors name the limit (unset: no limit)", min=1),
+    ),
     "accepted for compatibility": (
         Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),
         Key("topology.sleep.spout.wait.strategy.time.ms", INT, None, "components' own code", "the sleep of Storm's sleep spout wait strategy", min=0, per_component=True, not_read="as topology.spout.wait.strategy"),

@@ -24,6 +24,7 @@ from storm_py.cluster_state.models import NimbusInfo
 from storm_py.cluster_state.storage import ConnectionState, LeaderElection, StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.nimbus.access import NimbusGate
 from storm_py.nimbus.api import NimbusApi
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -89,6 +90,8 @@ class NimbusDaemon:
         self.nimbus.is_leader = self.is_leader
         self.client = NimbusClient(conf)
         self.replicator = BlobReplicator(self.blobs, self.state, self.id, self.client.fetch_blob, self.clock)
+        self.gate = NimbusGate(self.conf, self.state, self.nimbus.topology_id, self.clock)
+        self.api.gate = self.gate
         self.api.routes = NimbusApi(self).routes()
 
     # ------------------------------------------------------------------------------------------- leadership

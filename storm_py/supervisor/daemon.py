@@ -88,9 +88,11 @@ class SupervisorDaemon:
         self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake,
                              limits=UnpackLimits.from_conf(self.conf))
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
-                                        report_env_error=self._report_env_error)
+                                        report_env_error=self._report_worker_error,
+                                        topology_conf=self._topology_conf)
         ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]
-        self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
+        self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports,
+                                     report_error=self._report_worker_error)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
         try:
@@ -137,8 +139,13 @@ class SupervisorDaemon:
             log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
 
-    def _report_env_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
-        """Put a failed environment build on the errors of the components the worker would have run."""
+    def _topology_conf(self, topology_id: str) -> dict[str, Any] | None:
+        base = self.state.storm_base(topology_id)
+        return base.topology_conf if base is not None else None
+
+    def _report_worker_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
+        """Put a worker's failure (an environment build, its memory limit) on the errors of the components the
+        worker runs or would have run."""
         from storm_py.ui.api_views import task_components
 
         base = self.state.storm_base(topology_id)
