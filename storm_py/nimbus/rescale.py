@@ -23,6 +23,8 @@ from storm_py.stateful.task_names import RESCALES, Rescales
 #: the groupings a component's keyed state can follow (a key always reaches the task owning its key group)
 _KEYED_GROUPINGS = frozenset({"fields"})
 _SYSTEM_STREAM_PREFIXES = ("$", "__")
+#: component ids of the system's own components (the acker, the checkpoint spout, ...)
+_SYSTEM_PREFIXES = ("$", "__")
 
 
 def unkeyed_reason(base: StormBase, component: str) -> str:
@@ -51,9 +53,12 @@ def checked_tasks(name: str, base: StormBase, tasks: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for cid in sorted(tasks, key=str):
         n = tasks[cid]
-        if not isinstance(cid, str) or cid not in base.component_tasks or cid.startswith("__"):
+        if not isinstance(cid, str) or cid not in base.component_tasks:
             raise InvalidTopologyException(f"cannot rescale unknown component {cid!r} of {name!r}",
                                            component=str(cid))
+        if cid.startswith(_SYSTEM_PREFIXES):
+            raise InvalidTopologyException(f"cannot rescale {cid!r} of {name!r}: it is a system component",
+                                           component=cid)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidTopologyException(f"the task count of {cid!r} must be a positive integer, got {n!r}",
                                            component=cid)

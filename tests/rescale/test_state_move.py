@@ -140,7 +140,7 @@ def test_a_prepared_snapshot_counts_when_the_checkpoint_covers_it_and_is_dropped
 
 def test_a_malformed_history_is_refused_naming_the_key() -> None:
     for bad in ({"first_tasks": {"count": "x"}}, {"tasks": {"count": []}}, {"tasks": {"count": [-1]}}, [1]):
-        with pytest.raises(ConfigError, match="topology.state.rescales"):
+        with pytest.raises(ConfigError, match=r"topology\.state\.rescales"):
             Rescales.of({"topology.state.rescales": bad})
 
 
