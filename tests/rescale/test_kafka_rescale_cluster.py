@@ -121,10 +121,21 @@ def test_rescaling_a_kafka_fed_count_4_8_3_with_a_worker_killed(
             fresh = [pid for pid in worker_pids(cluster, tid).values() if pid not in before.values()]
             return fresh[0] if fresh else None
 
-        wait_until(new_worker, 120, interval=0.05, what="a worker of the new layout")
-        victim = new_worker()
-        assert victim is not None
-        os.kill(victim, signal.SIGKILL)  # while the new tasks take their key groups
+        killed: list[int] = []
+
+        def kill_a_new_worker() -> bool:
+            victim = new_worker()
+            if victim is None:
+                return False
+            try:
+                os.kill(victim, signal.SIGKILL)  # while the new tasks take their key groups
+            except ProcessLookupError:  # gone already (replaced): try the next one
+                return False
+            killed.append(victim)
+            return True
+
+        wait_until(kill_a_new_worker, 120, interval=0.05, what="a worker of the new layout killed")
+        victim = killed[0]
         wait_until(lambda: page(cluster)["status"] == "ACTIVE" and len(worker_pids(cluster, tid)) == 3
                    and victim not in worker_pids(cluster, tid).values(), 120, interval=0.5,
                    what="the topology active on 3 workers again")
