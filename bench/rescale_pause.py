@@ -12,7 +12,10 @@ second); the spout emits each of N distinct keys once, then a trickle of known k
 - worker start: until the last new count task is prepared (the old worker stopped, the new one built);
 - moves: the longest time a new task spent taking its key groups from the old tasks' states, and their sum;
 - restore: from a task's move done to its ``init_state`` (the state handed over), longest;
-- pause: until a new count task executes its first tuple.
+- pause: until a new count task executes its first tuple, and until every new task has its share (all restored:
+  the tasks of one worker take their shares one after the other, on the worker's loop thread).
+
+``moved_entries`` counts the keys of the last committed checkpoint; keys counted after it are replayed.
 
 ``--provider redis`` keeps the state in a Redis server started for the run (``storm-py``'s dev Redis) rather than
 in memory: the moves then read and write through Redis.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -160,6 +164,7 @@ def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
             "moved_entries": sum(m[3] for m in moves),
             "restore_longest_s": round(max(t - ends.get(i, t) for i, t in MARKS["init-8"].items()), 3),
             "pause_s": round(min(MARKS["first-8"].values()) - t0, 3),
+            "all_restored_s": round(max(MARKS["init-8"].values()) - t0, 3),
         }
         cluster.kill_topology("pause", wait_secs=0)
     return result
@@ -174,10 +179,11 @@ def main() -> None:
     _timed_settle()
     redis = None
     port = None
+    scratch = tempfile.TemporaryDirectory(prefix="rescale-bench-")
     if args.provider == "redis":
         from storm_py.dev.redis import RedisServerProcess
 
-        redis = RedisServerProcess()
+        redis = RedisServerProcess(Path(scratch.name))
         redis.start()
         port = redis.port
     try:
@@ -190,6 +196,7 @@ def main() -> None:
     finally:
         if redis is not None:
             redis.stop()
+        scratch.cleanup()
 
 
 if __name__ == "__main__":
