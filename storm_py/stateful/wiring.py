@@ -32,6 +32,7 @@ from storm_py.stateful.sink import CheckpointedSink, takes_part
 from storm_py.stateful.spout import CheckpointSpout
 from storm_py.stateful.spout_executor import StatefulSpoutExecutor
 from storm_py.stateful.stateful_spout import StatefulSpout
+from storm_py.stateful.task_names import RESCALES
 from storm_py.stateful.windowed import StatefulWindowedBolt
 
 AT_LEAST_ONCE: Final = "at_least_once"
@@ -122,6 +123,9 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
         check_provider(conf)
     except ConfigError as err:
         raise InvalidTopologyException(str(err)) from err
+    if conf.get(RESCALES) is not None:
+        raise InvalidTopologyException(f"{RESCALES} is written by nimbus when a rebalance changes task counts; "
+                                       "a topology cannot be submitted with it")
     max_parallelism = int(setting(conf, MAX_PARALLELISM))
     for cid, spec in sorted(topology.bolts.items()):
         if spec.conf.get(STATE_KIND) == KEY_VALUE and spec.num_tasks() > max_parallelism:

@@ -5,12 +5,13 @@ share before its first tuple; the summary shows the new counts; refusals change 
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from storm_py import InvalidTopologyException, LocalCluster, TopologyBuilder
+from storm_py import InvalidTopologyException, LocalCluster, Spout, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.runtime.key_groups import groups_of_task
 from storm_py.runtime.system_topology import layout_from_counts
@@ -137,3 +138,49 @@ def test_a_keyed_component_with_more_tasks_than_key_groups_is_refused_at_submit(
     new_run(name)
     with LocalCluster() as cluster, pytest.raises(InvalidTopologyException, match=r"'count'.*more than its 4 key"):
         cluster.submit_topology(name, {"topology.state.max.parallelism": 4}, keyed_count_topology(name, ["a"], 5))
+
+
+def test_a_topology_cannot_be_submitted_with_a_rescale_history() -> None:
+    name = "rescale-history"
+    new_run(name)
+    conf = {"topology.state.rescales": {"first_tasks": {"count": 3}, "tasks": {"count": [2, 4]}}}
+    with LocalCluster() as cluster, pytest.raises(InvalidTopologyException, match=r"topology\.state\.rescales"):
+        cluster.submit_topology(name, conf, keyed_count_topology(name, ["a"], 2))
+
+
+class _Seen(Spout):
+    """Records the tasks its component's context lists at each open."""
+
+    def open(self, conf, context, collector):
+        with SEEN_LOCK:
+            SEEN.append((context.this_task_index, tuple(context.get_component_tasks("numbers"))))
+
+    def next_tuple(self):
+        pass
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+
+
+SEEN: list[tuple[int, tuple[int, ...]]] = []
+SEEN_LOCK = threading.Lock()
+
+
+def test_a_spout_without_state_is_rescaled_and_opened_again_with_the_new_tasks() -> None:
+    SEEN.clear()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", _Seen(), 2)
+    builder.set_bolt("sink", PassBolt(), 2).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("rescale-spout", {}, builder.create_topology())
+        wait_until(lambda: len(SEEN) >= 2, 60, what="the spout's two tasks open")
+        cluster.rebalance("rescale-spout", wait_secs=0, tasks={"numbers": 3, "sink": 1})
+        wait_until(lambda: len([s for s in SEEN if len(s[1]) == 3]) == 3, 60, what="three tasks open")
+        assert sorted(i for i, tasks in SEEN if len(tasks) == 3) == [0, 1, 2]
+        row = next(r for r in cluster.get_cluster_summary() if r["name"] == "rescale-spout")
+        summary = cluster.get_topology_summary("rescale-spout")
+        spout = next(s for s in summary["spouts"] if s["spoutId"] == "numbers")
+        sink = next(b for b in summary["bolts"] if b["boltId"] == "sink")
+        assert (spout["tasks"], spout["executors"], sink["tasks"], sink["executors"]) == (3, 3, 1, 1)
+        assert row["status"] == "ACTIVE"
+        cluster.kill_topology("rescale-spout", wait_secs=0)
