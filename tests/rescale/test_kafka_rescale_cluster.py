@@ -150,8 +150,12 @@ def test_rescaling_a_kafka_fed_count_4_8_3_with_a_worker_killed(
         producer.join(30)
     truth = producer.truth
     assert producer.sent >= 8000
-    wait_until(lambda: sum(counted(config, cluster).values()) >= producer.sent, 400, interval=1,
-               what=f"every one of {producer.sent} records counted")
+    if guarantee == "exactly_once":
+        wait_until(lambda: sum(counted(config, cluster).values()) >= producer.sent, 400, interval=1,
+                   what=f"every one of {producer.sent} records counted")
+    else:  # replays count some records twice: the sum passes the records before every key caught up
+        wait_until(lambda: all(counted(config, cluster)[w] >= n for w, n in truth.items()), 400, interval=1,
+                   what=f"every one of {producer.sent} records counted at least once")
     got = counted(config, cluster)
     if guarantee == "exactly_once":
         assert got == truth
