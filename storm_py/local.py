@@ -202,10 +202,12 @@ class LocalCluster:
         wait_secs: float | None = None,
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
+        tasks: Mapping[str, int] | None = None,
     ) -> None:
-        """Rebalance ``name`` to ``num_workers`` workers and ``executors`` per component after ``wait_secs``."""
+        """Rebalance ``name`` to ``num_workers`` workers, ``executors`` and ``tasks`` per component after
+        ``wait_secs`` (a task count change moves keyed state by key group)."""
         with self._lock:
-            self.nimbus.rebalance(name, wait_secs, num_workers, executors)
+            self.nimbus.rebalance(name, wait_secs, num_workers, executors, tasks=tasks)
             self._sync()
 
     def upload_credentials(self, name: str, creds: Mapping[str, str]) -> None:

@@ -336,10 +336,13 @@ class NimbusApi:
     def rebalance(self, req: Request) -> dict[str, Any]:
         """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
         ``executors``, ``topologyConfOverrides``: ``rebalance -t``, ``topologyResourcesOverrides``:
-        ``rebalance -r``)."""
+        ``rebalance -r``) and a top-level ``tasks`` ({component: n}: new task counts, checked by nimbus)."""
         self._require_leader()
         wait = wait_param(req)
         body = req.json()
+        tasks = body.get("tasks") if isinstance(body, Mapping) else None
+        if tasks is not None and not isinstance(tasks, Mapping):
+            raise BadRequestError("tasks must be an object mapping component ids to task counts")
         options = body.get("rebalanceOptions", {}) if isinstance(body, Mapping) else {}
         if not isinstance(options, Mapping):
             raise BadRequestError("rebalanceOptions must be an object")
@@ -361,7 +364,8 @@ class NimbusApi:
         if not isinstance(resources, Mapping):
             raise BadRequestError("rebalanceOptions.topologyResourcesOverrides must map components to resources")
         tid, base = self._base(req.params["id"])
-        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides, resources)
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides, resources,
+                                   dict(tasks) if tasks is not None else None)
         return self._done("rebalance", tid)
 
     def log_config(self, req: Request) -> dict[str, Any]:

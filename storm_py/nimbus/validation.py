@@ -19,7 +19,7 @@ from storm_py.windowing.spec import check_windowed_components
 #: Keys ``rebalance -t`` may not change: they shape the topology (``-n`` and ``-e`` change workers and executors).
 REBALANCE_FIXED_KEYS = frozenset(
     {"topology.name", "topology.workers", "topology.acker.executors", "topology.tasks", "topology.max.task.parallelism",
-     "topology.eventlogger.executors"}
+     "topology.eventlogger.executors", "topology.state.max.parallelism", "topology.state.rescales"}
 )
 
 

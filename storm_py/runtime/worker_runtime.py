@@ -32,6 +32,7 @@ from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
 from storm_py.runtime.ids import ID_BITS, acker_chooser, worker_id_source
+from storm_py.runtime.key_groups import keyed_groups
 from storm_py.runtime.loads import WorkerLoads, locality_bounds
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.serialize_check import encodable
@@ -199,6 +200,7 @@ class WorkerRuntime:
                 chooser = make_grouper(
                     grouping, targets, fields, self._worker_task_set, self.rng,
                     functools.partial(self._prepare_custom, task, comp, stream), self._load_bounds,
+                    keyed_groups(comps[sub_id].conf, self.conf),
                 )
                 if isinstance(chooser, LoadAwareShuffle):
                     self.loads.add(chooser, self.clock.now())

@@ -39,6 +39,7 @@ from storm_py.stateful.checkpoint import (
     ROLLBACK,
 )
 from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.rescaled import KeyGroupMove
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.tracking import AckTrackingCollector, DataPath, tracking_collector
 
@@ -260,6 +261,8 @@ class StatefulBoltExecutor(CheckpointHandler):
         self.prepared = HeldAcks()
         self.tracking: HoldingCollector | AckTrackingCollector | None = None
         self.path = DataPath(bolt.execute, self.process_checkpoint)
+        #: the move of this task's key groups after a rescale, done before the first checkpoint action it handles
+        self.move: KeyGroupMove | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.prepare_with_state(conf, context, collector, new_state(state_namespace(context), conf, context))
@@ -270,6 +273,7 @@ class StatefulBoltExecutor(CheckpointHandler):
         """``prepare`` with a given state (what unit tests call)."""
         self.init_checkpoints(context, collector)
         self.tracking = tracking_collector(collector, context.this_component_id)
+        self.move = KeyGroupMove.of_task(conf, context)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
         self.path.bolt_execute = self.bolt.execute  # bound once prepared (a bolt may set its own)
@@ -288,6 +292,10 @@ class StatefulBoltExecutor(CheckpointHandler):
     def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
         state, tracking, collector = self.state, self.tracking, self.collector
         assert state is not None and tracking is not None and collector is not None
+        move = self.move
+        if move is not None and action != PREPARE:  # a PREPARE before INITSTATE fails, and recovery follows
+            move.settle(state, txid - 1 if action == ROLLBACK else txid)
+            self.move = None
         if action == PREPARE:
             if not self.path.initialized:
                 log.info("%s: PREPARE %d before the state is initialised: failing it to recover", tracking.component_id,

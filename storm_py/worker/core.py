@@ -110,6 +110,7 @@ class Worker:
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
         self.stopped = False
+        self.task_counts: dict[str, int] = {}
         self._seen_passes = -1
         self._progress_at = clock.now()
 
@@ -124,6 +125,7 @@ class Worker:
         user_topology = self.code_store.load(tid, topo_conf)
         system = system_topology(user_topology, topo_conf)
         counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+        self.task_counts = dict(base.component_tasks)  # the layout built: a rescale of the tasks ends this worker
         layout = layout_from_counts(counts)
         task_to_comp = layout.task_to_component()
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
@@ -179,8 +181,8 @@ class Worker:
         if base is None or assignment is None:
             return False
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
-        if mine != self.executors:
-            return False
+        if mine != self.executors or base.component_tasks != self.task_counts:
+            return False  # moved, or the tasks were rescaled: a worker of the new layout takes the slot
         self.runtime.set_active(spouts_active(base.status))
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
