@@ -4,16 +4,17 @@ uvloop is importable) run by a thread of its own, and the calls other threads ma
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
+from types import ModuleType
 from typing import Final, TypeVar
 
-_uvloop_new: Callable[[], asyncio.AbstractEventLoop] | None
-try:
-    from uvloop import new_event_loop as _uvloop_new
+try:  # imported by name, so that a build without the async extra type-checks the same
+    _UVLOOP: ModuleType | None = importlib.import_module("uvloop")
 except ImportError:  # the async extra is not installed: asyncio's own loop
-    _uvloop_new = None
+    _UVLOOP = None
 
 T = TypeVar("T")
 
@@ -23,8 +24,9 @@ CANCEL_WAIT_SECS: Final = 5.0
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop's event loop when uvloop is importable, else asyncio's."""
-    if _uvloop_new is not None:
-        return _uvloop_new()
+    if _UVLOOP is not None:
+        loop: asyncio.AbstractEventLoop = _UVLOOP.new_event_loop()
+        return loop
     return asyncio.new_event_loop()
 
 
