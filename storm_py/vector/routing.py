@@ -167,6 +167,12 @@ class ColumnarRoute:
         return out
 
 
+def pairs(targets: list[int], values: list[Any]) -> Parts:
+    """``(target, values)`` for each target: one tuple's values sent to several tasks.  (A function of its own:
+    a comprehension over ``values`` inside an emit would make ``values`` a cell of every emit call.)"""
+    return [(t, values) for t in targets]
+
+
 def sorted_targets(parts: Parts) -> list[int]:
     """The sorted ids of the tasks that got rows."""
     return sorted({t for t, _ in parts})
