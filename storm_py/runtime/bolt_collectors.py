@@ -17,7 +17,7 @@ from storm_py.runtime.acker import FAIL, RESET
 from storm_py.runtime.executor import ExecutorHost, ExecutorStats, bad_stream, direct_route
 from storm_py.runtime.hooks import report_ack, report_fail
 from storm_py.runtime.routing import StreamRoute
-from storm_py.vector.routing import Parts, sorted_targets
+from storm_py.vector.routing import Parts, pairs, sorted_targets
 
 
 class BoltHost(Protocol):
@@ -89,10 +89,9 @@ class _TaskEmitter:
         columnar = route.columnar
         if columnar is not None:  # one batch, to the named task
             batch = columnar.batch(values)
-            parts: Parts = [(t, [batch]) for t in targets] if batch.num_rows else []
+            parts = pairs(targets, [batch]) if batch.num_rows else []
         else:
-            row = list(values)
-            parts = [(t, row) for t in targets]
+            parts = pairs(targets, list(values))
         route.emitted += 1
         route.transferred += len(parts)
         self._send(route, parts, anchors)
@@ -172,7 +171,7 @@ class _TaskEmitter:
                 for t in targets:
                     out[t].append(Tuple(values, fields, comp, stream, task, None))
                 return targets
-        self._send(route, [(t, values) for t in targets], anchors)
+        self._send(route, pairs(targets, values), anchors)
         return targets
 
     def report_error(self, exc: BaseException) -> None:

@@ -21,7 +21,7 @@ from storm_py.runtime.pending import PendingEntry, PendingMap, Stamp
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.taps import watch
 from storm_py.vector.batches import SchemaMismatchException
-from storm_py.vector.routing import Parts, sorted_targets
+from storm_py.vector.routing import Parts, pairs, sorted_targets
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class SpoutCollector:
             if msg_id is not None:
                 self._ex.fail_later(self._task, msg_id)
             raise
-        self._send_parts(route, [(t, [batch]) for t in targets] if batch.num_rows else [], msg_id)
+        self._send_parts(route, pairs(targets, [batch]) if batch.num_rows else [], msg_id)
 
     def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
         ex = self._ex

@@ -39,23 +39,32 @@ class HashRouted(Protocol):
     def targets_of_hashes(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]: ...
 
 
-def column_hashes(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64]:
-    """``value_hash`` of each value of ``column`` (nulls hash as ``None``), each distinct value hashed once."""
+def distinct_hashes(column: pa.Array | pa.ChunkedArray) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64] | None]:
+    """``value_hash`` of each distinct value of ``column`` (a null counts as the value ``None``) and the position
+    of each row's value among them; ``None`` positions when the column's type cannot be dictionary encoded (the
+    hashes are then one per row)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     try:
         encoded = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
-        return np.fromiter((value_hash(v) for v in column.to_pylist()), dtype=np.uint64, count=len(column))
+        return np.fromiter((value_hash(v) for v in column.to_pylist()), dtype=np.uint64, count=len(column)), None
     dictionary = encoded.dictionary.to_pylist()
-    distinct = np.fromiter((value_hash(v) for v in dictionary), dtype=np.uint64, count=len(dictionary))
+    n = len(dictionary)
+    distinct = np.fromiter((value_hash(v) for v in [*dictionary, None]), dtype=np.uint64, count=n + 1)
     indices = encoded.indices
     if indices.null_count:
-        valid = pc.is_valid(indices).to_numpy(zero_copy_only=False)
-        positions = indices.fill_null(0).to_numpy(zero_copy_only=False)
-        return np.where(valid, distinct[positions] if len(distinct) else 0, np.uint64(value_hash(None))).astype(
-            np.uint64)
-    hashes: npt.NDArray[np.uint64] = distinct[indices.to_numpy(zero_copy_only=False)]
+        indices = indices.fill_null(n)  # the null slot, last
+    positions: npt.NDArray[np.int64] = indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return distinct, positions
+
+
+def column_hashes(column: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64]:
+    """``value_hash`` of each value of ``column`` (nulls hash as ``None``), each distinct value hashed once."""
+    distinct, positions = distinct_hashes(column)
+    if positions is None:
+        return distinct
+    hashes: npt.NDArray[np.uint64] = distinct[positions]
     return hashes
 
 
@@ -65,6 +74,20 @@ def row_hashes(batch: pa.RecordBatch, key_indices: Sequence[int]) -> npt.NDArray
     for i in key_indices:
         h = (h * np.uint64(31) + column_hashes(batch.column(i))) & np.uint64(_MASK)
     return h
+
+
+def row_targets(chooser: HashRouted, batch: pa.RecordBatch) -> npt.NDArray[np.int64]:
+    """The task of each row of ``batch`` by ``chooser``: on one key column, each distinct value's task is found
+    once; on several, each row's combined hash is."""
+    keys = chooser.key_indices
+    if len(keys) != 1:
+        return chooser.targets_of_hashes(row_hashes(batch, keys))
+    distinct, positions = distinct_hashes(batch.column(keys[0]))
+    targets = chooser.targets_of_hashes((distinct + np.uint64(31)) & np.uint64(_MASK))  # values_hash([v])
+    if positions is None:
+        return targets
+    picked: npt.NDArray[np.int64] = targets[positions]
+    return picked
 
 
 def split_by_targets(batch: pa.RecordBatch, targets: npt.NDArray[np.int64]) -> Parts:
@@ -88,10 +111,8 @@ def _whole(chooser: Chooser) -> Splitter:
 
 
 def _hashed(chooser: HashRouted) -> Splitter:
-    keys = chooser.key_indices
-
     def split(task: int, batch: pa.RecordBatch) -> Parts:
-        return split_by_targets(batch, chooser.targets_of_hashes(row_hashes(batch, keys)))
+        return split_by_targets(batch, row_targets(chooser, batch))
     return split
 
 
@@ -144,6 +165,12 @@ class ColumnarRoute:
         for split in self.splitters:
             out.extend(split(task, batch))
         return out
+
+
+def pairs(targets: list[int], values: list[Any]) -> Parts:
+    """``(target, values)`` for each target: one tuple's values sent to several tasks.  (A function of its own:
+    a comprehension over ``values`` inside an emit would make ``values`` a cell of every emit call.)"""
+    return [(t, values) for t in targets]
 
 
 def sorted_targets(parts: Parts) -> list[int]:

@@ -257,3 +257,40 @@ def test_a_failed_row_fails_its_batch_and_a_batch_of_acked_rows_is_acked() -> No
         cluster.submit_topology("rows", {}, builder.create_topology())
         wait_until(lambda: len(outcomes.items) == 2, 30, what="both batches done")
     assert sorted(outcomes.items) == [("ack", 1), ("fail", 0)]
+
+
+class DirectSpout(VectorSpout):
+    """Sends one batch to the highest task of the sink over a direct columnar stream."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.sent = False
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.target = max(context.get_component_tasks("sink"))
+
+    def next_batch(self) -> None:
+        if not self.sent:
+            self.sent = True
+            self.log.items.append(("target", self.target))
+            self.collector.emit_direct(self.target, pa.record_batch({"word": ["d"], "n": pa.array([4], pa.int64())}),
+                                       msg_id=7)
+
+    def ack(self, msg_id: Any) -> None:
+        self.log.items.append(("ack", msg_id))
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(SCHEMA, direct=True)
+
+
+def test_emit_direct_sends_a_batch_to_the_named_task() -> None:
+    log = Log()
+    builder = TopologyBuilder()
+    builder.set_spout("spout", DirectSpout(log))
+    builder.set_bolt("sink", RowSink(log), 3).direct_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("direct", {}, builder.create_topology())
+        wait_until(lambda: ("ack", 7) in log.items, 30, what="the batch acked")
+    target = next(i[1] for i in log.items if i[0] == "target")
+    assert [i[1:] for i in log.items if i[0] == "row"] == [(target, ["d", 4])]
