@@ -41,7 +41,7 @@ from storm_py.errors import InvalidTopologyException
 from storm_py.runtime.async_core import Ack, AsyncLedger, AsyncSettings, Cancel, Decision, Emit, Fail
 from storm_py.runtime.async_loop import CANCEL_WAIT_SECS, AsyncLoop
 from storm_py.runtime.bolt_executor import BoltExecutor
-from storm_py.runtime.contracts import ReplacesWrapped, layers
+from storm_py.runtime.contracts import ReplacesWrapped, TakesBatches, layers
 from storm_py.runtime.executor import ExecutorHost
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,12 @@ class _StateHooks(Protocol):
     def pre_rollback(self) -> None: ...
 
 
+def _kept(values: Any) -> Any:
+    """What an emit keeps until it is sent: a copy of a values list (the coroutine may change its own list after
+    the emit); a batch of a columnar stream as it is (emitted batches are not modified)."""
+    return list(values) if isinstance(values, (list, tuple)) else values
+
+
 class AsyncCollector:
     """The :class:`~storm_py.api.async_bolt.AsyncOutputCollector` of one task: it records what an execution emits
     for the worker loop thread to send."""
@@ -102,12 +108,12 @@ class AsyncCollector:
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         seq = self._seq("emit")
         self._check_stream(stream)
-        self._driver.report((EMIT, seq, stream, list(values), None))
+        self._driver.report((EMIT, seq, stream, _kept(values), None))
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         seq = self._seq("emit_direct")
         self._check_stream(stream)
-        self._driver.report((EMIT, seq, stream, list(values), task_id))
+        self._driver.report((EMIT, seq, stream, _kept(values), task_id))
 
     def report_error(self, exc: BaseException) -> None:
         self._driver.report((ERROR, exc))
@@ -127,6 +133,7 @@ class AsyncBoltDriver:
         self.clock = clock
         self._wake = wake
         self.component_id = ""
+        self._takes_batches = isinstance(bolt, TakesBatches) and bolt.takes_batches()
         self.collector: OutputCollector | None = None
         self.ledger: AsyncLedger | None = None
         #: inputs started on the worker loop thread and not yet handed to the event loop
@@ -137,6 +144,10 @@ class AsyncBoltDriver:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._signal = threading.Event()
         self._draining = False
+
+    def takes_batches(self) -> bool:
+        """Whether the batch tuples of columnar inputs reach the bolt whole (an asyncio vector bolt's runner)."""
+        return self._takes_batches
 
     @property
     def wrapped_component(self) -> Any:

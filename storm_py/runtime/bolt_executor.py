@@ -99,7 +99,7 @@ class BoltExecutor(Executor):
                         self.runners[t] = self._basic_runner(basic, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
                 columnar = self.context_for(t).get_columnar_sources()
-                if columnar and not isinstance(bolt, TakesBatches):  # it gets the rows of batch tuples as tuples
+                if columnar and not (isinstance(bolt, TakesBatches) and bolt.takes_batches()):  # rows as tuples
                     self.runners[t] = self._rows_runner(self.runners[t], columnar, collector)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with

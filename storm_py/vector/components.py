@@ -1,19 +1,27 @@
 """This module owns the columnar components users extend, :class:`VectorSpout` and :class:`VectorBolt`, the
-collector a vector bolt emits through, and the bolt of the system a vector bolt runs inside.
+collectors a vector bolt emits through, and the bolts of the system a vector bolt runs inside.
 
 A vector bolt runs inside a :class:`VectorBoltRunner` (the builder puts it there when the bolt is set): the
 runner hands each batch tuple of a columnar input to ``execute_batch`` as it arrived, gathers the tuples of a
 per-tuple input into batches (:mod:`storm_py.vector.gathering`, by ``topology.vector.batch.size`` and
 ``topology.vector.batch.linger.ms``), and acks or fails the inputs with ``BasicBolt``'s semantics.
+
+A vector bolt whose ``execute_batch`` is a coroutine function runs inside an :class:`AsyncVectorBoltRunner`
+instead: the asyncio bolts' rules (one event loop per executor, ``topology.async.max.in.flight`` executions per
+task, ordered or unordered output, timeouts), one execution per batch tuple.  A tuple of a per-tuple input is one
+execution too, its batch of one row: gathering many inputs into one execution would make one input's failure
+fail the others, so an asyncio vector bolt does not gather.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from storm_py.api.async_bolt import AsyncBolt, AsyncOutputCollector
 from storm_py.api.components import Bolt, Component, OutputCollector, OutputFieldsDeclarer, Spout, own_configuration
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.config.keys import setting
@@ -43,17 +51,23 @@ class VectorBolt(Component):
     acked when :meth:`execute_batch` returns (failed when it raises; reported too unless it raised
     :class:`~storm_py.errors.FailedException`).  Define ``execute_tick(tup, collector)`` to get tick tuples."""
 
-    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        """Called once when the task starts."""
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> Awaitable[None] | None:
+        """Called once when the task starts (may be ``async def`` when ``execute_batch`` is)."""
+        return None
 
-    def execute_batch(self, batch: pa.RecordBatch, collector: VectorOutputCollector) -> None:
-        """Process one batch."""
+    def execute_batch(self, batch: pa.RecordBatch,
+                      collector: VectorOutputCollector | AsyncVectorCollector) -> Awaitable[None] | None:
+        """Process one batch (may be ``async def``: the bolt then runs under the asyncio bolts' rules)."""
+        return None
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> Awaitable[None] | None:
         """The task is shutting down (not guaranteed to be called)."""
+        return None
 
-    def topology_bolt(self) -> VectorBoltRunner:
-        """The bolt this one runs inside."""
+    def topology_bolt(self) -> VectorBoltRunner | AsyncVectorBoltRunner:
+        """The bolt this one runs inside: an asyncio one when ``execute_batch`` is a coroutine function."""
+        if inspect.iscoroutinefunction(self.execute_batch):
+            return AsyncVectorBoltRunner(self)
         return VectorBoltRunner(self)
 
 
@@ -61,7 +75,8 @@ class VectorBolt(Component):
 class TickHandler(Protocol):
     """A vector bolt that takes tick tuples."""
 
-    def execute_tick(self, tup: Tuple, collector: VectorOutputCollector) -> None: ...
+    def execute_tick(self, tup: Tuple,
+                     collector: VectorOutputCollector | AsyncVectorCollector) -> Awaitable[None] | None: ...
 
 
 class VectorOutputCollector:
@@ -119,7 +134,7 @@ class VectorBoltRunner(Bolt):
         self._gatherer: Gatherer[tuple[str, str], Tuple] = Gatherer(1, 0.0)
         self._clock: Clock | None = None
         self._component_id = ""
-        self._tick: Callable[[Tuple, VectorOutputCollector], None] | None = None
+        self._tick: Callable[[Tuple, VectorOutputCollector], object] | None = None
 
     @property
     def wrapped_component(self) -> VectorBolt:
@@ -197,7 +212,7 @@ class VectorBoltRunner(Bolt):
         bolt = self.bolt
         self._call(lambda out: bolt.execute_batch(batch, out), inputs, component, stream, source_task)
 
-    def _call(self, work: Callable[[VectorOutputCollector], None], inputs: Sequence[Tuple], component: str,
+    def _call(self, work: Callable[[VectorOutputCollector], object], inputs: Sequence[Tuple], component: str,
               stream: str, source_task: int | None) -> None:
         """Run ``work`` with a collector anchored to ``inputs``; ack them after, or fail them (BasicBolt)."""
         collector = self._collector
@@ -228,3 +243,99 @@ class VectorBoltRunner(Bolt):
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
+
+
+class AsyncVectorCollector:
+    """What an asyncio ``execute_batch`` emits through: every emit is anchored to the execution's input.  On a
+    columnar stream ``data`` is a batch; on a per-tuple stream one values list.  ``emit`` returns ``None``: in
+    ordered mode the data is not sent yet."""
+
+    __slots__ = ("_collector", "_source_component", "_source_stream", "_source_task")
+
+    def __init__(self, collector: AsyncOutputCollector, source_component: str, source_stream: str,
+                 source_task: int) -> None:
+        self._collector = collector
+        self._source_component = source_component
+        self._source_stream = source_stream
+        self._source_task = source_task
+
+    @property
+    def source_component(self) -> str:
+        """The component of the input being processed."""
+        return self._source_component
+
+    @property
+    def source_stream(self) -> str:
+        """The stream of the input being processed."""
+        return self._source_stream
+
+    @property
+    def source_task(self) -> int:
+        """The task that emitted the input."""
+        return self._source_task
+
+    def emit(self, data: Any, stream: str = DEFAULT_STREAM) -> None:
+        """Emit ``data`` anchored to the execution's input."""
+        self._collector.emit(data, stream)
+
+    def emit_direct(self, task_id: int, data: Any, stream: str = DEFAULT_STREAM) -> None:
+        """Emit ``data`` to ``task_id`` on a direct stream, anchored to the execution's input."""
+        self._collector.emit_direct(task_id, data, stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Record an error for the topology summary."""
+        self._collector.report_error(exc)
+
+
+async def _settle(result: object) -> None:
+    if inspect.isawaitable(result):
+        await result
+
+
+class AsyncVectorBoltRunner(AsyncBolt):
+    """The asyncio bolt a :class:`VectorBolt` with ``async def execute_batch`` runs inside."""
+
+    def __init__(self, bolt: VectorBolt) -> None:
+        self.bolt = bolt
+        self._collector: AsyncOutputCollector | None = None
+        self._columnar: frozenset[tuple[str, str]] = frozenset()
+        self._component_id = ""
+
+    @property
+    def wrapped_component(self) -> VectorBolt:
+        """The user's vector bolt."""
+        return self.bolt
+
+    def takes_batches(self) -> bool:
+        """Batch tuples of columnar inputs come whole (no row tuples)."""
+        return True
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return own_configuration(self.bolt)
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext,
+                collector: AsyncOutputCollector) -> Awaitable[None] | None:
+        self._collector = collector
+        self._columnar = context.get_columnar_sources()
+        self._component_id = context.get_this_component_id()
+        return _settle(self.bolt.prepare(conf, context))
+
+    async def execute(self, tup: Tuple) -> None:
+        collector = self._collector
+        assert collector is not None
+        out = AsyncVectorCollector(collector, tup.source_component, tup.source_stream, tup.source_task)
+        if tup.is_tick():
+            if isinstance(self.bolt, TickHandler):  # without execute_tick, ticks are dropped
+                await _settle(self.bolt.execute_tick(tup, out))
+            return
+        if (tup.source_component, tup.source_stream) in self._columnar:
+            batch = tup.values[0]
+        else:
+            batch = gather_batch([tup.values], list(tup.fields), self._component_id, tup.source_stream)
+        await _settle(self.bolt.execute_batch(batch, out))
+
+    def cleanup(self) -> Awaitable[None] | None:
+        return _settle(self.bolt.cleanup())
