@@ -132,6 +132,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.workers", INT, 1, "nimbus, worker", "worker processes of the topology", min=1),
         Key("topology.acker.executors", INT, None, "nimbus", "acker tasks (null: one per worker; 0: no acking)", min=0),
         Key("topology.ras.acker.executors.per.worker", INT, 1, "nimbus", "ackers per worker when the above is null", min=0),
+        Key("topology.tracing.otlp.endpoint", STR, None, "worker", "OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces) the workers send spans of sampled tuple trees to; null: no tracing"),
+        Key("topology.tracing.sample.percent", NUMBER, None, "worker", "percentage of tuple trees traced (decided by root id, the same in every worker); null: the topology's debug sampling percentage (0 while debugging is off)", min=0, max=100),
         Key("topology.eventlogger.executors", INT, 0, "nimbus, worker", "__eventlogger tasks writing the emits debug sampling picks to each worker's events.log (0: none, debug sampling logs nothing)", min=0),
         Key("topology.component.resources.onheap.memory.mb", NUMBER, 128, "nimbus, flux", "resource_aware: on-heap memory (MB) of each executor of a component (set_memory_load; Flux's onHeapMemoryLoad)", min=0, per_component=True),
         Key("topology.component.resources.offheap.memory.mb", NUMBER, 0, "nimbus, flux", "resource_aware: off-heap memory (MB) of each executor of a component (set_memory_load; Flux's offHeapMemoryLoad)", min=0, per_component=True),

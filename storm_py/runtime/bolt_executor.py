@@ -97,6 +97,9 @@ class BoltExecutor(Executor):
                     if basic is not None:
                         self.runners[t] = self._basic_runner(basic, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
+                tracer = self.rt.tracer
+                if tracer is not None and not self.component_id.startswith("__"):
+                    self.runners[t] = tracer.bolt_runner(self.runners[t], self.component_id, t, self.outbuf)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with
                 # backoff); the error is reported as itself first, so the topology's errors show the cause.
