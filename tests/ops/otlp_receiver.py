@@ -27,6 +27,7 @@ class Span:
     end_ns: int
     attributes: dict[str, Any]
     service: str
+    resource: dict[str, Any]
 
 
 class OtlpReceiver:
@@ -67,13 +68,14 @@ class OtlpReceiver:
     def record(self, request: ExportTraceServiceRequest) -> None:
         out = []
         for rs in request.resource_spans:
-            service = next((a.value.string_value for a in rs.resource.attributes if a.key == "service.name"), "")
+            resource = {a.key: a.value.string_value for a in rs.resource.attributes}
+            service = str(resource.get("service.name", ""))
             for ss in rs.scope_spans:
                 for s in ss.spans:
                     attrs = {a.key: (a.value.string_value or a.value.int_value) for a in s.attributes}
                     out.append(Span(s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
                                     KINDS.get(s.kind, str(s.kind)), s.start_time_unix_nano, s.end_time_unix_nano,
-                                    attrs, service))
+                                    attrs, service, resource))
         with self.lock:
             self.posts += 1
             self.spans.extend(out)

@@ -1,5 +1,6 @@
-"""Profiling a running topology's workers on a dev cluster: nimbus's REST routes and ``storm-py profile``, the
-results listed and downloaded through the log viewer, and bad input refused by name."""
+"""Operations on a dev cluster: profiling a running topology's workers through nimbus's REST routes and
+``storm-py profile`` (results listed and downloaded through the log viewer, bad input refused by name), and a
+traced topology's spans as an OTLP/HTTP receiver gets them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from storm_py.clock import wait_until
 from tests.cluster.harness import DevClusterProcess, build_wheel, word_count_project
+from tests.ops.otlp_receiver import OtlpReceiver, tree
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(400)]
 
@@ -24,8 +26,8 @@ NAME = "profiled"
 class Cluster:
     """The dev cluster, its topology and the one worker."""
 
-    def __init__(self, dc: DevClusterProcess, tid: str, host_port: str) -> None:
-        self.dc, self.tid, self.host_port = dc, tid, host_port
+    def __init__(self, dc: DevClusterProcess, tid: str, host_port: str, wheel: Path) -> None:
+        self.dc, self.tid, self.host_port, self.wheel = dc, tid, host_port, wheel
 
     def call(self, method: str, path: str, token: str | None = TOKEN) -> tuple[int, Any]:
         req = urllib.request.Request(f"{self.dc.nimbus_url()}/api/v1{path}", method=method, data=None)
@@ -75,7 +77,7 @@ def cluster(zookeeper, tmp_path_factory) -> Iterator[Cluster]:
         log = dc.artifacts(tid) / str(row["port"]) / "worker.log"
         wait_until(lambda: log.exists() and "running executors" in log.read_text(encoding="utf-8"), 120,
                    interval=0.2, what="the worker to run its executors")
-        yield Cluster(dc, tid, f"{row['host']}:{row['port']}")
+        yield Cluster(dc, tid, f"{row['host']}:{row['port']}", wheel)
     finally:
         dc.stop()
 
@@ -167,3 +169,29 @@ def test_the_cli_names_bad_arguments(cluster: Cluster) -> None:
     assert unknown.returncode != 0 and "ghost" in unknown.stderr
     comp = cluster.dc.cli("profile", NAME, "--component", "nope", "--stack", check=False)
     assert comp.returncode != 0 and "nope" in comp.stderr
+
+
+def test_a_traced_topology_sends_its_sampled_trees_across_workers(cluster: Cluster) -> None:
+    receiver = OtlpReceiver()
+    try:
+        cluster.dc.cli("submit", str(cluster.wheel), "examples.word_count:build", "--name", "traced",
+                       "-c", "topology.workers=2", "-c", "wordcount.sentences=4",
+                       "-c", f"topology.tracing.otlp.endpoint={receiver.endpoint}",
+                       "-c", "topology.tracing.sample.percent=100")
+
+        def whole() -> bool:
+            traces = receiver.traces()
+            return len(traces) == 4 and all(
+                len(chains := tree(spans)) > 1 and all(len(c) == 5 for c in chains) for spans in traces.values())
+
+        wait_until(whole, 180, interval=0.2, what="the 4 sentence trees, each emit -> split -> word counts")
+        for spans in receiver.traces().values():
+            for chain in tree(spans):
+                assert chain == ("emit spout", "send default -> split", "execute split", "send default -> count",
+                                 "execute count")
+            assert {s.service for s in spans} == {"traced"}
+        # the trees cross the two workers: a tree's spans come from both, linked by ids neither sent the other
+        assert any(len({s.resource["storm_py.worker"] for s in spans}) == 2 for spans in receiver.traces().values())
+    finally:
+        cluster.dc.cli("kill", "traced", "-w", "0", check=False)
+        receiver.close()
