@@ -257,7 +257,11 @@ class ProfilingAgent:
         """Start every pending request; the threads started."""
         started = []
         for path, request in self.pending():
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as err:  # a request it cannot take away would run again at every poll
+                log.warning("ignoring profiling request %s, which this worker cannot remove: %s", path.name, err)
+                continue
             if request is None:
                 continue
             thread = threading.Thread(target=self._run, args=(request,), name=f"profile-{request.action}",

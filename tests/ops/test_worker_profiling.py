@@ -156,3 +156,19 @@ def test_the_agent_thread_polls_until_stopped(tmp_path: Path) -> None:
     finally:
         agent.stop()
     assert agent._thread is not None and not agent._thread.is_alive()
+
+
+def test_a_request_the_worker_cannot_remove_is_not_run(tmp_path: Path, monkeypatch) -> None:
+    """A worker running as another user than its supervisor may be unable to delete a request: run it never,
+    rather than at every poll."""
+    agent = ProfilingAgent(tmp_path, Clock(), 0.05)
+    (tmp_path / REQUESTS_DIR).mkdir()
+    r = Request("stack", 0, "profile-stack-1700000000001.txt")
+    (tmp_path / REQUESTS_DIR / "r.json").write_text(json.dumps(r.to_json()), encoding="utf-8")
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    assert agent.poll() == [] and agent.poll() == []
+    assert not (tmp_path / r.file).exists()
