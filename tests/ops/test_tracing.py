@@ -233,3 +233,24 @@ def test_an_unsampled_topology_sends_nothing(receiver: OtlpReceiver) -> None:
         wait_until(lambda: len(SPLIT_DONE) == 20, 60, interval=0.05, what="the 20 sentences split")
         cluster.kill_topology("untraced")
     assert receiver.spans == [] and receiver.posts == 0
+
+
+class EndlessSpout(SentenceSpout):
+    def next_tuple(self) -> None:
+        self.collector.emit([f"a{self.sent} b{self.sent}"], self.sent)
+        self.sent += 1
+
+
+def test_without_a_share_of_its_own_tracing_follows_debug_sampling(receiver: OtlpReceiver) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("spout", EndlessSpout(0), 1)
+    builder.set_bolt("split", Split(), 1).shuffle_grouping("spout")
+    conf = {"topology.acker.executors": 1, "topology.tracing.otlp.endpoint": receiver.endpoint,
+            "topology.max.spout.pending": 50}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("debugged", conf, builder.create_topology())
+        cluster.debug("debugged", None, True, 100)  # the whole topology, every emit
+        wait_until(lambda: len(receiver.traces()) >= 3, 60, interval=0.1, what="traces once debugging is on")
+        cluster.kill_topology("debugged")
+    chains = [tree(spans) for spans in receiver.traces().values()]
+    assert any(c == [("emit spout", "send default -> split", "execute split")] for c in chains)
