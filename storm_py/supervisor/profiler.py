@@ -42,7 +42,7 @@ MAX_JOBS: Final = 4
 PYSPY_GRACE_SECS: Final = 30.0
 
 #: Finds the pid of a live worker of (topology id, port) on this supervisor; None when there is none.
-WorkerPid = Callable[[str, int], "int | None"]
+WorkerPid = Callable[[str, int], int | None]
 
 
 @dataclass(frozen=True)
