@@ -411,9 +411,9 @@ class LogViewerClient:
         if self.tls is not None and self.base_url.startswith("http://"):
             self.base_url = "https://" + self.base_url[len("http://"):]
 
-    def _get(self, path: str, raw: bool = False) -> Any:
+    def _get(self, path: str, raw: bool = False, method: str = "GET") -> Any:
         url = f"{self.base_url}{API}{path}"
-        req = urllib.request.Request(url)
+        req = urllib.request.Request(url, method=method)
         if self.token:
             req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
@@ -451,3 +451,13 @@ class LogViewerClient:
         """A whole worker file."""
         data: bytes = self._get(f"/download?{urlencode({'file': rel})}", raw=True)
         return data
+
+    def profile(self, topology_id: str, port: int, action: str, seconds: int) -> dict[str, Any]:
+        """Start profiling action ``stack``, ``cpu`` or ``memory`` on a worker of that supervisor:
+        ``{"file", "action", "tool", "seconds", "status"}`` (:mod:`storm_py.supervisor.profiler`)."""
+        path = f"/profiling/{quote(action, safe='')}/{quote(topology_id, safe='')}/{int(port)}?seconds={int(seconds)}"
+        return dict(self._get(path, method="POST"))
+
+    def profiling_dumps(self, topology_id: str, port: int) -> list[dict[str, Any]]:
+        """The profiling results of a worker of that supervisor, newest first."""
+        return list(self._get(f"/profiling/dumps/{quote(topology_id, safe='')}/{int(port)}")["dumps"])

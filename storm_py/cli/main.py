@@ -21,6 +21,7 @@ from storm_py.cli.local import local
 from storm_py.cli.logs import logs
 from storm_py.cli.monitor import monitor, set_log_level
 from storm_py.cli.node import kill_workers, node_health_check
+from storm_py.cli.profile import profile
 from storm_py.cli.redis import dev_redis
 from storm_py.cli.shell import shell
 from storm_py.cli.spark import spark_job
@@ -52,7 +53,7 @@ for _command in (nimbus, supervisor, ui, worker, dev_zookeeper, dev_cluster, mon
     cli.add_command(_command)
 cli.add_command(dev_redis)
 for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_health_check, kill_workers,
-                 blobstore, shell, admin):
+                 blobstore, shell, admin, profile):
     cli.add_command(_command)
 cli.add_command(streamparse)
 cli.add_command(upload_credentials)

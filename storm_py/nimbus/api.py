@@ -34,6 +34,7 @@ from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.credentials_api import credentials_routes
+from storm_py.nimbus.profiling_api import profiling_routes
 from storm_py.nimbus.rest_params import debug_request, debug_view, wait_param, window_param
 from storm_py.nimbus.userblobs import UserBlobs
 from storm_py.nimbus.users_api import users_routes
@@ -118,6 +119,7 @@ class NimbusApi:
             *users_routes(self.node, lambda: self.node.gate.users),
             *credentials_routes(self.node, self._base),
             *worker_log_routes(self.node, self._base),
+            *profiling_routes(self.node, self._base),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data
             Route("GET", "/{page}", self.ui_page, public=True),

@@ -98,6 +98,9 @@ class BoltExecutor(Executor):
                     if basic is not None:
                         self.runners[t] = self._basic_runner(basic, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
+                tracer = self.rt.tracer
+                if tracer is not None and not self.component_id.startswith("__"):
+                    self.runners[t] = tracer.bolt_runner(self.runners[t], self.component_id, t, self.outbuf)
                 columnar = self.context_for(t).get_columnar_sources()
                 if columnar and not (isinstance(bolt, TakesBatches) and bolt.takes_batches()):  # rows as tuples
                     self.runners[t] = self._rows_runner(self.runners[t], columnar, collector)

@@ -25,6 +25,7 @@ from storm_py.clock import Clock
 from storm_py.runtime.hooks import add_auto_hooks
 from storm_py.runtime.ids import IdSource
 from storm_py.runtime.routing import StreamRoute
+from storm_py.tracing.tracer import Tracer
 
 #: complete-latency samples kept per spout executor (for percentiles)
 LATENCY_SAMPLES: Final = 20000
@@ -48,6 +49,10 @@ class ExecutorHost(Protocol):
     acker_tasks: tuple[int, ...]
     #: the worker loop's wake-up: set when work arrived from outside the loop (a shell bolt's process wrote)
     wake: threading.Event
+    #: the tracer of sampled tuple trees (``topology.tracing.otlp.endpoint``); None: no tracing, no tracing code
+    #: on any path.  The one point where tracing enters the runtime: executors wrap their user tasks' runners
+    #: and spouts with it once, when they prepare (:mod:`storm_py.tracing.tracer`)
+    tracer: Tracer | None
 
     def component_conf(self, component_id: str) -> dict[str, Any]:
         """Topology conf merged with the component's own keys."""

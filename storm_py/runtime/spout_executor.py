@@ -289,6 +289,10 @@ class SpoutExecutor(Executor):
             self.context_for(t)
             watch(self, t)  # its emits: tapped for hooks and topology.debug, else left alone
         hook_spouts(self.spouts, self.contexts, self.stats)
+        tracer = self.rt.tracer
+        if tracer is not None and not self.component_id.startswith("__"):
+            for t, spout in list(self.spouts.items()):
+                self.spouts[t] = tracer.spout(spout, self.component_id, t, self.outbuf)
 
     def set_active(self, active: bool) -> None:
         """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""

@@ -38,8 +38,9 @@ from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.serialize_check import encodable
 from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
-from storm_py.runtime.taps import apply_debug
+from storm_py.runtime.taps import apply_debug, debug_pct
 from storm_py.runtime.transfer import Entries, SendRemote
+from storm_py.tracing.tracer import Tracer, open_tracer
 from storm_py.vector.routing import ColumnarRoute
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class WorkerRuntime:
         #: what the worker shares with its tasks (``context.get_resource``), e.g. the transactional-state store
         self.resources: dict[str, Any] = dict(resources or {})
         self.worker_hooks: list[Any] = []  # started in prepare
+        self.tracer: Tracer | None = None  # opened in prepare when topology.tracing.otlp.endpoint is set
         self.num_ackers = num_ackers(self.conf) if ACKER_COMPONENT in topology.bolts else 0
         self.acker_tasks = ackers = tuple(sorted(layout.component_tasks.get(ACKER_COMPONENT, [])))
         self.acker_for = acker_chooser(list(ackers))
@@ -229,6 +231,8 @@ class WorkerRuntime:
         """Create every task's component object and prepare bolts (spouts open at their first activation)."""
         context = self.make_context(-1, SYSTEM_COMPONENT)  # the worker's own: resources set there reach every task
         self.worker_hooks = start_worker_hooks(self.topology.worker_hooks, self.conf, context)
+        self.tracer = open_tracer(self.conf, self.topology_name, f"{self.worker_id}:{self.worker_port}", self.clock,
+                                  self.task_to_component)
         for ex in self.executors:
             ex.prepare()
 
@@ -272,6 +276,8 @@ class WorkerRuntime:
         if self._debug_wanted is not None:
             wanted, self._debug_wanted = self._debug_wanted, None
             apply_debug(self.executors, self.topology_id, wanted)
+            if self.tracer is not None:
+                self.tracer.debug_sampling(debug_pct(wanted.get(self.topology_id) or {}))
         self.credentials.deliver(self.executors, self.report_error)
         if self._unsent_roots:
             did = True
@@ -367,6 +373,8 @@ class WorkerRuntime:
             except Exception:
                 log.exception("shutdown of %s failed", ex.component_id)
         shutdown_worker_hooks(self.worker_hooks)
+        if self.tracer is not None:
+            self.tracer.close()
 
     # -------------------------------------------------------------------------------------------------- reading
 

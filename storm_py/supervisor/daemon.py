@@ -25,7 +25,7 @@ from storm_py.cluster_state.storage import StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.deps.venv import EnvCache
 from storm_py.errors import StormPyError
-from storm_py.node.local_state import supervisor_dir, workers_artifacts_root
+from storm_py.node.local_state import read_json, supervisor_dir, worker_artifacts_dir, workers_artifacts_root
 from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.node.token_file import with_token, write_owner_only
@@ -36,6 +36,7 @@ from storm_py.supervisor.healthcheck import run_health_checks
 from storm_py.supervisor.launcher import ProcessLauncher
 from storm_py.supervisor.localizer import BlobLocalizer
 from storm_py.supervisor.logviewer import LogViewer
+from storm_py.supervisor.profiler import Profiler
 from storm_py.supervisor.stormdist import StormDist
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ class SupervisorDaemon:
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
         try:
-            self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname)
+            profiler = Profiler(self.conf, workers_artifacts_root(conf), self._worker_pid, self.clock)
+            self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname, profiler)
         except StormPyError:
             self.state.close()
             raise
@@ -106,6 +108,15 @@ class SupervisorDaemon:
             return self.state.nimbus_leader()
         except StormPyError:
             return None
+
+    def _worker_pid(self, topology_id: str, port: int) -> int | None:
+        """The pid of this supervisor's live worker of ``topology_id`` at ``port`` (for the profiler)."""
+        worker = self.supervisor.workers.get(port)
+        if worker is None or worker.topology_id != topology_id or not worker.alive:
+            return None
+        meta = read_json(worker_artifacts_dir(self.conf, topology_id, port) / "worker.yaml")
+        pid = meta.get("pid") if isinstance(meta, dict) else None
+        return pid if isinstance(pid, int) and pid > 0 else None
 
     def wake(self) -> None:
         """Sync now."""

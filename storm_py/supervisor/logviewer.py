@@ -16,6 +16,9 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
   matches in the ``worker.log`` of each of the topology's workers on this host: ``{"matches": [{"fileName",
   "port", "host", "matches": [...]}]}``.
 * ``GET /api/v1/download?file=...`` and ``GET /api/v1/daemondownload?file=<name>.log`` -> a whole file as an attachment.
+* ``POST /api/v1/profiling/{action}/{topology_id}/{port}`` and ``GET /api/v1/profiling/dumps/{topology_id}/{port}``:
+  profiling a worker and the results it left (:mod:`storm_py.supervisor.profiler`); a result
+  (``profile-<action>-<epoch ms>.<txt|svg|json>``) is read and downloaded as a worker file.
 * ``GET /api/v1/daemonlog?file=<name>.log&start=N&length=M`` -> a page of a daemon's log (``<storm.log.dir>/*.log``),
   as ``/api/v1/log``; ``GET /api/v1/daemonlogs`` lists them.
 
@@ -44,6 +47,8 @@ from storm_py.node.http_guard import allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import ensure_token
 from storm_py.supervisor.logsearch import MAX_MATCHES, MAX_SEARCH_BYTES, ReplyBudget, search_file
+from storm_py.supervisor.profiler import Profiler, profiling_routes
+from storm_py.worker.profiling import is_dump
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +92,10 @@ class LogFiles:
     def path_of(self, rel: str) -> Path:
         """The path of worker file ``rel`` (``<topology-id>/<port>/<file>``), refused unless it is one."""
         parts = rel.split("/")
-        if len(parts) != 3 or parts[2] not in WORKER_FILES:
+        if len(parts) != 3 or (parts[2] not in WORKER_FILES and not is_dump(parts[2])):
             raise BadRequestError(
-                f"log file {rel!r} is not <topology-id>/<port>/<file> with file one of {', '.join(WORKER_FILES)}",
+                f"log file {rel!r} is not <topology-id>/<port>/<file> with file one of {', '.join(WORKER_FILES)} "
+                "or a profiling result (profile-<action>-<epoch ms>.<txt|svg|json>)",
                 file=rel,
             )
         for part in parts[:2]:
@@ -316,12 +322,14 @@ class LogViewer:
     """The HTTP server of one supervisor's log viewer on ``logviewer.host`` (default: the supervisor's host) and
     ``logviewer.port`` (0 picks a free port)."""
 
-    def __init__(self, conf: Mapping[str, Any], root: Path, host: str) -> None:
+    def __init__(self, conf: Mapping[str, Any], root: Path, host: str, profiler: Profiler | None = None) -> None:
         port = int(setting(conf, "logviewer.port"))
         bind = str(conf.get("logviewer.host") or host)
         files = LogFiles(root)
         reply_bytes = int(setting(conf, "logviewer.max.search.reply.bytes"))
         routes = logviewer_routes(files) + search_routes(files, DaemonLogFiles(root.parent), host, reply_bytes)
+        if profiler is not None:
+            routes += profiling_routes(profiler)
         try:
             self.server = JsonApiServer(
                 bind, port, routes, token=ensure_token(conf, None)[0], name="logviewer",

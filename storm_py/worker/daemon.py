@@ -25,7 +25,7 @@ from storm_py.cluster_state.acl import WORKER_AUTH_ENV
 from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
-from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
+from storm_py.node.local_state import stormdist_dir, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.packaging.code_store import DistCodeStore
 from storm_py.runtime.eventlogger import EVENTS_LOGGER
@@ -33,6 +33,7 @@ from storm_py.runtime.transfer.auth import FrameAuth, topology_curve_seed, topol
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
 from storm_py.transport import open_transport
 from storm_py.worker.core import Worker
+from storm_py.worker.profiling import ProfilingAgent
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,8 @@ def run_worker(
         host=host,
     )
     holder.append(worker)
+    profiling = ProfilingAgent(worker_artifacts_dir(conf, topology_id, port), Clock(),
+                               float(setting(conf, "worker.profiler.poll.secs")))
     code = EXIT_OK
     try:
         try:
@@ -131,9 +134,11 @@ def run_worker(
             target=_local_heartbeats, args=(worker, heartbeat_file, freq, stop), name="local-heartbeat", daemon=True
         )
         beats.start()
+        profiling.start()
         code = _loop(worker, transfer, freq, supervisor_pid, stop)
         stop.set()
     finally:
+        profiling.stop()
         worker.stop()
         transfer.close()
         state.close()

@@ -11,8 +11,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy" / "grafana" / "storm-py.json"
-RULES = REPO / "deploy" / "prometheus" / "storm-py-alerts.yml"
-RULE_TESTS = REPO / "deploy" / "prometheus" / "storm-py-alerts.test.yml"
+RULES = REPO / "deploy" / "prometheus" / "alerts.yml"
+RULE_TESTS = REPO / "deploy" / "prometheus" / "alerts.test.yml"
 SCRAPE_CONFIG = REPO / "deploy" / "prometheus" / "prometheus.yml"
 _NAME = re.compile(r"\bstorm_[a-z_]+\b")
 

@@ -28,6 +28,7 @@ OWNERS = {
     "psycopg": "storm_py/jdbc/driver.py",
     "streamparse": "storm_py/streamparse/translate.py",
     "pystorm": "storm_py/streamparse/inprocess.py",
+    "opentelemetry": "storm_py/tracing/otlp.py",
 }
 
 #: where time.time / time.monotonic / time.sleep may appear: the clock (the worker launcher and the dev cluster and
