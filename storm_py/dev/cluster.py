@@ -191,6 +191,7 @@ class DevCluster:
         nimbus_ports = [free_port(self.host) for _ in range(self.num_nimbuses)]
         drpc_ports = [free_port(self.host) for _ in range(3)]
         common = {
+            **self._state_defaults(),
             **self.base_conf,
             "storm.zookeeper.servers": [zk_host],
             "storm.zookeeper.port": int(zk_port),
@@ -222,6 +223,14 @@ class DevCluster:
         self._spawn("drpc", "drpc", {**common, "storm.local.dir": str(self.workdir / "drpc")}, drpc_ports[0])
         self._record()
         self._wait_ready(timeout)
+
+    def _state_defaults(self) -> dict[str, Any]:
+        """Managed state is durable by default: the checkpoint_dir provider under the work directory (every
+        worker of this host reaches it), unless the conf names a provider."""
+        if "topology.state.provider" in self.base_conf:
+            return {}
+        return {"topology.state.provider": "checkpoint_dir",
+                "topology.state.checkpoint.dir": str(self.workdir / "state")}
 
     def _spawn(self, name: str, kind: str, conf: Mapping[str, Any], port: int | None = None) -> None:
         conf_path = self.workdir / f"{name}.yaml"
