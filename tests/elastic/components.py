@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from storm_py import BaseStatefulWindowedBolt, Duration, TopologyBuilder
+from storm_py import BaseStatefulWindowedBolt, Count, TopologyBuilder
 from storm_py.config import defaults
 from storm_py.config.keys import setting
 from storm_py.stateful.checkpoint_dir import CheckpointDirState
@@ -27,6 +27,15 @@ class LimitedPositionSpout(PositionSpout):
 
 
 class LimitedReplayingSpout(ReplayingWordSpout):
+    """Resumes after the words acked so far when it opens again (a restart, a rebalance), as a Kafka spout from
+    its committed offsets: what was in flight is emitted again."""
+
+    def open(self, conf, context, collector):
+        super().open(conf, context, collector)
+        run = RUNS[self.run]
+        with run.lock:
+            self.todo = [i for i in self.todo if i not in run.acked]
+
     def next_tuple(self):
         if self.todo and self.todo[-1] < LIMITS.get(self.run, len(self.words)) and RUNS[self.run].go:
             super().next_tuple()
@@ -69,12 +78,12 @@ class WindowedCount(BaseStatefulWindowedBolt):
 
 
 def windowed_word_count(run: str, words: list[str], exactly_once: bool, tasks: int = 4, executors: int = 2):
-    """words -> count (fields on word, a stateful tumbling window of 100 ms whose tuples persist with the state,
-    ``tasks`` tasks on ``executors``)."""
+    """words -> count (fields on word, a stateful sliding window of the last 5 tuples, sliding by one, whose tuples
+    persist with the state; ``tasks`` tasks on ``executors``)."""
     builder = TopologyBuilder()
     spout = LimitedPositionSpout(run, words) if exactly_once else LimitedReplayingSpout(run, words)
     builder.set_spout("words", spout)
-    bolt = WindowedCount(run).with_tumbling_window(Duration(100)).with_persistence()
+    bolt = WindowedCount(run).with_window(Count.of(5), Count.of(1)).with_persistence()
     builder.set_bolt("count", bolt, executors).set_num_tasks(tasks).fields_grouping("words", ["word"])
     return builder.create_topology()
 
