@@ -242,9 +242,8 @@ class FsspecBlobs:
             self._fs.pipe_file(f"{self._root}/{name}", data)
 
     def remove(self, name: str) -> None:
-        with _failures(self.where, f"remove {name}"):
-            with contextlib.suppress(FileNotFoundError):
-                self._fs.rm_file(f"{self._root}/{name}")
+        with _failures(self.where, f"remove {name}"), contextlib.suppress(FileNotFoundError):
+            self._fs.rm_file(f"{self._root}/{name}")
 
 
 def open_root(settings: Settings) -> Blobs:
@@ -343,9 +342,8 @@ def garbage(names: list[str], newest: Manifest, previous: Manifest | None) -> li
         if name.startswith(_MANIFEST):
             if name < manifest_name(newest.seq):
                 out.append(name)
-        elif name.startswith((_CHANGES, _BASE)) or name.startswith(_TMP):
-            if not name.startswith(_TMP + "probe-"):
-                out.append(name)
+        elif name.startswith((_CHANGES, _BASE, _TMP)) and not name.startswith(_TMP + "probe-"):
+            out.append(name)
     return sorted(out)
 
 
