@@ -4,6 +4,7 @@ more tasks than executors; and readers of what each provider committed."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -111,3 +112,49 @@ def committed_counts(states: dict[int, dict[Any, Any]]) -> Counter[str]:
     for state in states.values():
         out.update(state)
     return out
+
+
+class PacedProducer:
+    """Produces ``count`` words to a topic in batches of ``batch``, ``pause`` seconds apart, on a thread; ``truth``
+    counts what went in."""
+
+    def __init__(self, broker: Any, topic: str, count: int, partitions: int, batch: int = 250,
+                 pause: float = 0.1) -> None:
+        self.broker, self.topic, self.count, self.partitions = broker, topic, count, partitions
+        self.batch, self.pause = batch, pause
+        self.truth: Counter[str] = Counter()
+        self.produced = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="paced-producer", daemon=True)
+
+    def start(self) -> PacedProducer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            i = 0
+            while i < self.count and not self._stop.is_set():
+                items = []
+                for j in range(i, min(i + self.batch, self.count)):
+                    word = f"k{(j * 7 + j // 3) % 53}"
+                    self.truth[word] += 1
+                    items.append((j % self.partitions, None, word.encode()))
+                self.broker.produce(self.topic, items)
+                i += len(items)
+                self.produced = i
+                self._stop.wait(self.pause)
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout: float) -> Counter[str]:
+        """Wait until every word is produced; the truth."""
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the producer did not finish"
+        assert self.error is None, self.error
+        return self.truth
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
