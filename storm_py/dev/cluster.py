@@ -191,8 +191,8 @@ class DevCluster:
         nimbus_ports = [free_port(self.host) for _ in range(self.num_nimbuses)]
         drpc_ports = [free_port(self.host) for _ in range(3)]
         common = {
-            **self._state_defaults(),
             **self.base_conf,
+            **self._state_defaults(),
             "storm.zookeeper.servers": [zk_host],
             "storm.zookeeper.port": int(zk_port),
             "nimbus.seeds": [f"{self.host}:{p}" for p in nimbus_ports],
@@ -226,11 +226,13 @@ class DevCluster:
 
     def _state_defaults(self) -> dict[str, Any]:
         """Managed state is durable by default: the checkpoint_dir provider under the work directory (every
-        worker of this host reaches it), unless the conf names a provider."""
-        if "topology.state.provider" in self.base_conf:
+        worker of this host reaches it), unless the conf names another provider than the built-in default
+        (``memory`` is then asked per topology: its conf wins over the cluster's)."""
+        if self.base_conf.get("topology.state.provider", "memory") != "memory":
             return {}
         return {"topology.state.provider": "checkpoint_dir",
-                "topology.state.checkpoint.dir": str(self.workdir / "state")}
+                "topology.state.checkpoint.dir": self.base_conf.get("topology.state.checkpoint.dir")
+                or str(self.workdir / "state")}
 
     def _spawn(self, name: str, kind: str, conf: Mapping[str, Any], port: int | None = None) -> None:
         conf_path = self.workdir / f"{name}.yaml"

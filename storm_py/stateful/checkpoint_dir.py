@@ -54,6 +54,12 @@ class _Absent:
 
 
 ABSENT: Final = _Absent()
+#: reads of a task's directory before a file named by its newest manifest is taken as lost
+_READ_ATTEMPTS: Final = 5
+
+
+class _Gone(StateBackendError):
+    """A file a manifest names is not there (removed by a writer that went on, or lost)."""
 
 
 # ------------------------------------------------------------------------------------------------- settings
@@ -406,12 +412,27 @@ class CheckpointDirState(KeyValueState):
     # ------------------------------------------------------------------------------------------- reading
 
     def _load(self) -> None:
+        """Read the newest whole commit; a file gone meanwhile (a writer went on and removed what its two newest
+        manifests no longer need: a reader beside a running task) makes it read the newer manifest instead."""
+        for attempt in range(_READ_ATTEMPTS):
+            try:
+                self._load_once()
+                return
+            except _Gone:
+                if attempt == _READ_ATTEMPTS - 1:
+                    raise
+                self._current, self._undo, self._prepared = {}, {}, None
+                self._manifest, self._previous = Manifest(), None
+
+    def _load_once(self) -> None:
         names = self._blobs.names()
         found: list[Manifest] = []
         for name in sorted((n for n in names if n.startswith(_MANIFEST)), reverse=True):
             raw = self._blobs.read(name)
+            if raw is None:
+                raise _Gone(f"checkpoint_dir {self._blobs.where!r}: {name} went away while read")
             try:
-                found.append(Manifest.of(decode(raw or b"")))
+                found.append(Manifest.of(decode(raw)))
             except (ValueError, KeyError, TypeError, IndexError):
                 continue  # torn by a killed writer: the previous manifest is in force
             if len(found) == 2:
@@ -430,7 +451,7 @@ class CheckpointDirState(KeyValueState):
     def _read_changes(self, name: str) -> dict[str, Any]:
         raw = self._blobs.read(name)
         if raw is None:
-            raise StateBackendError(f"checkpoint_dir {self._blobs.where!r}: {name} is missing (its manifest names it)")
+            raise _Gone(f"checkpoint_dir {self._blobs.where!r}: {name} is missing (its manifest names it)")
         try:
             payload = decode(raw)
         except ValueError as err:

@@ -132,18 +132,24 @@ class PacedProducer:
         self._thread.start()
         return self
 
+    def prime(self, n: int) -> PacedProducer:
+        """Produce the first ``n`` words at once (the thread, started later, goes on after them)."""
+        self._produce(0, n)
+        return self
+
+    def _produce(self, start: int, end: int) -> None:
+        items = []
+        for j in range(start, end):
+            word = f"k{(j * 7 + j // 3) % 53}"
+            self.truth[word] += 1
+            items.append((j % self.partitions, None, word.encode()))
+        self.broker.produce(self.topic, items)
+        self.produced = end
+
     def _run(self) -> None:
         try:
-            i = 0
-            while i < self.count and not self._stop.is_set():
-                items = []
-                for j in range(i, min(i + self.batch, self.count)):
-                    word = f"k{(j * 7 + j // 3) % 53}"
-                    self.truth[word] += 1
-                    items.append((j % self.partitions, None, word.encode()))
-                self.broker.produce(self.topic, items)
-                i += len(items)
-                self.produced = i
+            while self.produced < self.count and not self._stop.is_set():
+                self._produce(self.produced, min(self.produced + self.batch, self.count))
                 self._stop.wait(self.pause)
         except BaseException as exc:
             self.error = exc

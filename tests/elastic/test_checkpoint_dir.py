@@ -236,3 +236,30 @@ def test_a_submit_with_a_bad_url_is_refused_naming_the_key(tmp_path: Path) -> No
         with pytest.raises(InvalidTopologyException, match=r"topology\.state\.provider\.config url"):
             cluster.submit_topology("bad-url", conf, word_count_topology("bad-url", ["a"]))
         assert cluster.get_topology_id("bad-url") is None
+
+
+def test_a_reader_beside_a_running_writer_reads_a_whole_commit(tmp_path: Path) -> None:
+    """A tool reading a task's committed state while the task checkpoints (and removes old files) meanwhile."""
+    blobs = LocalBlobs(tmp_path / "t", fsync=False)
+    writer = CheckpointDirState(blobs, compact_files=2)
+    run_checkpoints(writer, range(0, 2))
+
+    class Racing:
+        """Lets the writer run two checkpoints right after the reader listed the directory."""
+
+        where = blobs.where
+        raced = 0
+
+        def names(self) -> list[str]:
+            names = blobs.names()
+            if Racing.raced < 2:
+                Racing.raced += 1
+                start = writer.committed_txid() + 1
+                run_checkpoints(writer, range(start, start + 2))
+            return names
+
+        def read(self, name: str) -> bytes | None:
+            return blobs.read(name)
+
+    reader = CheckpointDirState(Racing(), compact_files=2)  # type: ignore[arg-type]
+    assert consistent(reader) == writer.committed_txid()

@@ -58,7 +58,7 @@ def executors(cluster: LocalCluster, name: str) -> dict[str, int]:
 def test_kafka_counts_survive_a_rebalance_while_records_flow(request: pytest.FixtureRequest, broker: Broker,
                                                              provider: str, guarantee: str) -> None:
     name = f"rbk-{provider.replace('_', '')}-{guarantee.replace('_', '')}"
-    run = new_run(name)
+    new_run(name)
     topic = broker.topic(PARTITIONS, "rbk")
     conf: dict[str, Any] = {"topology.state.guarantee": guarantee, "topology.state.checkpoint.interval.ms": 200,
                             "topology.workers": 2, "topology.message.timeout.secs": 10}
