@@ -166,8 +166,9 @@ def run(keys: int, timeout: float) -> dict[str, Any]:
                        what="an incremental checkpoint")
             with LOCK:
                 last = max(t for t, p in CHECKPOINTS.items() if len(p) == 4 and all(e[1] for e in p.values()))
-                first_full = max(WRITES, key=lambda t: sum(e[1] for e in WRITES[t]))
-                (full_secs, full_keys), (incremental_secs, incremental_keys) = _write_secs(first_full), _write_secs(last)
+                largest = max(WRITES, key=lambda t: sum(e[1] for e in WRITES[t]))
+                full_secs, full_keys = _write_secs(largest)
+                incremental_secs, incremental_keys = _write_secs(last)
                 MARKS.pop("first", None)
             start = time.monotonic()
             cluster.rebalance("pause", wait_secs=0, executors={"count": 4})

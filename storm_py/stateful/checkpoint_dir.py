@@ -118,16 +118,26 @@ def settings_of(config: Mapping[str, Any], default_url: Any = None) -> Settings:
 
 
 def check_reachable(settings: Settings) -> None:
-    """Make the root directory (or find it) and prove it writable; a clear :class:`ConfigError` naming the key
-    otherwise (an unknown fsspec protocol, a path that cannot be made or written)."""
+    """Refuse, with a :class:`ConfigError` naming the key, a url whose fsspec protocol is unknown, or a local path
+    that cannot be made or written: the path, or the nearest of its parents that exists, must be a writable
+    directory.  Nothing is created (the check runs where the topology is submitted: nimbus)."""
     root = open_root(settings)
-    try:
-        root.make()
-        probe = f"{_TMP}probe-{os.getpid()}-{threading.get_ident()}"
-        root.write(probe, b"")
-        root.remove(probe)
-    except StateBackendError as err:
-        raise ConfigError(f"{CONFIG_KEY} url {settings.url!r} is not reachable: {err}", key=CONFIG_KEY) from err
+    if isinstance(root, LocalBlobs):
+        problem = local_problem(root.path)
+        if problem is not None:
+            raise ConfigError(f"{CONFIG_KEY} url {settings.url!r} is not reachable: {problem}", key=CONFIG_KEY)
+
+
+def local_problem(path: Path) -> str | None:
+    """Why a directory could not be made or written at ``path`` (``None``: it can)."""
+    here = path.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        return f"{here} is not a directory"
+    if not os.access(here, os.W_OK | os.X_OK):
+        return f"{here} is not writable"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------- files
@@ -348,7 +358,7 @@ def garbage(names: list[str], newest: Manifest, previous: Manifest | None) -> li
         if name.startswith(_MANIFEST):
             if name < manifest_name(newest.seq):
                 out.append(name)
-        elif name.startswith((_CHANGES, _BASE, _TMP)) and not name.startswith(_TMP + "probe-"):
+        elif name.startswith((_CHANGES, _BASE, _TMP)):
             out.append(name)
     return sorted(out)
 

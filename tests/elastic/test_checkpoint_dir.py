@@ -206,7 +206,7 @@ def test_bad_settings_name_the_key(tmp_path: Path) -> None:
         check({})
     assert info.value.fields["key"] == "topology.state.provider.config"
     check({}, **{"topology.state.checkpoint.dir": str(tmp_path / "default")})  # the cluster's default url
-    assert (tmp_path / "default").is_dir()
+    assert not (tmp_path / "default").exists()  # a submit creates nothing
     with pytest.raises(ConfigError, match=r"unknown keys \['path'\]"):
         check({"path": "/x"})
     with pytest.raises(ConfigError, match=r"fsspec cannot open protocol 'nosuchproto'") as info:
@@ -216,6 +216,10 @@ def test_bad_settings_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"url '.*a-file/state' is not reachable") as info:
         check({"url": str(tmp_path / "a-file" / "state")})
     assert info.value.fields["key"] == "topology.state.provider.config"
+    (tmp_path / "locked").mkdir(mode=0o500)
+    if os.geteuid() != 0:  # root writes anywhere
+        with pytest.raises(ConfigError, match=r"locked is not writable"):
+            check({"url": str(tmp_path / "locked" / "deeper" / "state")})
     with pytest.raises(ConfigError, match="compact_files must be an integer >= 1"):
         check({"url": str(tmp_path), "compact_files": 0})
     with pytest.raises(ConfigError, match="url must be a non-empty string"):
