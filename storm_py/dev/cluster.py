@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.config.keys import setting
 from storm_py.dev.child import exit_message, log_tail
 from storm_py.dev.secret import with_secrets, write_private
 from storm_py.dev.tls_ca import make_dev_tls
@@ -228,7 +229,7 @@ class DevCluster:
         """Managed state is durable by default: the checkpoint_dir provider under the work directory (every
         worker of this host reaches it), unless the conf names another provider than the built-in default
         (``memory`` is then asked per topology: its conf wins over the cluster's)."""
-        if self.base_conf.get("topology.state.provider", "memory") != "memory":
+        if setting(self.base_conf, "topology.state.provider") != "memory":
             return {}
         return {"topology.state.provider": "checkpoint_dir",
                 "topology.state.checkpoint.dir": self.base_conf.get("topology.state.checkpoint.dir")
