@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from storm_py.client import NimbusClient  # noqa: E402
+from storm_py.cluster_state.memory import MemoryStorage  # noqa: E402
 from storm_py.dev.tls_ca import make_dev_tls  # noqa: E402
 from storm_py.nimbus.daemon import NimbusDaemon  # noqa: E402
 from storm_py.node.tls import client_context  # noqa: E402
-from storm_py.state.memory import MemoryStorage  # noqa: E402
 
 TOKEN = "bench-token"
 PATH = "/api/v1/cluster/summary"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import storm_py.build  # noqa: F401  (first: it refuses stale compiled modules before any is imported)
 
 # isort: on
+from storm_py.api.async_bolt import AsyncBolt
 from storm_py.api.components import (
     BasicBolt,
     Bolt,
@@ -26,11 +27,13 @@ from storm_py.errors import (
     ReportedFailedException,
 )
 from storm_py.stateful import BaseStatefulBolt, BaseStatefulWindowedBolt, KeyValueState, StatefulSpout
+from storm_py.vector import SchemaMismatchException, VectorBolt, VectorSpout, WindowedVectorBolt
 from storm_py.version import __version__ as __version__
 from storm_py.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
 
 __all__ = [
     "AlreadyAliveException",
+    "AsyncBolt",
     "BaseStatefulBolt",
     "BaseStatefulWindowedBolt",
     "BaseWindowedBolt",
@@ -51,6 +54,7 @@ __all__ = [
     "NotAliveException",
     "OutputFieldsDeclarer",
     "ReportedFailedException",
+    "SchemaMismatchException",
     "Spout",
     "SpoutDeclarer",
     "StatefulSpout",
@@ -59,6 +63,9 @@ __all__ = [
     "TopologyContext",
     "Tuple",
     "TupleWindow",
+    "VectorBolt",
+    "VectorSpout",
+    "WindowedVectorBolt",
 ]
 
 

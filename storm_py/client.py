@@ -372,9 +372,11 @@ class NimbusClient:
         executors: Mapping[str, int] | None = None,
         conf_overrides: Mapping[str, Any] | None = None,
         resources: Mapping[str, Any] | None = None,
+        tasks: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Rebalance ``name`` (Storm's ``rebalanceOptions``: ``numWorkers``, ``executors``,
-        ``topologyConfOverrides``, and ``topologyResourcesOverrides``: ``rebalance -r``)."""
+        ``topologyConfOverrides``, and ``topologyResourcesOverrides``: ``rebalance -r``); ``tasks``
+        ({component: n}, sent as the body's top-level ``tasks``) changes components' task counts."""
         options: dict[str, Any] = {}
         if num_workers is not None:
             options["numWorkers"] = num_workers
@@ -384,7 +386,10 @@ class NimbusClient:
             options["topologyConfOverrides"] = dict(conf_overrides)
         if resources:
             options["topologyResourcesOverrides"] = dict(resources)
-        return self._action(name, "rebalance", wait_secs, {"rebalanceOptions": options})
+        body: dict[str, Any] = {"rebalanceOptions": options}
+        if tasks:
+            body["tasks"] = dict(tasks)
+        return self._action(name, "rebalance", wait_secs, body)
 
 
 class LogViewerError(StormPyError):

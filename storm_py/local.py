@@ -17,6 +17,9 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock, SimulatedClock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import Credentials
 from storm_py.config import defaults, merge_registrations
 from storm_py.errors import NotAliveException, WaitTimeoutError
 from storm_py.nimbus.core import Nimbus
@@ -24,9 +27,6 @@ from storm_py.nimbus.credentials_api import parse_credentials
 from storm_py.packaging.code_store import MemoryCodeStore
 from storm_py.protocol import registration
 from storm_py.runtime.transfer.in_process import InProcessTransfer
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import Credentials
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.launcher import ThreadLauncher
 from storm_py.ui import api_views
@@ -212,10 +212,12 @@ class LocalCluster:
         wait_secs: float | None = None,
         num_workers: int | None = None,
         executors: Mapping[str, int] | None = None,
+        tasks: Mapping[str, int] | None = None,
     ) -> None:
-        """Rebalance ``name`` to ``num_workers`` workers and ``executors`` per component after ``wait_secs``."""
+        """Rebalance ``name`` to ``num_workers`` workers, ``executors`` and ``tasks`` per component after
+        ``wait_secs`` (a task count change moves keyed state by key group)."""
         with self._lock:
-            self.nimbus.rebalance(name, wait_secs, num_workers, executors)
+            self.nimbus.rebalance(name, wait_secs, num_workers, executors, tasks=tasks)
             self._sync()
 
     def upload_credentials(self, name: str, creds: Mapping[str, str]) -> None:

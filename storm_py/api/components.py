@@ -60,23 +60,53 @@ class BasicOutputCollector(Protocol):
     def report_error(self, exc: BaseException) -> None: ...
 
 
+@runtime_checkable
+class ArrowSchema(Protocol):
+    """An Arrow schema (a ``pyarrow.Schema``): column names, and the Arrow C data interface of its types."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    def __arrow_c_schema__(self) -> object: ...
+
+
 class OutputFieldsDeclarer:
-    """Collects the streams a component declares in ``declare_output_fields``."""
+    """Collects the streams a component declares in ``declare_output_fields``.
+
+    A columnar stream (``columnar=True``, or ``fields`` given as a ``pyarrow.Schema``) carries batches of rows;
+    ``columnar`` maps each such stream to its declared schema (``None`` when only column names were declared).
+    """
 
     def __init__(self) -> None:
         self.streams: dict[str, tuple[Fields, bool]] = {}
+        self.columnar: dict[str, ArrowSchema | None] = {}
 
-    def declare(self, fields: Fields | Sequence[str], stream: str = DEFAULT_STREAM, direct: bool = False) -> None:
-        """Declare ``stream`` (default ``"default"``) with ``fields``; ``direct`` makes it a direct stream."""
-        self.declare_stream(stream, fields, direct)
+    def declare(self, fields: Fields | Sequence[str] | ArrowSchema, stream: str = DEFAULT_STREAM,
+                direct: bool = False, columnar: bool | None = None) -> None:
+        """Declare ``stream`` (default ``"default"``) with ``fields``; ``direct`` makes it a direct stream and
+        ``columnar`` a stream of batches (``None``: columnar exactly when ``fields`` is a ``pyarrow.Schema``)."""
+        self.declare_stream(stream, fields, direct, columnar)
 
-    def declare_stream(self, stream_id: str, fields: Fields | Sequence[str], direct: bool = False) -> None:
-        """Declare the stream ``stream_id`` with ``fields``."""
+    def declare_stream(self, stream_id: str, fields: Fields | Sequence[str] | ArrowSchema, direct: bool = False,
+                       columnar: bool | None = None) -> None:
+        """Declare the stream ``stream_id`` with ``fields`` (see :meth:`declare`)."""
         if not isinstance(stream_id, str) or not stream_id:
             raise ValueError(f"stream id must be a non-empty string, got {stream_id!r}")
         if stream_id in self.streams:
             raise ValueError(f"stream {stream_id!r} is declared twice")
-        self.streams[stream_id] = (fields if isinstance(fields, Fields) else Fields(list(fields)), bool(direct))
+        if columnar is not None and not isinstance(columnar, bool):
+            raise ValueError(f"columnar of stream {stream_id!r} must be True, False or None, got {columnar!r}")
+        schema: ArrowSchema | None = None
+        if isinstance(fields, ArrowSchema):
+            if columnar is False:
+                raise ValueError(f"stream {stream_id!r} is declared with a pyarrow.Schema and columnar=False")
+            schema = fields
+            names = Fields(list(fields.names))
+        else:
+            names = fields if isinstance(fields, Fields) else Fields(list(fields))
+        self.streams[stream_id] = (names, bool(direct))
+        if schema is not None or columnar:
+            self.columnar[stream_id] = schema
 
 
 @runtime_checkable

@@ -28,6 +28,11 @@ class ComponentView(Protocol):
     @property
     def inputs(self) -> Mapping[tuple[str, str], GroupingView]: ...
 
+    @property
+    def columnar(self) -> Mapping[str, Any]:
+        """Its columnar output streams (stream id -> declared schema or ``None``)."""
+        ...
+
 
 class TopologyView(Protocol):
     """The running topology as a task reads it (a :class:`~storm_py.api.topology.StormTopology`)."""
@@ -107,6 +112,14 @@ class TopologyContext:
     def get_this_sources(self) -> dict[tuple[str, str], Any]:
         """The streams this component subscribes to: ``(component, stream)`` -> its grouping."""
         return dict(self._sources)
+
+    def get_columnar_sources(self) -> frozenset[tuple[str, str]]:
+        """The streams this component subscribes to that are columnar (their tuples carry batches)."""
+        topology = self.topology
+        if topology is None:
+            return frozenset()
+        components = topology.components()
+        return frozenset((c, s) for c, s in self._sources if c in components and s in components[c].columnar)
 
     def get_component_output_fields(self, component_id: str, stream: str) -> Fields:
         """The fields of ``stream`` declared by ``component_id``."""

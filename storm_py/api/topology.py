@@ -6,8 +6,9 @@ import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Final, Self
 
+from storm_py.api.async_bolt import check_async_bolt
 from storm_py.api.components import (
     BasicBolt,
     Bolt,
@@ -19,7 +20,8 @@ from storm_py.api.components import (
     own_configuration,
 )
 from storm_py.api.tuple import DEFAULT_STREAM, Fields
-from storm_py.errors import InvalidTopologyException
+from storm_py.config import validate as validate_conf
+from storm_py.errors import ConfigError, InvalidTopologyException
 
 SHUFFLE = "shuffle"
 FIELDS = "fields"
@@ -52,6 +54,8 @@ class ComponentSpec:
     inputs: dict[tuple[str, str], Grouping] = field(default_factory=dict)
     conf: dict[str, Any] = field(default_factory=dict)
     streams: dict[str, tuple[Fields, bool]] = field(default_factory=dict)
+    #: the columnar streams among ``streams``: stream id -> declared ``pyarrow.Schema`` (``None``: names only)
+    columnar: dict[str, Any] = field(default_factory=dict)
 
     def num_tasks(self) -> int:
         """Tasks of this component: ``topology.tasks`` if set, else the parallelism hint; capped by max parallelism."""
@@ -274,6 +278,7 @@ class TopologyBuilder:
             bolt = bolt.topology_bolt()
         if not hasattr(bolt, "execute"):
             raise InvalidTopologyException(f"component {id!r} is not a bolt (no execute): {bolt!r}", component=id)
+        check_async_bolt(id, bolt)
         spec = ComponentSpec(id, bolt, parallelism, False)
         self._bolts[id] = spec
         return BoltDeclarer(spec)
@@ -305,6 +310,7 @@ def fill_component(spec: ComponentSpec) -> None:
             f"component {spec.id!r} declares invalid outputs: {err}", component=spec.id
         ) from err
     spec.streams = declarer.streams
+    spec.columnar = declarer.columnar
     own = own_configuration(spec.obj)
     if own:
         if not isinstance(own, Mapping):
@@ -312,6 +318,21 @@ def fill_component(spec: ComponentSpec) -> None:
                 f"get_component_configuration of {spec.id!r} must return a dict or None", component=spec.id
             )
         spec.conf = {**own, **spec.conf}
+
+
+#: component configuration keys checked against the config table when a topology is validated
+CHECKED_COMPONENT_KEYS: Final = ("topology.vector.batch.size", "topology.vector.batch.linger.ms")
+
+
+def _check_component_keys(cid: str, conf: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidTopologyException` naming the key and the component when a checked key of the
+    component's own configuration has an invalid value."""
+    for key in CHECKED_COMPONENT_KEYS:
+        if key in conf:
+            try:
+                validate_conf({key: conf[key]}, f"component {cid!r}:")
+            except ConfigError as err:
+                raise InvalidTopologyException(str(err), component=cid, key=key) from err
 
 
 def validate_topology(topology: StormTopology, system: bool = False) -> None:
@@ -326,6 +347,9 @@ def validate_topology(topology: StormTopology, system: bool = False) -> None:
     if not topology.spouts:
         raise InvalidTopologyException("topology has no spouts")
     for cid, spec in comps.items():
+        if not spec.is_spout:
+            check_async_bolt(cid, spec.obj)
+        _check_component_keys(cid, spec.conf)
         if cid.startswith("__") and not system:
             raise InvalidTopologyException(f"component id {cid!r} is reserved (ids starting '__' are system ids)",
                                            component=cid)

@@ -16,9 +16,9 @@ from typing import Any
 import click
 
 from storm_py.cli.options import command_error, config_options, load_conf, nimbus_client
+from storm_py.cluster_state import znodes
 from storm_py.config.keys import KEYS, setting
 from storm_py.errors import StormPyError
-from storm_py.state import znodes
 
 
 def _show(value: Any) -> str:

@@ -26,6 +26,7 @@ from storm_py.cli.shell import shell
 from storm_py.cli.spark import spark_job
 from storm_py.cli.streamparse import streamparse
 from storm_py.cli.topology import activate, deactivate, jar, kill, list_topologies, rebalance, submit
+from storm_py.cli.users import users
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,6 +57,7 @@ for _command in (localconfvalue, remoteconfvalue, get_errors, heartbeats, node_h
 cli.add_command(streamparse)
 cli.add_command(upload_credentials)
 cli.add_command(flux)
+cli.add_command(users)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

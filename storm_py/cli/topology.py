@@ -139,6 +139,19 @@ def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+def _task_counts(values: tuple[str, ...]) -> dict[str, Any]:
+    """``--tasks COMPONENT=N`` pairs; a count that is not an integer is passed on as given, and nimbus refuses it
+    naming the component."""
+    out: dict[str, Any] = {}
+    for v in values:
+        comp, sep, n = v.rpartition("=")
+        if not sep or not comp:
+            raise click.UsageError(f"--tasks takes COMPONENT=N, got {v!r}")
+        text = n.strip()
+        out[comp] = int(text) if text.lstrip("-").isdigit() else text
+    return out
+
+
 def _json_object(text: str, hint: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -155,6 +168,8 @@ def _json_object(text: str, hint: str) -> dict[str, Any]:
               help="Seconds to stay deactivated before rescheduling (default: its message timeout).")
 @click.option("-n", "--num-workers", type=click.IntRange(min=1), default=None, help="New number of workers.")
 @click.option("-e", "--executors", multiple=True, metavar="COMPONENT=N", help="New executor count; repeatable.")
+@click.option("--tasks", "tasks", multiple=True, metavar="COMPONENT=N",
+              help="New task count; keyed state moves by key group; repeatable.")
 @click.option("-t", "--topology-conf", "topology_conf", default=None, metavar="JSON",
               help="Topology conf overrides, a JSON object (workers started from the rebalance on use them).")
 @click.option("-r", "--resources", default=None, metavar="JSON",
@@ -166,18 +181,20 @@ def rebalance(
     wait: float | None,
     num_workers: int | None,
     executors: tuple[str, ...],
+    tasks: tuple[str, ...],
     topology_conf: str | None,
     resources: str | None,
     config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
-    """Spread topology NAME anew over the cluster, optionally with new worker/executor counts and conf."""
+    """Spread topology NAME anew over the cluster, optionally with new worker/executor/task counts and conf."""
     counts = _executor_counts(executors)
+    task_counts = _task_counts(tasks) or None
     conf_overrides = _json_object(topology_conf, "-t / --topology-conf") if topology_conf is not None else None
     resource_overrides = _json_object(resources, "-r / --resources") if resources is not None else None
     try:
         _client(load_conf(config_file, overrides)).rebalance(name, wait, num_workers, counts, conf_overrides,
-                                                             resource_overrides)
+                                                             resource_overrides, task_counts)
     except StormPyError as err:
         raise command_error(err, config_file) from err
     click.echo(f"Topology {name} is rebalancing")

@@ -167,6 +167,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.bolts.late.tuple.stream", STR, None, "windowed bolts", "event time: stream late tuples are emitted on as [late_tuple] (null: acked and logged)", per_component=True),
         Key("topology.bolts.message.id.field.name", STR, None, "stateful windowed bolts", "the input field holding each tuple's message id, an int increasing per source task and stream (set by with_message_id_field; required without with_persistence)", per_component=True),
     ),
+    "async bolts": (
+        Key("topology.async.max.in.flight", INT, 100, "async bolts", "executions of an AsyncBolt in flight per task (started, not yet acked or failed); a full task takes no more input", min=1, per_component=True),
+        Key("topology.async.execute.timeout.secs", NUMBER, None, "async bolts", "seconds one execution of an AsyncBolt may run before it is cancelled and its input failed (null: topology.message.timeout.secs; a positive number)", per_component=True),
+        Key("topology.async.output.mode", STR, "ordered", "async bolts", "ordered: an input's emits, then its ack, are released after every earlier input of its task completed; unordered: as they are made", choices=("ordered", "unordered"), per_component=True),
+    ),
     "drpc": (
         Key("drpc.servers", STRS, None, "drpc spouts, drpc-client", "DRPC servers (\"host\" or \"host:port\"; topologies add drpc.invocations.port, clients drpc.port)"),
         Key("drpc.host", STR, "127.0.0.1", "drpc", "interface the DRPC server's three ports listen on"),
@@ -186,6 +191,10 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.multilang.max.message.bytes", INT, 67108864, "shell components", "largest message a shell component's process may write on stdout (a JSON document before its end line, a msgpack object); a longer one is a fault of the component and the worker holds no more of it", min=1048576, per_component=True),
         Key("topology.multilang.max.stderr.line.bytes", INT, 1048576, "shell components", "longest line a shell component's process may write on stderr (copied to the component's log); a longer one is a fault of the component and the worker holds no more of it", min=1024, per_component=True),
     ),
+    "columnar streams": (
+        Key("topology.vector.batch.size", INT, 1000, "vector bolts", "the most rows a batch gathered from a per-tuple stream holds (a vector bolt reading a per-tuple stream)", min=1, per_component=True),
+        Key("topology.vector.batch.linger.ms", NUMBER, 10, "vector bolts", "how long a gathered batch waits for more rows after its first one (ms, on the cluster's clock)", min=0, per_component=True),
+    ),
     "http security": (
         Key("storm.http.hosts", STRS, [], "nimbus, supervisor, ui, drpc", "further names clients and browsers may use in the Host header (a proxy's or DNS alias's); the configured hosts, localhost, this machine's name and IP addresses are always accepted"),
         Key("storm.tls.enabled", BOOL, False, "nimbus, supervisor, ui, drpc, clients", "serve and call every HTTP endpoint (REST API, UI, log viewer, DRPC) over TLS only"),
@@ -203,6 +212,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.state.checkpoint.dir", STR, None, "state providers", "the url of the checkpoint_dir provider when topology.state.provider.config has none (dev-cluster and LocalCluster set it)"),
         Key("topology.state.checkpoint.interval.ms", INT, 1000, "checkpoint spout", "ms between checkpoints of a topology with stateful bolts (at least 100)", min=1),
         Key("topology.state.guarantee", STR, "at_least_once", "nimbus, stateful components", "at_least_once (Storm's: a recovery may count a tuple twice) or exactly_once (every spout a StatefulSpout)", choices=("at_least_once", "exactly_once")),
+        Key("topology.state.max.parallelism", INT, 128, "nimbus, workers, stateful components", "the number of key groups of each component with keyed state: a key's group is its grouping values' hash mod this, fixed for the topology's life; the component's task count may never exceed it (rescale moves state by whole groups)", min=1),
+        Key("topology.state.kind", STR, None, "nimbus, workers", "set by the checkpoint wiring on each component with managed state: key_value (a stateful bolt), window (a stateful windowed bolt), sink (a checkpointed sink) or position (a stateful spout); a key_value bolt behind fields groupings can change its task count", choices=(None, "key_value", "window", "sink", "position"), per_component=True),
+        Key("topology.state.rescales", MAP, None, "nimbus, stateful components", "written by nimbus when a rebalance changes a component's task count (never set by hand): each component's first task id at submit, its rescale generation and the task count of its previous generation, which name the namespaces of its tasks' state"),
     ),
     "operations": (
         Key("storm.health.check.dir", STR, "healthchecks", "supervisor, node-health-check", "directory of the node health-check scripts (each executable runs; a non-zero exit or an output line starting with ERROR fails the node)"),
@@ -218,6 +230,17 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("storm.package.max.unpacked.mb", NUMBER, 1024, "nimbus, supervisor", "largest total unpacked size of a topology package, and of each wheel of its wheelhouse, in MiB (checked from the zip's directory at upload and before unpacking, and enforced while unpacking)", min=0.001),
         Key("storm.package.max.compression.ratio", NUMBER, 200, "nimbus, supervisor", "largest unpacked/packed size of one member (over 1 MiB unpacked) of a topology package or wheel", min=1),
         Key("storm.package.max.members", INT, 100000, "nimbus, supervisor", "most members a topology package, or one wheel of its wheelhouse, may hold", min=1),
+    ),
+    "shared cluster": (
+        Key("nimbus.admins", STRS, [], "nimbus", "user names with every right (as role admin); the cluster's nimbus.auth.token is an admin's too"),
+        Key("topology.submitter.user", STR, None, "nimbus, supervisor", "who submitted the topology (set by nimbus from the submitter's token; only an admin may name another user); its workers run as this OS user under supervisor.run.worker.as.user"),
+        Key("topology.users", STRS, [], "nimbus", "users who may kill, rebalance, activate, deactivate, debug and profile the topology and read its pages, metrics and logs (its submitter may always)"),
+        Key("topology.readonly.users", STRS, [], "nimbus", "users who may read the topology's pages, metrics and logs"),
+        Key("drpc.authorizer.acl", MAP, None, "drpc", "who may invoke which DRPC function: {function: {\"client.users\": [names]}}; a function not listed is open to every user (unset: no DRPC ACL)"),
+        Key("supervisor.run.worker.as.user", BOOL, False, "supervisor", "a supervisor running as root starts each topology's workers as the topology's OS user (topology.submitter.user, mapped by supervisor.worker.user.map)"),
+        Key("supervisor.worker.python", STR, None, "supervisor", "the Python interpreter workers run on, unless their topology brings a wheelhouse (unset: the supervisor's own); under supervisor.run.worker.as.user it must be one the workers' OS users may run"),
+        Key("supervisor.worker.user.map", MAP, None, "supervisor", "submitter name -> OS user its workers run as under supervisor.run.worker.as.user (a submitter not listed runs as the OS user of its own name)"),
+        Key("topology.worker.max.heap.size.mb", NUMBER, None, "supervisor", "a worker whose resident memory (RSS) passes this many MiB is killed and the topology's errors name the limit (unset: no limit)", min=1),
     ),
     "accepted for compatibility": (
         Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),

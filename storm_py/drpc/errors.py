@@ -2,7 +2,8 @@
 
 :class:`DRPCExecutionException` carries Storm's ``DRPCExceptionType`` as :attr:`~DRPCExecutionException.type`
 (``failed_request``, ``server_timeout``, ``server_shutdown``) plus this project's refusals (``busy``,
-``unauthorized``, ``too_large``, ``bad_request``, ``unreachable``); each maps to one HTTP status on the wire.
+``unauthorized``, ``forbidden``, ``too_large``, ``bad_request``, ``unreachable``); each maps to one HTTP status on
+the wire.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ SERVER_TIMEOUT = "server_timeout"
 SERVER_SHUTDOWN = "server_shutdown"
 BUSY = "busy"
 UNAUTHORIZED = "unauthorized"
+FORBIDDEN = "forbidden"
 TOO_LARGE = "too_large"
 BAD_REQUEST = "bad_request"
 UNREACHABLE = "unreachable"
@@ -27,6 +29,7 @@ STATUS_BY_TYPE = {
     SERVER_SHUTDOWN: 503,
     BUSY: 503,
     UNAUTHORIZED: 401,
+    FORBIDDEN: 403,
     TOO_LARGE: 413,
     BAD_REQUEST: 400,
     UNREACHABLE: 502,

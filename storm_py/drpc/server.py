@@ -5,7 +5,8 @@ endpoint (the routes are in :mod:`storm_py.drpc.wire`).  Each port is a
 :class:`~storm_py.node.http_api.JsonApiServer` with every route but ``/health`` protected by the cluster token
 (``nimbus.auth.token``, checked in constant time from the headers before the body is read).  The open
 ``GET /health`` says ``{"status": "ok"}`` and nothing else; ``GET /status`` (with the token) adds the number of
-pending requests.
+pending requests.  The two client ports also take a user's token (the stored users of a shared cluster), and
+``drpc.authorizer.acl`` (:mod:`storm_py.drpc.acl`) says which users may invoke which function: another gets 403.
 
 Bounds: a body over ``drpc.max.request.bytes`` is refused unread (413); at most ``drpc.max.pending.requests``
 requests exist at once (more: 503 busy); at most ``drpc.max.connections`` connections per port (more are
@@ -21,8 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock, wait_until
+from storm_py.cluster_state.users import UserStore
 from storm_py.config import defaults
-from storm_py.drpc.errors import BAD_REQUEST, DRPCExecutionException
+from storm_py.drpc.acl import ACL_KEY, may_invoke, parse_acl
+from storm_py.drpc.errors import BAD_REQUEST, FORBIDDEN, DRPCExecutionException
 from storm_py.drpc.service import DRPCService, check_function
 from storm_py.drpc.wire import (
     EXECUTE_PATH,
@@ -38,6 +41,7 @@ from storm_py.errors import ConfigError, StormPyError, WaitTimeoutError
 from storm_py.node.http_api import JsonApiServer, Reply, Request, Route
 from storm_py.node.http_guard import JSON, allowed_hosts
 from storm_py.node.tls import server_context
+from storm_py.node.user_tokens import TokenDirectory, UserTokenGate
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +63,16 @@ def _field(body: Any, name: str, kind: type) -> Any:
 class DRPCServer:
     """The DRPC server (see the module docstring).  ``start()`` binds the ports, ``stop()`` releases them."""
 
-    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, conf: Mapping[str, Any], clock: Clock = SYSTEM_CLOCK, users: UserStore | None = None) -> None:
+        """``users``: the stored users (default: read through a state session of its own, opened at the first
+        user token)."""
         c = {**defaults(), **conf}
         token = c.get("nimbus.auth.token")
         if not token:
             raise ConfigError("the DRPC server needs the cluster's nimbus.auth.token", key="nimbus.auth.token")
         self.conf = c
+        self.acl = parse_acl(c.get(ACL_KEY))
+        self.directory = TokenDirectory(c, users)
         self.host = str(c["drpc.host"])
         self.service = DRPCService(float(c["drpc.request.timeout.secs"]), int(c["drpc.max.pending.requests"]), clock)
         limits: dict[str, Any] = {
@@ -95,9 +103,11 @@ class DRPCServer:
                       bodies=("text/plain", "application/x-www-form-urlencoded", JSON)),
             ]))
         self.servers: dict[str, JsonApiServer] = {}
+        gate = UserTokenGate(self.directory)  # users invoke; topologies (the invocations port) use the cluster token
         try:
             for name, port, routes in ports:
-                self.servers[name] = JsonApiServer(self.host, port, [status, *routes], name=name, **limits)
+                self.servers[name] = JsonApiServer(self.host, port, [status, *routes], name=name, **limits,
+                                                   gate=None if name == "drpc-invocations" else gate)
         except OSError as err:
             self._close_all()
             raise StormPyError(f"the DRPC server cannot listen on {self.host}: {err.strerror}", host=self.host) from err
@@ -121,6 +131,7 @@ class DRPCServer:
 
     def start(self) -> None:
         """Serve every port from background threads."""
+        self.directory.connect()
         for server in self.servers.values():
             server.start()
         log.info("DRPC server on %s: clients %d, invocations %d, http %s", self.host, self.port,
@@ -145,6 +156,12 @@ class DRPCServer:
     def _close_all(self) -> None:
         for server in self.servers.values():
             server.stop()
+        self.directory.close()
+
+    def _check_acl(self, request: Request, function: str) -> None:
+        if not may_invoke(self.acl, request.user, function):
+            raise DRPCExecutionException(f"user {request.user!r} may not invoke DRPC function {function!r} "
+                                         f"({ACL_KEY})", FORBIDDEN, function=function)
 
     # ------------------------------------------------------------------------------------------------ routes
 
@@ -155,6 +172,7 @@ class DRPCServer:
         try:
             body = request.json()
             function = check_function(_field(body, "function", str))
+            self._check_acl(request, function)
             return {"result": self.service.execute(function, _field(body, "args", str))}
         except DRPCExecutionException as err:
             return _error(err)
@@ -162,6 +180,7 @@ class DRPCServer:
     def _http_execute(self, request: Request) -> Any:
         try:
             function = check_function(request.params["function"])
+            self._check_acl(request, function)
             if request.method == "POST":
                 try:
                     args = request.body.decode("utf-8")

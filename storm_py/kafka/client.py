@@ -34,6 +34,10 @@ FETCH_QUEUE_BACKOFF_MS = 10
 TopicPartition = tuple[str, int]
 #: a record as the spout's per-record path carries it: ``(topic, partition, offset, key, value, timestamp)``
 RawRecord = tuple[str, int, int, bytes | None, bytes | None, int | None]
+#: a record's headers as the client gives them: ``(key, value)`` pairs, or None when it has none
+Headers = list[tuple[str, bytes | None]] | None
+#: a record with its headers (a client made with ``headers=True``): ``(*RawRecord, headers)``
+HeaderedRecord = tuple[str, int, int, bytes | None, bytes | None, int | None, Headers]
 #: logical offsets for :meth:`KafkaConsumerClient.assign`
 BEGINNING = ck.OFFSET_BEGINNING
 END = ck.OFFSET_END
@@ -63,6 +67,7 @@ class KafkaRecord:
     key: bytes | None
     value: bytes | None
     timestamp: int | None = None
+    headers: Headers = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +137,12 @@ class KafkaConsumerClient:
     """
 
     def __init__(self, bootstrap_servers: str, group_id: str, options: Mapping[str, Any] | None = None,
-                 auto_offset_reset: str = "earliest", timestamps: bool = True) -> None:
+                 auto_offset_reset: str = "earliest", timestamps: bool = True, headers: bool = False) -> None:
         #: whether records carry their timestamp (False: None, one call per record saved when nobody reads it)
         self.timestamps = timestamps
+        #: whether each record carries its headers as a seventh element (:data:`HeaderedRecord`; the columnar
+        #: spout reads them, the per-record path does not)
+        self.headers = headers
         self.commit_results: list[tuple[TopicPartition, int, str | None]] = []
         conf = {**consumer_config(bootstrap_servers, group_id, options, auto_offset_reset),
                 "on_commit": self._on_commit, "logger": client_log}
@@ -240,10 +248,15 @@ class KafkaConsumerClient:
         errors: list[PollError] = []
         append = records.append
         timestamps = self.timestamps
+        headers = self.headers
         for m in messages:
             failure = m.error()
             if failure is None:
-                if timestamps:
+                if headers:
+                    ts = m.timestamp()
+                    append((m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
+                            ts[1] if ts[0] else None, m.headers()))
+                elif timestamps:
                     ts = m.timestamp()
                     append((m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
                             ts[1] if ts[0] else None))

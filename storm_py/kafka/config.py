@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.errors import StormPyError
 from storm_py.kafka.client import KafkaRecord
+from storm_py.kafka.columnar import JSON, RECORD_SCHEMA, is_schema
 from storm_py.kafka.offsets import RetryPolicy
 
 DEFAULT_FIELDS = ["topic", "partition", "offset", "key", "value"]
@@ -161,6 +162,13 @@ class KafkaSpoutConfig:
         max_offset_behind: at start, a stored offset further behind ``start_offset_time`` than this is skipped
             (logged at WARN, counted); None: never.
         metrics_time_bucket_secs: the metrics' reporting interval.
+        columnar: emit one Arrow record batch per poll per partition on ``translator_stream`` (a columnar stream
+            of :data:`~storm_py.kafka.columnar.RECORD_SCHEMA`), with ``(topic, partition, first_offset,
+            last_offset)`` as its message id; guarantees, commits, ``max_uncommitted_offsets`` (in records),
+            retries and the dead-letter stream (one batch with an ``error`` column) apply per batch.
+        batch_translator: columnar only: ``RecordBatch -> RecordBatch | Table`` applied to each batch before it
+            is emitted, or ``"json"`` (each value one JSON object, read into ``batch_schema``'s columns).
+        batch_schema: the ``pyarrow.Schema`` of the translated batches (required with ``batch_translator``).
     """
 
     bootstrap_servers: str
@@ -190,6 +198,9 @@ class KafkaSpoutConfig:
     start_offset_time: int = EARLIEST_TIME
     max_offset_behind: int | None = None
     metrics_time_bucket_secs: int = 60
+    columnar: bool = False
+    batch_translator: Callable[[Any], Any] | str | None = None
+    batch_schema: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.bootstrap_servers, str) or not self.bootstrap_servers.strip():
@@ -230,6 +241,31 @@ class KafkaSpoutConfig:
             raise KafkaConfigError(f"zk_root must be an absolute path, got {self.zk_root!r}")
         if callable(self.translator) and not hasattr(self.translator, "translate") and not self.translator_fields:
             raise KafkaConfigError("a translator function needs translator_fields (the fields of its values)")
+        self._check_columnar()
+
+    def _check_columnar(self) -> None:
+        if not isinstance(self.columnar, bool):
+            raise KafkaConfigError(f"columnar must be True or False, got {self.columnar!r}")
+        if self.columnar:
+            for name, set_ in (("translator", self.translator is not None),
+                               ("translator_fields", self.translator_fields is not None),
+                               ("records_per_tree", self.records_per_tree > 1)):
+                if set_:
+                    raise KafkaConfigError(f"columnar=True and {name} cannot be used together (a columnar spout "
+                                           f"emits batches: use batch_translator)")
+        elif self.batch_translator is not None or self.batch_schema is not None:
+            raise KafkaConfigError("batch_translator and batch_schema need columnar=True")
+        if self.batch_translator is not None:
+            if self.batch_translator != JSON and not callable(self.batch_translator):
+                raise KafkaConfigError(f"batch_translator must be a callable (RecordBatch -> RecordBatch | Table) "
+                                       f"or 'json', got {self.batch_translator!r}")
+            if self.batch_schema is None:
+                raise KafkaConfigError("batch_translator needs batch_schema (the pyarrow.Schema of its output)")
+        if self.batch_schema is not None:
+            if not is_schema(self.batch_schema) or not len(self.batch_schema):
+                raise KafkaConfigError(f"batch_schema must be a non-empty pyarrow.Schema, got {self.batch_schema!r}")
+            if self.batch_translator is None:
+                raise KafkaConfigError("batch_schema is the schema of batch_translator's output: set batch_translator")
 
     # --------------------------------------------------------------------------------------------- derived
     @property
@@ -252,6 +288,10 @@ class KafkaSpoutConfig:
             return tr
         assert callable(tr) and self.translator_fields
         return SimpleRecordTranslator(tr, self.translator_fields, self.translator_stream)
+
+    def stream_schema(self) -> Any:
+        """Columnar: the schema of the records' stream (``batch_schema``, else the record schema)."""
+        return self.batch_schema if self.batch_schema is not None else RECORD_SCHEMA
 
     def retry_policy(self) -> RetryPolicy:
         """The backoff of failed tuples."""

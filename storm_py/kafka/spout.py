@@ -34,6 +34,8 @@ from storm_py.kafka.client import (
     RawRecord,
     TopicPartition,
 )
+from storm_py.kafka.columnar import DEAD_LETTER_SCHEMA
+from storm_py.kafka.columnar_spout import ColumnarPath
 from storm_py.kafka.config import DEAD_LETTER_FIELDS, DEAD_LETTER_STREAM, DefaultTranslator, KafkaSpoutConfig
 from storm_py.kafka.flow import ack_message, emit_waiting, emit_waiting_trees, take_fetched
 from storm_py.kafka.offsets import PartitionOffsets
@@ -62,8 +64,8 @@ class KafkaSpoutError(StormPyError):
 
 #: The message id of a Kafka spout tuple: the record's ``(topic, partition, offset)`` (a plain tuple: cheap to
 #: build and hash on the per-record path); for a tree of several records (``records_per_tree``),
-#: ``(topic, partition, [offsets])``.
-KafkaMessageId = tuple[str, int, int] | tuple[str, int, list[int]]
+#: ``(topic, partition, [offsets])``; for a batch (``columnar``), ``(topic, partition, first_offset, last_offset)``.
+KafkaMessageId = tuple[str, int, int] | tuple[str, int, list[int]] | tuple[str, int, int, int]
 
 
 class KafkaSpout(StatefulSpout):
@@ -80,8 +82,13 @@ class KafkaSpout(StatefulSpout):
         self.translator = config.record_translator()
         self.stats = KafkaSpoutStats()
         self.managers: dict[TopicPartition, PartitionOffsets] = {}  # none owned until open (an empty lag report)
+        self.columnar: ColumnarPath | None = None
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        if self.config.columnar:
+            declarer.declare_stream(self.config.translator_stream, self.config.stream_schema())
+            declarer.declare_stream(DEAD_LETTER_STREAM, DEAD_LETTER_SCHEMA)
+            return
         for stream, fields in self.translator.streams().items():
             declarer.declare_stream(stream, fields)
         declarer.declare_stream(DEAD_LETTER_STREAM, DEAD_LETTER_FIELDS)
@@ -110,7 +117,8 @@ class KafkaSpout(StatefulSpout):
         self.client = KafkaConsumerClient(cfg.bootstrap_servers, self.group_id, cfg.consumer_options,
                                           auto_offset_reset="latest" if cfg.first_poll_offset_strategy.endswith(
                                               "LATEST") and not self.tracked else "earliest",
-                                          timestamps=type(self.translator) is not DefaultTranslator)
+                                          timestamps=type(self.translator) is not DefaultTranslator,
+                                          headers=cfg.columnar)
         self.store: OffsetStore
         if cfg.offsets_store == "zookeeper":
             from storm_py.transactional.state import store_from_context
@@ -137,6 +145,9 @@ class KafkaSpout(StatefulSpout):
         # whose interpreted frame cost about 380 instructions per record more
         self.ack = functools.partial(ack_message, self.managers, self.stats)  # type: ignore[method-assign]
         context.register_metric("kafkaOffset", self.stats.offset_metric(self), cfg.metrics_time_bucket_secs)
+        #: columnar: one batch per partition of a poll, tracked per batch
+        self.columnar = ColumnarPath(cfg, collector, self.managers, self.stats, self._report,
+                                     self.tracked) if cfg.columnar else None
 
     # ------------------------------------------------------------------------------------ managed state
     def init_state(self, state: KeyValueState) -> None:
@@ -197,9 +208,9 @@ class KafkaSpout(StatefulSpout):
             free = self.max_pending - self.collector.get_pending_count()
             if free <= 0:
                 return
-            budget = min(budget, free * self.per_tree)
+            budget = min(budget, free * (self.config.max_poll_records if self.columnar else self.per_tree))
         if self.tracked:
-            budget -= self._emit_retries(now, budget)
+            budget -= self.columnar.emit_retries(now, budget) if self.columnar else self._emit_retries(now, budget)
         if not self.waiting and self.managers:
             self._poll(now)
         if self.waiting and budget > 0:
@@ -228,6 +239,9 @@ class KafkaSpout(StatefulSpout):
         return n
 
     def _emit_waiting(self, now: float, budget: int) -> None:
+        if self.columnar is not None:
+            self.columnar.emit_waiting(self.waiting, now, budget)
+            return
         if type(self.translator) is DefaultTranslator:  # the per-record loop of the hot path (a subclass may translate)
             if self.per_tree > 1:
                 self.stats.emitted += emit_waiting_trees(self.waiting, self.managers, self.collector.emit_batch,
@@ -335,6 +349,9 @@ class KafkaSpout(StatefulSpout):
         ack_message(self.managers, self.stats, msg_id)
 
     def fail(self, msg_id: Any) -> None:
+        if self.columnar is not None:
+            self.columnar.fail(msg_id, self.clock.now())
+            return
         offsets = msg_id[2]
         tree = type(offsets) is list
         m = self.managers.get((msg_id[0], msg_id[1]))

@@ -15,7 +15,10 @@ Kafka: the metadata lives in the transactional state (ZooKeeper in a cluster).
   replay of a txid whose earlier attempt this task emitted or committed reads that attempt's range again
   while it still starts where the previous batch ended (its commit may have reached a state already).
 
-Every tuple is ``[TransactionAttempt, topic, partition, offset, key, value]``.
+Every tuple is ``[TransactionAttempt, topic, partition, offset, key, value]``; with ``columnar=True``, each
+partition's records of a transaction are one tuple ``[TransactionAttempt, RecordBatch]`` (fields ``attempt, batch``)
+of :data:`~storm_py.kafka.columnar.RECORD_SCHEMA` (or ``batch_schema`` through ``batch_translator``).  A batch the
+translator cannot handle fails its transaction, which is replayed.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import FailedException
 from storm_py.kafka.client import KafkaClientError, KafkaConsumerClient, KafkaRecord, TopicPartition
+from storm_py.kafka.columnar import BatchTranslationError, make_batch_translator, records_batch, translate
 from storm_py.kafka.config import DEFAULT_FIELDS, KafkaSpoutConfig
 from storm_py.kafka.stores import CALL_TIMEOUT
 from storm_py.transactional.attempt import TransactionAttempt
@@ -37,6 +41,8 @@ from storm_py.transactional.spouts import OpaquePartitionedTransactionalSpout, P
 log = logging.getLogger(__name__)
 
 TX_FIELD = "tx"
+#: the fields of a columnar transactional spout's tuples
+COLUMNAR_FIELDS = ["attempt", "batch"]
 #: how long a replay may wait for the records of its batch before the batch fails (and is replayed later)
 REPLAY_TIMEOUT = 10.0
 
@@ -72,7 +78,8 @@ class _Reader:
         self.config = config
         self.tp = tp
         self.clock = clock
-        self.client = KafkaConsumerClient(config.bootstrap_servers, group_id, config.consumer_options)
+        self.client = KafkaConsumerClient(config.bootstrap_servers, group_id, config.consumer_options,
+                                          headers=config.columnar)
         self.position: int | None = None
 
     def start_offset(self) -> int:
@@ -128,6 +135,8 @@ class _KafkaBatches:
         self.meta_client = KafkaConsumerClient(config.bootstrap_servers, self.group_id, config.consumer_options)
         self.partitions = _Partitions(config, self.meta_client, self.clock)
         self.readers: dict[TopicPartition, _Reader] = {}
+        self.schema = config.stream_schema()
+        self.translator = make_batch_translator(config.batch_translator, config.batch_schema)
 
     def reader(self, tp: TopicPartition) -> _Reader:
         r = self.readers.get(tp)
@@ -160,6 +169,17 @@ class _KafkaBatches:
         return {"topic": tp[0], "partition": tp[1], "first_offset": first, "next_offset": nxt}
 
     def emit(self, tx: TransactionAttempt, collector: BatchOutputCollector, records: list[KafkaRecord]) -> None:
+        if self.config.columnar:
+            if records:
+                batch = records_batch([(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp, r.headers)
+                                      for r in records])
+                try:
+                    out = translate(self.translator, self.schema, batch)
+                except BatchTranslationError as err:
+                    collector.report_error(err)
+                    raise FailedException(str(err)) from err
+                collector.emit([tx, out])
+            return
         for r in records:
             collector.emit([tx, r.topic, r.partition, r.offset, r.key, r.value])
 
@@ -271,8 +291,10 @@ def _continues(last_meta: Any, meta: Any) -> bool:
 
 
 class _Declares:
+    config: KafkaSpoutConfig
+
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare([TX_FIELD, *DEFAULT_FIELDS])
+        declarer.declare(COLUMNAR_FIELDS if self.config.columnar else [TX_FIELD, *DEFAULT_FIELDS])
 
 
 class TransactionalKafkaSpout(_Declares, PartitionedTransactionalSpout):

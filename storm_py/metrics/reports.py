@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from storm_py.cluster_state.models import Assignment, ErrorInfo, StormBase, WorkerHeartbeat
 from storm_py.metrics import stats
 from storm_py.metrics.prometheus import ComponentSeries
 from storm_py.metrics.stats import ComponentFigures, ExecutorFigures
 from storm_py.metrics.windows import ALL_TIME, StatsBook
-from storm_py.state.models import Assignment, ErrorInfo, StormBase, WorkerHeartbeat
 
 NodePort = tuple[str, int]
 Beats = Mapping[NodePort, WorkerHeartbeat]

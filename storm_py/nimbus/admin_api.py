@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import NotLeaderError
 from storm_py.nimbus.blobstore import topology_keys
 from storm_py.nimbus.core import Nimbus
 from storm_py.node.http_api import Request, Route
-from storm_py.state.cluster_state import ClusterState
 
 API = "/api/v1"
 

@@ -2,7 +2,9 @@
 
 Reads are answered by any nimbus (everything comes from the cluster state); submit, kill, activate,
 deactivate and rebalance only by the leader — a standby answers ``503 not_leader`` naming the leader, which
-:class:`storm_py.client.NimbusClient` follows.  Every route but the UI's files needs ``nimbus.auth.token``.
+:class:`storm_py.client.NimbusClient` follows.  Every route but the UI's files needs a token: the cluster's
+``nimbus.auth.token`` or a user's, whose rights the gate (:mod:`storm_py.nimbus.access`) checks for every route
+before its handler runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from urllib.parse import quote
 import storm_py
 from storm_py import ui
 from storm_py.clock import Clock, wait_until
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import StormBase
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import environment_states, environment_status
 from storm_py.deps.wheelhouse import check_wheelhouse
@@ -24,6 +28,7 @@ from storm_py.errors import NotAliveException, NotLeaderError, WaitTimeoutError
 from storm_py.metrics import prometheus
 from storm_py.metrics.reports import by_component, observe, prometheus_series, reports
 from storm_py.metrics.windows import ALL_TIME
+from storm_py.nimbus.access import SUBMITTER_KEY, NimbusGate
 from storm_py.nimbus.admin_api import admin_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
@@ -31,14 +36,14 @@ from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.credentials_api import credentials_routes
 from storm_py.nimbus.rest_params import debug_request, debug_view, wait_param, window_param
 from storm_py.nimbus.userblobs import UserBlobs
+from storm_py.nimbus.users_api import users_routes
 from storm_py.nimbus.worker_log import worker_log_routes
 from storm_py.node import tls
-from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
+from storm_py.node.http_api import BadRequestError, ForbiddenError, NotFoundError, Reply, Request, Route
+from storm_py.node.launch_report import launch_failures
 from storm_py.packaging.code_loader import parse_entry
 from storm_py.packaging.package import TopologyPackage, UnpackLimits, check_archive
 from storm_py.runtime.eventlogger import EVENTLOGGER_COMPONENT
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import StormBase
 from storm_py.ui import api_views, series, stats_views
 from storm_py.worker.log_levels import level_number
 
@@ -59,6 +64,7 @@ class NimbusNode(Protocol):
     nimbus: Nimbus
     code_store: NimbusCodeStore
     blobs: LocalFsBlobStore
+    gate: NimbusGate
 
     def is_leader(self) -> bool: ...
 
@@ -109,6 +115,7 @@ class NimbusApi:
             Route("GET", API + "/stored-blobs/{key}", self.blob, protected=True),
             *blob_routes(self.node),
             *admin_routes(self.node),
+            *users_routes(self.node, lambda: self.node.gate.users),
             *credentials_routes(self.node, self._base),
             *worker_log_routes(self.node, self._base),
             Route("GET", "/metrics", self.prometheus),
@@ -196,6 +203,7 @@ class NimbusApi:
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         page["environmentStates"] = environment_states(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
+        page["launchFailures"] = launch_failures(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         return {**page, **debug_view(base.component_debug.get(tid)),
                 "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
 
@@ -328,10 +336,13 @@ class NimbusApi:
     def rebalance(self, req: Request) -> dict[str, Any]:
         """``POST /topology/:id/rebalance[/:wait]`` with Storm's ``rebalanceOptions`` body (``numWorkers``,
         ``executors``, ``topologyConfOverrides``: ``rebalance -t``, ``topologyResourcesOverrides``:
-        ``rebalance -r``)."""
+        ``rebalance -r``) and a top-level ``tasks`` ({component: n}: new task counts, checked by nimbus)."""
         self._require_leader()
         wait = wait_param(req)
         body = req.json()
+        tasks = body.get("tasks") if isinstance(body, Mapping) else None
+        if tasks is not None and not isinstance(tasks, Mapping):
+            raise BadRequestError("tasks must be an object mapping component ids to task counts")
         options = body.get("rebalanceOptions", {}) if isinstance(body, Mapping) else {}
         if not isinstance(options, Mapping):
             raise BadRequestError("rebalanceOptions must be an object")
@@ -347,11 +358,14 @@ class NimbusApi:
         overrides = options.get("topologyConfOverrides") or {}
         if not isinstance(overrides, Mapping):
             raise BadRequestError("rebalanceOptions.topologyConfOverrides must be an object of config keys")
+        if SUBMITTER_KEY in overrides and not self.node.gate.is_admin(req.user):
+            raise ForbiddenError(f"only an admin may change {SUBMITTER_KEY} (who owns the topology)", key=SUBMITTER_KEY)
         resources = options.get("topologyResourcesOverrides") or {}
         if not isinstance(resources, Mapping):
             raise BadRequestError("rebalanceOptions.topologyResourcesOverrides must map components to resources")
         tid, base = self._base(req.params["id"])
-        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides, resources)
+        self.node.nimbus.rebalance(base.name, wait, num_workers, counts, overrides, resources,
+                                   dict(tasks) if tasks is not None else None)
         return self._done("rebalance", tid)
 
     def log_config(self, req: Request) -> dict[str, Any]:
@@ -417,6 +431,7 @@ class NimbusApi:
         check_wheelhouse(data, limits, filename)
         UserBlobs(self.node.blobs, self.node.state, self.node.id).check_map(
             conf.get("topology.blobstore.map", self.node.conf.get("topology.blobstore.map")))
+        conf = self.node.gate.submitter_conf(req.user, conf)
         package = TopologyPackage(data, entry, filename)
         tid = self.node.nimbus.submit_topology(name, dict(conf), package, bool(body.get("inactive", False)))
         replication = self._await_replication(tid, {**self.node.conf, **conf})

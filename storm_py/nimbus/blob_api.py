@@ -16,12 +16,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import NotLeaderError
 from storm_py.nimbus.blobstore import LocalFsBlobStore
 from storm_py.nimbus.userblobs import UserBlobs, check_key, parse_acl
 from storm_py.node.http_api import BadRequestError, Reply, Request, Route
 from storm_py.node.http_guard import OCTET_STREAM
-from storm_py.state.cluster_state import ClusterState
 
 API = "/api/v1"
 

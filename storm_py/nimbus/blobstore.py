@@ -20,10 +20,10 @@ from urllib.parse import quote, unquote
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.node.http_api import BadRequestError
 from storm_py.packaging.package import TopologyPackage, digest
-from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import ACTIVE, INACTIVE, KILLED, StormBase
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
@@ -30,12 +32,11 @@ from storm_py.nimbus import ras
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.component_settings import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, assignment_of, plan_assignment
+from storm_py.nimbus.rescale import checked_tasks, rescaled_counts
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import ACTIVE, INACTIVE, KILLED, StormBase
 
 log = logging.getLogger(__name__)
 
@@ -292,13 +293,16 @@ class Nimbus:
         executors: Mapping[str, int] | None = None,
         conf_overrides: Mapping[str, Any] | None = None,
         resources: Mapping[str, Any] | None = None,
+        tasks: Mapping[str, int] | None = None,
     ) -> None:
         """Deactivate for ``wait_secs`` (default: message timeout), then reschedule with new counts; the topology
         conf gains ``conf_overrides`` (Storm's ``rebalance -t``), which workers started from then on run with;
         ``resources`` changes components' resources (Storm's ``rebalance -r``:
-        ``{"component": {"onheap.memory.mb": 512}}``)."""
+        ``{"component": {"onheap.memory.mb": 512}}``); ``tasks`` changes components' task counts (keyed state
+        moves by key group: :mod:`storm_py.nimbus.rescale`)."""
         with self._lock:
             tid, base = self._require(name)
+            new_tasks = checked_tasks(name, base, tasks) if tasks is not None else {}
             overrides = checked_conf_overrides(name, base.topology_conf, conf_overrides or {})
             ras.check_constraints({**base.topology_conf, **overrides}, base.component_executors)
             if resources and not self._resource_aware:
@@ -315,11 +319,15 @@ class Nimbus:
                     raise InvalidTopologyException(
                         f"cannot rebalance unknown component {cid!r} of {name!r}", component=cid
                     )
-                tasks = base.component_tasks.get(cid, 0)
-                if not isinstance(n, int) or n <= 0 or n > tasks:
+                tasks_now = new_tasks.get(cid, base.component_tasks.get(cid, 0))
+                if not isinstance(n, int) or n <= 0 or n > tasks_now:
                     raise InvalidTopologyException(
-                        f"executors of {cid!r} must be between 1 and its {tasks} task(s), got {n!r}", component=cid
+                        f"executors of {cid!r} must be between 1 and its {tasks_now} task(s), got {n!r}",
+                        component=cid
                     )
+            if new_tasks:
+                _, execs, _ = rescaled_counts(base, new_tasks, executors or {})
+                self._check_caps(name, 1, sum(execs.values()))
             status = ts.apply(base.status, "rebalance", name)
             wait = self._wait(base, wait_secs)
             options = {
@@ -329,6 +337,7 @@ class Nimbus:
                 "num_workers": num_workers,
                 "num_executors": dict(executors or {}),
                 "topology_conf": overrides,
+                **({"num_tasks": new_tasks} if new_tasks else {}),
                 **({"component_resources": new_resources} if new_resources is not None else {}),
             }
             self.state.set_storm_base(
@@ -402,6 +411,12 @@ class Nimbus:
     def _do_rebalance(self, tid: str, base: StormBase, opts: Mapping[str, Any]) -> None:
         execs = dict(base.component_executors)
         execs.update(opts.get("num_executors") or {})
+        component_tasks, conf = base.component_tasks, {**base.topology_conf, **(opts.get("topology_conf") or {})}
+        if opts.get("num_tasks"):
+            asked = opts.get("num_executors") or {}
+            component_tasks, rescaled, history = rescaled_counts(base, opts["num_tasks"], asked)
+            execs = {**rescaled, **asked}
+            conf.update(history)
         workers = opts.get("num_workers") or base.num_workers
         restored = base.prev_status if base.prev_status in (ACTIVE, INACTIVE) else ACTIVE
         new = _replace(
@@ -411,12 +426,14 @@ class Nimbus:
             topology_action_options=None,
             num_workers=int(workers),
             component_executors=execs,
-            topology_conf={**base.topology_conf, **(opts.get("topology_conf") or {})},
+            component_tasks=component_tasks,
+            topology_conf=conf,
             component_resources=opts.get("component_resources") or base.component_resources,
         )
         self.state.set_storm_base(tid, new)
         self._schedule(tid, new, fresh=True)
-        log.info("rebalanced %s: %d worker(s), executors %s", tid, new.num_workers, execs)
+        log.info("rebalanced %s: %d worker(s), executors %s, tasks %s", tid, new.num_workers, execs,
+                 new.component_tasks)
 
     def _monitor(self, tid: str, base: StormBase) -> None:
         assignment = self.state.assignment(tid)

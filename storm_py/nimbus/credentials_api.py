@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from storm_py.cluster_state.cluster_state import ClusterState, encode_json
+from storm_py.cluster_state.models import Credentials, StormBase
 from storm_py.config import defaults
 from storm_py.errors import NotLeaderError
 from storm_py.node.http_api import BadRequestError, Reply, Request, Route, error_reply
-from storm_py.state.cluster_state import ClusterState, encode_json
-from storm_py.state.models import Credentials, StormBase
 
 API = "/api/v1"
 #: Longest credential key accepted.

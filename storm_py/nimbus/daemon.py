@@ -19,8 +19,12 @@ import storm_py
 from storm_py.api.topology import StormTopology
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import NimbusInfo
+from storm_py.cluster_state.storage import ConnectionState, LeaderElection, StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError, TopologyLoadError
+from storm_py.nimbus.access import NimbusGate
 from storm_py.nimbus.api import NimbusApi
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -33,9 +37,6 @@ from storm_py.node.session import open_storage
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
 from storm_py.packaging.package import TopologyPackage, UnpackLimits
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import NimbusInfo
-from storm_py.state.storage import ConnectionState, LeaderElection, StateStorage, Watch
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class NimbusDaemon:
         self.nimbus.is_leader = self.is_leader
         self.client = NimbusClient(conf)
         self.replicator = BlobReplicator(self.blobs, self.state, self.id, self.client.fetch_blob, self.clock)
+        self.gate = NimbusGate(self.conf, self.state, self.nimbus.topology_id, self.clock)
+        self.api.gate = self.gate
         self.api.routes = NimbusApi(self).routes()
 
     # ------------------------------------------------------------------------------------------- leadership

@@ -13,10 +13,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storm_py.cluster_state.models import Assignment, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.config.keys import setting
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.scheduler import schedule_even
-from storm_py.state.models import Assignment, StormBase, SupervisorInfo, WorkerHeartbeat
 
 Slot = tuple[str, int]
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from storm_py.api.topology import StormTopology
+from storm_py.cluster_state.models import StormBase, SupervisorInfo
 from storm_py.config.keys import setting
 from storm_py.errors import InvalidTopologyException
 from storm_py.nimbus.monitor import executors_of
@@ -30,7 +31,6 @@ from storm_py.scheduler.resource_aware import (
     capacity_of,
     component_request,
 )
-from storm_py.state.models import StormBase, SupervisorInfo
 
 Slot = tuple[str, int]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from storm_py.cluster_state.models import ACTIVE, INACTIVE, KILLED, REBALANCING
 from storm_py.errors import StormPyError
-from storm_py.state.models import ACTIVE, INACTIVE, KILLED, REBALANCING
 
 
 class InvalidTransitionError(StormPyError):

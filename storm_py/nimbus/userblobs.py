@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.blobstore import LocalFsBlobStore
 from storm_py.node.http_api import BadRequestError, NotFoundError
-from storm_py.state.cluster_state import ClusterState
 
 #: Prefix of the store keys of user blobs (a topology id never holds "/", so no topology blob starts with it).
 PREFIX = "userblob/"

@@ -1,6 +1,6 @@
-"""This module owns the checks a topology passes before nimbus stores it: at submit its structure, its windowed and
-stateful components against the topology conf, and the system topology with every component's executor count; at
-a rebalance the conf overrides (``rebalance -t``)."""
+"""This module owns the checks a topology passes before nimbus stores it: at submit its structure, its windowed,
+stateful and async components against the topology conf, and the system topology with every component's executor
+count; at a rebalance the conf overrides (``rebalance -t``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from storm_py.api.topology import StormTopology, validate_topology
 from storm_py.config import validate as validate_conf
 from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.runtime.async_executor import check_async_bolts
 from storm_py.runtime.system_topology import component_counts, system_topology
 from storm_py.stateful.wiring import check_topology as check_stateful
 from storm_py.windowing.spec import check_windowed_components
@@ -18,7 +19,7 @@ from storm_py.windowing.spec import check_windowed_components
 #: Keys ``rebalance -t`` may not change: they shape the topology (``-n`` and ``-e`` change workers and executors).
 REBALANCE_FIXED_KEYS = frozenset(
     {"topology.name", "topology.workers", "topology.acker.executors", "topology.tasks", "topology.max.task.parallelism",
-     "topology.eventlogger.executors"}
+     "topology.eventlogger.executors", "topology.state.max.parallelism", "topology.state.rescales"}
 )
 
 
@@ -30,6 +31,7 @@ def checked_system_topology(
     validate_topology(topology)
     check_windowed_components({cid: c.conf for cid, c in topology.components().items()}, topo_conf)
     check_stateful(topology, topo_conf)
+    check_async_bolts(topology, topo_conf)
     system = system_topology(topology, topo_conf)
     validate_topology(system, system=True)
     counts = component_counts(system, topo_conf)

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from storm_py.client import LogViewerClient, LogViewerError
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import StormBase
 from storm_py.node import tls
 from storm_py.node.http_api import BadRequestError, NotFoundError, Request, Route
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import StormBase
 
 API = "/api/v1"
 #: The files of a worker's directory that may be read (the log viewer serves these and no others).

@@ -6,6 +6,8 @@ becomes an error reply ``{"error": <code>, "errorMessage": <message>, ...fields}
 the code (Storm's UI answers every error with 500; clients here also get a meaningful status).  With a token
 configured (every daemon has one), every route requires ``Authorization: Bearer <token>`` except ``GET /health``
 (answered here when no route claims it) and routes or fallback paths declared ``public`` (the UI's static files).
+With a :class:`Gate` (a shared cluster's users), a user's token is accepted too; the gate decides, before any
+handler runs, whether the caller may send the request (403 if not), and records what was changed or refused.
 
 Browser safety, for every route alike (:mod:`storm_py.node.http_guard`): a ``Host`` that is not one of the
 server's names or an IP address is refused (DNS rebinding), so is an ``Origin`` other than the server's own and a
@@ -35,10 +37,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.cluster_state.users import CLUSTER_USER
 from storm_py.errors import AuthorizationError, StormPyError
 from storm_py.node.http_framing import body_length, merged_headers
 from storm_py.node.http_guard import JSON, SECURITY_HEADERS, FailureLimiter, browser_refusal, header
@@ -117,7 +120,8 @@ class NotFoundError(StormPyError):
 
 
 class ForbiddenError(StormPyError):
-    """A request a browser was tricked into sending (foreign ``Origin`` or ``Host``, a non-JSON body)."""
+    """A request a browser was tricked into sending (foreign ``Origin`` or ``Host``, a non-JSON body), or one
+    outside its caller's rights."""
 
     code = "forbidden"
 
@@ -130,6 +134,24 @@ class TooManyFailuresError(StormPyError):
 
 #: The path answered without a token on every server.
 HEALTH_PATH = "/health"
+#: What a request without a token, or with one that names nobody, is told.
+NEEDS_TOKEN = "this request needs a valid token (nimbus.auth.token: the cluster's or a user's)"
+
+
+class Gate(Protocol):
+    """A shared cluster's users as a server sees them (:mod:`storm_py.nimbus.access` is nimbus's)."""
+
+    def identify(self, token: str) -> str | None:
+        """The user a bearer token belongs to, or None."""
+        ...
+
+    def permit(self, user: str, method: str, path: str) -> None:
+        """Raise a :class:`ForbiddenError` when ``user`` may not send ``method path``."""
+        ...
+
+    def record(self, user: str | None, method: str, path: str, status: int) -> None:
+        """Note the outcome of a request (the audit)."""
+        ...
 
 
 @dataclass
@@ -142,6 +164,8 @@ class Request:
     query: dict[str, list[str]]
     headers: Mapping[str, str]
     body: bytes
+    #: who sent it (:data:`~storm_py.cluster_state.users.CLUSTER_USER` for the cluster token; None without a token)
+    user: str | None = None
 
     def json(self) -> Any:
         """The body as JSON (an empty body is ``{}``)."""
@@ -291,11 +315,14 @@ class JsonApiServer:
         public: Callable[[str, str], bool] | None = None,
         tls: ssl.SSLContext | None = None,
         fallback_bodies: tuple[str, ...] = (JSON,),
+        gate: Gate | None = None,
     ) -> None:
         """``hosts``: ``Host`` names besides IP addresses (:func:`~storm_py.node.http_guard.allowed_hosts`);
-        ``public(method, path)``: whether what ``fallback`` answers (bodies of ``fallback_bodies``) needs no token."""
+        ``public(method, path)``: whether what ``fallback`` answers (bodies of ``fallback_bodies``) needs no token;
+        ``gate``: the cluster's users (their tokens are accepted; it permits and records each protected request)."""
         self.routes = list(routes)
         self.token = token
+        self.gate = gate
         self.fallback, self.fallback_bodies = fallback, fallback_bodies
         self.name = name
         self.max_body = max_body
@@ -374,15 +401,29 @@ class JsonApiServer:
             return route.public
         return self.public is not None and self.public(method, path)
 
-    def _authorized(self, headers: Mapping[str, str], method: str, path: str) -> bool:
+    def caller(self, headers: Mapping[str, str], method: str, path: str) -> str | None:
+        """Who the request's ``Authorization`` names: :data:`CLUSTER_USER` for the cluster token (or a request it
+        signs), a user the gate knows, else None."""
         if not self.token:
-            return True
+            return None
         given = header(headers, "authorization") or ""
         if given.startswith(SIGNATURE_SCHEME + " "):
-            return signature_valid(self.token, method, path, given[len(SIGNATURE_SCHEME) + 1 :], SYSTEM_CLOCK.wall())
+            valid = signature_valid(self.token, method, path, given[len(SIGNATURE_SCHEME) + 1 :], SYSTEM_CLOCK.wall())
+            return CLUSTER_USER if valid else None
         if not given.startswith("Bearer "):
-            return False
-        return hmac.compare_digest(given[len("Bearer ") :].strip().encode("utf-8"), self.token.encode("utf-8"))
+            return None
+        bearer = given[len("Bearer ") :].strip()
+        if hmac.compare_digest(bearer.encode("utf-8"), self.token.encode("utf-8")):
+            return CLUSTER_USER
+        return self.gate.identify(bearer) if self.gate is not None and bearer else None
+
+    def _authorized(self, headers: Mapping[str, str], method: str, path: str) -> bool:
+        return not self.token or self.caller(headers, method, path) is not None
+
+    def _record(self, user: str | None, method: str, path: str, reply: Reply) -> Reply:
+        if self.gate is not None:
+            self.gate.record(user, method, path, reply.status)
+        return reply
 
     def _route(self, method: str, path: str) -> Route | None:
         return next((r for r in self.routes if r.method == method and r.regex.match(path)), None)
@@ -405,22 +446,34 @@ class JsonApiServer:
             now = SYSTEM_CLOCK.now()
             with self._limiter_lock:
                 if self.limiter.blocked(client, now):
-                    return error_reply(TooManyFailuresError("too many wrong tokens from this address; wait a minute"))
+                    reply = error_reply(TooManyFailuresError("too many wrong tokens from this address; wait a minute"))
+                    return self._record(None, method, path, reply)
                 if not self._authorized(headers, method, path):
                     if header(headers, "authorization"):  # a guess (a missing token guesses nothing)
                         self.limiter.failed(client, now)
-                    return error_reply(AuthorizationError("this request needs the cluster's nimbus.auth.token"))
+                    return self._record(None, method, path, error_reply(AuthorizationError(NEEDS_TOKEN)))
         if length > self.max_body:
             reply = error_reply(BadRequestError(f"request body of {length} bytes is over {self.max_body}"))
             reply.status = 413
             return reply
         return None
 
+    def _admit(self, method: str, path: str, route: Route | None, user: str | None) -> None:
+        """Let a request through or refuse it: 401 without a known token, 403 outside the caller's rights (the
+        one check every protected route and fallback path goes through, whoever added the route)."""
+        if self._open(method, path, route):
+            return
+        if self.token and user is None:
+            raise AuthorizationError(NEEDS_TOKEN)
+        if self.gate is not None and user is not None:
+            self.gate.permit(user, method, path)
+
     def dispatch(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Route one request and turn its outcome (value, reply or error) into a reply."""
         split = urlsplit(raw_path)
         path = split.path
         query = parse_qs(split.query)
+        user: str | None = None
         try:
             own_health = any(r.pattern == HEALTH_PATH for r in self.routes)
             if method == "GET" and path.rstrip("/") == HEALTH_PATH and not own_health:
@@ -429,22 +482,23 @@ class JsonApiServer:
                 match = route.regex.match(path)
                 if match is None or route.method != method:
                     continue
-                if not self._open(method, path, route) and not self._authorized(headers, method, path):
-                    raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
+                user = self.caller(headers, method, path)
+                self._admit(method, path, route, user)
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
-                result = route.handler(Request(method, path, params, query, headers, body))
-                return result if isinstance(result, Reply) else Reply.of_json(result)
+                result = route.handler(Request(method, path, params, query, headers, body, user))
+                return self._record(user, method, path, result if isinstance(result, Reply) else Reply.of_json(result))
             if self.fallback is not None:
-                if not self._open(method, path, None) and not self._authorized(headers, method, path):
-                    raise AuthorizationError("this request needs the cluster's nimbus.auth.token")
-                result = self.fallback(Request(method, raw_path, {}, query, headers, body))
-                return result if isinstance(result, Reply) else Reply.of_json(result)
+                user = self.caller(headers, method, path)
+                self._admit(method, path, None, user)
+                result = self.fallback(Request(method, raw_path, {}, query, headers, body, user))
+                return self._record(user, method, path, result if isinstance(result, Reply) else Reply.of_json(result))
             raise NotFoundError(f"no route {method} {path}", path=path)
         except StormPyError as err:
             if err.code not in ("not_alive", "not_found", "not_leader"):
                 log.info("%s %s failed: %s", method, path, err.message)
-            return error_reply(err)
+            return self._record(user, method, path, error_reply(err))
         except Exception as err:
             log.exception("%s %s crashed", method, path)
             message = f"{method} {path} failed ({type(err).__name__}); the daemon's log has the details (and paths)"
-            return Reply.of_json({"error": "internal_error", "errorMessage": message}, 500)
+            reply = Reply.of_json({"error": "internal_error", "errorMessage": message}, 500)
+            return self._record(user, method, path, reply)

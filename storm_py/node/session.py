@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock, Deadline
+from storm_py.cluster_state.storage import StateStorage
 from storm_py.config.keys import setting
 from storm_py.errors import StateError
-from storm_py.state.storage import StateStorage
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def open_storage(conf: Mapping[str, Any], wait_secs: float | None = None, clock:
     that finds no ZooKeeper within ``storm.zookeeper.connection.timeout`` is said on the log, and the next one
     starts, until ``wait_secs`` have passed (``storm.zookeeper.start.wait.secs`` unless given; 0: one attempt).
     """
-    from storm_py.state.zk import KazooStorage
+    from storm_py.cluster_state.zk import KazooStorage
 
     budget = float(setting(conf, "storm.zookeeper.start.wait.secs")) if wait_secs is None else wait_secs
     deadline = Deadline(budget, clock)

@@ -17,6 +17,7 @@ from storm_py.runtime.acker import FAIL, RESET
 from storm_py.runtime.executor import ExecutorHost, ExecutorStats, bad_stream, direct_route
 from storm_py.runtime.hooks import report_ack, report_fail
 from storm_py.runtime.routing import StreamRoute
+from storm_py.vector.routing import Parts, pairs, sorted_targets
 
 
 class BoltHost(Protocol):
@@ -83,13 +84,31 @@ class _TaskEmitter:
         #: the task's hooks, set once it prepared with some (empty: no hook code runs)
         self._hooks: list[Any] = []
 
-    def _emit_direct(self, task_id: int, values: Sequence[Any], anchors: Any, stream: str) -> None:
+    def _emit_direct(self, task_id: int, values: Any, anchors: Any, stream: str) -> None:
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
+        columnar = route.columnar
+        if columnar is not None:  # one batch, to the named task
+            batch = columnar.batch(values)
+            parts = pairs(targets, [batch]) if batch.num_rows else []
+        else:
+            parts = pairs(targets, list(values))
         route.emitted += 1
-        route.transferred += len(targets)
-        self._send(route, targets, list(values), anchors)
+        route.transferred += len(parts)
+        self._send(route, parts, anchors)
 
-    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], anchors: Any) -> None:
+    def _emit_offpath(self, values: Any, anchors: Any, stream: str, route: StreamRoute | None) -> list[int]:
+        """An emit on a stream off the per-tuple path: a columnar stream's (the batch split over the targets), or
+        the error of an undeclared or a direct stream."""
+        if route is None or route.direct or route.columnar is None:
+            bad_stream(stream, route, self.component_id)
+        route.emitted += 1
+        parts = route.columnar.parts(self._task, values)
+        route.transferred += len(parts)
+        self._send(route, parts, anchors)
+        return sorted_targets(parts)
+
+    def _send(self, route: StreamRoute, parts: Parts, anchors: Any) -> None:
+        """Send the values of each ``(target, values)`` of ``parts`` anchored to ``anchors`` (the general case)."""
         out = self._out
         fields = route.fields
         stream = route.stream
@@ -98,11 +117,11 @@ class _TaskEmitter:
         alist = ([a for a in _anchor_list(anchors) if a._root is not None or a._ids]
                  if (anchors is not None and self._acking) else [])
         if not alist:
-            for t in targets:
+            for t, values in parts:
                 out[t].append(Tuple(values, fields, comp, stream, task, None))
             return
         id_source = self._ids
-        for t in targets:
+        for t, values in parts:
             ids: dict[int, int] = {}
             for a in alist:
                 edge = id_source.next()
@@ -119,8 +138,8 @@ class _TaskEmitter:
         """The one emit path of both collectors (Storm's ``boltEmit``): route ``values`` on ``stream``, anchored to
         ``anchors`` (a Tuple, an iterable of Tuples or None); return the target tasks."""
         route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
-        if route is None or route.direct:
-            bad_stream(stream, route, self.component_id)
+        if route is None or route.offpath:
+            return self._emit_offpath(values, anchors, stream, route)
         route.emitted += 1  # counted per stream on the route (the executor's totals are their sums)
         if not route.choosers:
             return []  # nobody subscribes: emitted, not transferred
@@ -152,7 +171,7 @@ class _TaskEmitter:
                 for t in targets:
                     out[t].append(Tuple(values, fields, comp, stream, task, None))
                 return targets
-        self._send(route, targets, values, anchors)
+        self._send(route, pairs(targets, values), anchors)
         return targets
 
     def report_error(self, exc: BaseException) -> None:

@@ -25,10 +25,11 @@ from storm_py.api.tuple import Id, Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector, HeldAcks
-from storm_py.runtime.contracts import BackgroundWork, BoundedInbox, RunsAsBasic
+from storm_py.runtime.contracts import BackgroundWork, BoundedInbox, RunsAsBasic, TakesBatches
 from storm_py.runtime.executor import Executor, ExecutorHost
 from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
 from storm_py.runtime.taps import watch
+from storm_py.vector.rows import row_tuples
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class BoltExecutor(Executor):
     def prepare(self) -> None:
         conf = self.rt.component_conf(self.component_id)
         for t in self.task_ids:
-            bolt = self.rt.instantiate(self.component_id, t)
+            bolt = self.instantiate(t)
             collector = BoltCollector(self, t)
             self.bolts[t] = bolt
             self.collectors[t] = collector
@@ -97,12 +98,19 @@ class BoltExecutor(Executor):
                     if basic is not None:
                         self.runners[t] = self._basic_runner(basic, collector)
                     self.runners[t] = timed_runner(self.runners[t], t, hooks, self.clock)
+                columnar = self.context_for(t).get_columnar_sources()
+                if columnar and not isinstance(bolt, TakesBatches):  # it gets the rows of batch tuples as tuples
+                    self.runners[t] = self._rows_runner(self.runners[t], columnar, collector)
             except Exception as exc:
                 # As in Storm, a task that cannot prepare takes its worker down (the supervisor restarts it with
                 # backoff); the error is reported as itself first, so the topology's errors show the cause.
                 log.exception("bolt %s task %d failed in prepare", self.component_id, t)
                 self.report_error(t, exc)
                 raise
+
+    def instantiate(self, task: int) -> Any:
+        """The component object of ``task`` (a private copy)."""
+        return self.rt.instantiate(self.component_id, task)
 
     def _runner(self, execute: Callable[[Tuple], None], task: int) -> Callable[[list[Tuple]], None]:
         """Run a batch through a bolt's ``execute``; one that raises fails its input and the batch goes on."""
@@ -116,6 +124,25 @@ class BoltExecutor(Executor):
                     on_error(task, tup, exc)
 
         return run
+
+    def _rows_runner(self, run: Callable[[list[Tuple]], None], columnar: frozenset[tuple[str, str]],
+                     collector: BoltCollector) -> Callable[[list[Tuple]], None]:
+        """Run a batch through ``run`` with each batch tuple of a ``columnar`` input replaced by its rows, each a
+        tuple anchored to the batch tuple (which is acked here: its tree then waits for its rows)."""
+        ids = self.rt.ids if collector._acking else None
+        ack = collector.ack
+
+        def rows_run(batch: list[Tuple]) -> None:
+            out: list[Tuple] = []
+            for tup in batch:
+                if (tup.source_component, tup.source_stream) in columnar:
+                    out.extend(row_tuples(tup, ids))
+                    ack(tup)
+                else:
+                    out.append(tup)
+            run(out)
+
+        return rows_run
 
     def _basic_runner(self, bolt: BasicBolt, collector: BoltCollector) -> Callable[[list[Tuple]], None]:
         """Run a batch through a :class:`BasicBolt`: anchor its emits to the input, ack or fail the input."""

@@ -1,7 +1,8 @@
 """This module owns the contracts a spout or bolt may declare to the runtime beyond Storm's interfaces, as
 Protocols: a component run inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
-that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), its own configuration, a log
-reader's lag report, a checkpoint's gauges.
+that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), a bolt taking batches whole, its
+own configuration, a log reader's lag report, a checkpoint's gauges, a wrapper whose component the runtime replaces
+before ``prepare`` and a bolt with executions in flight that a checkpoint drains (an async bolt's driver).
 
 The runtime asks for one of these with ``isinstance`` once, when it prepares a task (never per tuple), and keeps
 what it found; it never probes a component for an attribute by name.
@@ -17,9 +18,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from storm_py.api.components import BasicBolt, Configured, own_configuration
+from storm_py.api.tuple import Tuple
 
-__all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "Configured", "LagReporter", "RunsAsBasic",
-           "Wrapper", "layers", "own_configuration"]
+__all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "Configured", "Drains", "LagReporter",
+           "ReplacesWrapped", "RunsAsBasic", "TakesBatches", "Wrapper", "layers", "own_configuration"]
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
@@ -31,6 +33,29 @@ class Wrapper(Protocol):
 
     @property
     def wrapped_component(self) -> Any: ...
+
+
+@runtime_checkable
+class ReplacesWrapped(Protocol):
+    """A wrapper whose wrapped component the runtime may replace before ``prepare`` (an async bolt's executor puts
+    the bolt's driver in its place)."""
+
+    @property
+    def wrapped_component(self) -> Any: ...
+
+    def replace_wrapped(self, component: Any) -> None: ...
+
+
+@runtime_checkable
+class Drains(Protocol):
+    """A bolt with executions in flight after ``execute`` returned (an async bolt's driver).  A checkpoint calls
+    ``drain()`` before it prepares the state: it returns once every execution in flight completed (acked, failed or
+    timed out).  A rollback calls ``cancel_in_flight()`` first: it cancels them and returns their inputs, neither
+    acked nor failed."""
+
+    def drain(self) -> None: ...
+
+    def cancel_in_flight(self) -> list[Tuple]: ...
 
 
 @runtime_checkable
@@ -61,6 +86,14 @@ class BoundedInbox(Protocol):
     its inbox."""
 
     def room(self) -> int: ...
+
+
+@runtime_checkable
+class TakesBatches(Protocol):
+    """A bolt that takes the tuples of a columnar stream whole, one batch each (a vector bolt's runner); the
+    executor hands any other bolt the rows of such a tuple as tuples of their own."""
+
+    def takes_batches(self) -> bool: ...
 
 
 @runtime_checkable

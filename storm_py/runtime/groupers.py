@@ -12,6 +12,9 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
+
 from storm_py.api.components import CustomStreamGrouping
 from storm_py.api.topology import (
     ALL,
@@ -27,6 +30,7 @@ from storm_py.api.topology import (
 )
 from storm_py.api.tuple import Fields
 from storm_py.runtime import load_aware
+from storm_py.runtime.key_groups import group_table
 
 _MASK: Final = 0xFFFFFFFF
 
@@ -213,6 +217,55 @@ class FieldsHash(OneTarget):
     def choose_one(self, task: int, values: list[Any]) -> int:
         return self._targets[values_hash([values[i] for i in self._idx]) % self._n]
 
+    @property
+    def key_indices(self) -> list[int]:
+        """Positions of the key fields in the stream's values."""
+        return list(self._idx)
+
+    def target_of_hash(self, h: int) -> int:
+        """The task of a tuple whose key values hash (:func:`values_hash`) to ``h``."""
+        return self._targets[h % self._n]
+
+    def targets_of_hashes(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """:meth:`target_of_hash` of each hash (the rows of a batch)."""
+        return hash_targets(self._targets, hashes)
+
+
+class KeyGroupHash(OneTarget):
+    """The fields grouping into a component with keyed state: equal selected values, same key group, and each task
+    owns a contiguous range of the ``max_parallelism`` key groups (:mod:`storm_py.runtime.key_groups`), so the
+    component's state can move by whole groups when its task count changes.
+
+    ``target_of_hash(h)`` and ``targets_of_hashes(hashes)`` map 32-bit hashes of selected values (what
+    :func:`values_hash` returns) to tasks, as :meth:`choose_one` does for one tuple.
+    """
+
+    __slots__ = ("_by_group", "_idx", "_m", "max_parallelism", "targets")
+
+    def __init__(self, targets: list[int], out_fields: Fields, group_fields: Fields, max_parallelism: int) -> None:
+        self.targets = list(targets)
+        self.max_parallelism = self._m = max_parallelism
+        #: the target task of every key group, by group
+        self._by_group = [self.targets[i] for i in group_table(len(self.targets), max_parallelism)]
+        self._idx = [out_fields.index(f) for f in group_fields]
+
+    @property
+    def key_group_targets(self) -> list[int]:
+        """The target task of each key group (index: the group); a vectorized caller indexes it by ``h % m``."""
+        return list(self._by_group)
+
+    def target_of_hash(self, h: int) -> int:
+        """The target task of a tuple whose selected values hash to ``h``."""
+        return self._by_group[h % self._m]
+
+    def targets_of_hashes(self, hashes: Sequence[int]) -> list[int]:
+        """The target task of each hash in ``hashes``, in order."""
+        by_group, m = self._by_group, self._m
+        return [by_group[h % m] for h in hashes]
+
+    def choose_one(self, task: int, values: list[Any]) -> int:
+        return self._by_group[values_hash([values[i] for i in self._idx]) % self._m]
+
 
 #: distinct string keys a one-field fields grouping remembers the target of (then it starts over)
 KEY_CACHE_SIZE: Final = 65536
@@ -244,6 +297,26 @@ class OneFieldHash(OneTarget):
                 hit = cache[key] = self._targets[values_hash([key]) % self._n]
             return hit
         return self._targets[values_hash([key]) % self._n]
+
+    @property
+    def key_indices(self) -> list[int]:
+        """Position of the key field in the stream's values."""
+        return [self._index]
+
+    def target_of_hash(self, h: int) -> int:
+        """The task of a tuple whose key value hashes (:func:`values_hash` of ``[key]``) to ``h``."""
+        return self._targets[h % self._n]
+
+    def targets_of_hashes(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """:meth:`target_of_hash` of each hash (the rows of a batch)."""
+        return hash_targets(self._targets, hashes)
+
+
+def hash_targets(targets: list[int], hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """``targets[h % len(targets)]`` of each hash, vectorized."""
+    table: npt.NDArray[np.int64] = np.asarray(targets, dtype=np.int64)
+    picked: npt.NDArray[np.int64] = table[hashes % np.uint64(len(targets))]
+    return picked
 
 
 class PartialKey(OneTarget):
@@ -286,11 +359,14 @@ def make_grouper(
     rng: random.Random,
     prepare_custom: Callable[[CustomStreamGrouping, list[int]], None],
     load_aware_bounds: tuple[float, float] | None = None,
+    key_groups: int | None = None,
 ) -> Chooser | None:
     """A chooser for one (stream, subscriber) pair; ``None`` for direct groupings (the producer chooses).
 
     With ``load_aware_bounds`` (the locality bounds, lower and higher) shuffle and local-or-shuffle are
-    :class:`LoadAwareShuffle`; without, round robin.
+    :class:`LoadAwareShuffle`; without, round robin.  With ``key_groups`` (the subscriber keeps keyed state: its
+    ``topology.state.max.parallelism``) a fields grouping on some fields routes by key group
+    (:class:`KeyGroupHash`); every other subscriber keeps ``hash % n``.
     """
     targets = sorted(targets)
     kind = grouping.kind
@@ -311,6 +387,8 @@ def make_grouper(
         assert grouping.fields is not None
         if len(grouping.fields) == 0:
             return Fixed(targets[:1])
+        if key_groups is not None:
+            return KeyGroupHash(targets, out_fields, grouping.fields, key_groups)
         if len(grouping.fields) == 1:
             return OneFieldHash(targets, out_fields.index(grouping.fields[0]))
         return FieldsHash(targets, out_fields, grouping.fields)

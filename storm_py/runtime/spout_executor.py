@@ -20,6 +20,8 @@ from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
 from storm_py.runtime.pending import PendingEntry, PendingMap, Stamp
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.taps import watch
+from storm_py.vector.batches import SchemaMismatchException
+from storm_py.vector.routing import Parts, pairs, sorted_targets
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +45,65 @@ class SpoutCollector:
     def emit(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit a tuple (tracked when ``msg_id`` is given and ackers run); return the target task ids."""
         route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
-        if route is None or route.direct:
-            bad_stream(stream, route, self.component_id)
+        if route is None or route.offpath:
+            return self._emit_offpath(values, msg_id, stream, route)
         if type(values) is not list:
             values = list(values)
         single = route.single
         targets = single.choose(self._task, values) if single is not None else route.choose(self._task, values)
         self._send(route, targets, values, msg_id)
         return targets
+
+    def _emit_offpath(self, data: Any, msg_id: Any, stream: str, route: StreamRoute | None) -> list[int]:
+        """An emit on a stream off the per-tuple path: a columnar stream's (its batch split over the targets, as
+        one tree), or the error of an undeclared or a direct stream."""
+        if route is None or route.direct or route.columnar is None:
+            bad_stream(stream, route, self.component_id)
+        columnar = route.columnar
+        try:
+            parts = columnar.parts(self._task, data)
+        except SchemaMismatchException:
+            if msg_id is not None:
+                self._ex.fail_later(self._task, msg_id)
+            raise
+        self._send_parts(route, parts, msg_id)
+        return sorted_targets(parts)
+
+    def _send_parts(self, route: StreamRoute, parts: Parts, msg_id: Any) -> None:
+        """Send each ``(target, values)`` of ``parts`` as one tree (tracked when ``msg_id`` is given and ackers
+        run); nothing to send counts as no emit, and a ``msg_id`` of it is acked at once."""
+        ex = self._ex
+        if not parts:
+            if msg_id is not None:
+                ex.ack_now(self._spout, msg_id)
+            return
+        out = ex.outbuf
+        stats = ex.stats
+        stats.emitted += 1
+        stats.transferred += len(parts)
+        route.emitted += 1
+        route.transferred += len(parts)
+        fields = route.fields
+        stream = route.stream
+        comp = self.component_id
+        task = self._task
+        if msg_id is None or not ex.acking:
+            for t, values in parts:
+                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            if msg_id is not None:
+                ex.ack_now(self._spout, msg_id)
+            return
+        ids = ex.ids
+        root: Id = ids.root()
+        ack_val = 0
+        for t, values in parts:
+            edge = ids.next()
+            ack_val ^= edge
+            out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
+        ex.newer[root] = PendingEntry(task, msg_id, ex.emit_stamp, 1)
+        ackers = ex.acker_tasks
+        r: int = root
+        out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
 
     def emit_batch(self, batch: Sequence[Sequence[Any]], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> int:
         """Emit the tuples of ``batch`` as one tuple tree; return how many tuples went to tasks.
@@ -63,7 +116,10 @@ class SpoutCollector:
         :meth:`emit` per tuple; an empty batch with a ``msg_id`` is acked at once.
         """
         route = self._default_route if stream == DEFAULT_STREAM else self._routes.get(stream)
-        if route is None or route.direct:
+        if route is None or route.offpath:
+            if route is not None and route.columnar is not None:
+                raise ValueError(f"emit_batch takes values lists: stream {stream!r} of {self.component_id!r} is "
+                                 "columnar, emit a batch with emit(batch, msg_id, stream) instead")
             bad_stream(stream, route, self.component_id)
         ex = self._ex
         out = ex.outbuf
@@ -119,7 +175,17 @@ class SpoutCollector:
     ) -> None:
         """Emit a tuple to one task on a direct stream."""
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
-        self._send(route, targets, list(values), msg_id)
+        columnar = route.columnar
+        if columnar is None:
+            self._send(route, targets, list(values), msg_id)
+            return
+        try:
+            batch = columnar.batch(values)
+        except SchemaMismatchException:
+            if msg_id is not None:
+                self._ex.fail_later(self._task, msg_id)
+            raise
+        self._send_parts(route, pairs(targets, [batch]) if batch.num_rows else [], msg_id)
 
     def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
         ex = self._ex
@@ -196,6 +262,8 @@ class SpoutExecutor(Executor):
         self.collectors: dict[int, SpoutCollector] = {}
         self.opened = False
         self.active = False
+        #: emits refused with a ``msg_id`` (a batch that does not fit its stream): failed after the spout's call
+        self.refused: list[tuple[int, Any]] = []
 
     def components(self) -> dict[int, Any]:
         return self.spouts
@@ -242,6 +310,19 @@ class SpoutExecutor(Executor):
             spout.ack(msg_id)
         except Exception as exc:
             self.report_error(-1, exc)
+
+    def fail_later(self, task: int, msg_id: Any) -> None:
+        """Fail ``msg_id`` of ``task`` once the spout's current call returned (its emit was refused)."""
+        self.refused.append((task, msg_id))
+
+    def _fail_refused(self) -> None:
+        refused, self.refused = self.refused, []
+        for task, msg_id in refused:
+            self.stats.failed += 1
+            try:
+                self.spouts[task].fail(msg_id)
+            except Exception as exc:
+                self.report_error(task, exc)
 
     def step(self, now: float) -> bool:
         since = now - self.now
@@ -293,6 +374,8 @@ class SpoutExecutor(Executor):
                     if flush_secs and at >= deadline:
                         break  # every task still gets a call per pass; the emits leave at the pass's end
             stamp.at = at
+            if self.refused:
+                self._fail_refused()
         else:
             self.stats.skipped_inactive += since
         return did

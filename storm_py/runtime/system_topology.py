@@ -120,7 +120,8 @@ def _with_metrics_consumers(topo: StormTopology, conf: dict[str, Any]) -> StormT
 def _shallow(spec: ComponentSpec) -> ComponentSpec:
     """A copy whose inputs, conf and streams can be extended without touching the user's topology."""
     return ComponentSpec(
-        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams)
+        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams),
+        dict(spec.columnar),
     )
 
 

@@ -72,7 +72,7 @@ class EmitTap:
 def retap(routes: dict[str, StreamRoute], component_id: str, watchers: Watchers, rng: random.Random) -> None:
     """Tap every user stream of a task for ``watchers``, or untap them when nothing watches."""
     for stream, route in routes.items():
-        if route.direct or stream.startswith(SYSTEM_PREFIX):
+        if route.offpath or stream.startswith(SYSTEM_PREFIX):  # direct and columnar streams are not tapped
             continue
         tap = watchers.taps.get(stream)
         if not watchers:

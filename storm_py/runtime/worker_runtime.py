@@ -25,12 +25,14 @@ from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.protocol import registration
 from storm_py.runtime.acker import FAIL, AckerExecutor
+from storm_py.runtime.async_executor import AsyncBoltExecutor, is_async_component
 from storm_py.runtime.bolt_executor import BoltExecutor
 from storm_py.runtime.credentials import CredentialsInbox
 from storm_py.runtime.executor import Executor, error_text
 from storm_py.runtime.groupers import LoadAwareShuffle, make_grouper
 from storm_py.runtime.hooks import shutdown_worker_hooks, start_worker_hooks
 from storm_py.runtime.ids import ID_BITS, acker_chooser, worker_id_source
+from storm_py.runtime.key_groups import keyed_groups
 from storm_py.runtime.loads import WorkerLoads, locality_bounds
 from storm_py.runtime.routing import StreamRoute
 from storm_py.runtime.serialize_check import encodable
@@ -38,6 +40,7 @@ from storm_py.runtime.spout_executor import SpoutExecutor
 from storm_py.runtime.system_topology import ACKER_COMPONENT, SYSTEM_COMPONENT, TaskLayout, num_ackers
 from storm_py.runtime.taps import apply_debug
 from storm_py.runtime.transfer import Entries, SendRemote
+from storm_py.vector.routing import ColumnarRoute
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,9 @@ class WorkerRuntime:
         self.component_streams: dict[str, dict[str, Fields]] = {
             cid: {s: f for s, (f, _) in spec.streams.items()} for cid, spec in topology.components().items()
         }
+        #: the columnar streams, ``(component, stream)``: their tuples carry one batch each
+        self.columnar_streams = frozenset(
+            (cid, s) for cid, spec in topology.components().items() for s in spec.columnar)
         registration.apply(self.conf)  # topology.kryo.register: the same extension codes in every worker
         #: what the worker shares with its tasks (``context.get_resource``), e.g. the transactional-state store
         self.resources: dict[str, Any] = dict(resources or {})
@@ -126,6 +132,8 @@ class WorkerRuntime:
                 cls = AckerExecutor
             elif spec.is_spout:
                 cls = SpoutExecutor
+            elif is_async_component(spec.obj):
+                cls = AsyncBoltExecutor
             else:
                 cls = BoltExecutor
             self.executors.append(cls(self, cid, tasks))
@@ -192,6 +200,7 @@ class WorkerRuntime:
                 chooser = make_grouper(
                     grouping, targets, fields, self._worker_task_set, self.rng,
                     functools.partial(self._prepare_custom, task, comp, stream), self._load_bounds,
+                    keyed_groups(comps[sub_id].conf, self.conf),
                 )
                 if isinstance(chooser, LoadAwareShuffle):
                     self.loads.add(chooser, self.clock.now())
@@ -199,7 +208,9 @@ class WorkerRuntime:
                     direct_targets.update(targets)
                 else:
                     choosers.append(chooser)
-            routes[stream] = StreamRoute(stream, fields, direct, choosers, direct_targets)
+            columnar = (ColumnarRoute(comp, stream, fields.to_list(), spec.columnar[stream], choosers)
+                        if stream in spec.columnar else None)
+            routes[stream] = StreamRoute(stream, fields, direct, choosers, direct_targets, columnar)
         self._routes[task] = routes
         return routes
 

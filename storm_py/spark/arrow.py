@@ -63,6 +63,45 @@ def schema_from_arrow(schema: pa.Schema) -> Schema:
     return Schema(fields)
 
 
+def batch_table(schema: Schema, data: Any) -> tuple[pa.Table | None, str | None]:
+    """A batch input (a ``RecordBatch`` or ``Table``) as a table of exactly ``schema``'s fields: each field taken
+    from the column of its name and cast safely to its type (other columns are ignored).  ``(None, reason)``
+    when it lacks a field, a column cannot be cast, or a non-nullable field holds nulls; the reason names them."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if not isinstance(data, pa.Table):
+        return None, f"a batch input must be a pyarrow RecordBatch or Table, not {type(data).__name__}"
+    names = set(data.schema.names)
+    missing = [f.name for f in schema.fields if f.name not in names]
+    if missing:
+        return None, f"the batch has no columns {missing} (its columns: {data.schema.names})"
+    target = arrow_schema(schema)
+    columns = []
+    problems = []
+    for f in target:
+        column = data.column(f.name)
+        try:
+            column = column.cast(f.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            problems.append(f"column {f.name!r} ({column.type}) cannot be cast to {f.type}: {err}")
+            continue
+        if not f.nullable and column.null_count:
+            problems.append(f"column {f.name!r} holds {column.null_count} nulls but the field is not nullable")
+            continue
+        columns.append(column)
+    if problems:
+        return None, "; ".join(problems)
+    return pa.Table.from_arrays(columns, schema=target), None
+
+
+def source_pairs(table: pa.Table, partition: str, offset: str) -> list[tuple[Any, Any]]:
+    """The ``(partition, lowest offset)`` and ``(partition, highest offset)`` of a batch input's rows."""
+    if table.num_rows == 0:
+        return []
+    grouped = table.group_by(partition).aggregate([(offset, "min"), (offset, "max")]).to_pylist()
+    return [(g[partition], g[f"{offset}_{fn}"]) for g in grouped for fn in ("min", "max")]
+
+
 def write_txid_files(
     staging: Path,
     prefix: str,
@@ -78,17 +117,24 @@ def write_txid_files(
     compression: str,
     fsync: bool = True,
     keep: list[int] | None = None,
+    tables: Sequence[pa.Table] = (),
 ) -> list[tuple[FileEntry, Path]]:
-    """Write checked rows (as ``columns``) into ``staging``; each file's entry (its published path) and staged path.
+    """Write checked rows (as ``columns``), then the rows of ``tables`` (batch inputs, as :func:`batch_table`
+    made them), into ``staging``; each file's entry (its published path) and staged path.
     ``keep`` receives a descriptor of each file, left open for the caller to fsync (and close)."""
     nrows = len(columns[0]) if columns else 0
-    if nrows == 0:
+    parts = [t for t in tables if t.num_rows]
+    if nrows:
+        arrays = [to_array(f, col) for f, col in zip(schema.fields, columns, strict=True)]
+        parts.insert(0, pa.Table.from_arrays(arrays, schema=arrow_schema(schema)))
+    if not parts:
         return []
-    arrays = [to_array(f, col) for f, col in zip(schema.fields, columns, strict=True)]
-    table = pa.Table.from_arrays(arrays, schema=arrow_schema(schema))
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     groups: list[tuple[tuple[Any, ...], pa.Table]]
     if partition_by:
-        keys = list(zip(*(columns[schema.names.index(c)] for c in partition_by), strict=True))
+        key_columns = ([columns[schema.names.index(c)] for c in partition_by] if len(parts) == 1 and nrows
+                       else [table.column(c).to_pylist() for c in partition_by])
+        keys = list(zip(*key_columns, strict=True))
         keyed: dict[tuple[Any, ...], list[int]] = {}
         for i, key in enumerate(keys):
             keyed.setdefault(key, []).append(i)

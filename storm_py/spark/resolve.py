@@ -18,3 +18,9 @@ def coerce_schema(schema: Any) -> Schema:
 
         return schema_from_arrow(schema)
     return plain_schema(schema)
+
+
+def is_arrow_data(value: Any) -> bool:
+    """Whether ``value`` is a pyarrow object (a batch input's ``RecordBatch`` or ``Table``), told without
+    importing pyarrow."""
+    return type(value).__module__.startswith("pyarrow")

@@ -40,7 +40,7 @@ from storm_py.spark.layout import (
     plan_commit,
     source_ranges,
 )
-from storm_py.spark.resolve import coerce_schema
+from storm_py.spark.resolve import coerce_schema, is_arrow_data
 from storm_py.spark.schema import Schema
 from storm_py.transactional.attempt import TransactionAttempt
 from storm_py.transactional.batch import BaseTransactionalBolt, BatchOutputCollector, Committer
@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 ERROR_STREAM = "errors"
 ERROR_FIELDS = ["attempt", "values", "reason"]
+#: the values of a batch input tuple: ``[attempt, batch]``
+BATCH_INPUT_WIDTH = 2
 #: called at named points with the attempt being committed; may raise FailedException (fault injection)
 FaultHook = Callable[[str, TransactionAttempt], None]
 
@@ -113,8 +115,11 @@ class DatasetWriter:
             return removed
 
     def commit(self, txid: int, attempt: int, rows: Sequence[Sequence[Any]],
-               source: dict[str, Any] | None = None, hook: Callable[[str], None] | None = None) -> CommitResult:
-        """Publish this task's ``rows`` of ``txid`` (replacing an earlier attempt's); skip a published txid."""
+               source: dict[str, Any] | None = None, hook: Callable[[str], None] | None = None,
+               tables: Sequence[Any] = ()) -> CommitResult:
+        """Publish this task's ``rows`` and the rows of ``tables`` (pyarrow tables of the schema's fields, as
+        :func:`storm_py.spark.arrow.batch_table` makes them) of ``txid`` (replacing an earlier attempt's); skip a
+        published txid."""
         self.start()
         latest = self.layout.latest() if self._latest is None else self._latest
         self._latest = None
@@ -131,7 +136,7 @@ class DatasetWriter:
             if action is CommitAction.SKIP:
                 self._latest = latest if self.ntasks == 1 else None
                 return CommitResult(action, 0, bad)
-            result = self._commit(txid, attempt, good, bad, columns, action, source, hook, fds, pending)
+            result = self._commit(txid, attempt, good, bad, columns, action, source, hook, fds, pending, tables)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -144,7 +149,8 @@ class DatasetWriter:
 
     def _commit(self, txid: int, attempt: int, good: list[Sequence[Any]], bad: list[tuple[Sequence[Any], str]],
                 columns: list[list[Any]], action: CommitAction, source: dict[str, Any] | None,
-                hook: Callable[[str], None] | None, fds: list[int], pending: list[Future[int]]) -> CommitResult:
+                hook: Callable[[str], None] | None, fds: list[int], pending: list[Future[int]],
+                tables: Sequence[Any] = ()) -> CommitResult:
         current = self.layout.read_manifest(txid) if action is CommitAction.REPLACE else None
         self._remove_earlier_attempt(txid, {f.path for f in current.files} if current else set())
         if hook is not None:
@@ -157,7 +163,8 @@ class DatasetWriter:
         written = write_txid_files(self.layout.staging, prefix, self.schema, columns, self.partition_by, txid,
                                    self.task, token, max_rows_per_file=o.max_rows_per_file,
                                    row_group_rows=o.row_group_rows, compression=o.compression, fsync=False,
-                                   keep=fds if o.fsync and self.ntasks == 1 and current is None else None)
+                                   keep=fds if o.fsync and self.ntasks == 1 and current is None else None,
+                                   tables=tables)
         pending_fd = pending.pop().result() if pending else None
         if pending_fd is not None and not written and not self.partition_by:  # every row was bad: no directory
             with contextlib.suppress(OSError):
@@ -184,7 +191,7 @@ class DatasetWriter:
                 hook("before-latest")
             self.layout.publish_latest(part, files, dirs, o.fsync, hook, pending_fd)
             self._published.pop(txid, None)
-            return CommitResult(action, len(good), bad, True)
+            return CommitResult(action, len(good) + sum(t.num_rows for t in tables), bad, True)
         fsync_round(files, dirs)
         if self.ntasks == 1:
             parts = [part]
@@ -203,7 +210,7 @@ class DatasetWriter:
             self.layout.write_manifest(merge_parts(parts), o.fsync)  # N's manifest in place: N is committed
             self.layout.set_latest(txid, o.fsync)  # the hint, and the fsync that makes the manifest's rename durable
             self._published.pop(txid, None)
-        return CommitResult(action, len(good), bad, committed)
+        return CommitResult(action, len(good) + sum(t.num_rows for t in tables), bad, committed)
 
     def _remove_earlier_attempt(self, txid: int, keep: set[str]) -> None:
         """Delete what this task published for ``txid`` before (in this process, or as its part manifest says),
@@ -244,7 +251,10 @@ WRITERS = _Writers()
 class ParquetBatchSink(BaseTransactionalBolt, Committer):
     """A committer batch bolt landing each txid atomically under ``root``.
 
-    Input tuples are ``[attempt, *values]`` in schema order.  Options: ``max_rows_per_file``,
+    Input tuples are ``[attempt, *values]`` in schema order, or ``[attempt, batch]`` whose batch is a
+    ``pyarrow.RecordBatch`` or ``Table``: its columns are matched to the schema's fields by name and cast safely
+    (other columns are ignored), and a batch that lacks a field or cannot be cast goes to ``"errors"`` whole as
+    ``[attempt, batch, reason]``.  Options: ``max_rows_per_file``,
     ``row_group_rows``, ``compression`` (pyarrow's names, default zstd), ``fsync``; ``source_fields=(partition,
     offset)`` names two fields whose per-partition ``[first, last]`` go into the manifest (e.g. Kafka offsets);
     ``job``/``job_output``/``job_every_txids``/``job_every_secs``/``job_master`` attach a Spark job;
@@ -284,11 +294,24 @@ class ParquetBatchSink(BaseTransactionalBolt, Committer):
         self.writer = WRITERS.get(self, context.get_this_task_index() if context is not None else 0,
                                   max(1, len(tasks)))
         self.rows: list[Sequence[Any]] = []
+        #: batch inputs of this txid, cast to the schema (pyarrow tables), and those that did not fit
+        self.tables: list[Any] = []
+        self.bad_batches: list[tuple[Any, str]] = []
 
     def execute(self, tup: Tuple) -> None:
         if self.fault_hook is not None:
             self.fault_hook("sink.execute", self.attempt)
-        self.rows.append(tup.values[1:])
+        values = tup.values
+        if len(values) == BATCH_INPUT_WIDTH and is_arrow_data(values[1]):
+            from storm_py.spark.arrow import batch_table
+
+            table, reason = batch_table(self.schema, values[1])
+            if table is None:
+                self.bad_batches.append((values[1], f"batch from {tup.source_component!r}: {reason}"))
+            else:
+                self.tables.append(table)
+            return
+        self.rows.append(values[1:])
 
     def finish_batch(self) -> None:
         attempt = self.attempt
@@ -296,16 +319,25 @@ class ParquetBatchSink(BaseTransactionalBolt, Committer):
         source = None
         if self.source_index is not None:
             i, j = self.source_index
-            source = source_ranges([(r[i], r[j]) for r in self.rows if len(r) > max(i, j)])
+            pairs = [(r[i], r[j]) for r in self.rows if len(r) > max(i, j)]
+            if self.tables:
+                from storm_py.spark.arrow import source_pairs
+
+                names = self.schema.names
+                for table in self.tables:
+                    pairs.extend(source_pairs(table, names[i], names[j]))
+            source = source_ranges(pairs)
         result = self.writer.commit(
             attempt.transaction_id, attempt.attempt_id, self.rows, source,
-            None if hook is None else (lambda point: hook(f"sink.{point}", attempt)))
+            None if hook is None else (lambda point: hook(f"sink.{point}", attempt)), self.tables)
         if result.action is CommitAction.SKIP:
             log.info("txid %d is already committed under %s: replay skipped", attempt.transaction_id, self.root)
         if hook is not None:
             hook("sink.after-commit", attempt)
         for values, reason in result.bad:
             self.collector.emit([attempt, list(values), reason], ERROR_STREAM)
+        for batch, reason in self.bad_batches:
+            self.collector.emit([attempt, batch, reason], ERROR_STREAM)
         if self.job is not None and self.writer.task == 0:
             from storm_py.spark.jobs import attached_trigger
 

@@ -34,9 +34,11 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException
 from storm_py.runtime.bolt_collectors import BoltCollector
+from storm_py.runtime.contracts import Drains
 from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.executors import AnchoredCollector
 from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.rescaled import KeyGroupMove
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.tracking import AlignedPath, FailWatchingCollector
 
@@ -157,6 +159,7 @@ class AlignedBoltExecutor:
         self.stateful = stateful
         self.alignment = Alignment(frozenset())
         self.state: KeyValueState | None = None
+        self.move: KeyGroupMove | None = None
         #: data held while its channel is blocked, each with whether the basic runner acked it already
         self.held: list[tuple[Tuple, bool]] = []
         self._basic: AnchoredCollector | None = None
@@ -170,6 +173,7 @@ class AlignedBoltExecutor:
         self.alignment = Alignment(channels)
         if self.stateful:
             self.state = new_state(state_namespace(context), conf, context)
+            self.move = KeyGroupMove.of_task(conf, context)
         if isinstance(self.bolt, BasicBolt):
             self._basic = AnchoredCollector(collector)
             self.basic_bolt = AlignedBasicBolt(self)
@@ -279,6 +283,8 @@ class AlignedBoltExecutor:
         if action == RESTART:
             if self.alignment.restart(tup.source_task, generation):
                 self.held = []
+                if isinstance(self.bolt, Drains):  # dropped like the held data: the spouts replay them
+                    self.bolt.cancel_in_flight()
                 try:
                     self._restore(txid)
                 except Exception as exc:
@@ -296,6 +302,8 @@ class AlignedBoltExecutor:
         if verdict == "wait":
             return True, []
         try:
+            if isinstance(self.bolt, Drains):  # the barrier follows everything the inputs before it emit
+                self.bolt.drain()
             self._prepare(txid, committed)
         except Exception as exc:
             log.error("bolt %s cannot prepare txid %d: %s", self.component_id, txid, exc)
@@ -332,6 +340,9 @@ class AlignedBoltExecutor:
         state = self.state
         if state is None:
             return
+        if self.move is not None:  # after a rescale: this task's key groups, as of the committed checkpoint
+            self.move.settle(state, txid)
+            self.move = None
         self._commit_up_to(txid)
         self.bolt.pre_rollback()
         state.rollback()

@@ -28,7 +28,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
-from storm_py.runtime.contracts import own_configuration
+from storm_py.runtime.contracts import Drains, own_configuration
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -39,6 +39,7 @@ from storm_py.stateful.checkpoint import (
     ROLLBACK,
 )
 from storm_py.stateful.providers import new_state, state_namespace
+from storm_py.stateful.rescaled import KeyGroupMove
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.tracking import AckTrackingCollector, DataPath, tracking_collector
 
@@ -244,10 +245,12 @@ class CheckpointTupleForwarder(CheckpointHandler):
 class StatefulBoltExecutor(CheckpointHandler):
     """Wraps a :class:`BaseStatefulBolt`: gives it its state and runs Storm's actions on it.
 
-    - ``PREPARE(n)``: ``pre_prepare(n)``, the state is prepared, the inputs acked so far become *prepared*; a bolt
-      whose state is not initialised yet (restarted in between) fails the checkpoint, which starts recovery.
+    - ``PREPARE(n)``: a bolt with executions in flight (an async bolt) drains them, ``pre_prepare(n)``, the state
+      is prepared, the inputs acked so far become *prepared*; a bolt whose state is not initialised yet (restarted
+      in between) fails the checkpoint, which starts recovery.
     - ``COMMIT(n)``: ``pre_commit(n)``, the state is committed, the prepared inputs are acked upstream.
-    - ``ROLLBACK``: ``pre_rollback()``, the state is rolled back, prepared and acked inputs are failed.
+    - ``ROLLBACK``: executions in flight are cancelled and their inputs failed, ``pre_rollback()``, the state is
+      rolled back, prepared and acked inputs are failed.
     - ``INITSTATE``: ``init_state(state)``; the first one also runs the inputs that arrived before it.
     """
 
@@ -258,6 +261,8 @@ class StatefulBoltExecutor(CheckpointHandler):
         self.prepared = HeldAcks()
         self.tracking: HoldingCollector | AckTrackingCollector | None = None
         self.path = DataPath(bolt.execute, self.process_checkpoint)
+        #: the move of this task's key groups after a rescale, done before the first checkpoint action it handles
+        self.move: KeyGroupMove | None = None
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.prepare_with_state(conf, context, collector, new_state(state_namespace(context), conf, context))
@@ -268,6 +273,7 @@ class StatefulBoltExecutor(CheckpointHandler):
         """``prepare`` with a given state (what unit tests call)."""
         self.init_checkpoints(context, collector)
         self.tracking = tracking_collector(collector, context.this_component_id)
+        self.move = KeyGroupMove.of_task(conf, context)
         self.bolt.prepare(conf, context, self.tracking)
         self.state = state
         self.path.bolt_execute = self.bolt.execute  # bound once prepared (a bolt may set its own)
@@ -286,12 +292,18 @@ class StatefulBoltExecutor(CheckpointHandler):
     def handle_checkpoint(self, tup: Tuple, action: str, txid: int) -> None:
         state, tracking, collector = self.state, self.tracking, self.collector
         assert state is not None and tracking is not None and collector is not None
+        move = self.move
+        if move is not None and action != PREPARE:  # a PREPARE before INITSTATE fails, and recovery follows
+            move.settle(state, txid - 1 if action == ROLLBACK else txid)
+            self.move = None
         if action == PREPARE:
             if not self.path.initialized:
                 log.info("%s: PREPARE %d before the state is initialised: failing it to recover", tracking.component_id,
                          txid)
                 collector.fail(tup)
                 return
+            if isinstance(self.bolt, Drains):  # the state takes exactly the inputs before the checkpoint
+                self.bolt.drain()
             self.bolt.pre_prepare(txid)
             state.prepare_commit(txid)
             self.prepared.merge(tracking.take_held())
@@ -301,6 +313,9 @@ class StatefulBoltExecutor(CheckpointHandler):
             prepared, self.prepared = self.prepared, HeldAcks()
             tracking.release(prepared)
         elif action == ROLLBACK:
+            if isinstance(self.bolt, Drains):  # their spouts replay them
+                for t in self.bolt.cancel_in_flight():
+                    collector.fail(t)
             self.bolt.pre_rollback()
             state.rollback()
             failed, self.prepared = self.prepared, HeldAcks()

@@ -28,6 +28,10 @@ class ManagedBolt(Bolt):
         """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
         return self.bolt
 
+    def replace_wrapped(self, component: Any) -> None:
+        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
+        self.bolt = component
+
     def __init__(self, bolt: Any, stateful: bool, checkpoint_sources: Sequence[str],
                  barrier_sources: Sequence[str], sink: bool = False) -> None:
         self.bolt = bolt

@@ -24,6 +24,7 @@ from storm_py.stateful.checkpoint_dir import (
     settings_of,
 )
 from storm_py.stateful.state import MEMORY_STORES, KeyValueState
+from storm_py.stateful.task_names import Rescales, namespace
 
 MEMORY = "memory"
 REDIS = "redis"
@@ -37,8 +38,10 @@ class StateProvider(Protocol):
 
 
 def state_namespace(context: TopologyContext) -> str:
-    """The namespace of a task's state: ``<component>-<task>`` (Storm's)."""
-    return f"{context.this_component_id}-{context.this_task_id}"
+    """The namespace of a task's state: ``<component>-<task>`` (Storm's), named after the submit's task ids and
+    the component's rescale generation once the topology was rescaled (:mod:`storm_py.stateful.task_names`)."""
+    return namespace(Rescales.of(context.get_storm_conf()), context.this_component_id,
+                     context.get_this_task_index(), context.this_task_id)
 
 
 def provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:

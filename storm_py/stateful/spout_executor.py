@@ -37,6 +37,7 @@ from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.spout_path import PollGate, UntrackedSpoutCollector
 from storm_py.stateful.state import KeyValueState
 from storm_py.stateful.stateful_spout import StatefulSpout
+from storm_py.stateful.task_names import Rescales, namespace
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,8 @@ class StatefulSpoutExecutor(Spout):
         self.exactly_once = conf.get("topology.state.guarantee") == EXACTLY_ONCE
         self.state = new_state(state_namespace(context), conf, context)
         self._control = new_state(control_namespace(context.this_component_id, context.this_task_id), conf, context)
-        self._coordinator_ns = f"{CHECKPOINT_COMPONENT_ID}-{context.get_component_tasks(CHECKPOINT_COMPONENT_ID)[0]}"
+        self._coordinator_ns = namespace(Rescales.of(conf), CHECKPOINT_COMPONENT_ID, 0,
+                                         context.get_component_tasks(CHECKPOINT_COMPONENT_ID)[0])
         # the compiled gate stands for next_tuple: a call between polls goes straight to the spout's own
         self._gate = PollGate(self._clock.now, self._poll_now)
         self.next_tuple = self._gate.next_tuple  # type: ignore[method-assign]

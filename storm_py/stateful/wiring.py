@@ -22,6 +22,7 @@ from storm_py.api.topology import ALL, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.runtime.key_groups import KEY_VALUE, MAX_PARALLELISM, STATE_KIND
 from storm_py.stateful.bolt import BaseStatefulBolt
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
 from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
@@ -31,14 +32,29 @@ from storm_py.stateful.sink import CheckpointedSink, takes_part
 from storm_py.stateful.spout import CheckpointSpout
 from storm_py.stateful.spout_executor import StatefulSpoutExecutor
 from storm_py.stateful.stateful_spout import StatefulSpout
+from storm_py.stateful.task_names import RESCALES
+from storm_py.stateful.windowed import StatefulWindowedBolt
 
 AT_LEAST_ONCE: Final = "at_least_once"
 EXACTLY_ONCE: Final = "exactly_once"
 
 
+
 def is_stateful(obj: object) -> bool:
     """Whether a bolt object keeps managed state."""
     return isinstance(obj, BaseStatefulBolt)
+
+
+def state_kind(obj: object) -> str | None:
+    """What managed state a bolt object keeps: ``key_value`` (a stateful bolt, rescalable by key group when
+    behind fields groupings), ``window`` (a stateful windowed bolt), ``sink`` (a checkpointed sink), or none."""
+    if isinstance(obj, StatefulWindowedBolt):
+        return "window"
+    if is_stateful(obj):
+        return KEY_VALUE
+    if takes_part(obj):
+        return "sink"
+    return None
 
 
 def with_checkpoints(topology: StormTopology) -> StormTopology:
@@ -61,6 +77,8 @@ def with_checkpoints(topology: StormTopology) -> StormTopology:
             wrapped_spout = ComponentSpec(cid, StatefulSpoutExecutor(spec.obj), spec.parallelism, True,
                                           dict(spec.inputs), dict(spec.conf), dict(spec.streams))
             wrapped_spout.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+            wrapped_spout.columnar = dict(spec.columnar)
+            wrapped_spout.conf[STATE_KIND] = "position"
             spouts[cid] = wrapped_spout
         else:
             spouts[cid] = spec
@@ -82,8 +100,12 @@ def with_checkpoints(topology: StormTopology) -> StormTopology:
         wrapper = ManagedBolt(spec.obj, is_stateful(spec.obj), sources, barrier_sources, takes_part(spec.obj))
         wrapped = ComponentSpec(cid, wrapper, spec.parallelism, False, dict(spec.inputs), dict(spec.conf),
                                 dict(spec.streams))
+        kind = state_kind(spec.obj)
+        if kind is not None:
+            wrapped.conf[STATE_KIND] = kind
         wrapped.streams[CHECKPOINT_STREAM_ID] = (fields, False)
         wrapped.streams[BARRIER_STREAM_ID] = (barrier_fields, False)
+        wrapped.columnar = dict(spec.columnar)
         for src in sources:
             wrapped.inputs[(src, CHECKPOINT_STREAM_ID)] = Grouping(ALL)
         for src in barrier_sources:
@@ -103,6 +125,17 @@ def check_topology(topology: StormTopology, conf: Mapping[str, Any]) -> None:
         check_provider(conf)
     except ConfigError as err:
         raise InvalidTopologyException(str(err)) from err
+    if conf.get(RESCALES) is not None:
+        raise InvalidTopologyException(f"{RESCALES} is written by nimbus when a rebalance changes task counts; "
+                                       "a topology cannot be submitted with it")
+    max_parallelism = int(setting(conf, MAX_PARALLELISM))
+    for cid, spec in sorted(topology.bolts.items()):
+        if spec.conf.get(STATE_KIND) == KEY_VALUE and spec.num_tasks() > max_parallelism:
+            raise InvalidTopologyException(
+                f"bolt {cid!r} has {spec.num_tasks()} tasks, more than its {max_parallelism} key groups "
+                f"({MAX_PARALLELISM})",
+                component=cid,
+            )
     if setting(conf, "topology.state.guarantee") != EXACTLY_ONCE:
         for cid, spec in sorted(topology.bolts.items()):
             obj = spec.obj.bolt if isinstance(spec.obj, ManagedBolt) else spec.obj

@@ -11,14 +11,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import SupervisorInfo
 from storm_py.config.keys import setting
 from storm_py.deps.envcache import PENDING_META, STATE_META
-from storm_py.errors import DependencyError, StormPyError
+from storm_py.errors import ConfigError, DependencyError, StormPyError
+from storm_py.node.launch_report import LAUNCH_FAILED_META
 from storm_py.scheduler.resource_aware import supervisor_resources
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import SupervisorInfo
-from storm_py.supervisor.launcher import Launcher, LaunchPending, WorkerHandle
-from storm_py.supervisor.slots import RestartBackoff, RunningSlot, WantedSlot, reconcile
+from storm_py.supervisor.launcher import EnvErrorReport, Launcher, LaunchPending, WorkerHandle
+from storm_py.supervisor.slots import (
+    MEMORY_LIMIT_KEY,
+    RestartBackoff,
+    RunningSlot,
+    WantedSlot,
+    memory_error,
+    reconcile,
+)
 from storm_py.version import __version__
 
 log = logging.getLogger(__name__)
@@ -36,8 +44,11 @@ class Supervisor:
         supervisor_id: str,
         hostname: str = "127.0.0.1",
         ports: list[int] | None = None,
+        report_error: EnvErrorReport | None = None,
     ) -> None:
+        """``report_error(topology id, port, executors, text)``: puts a worker's failure on its topology's errors."""
         self.conf = dict(conf)
+        self.report_error = report_error
         self.state = state
         self.launcher = launcher
         self.clock = clock
@@ -48,6 +59,7 @@ class Supervisor:
         self.resources = supervisor_resources(conf)
         self.workers: dict[int, WorkerHandle] = {}
         self.started = clock.now()
+        #: ports whose last launch failed, and why (reported in the heartbeat until a launch there succeeds)
         self.launch_failures: dict[int, str] = {}
         #: ports whose worker waits for something being prepared (its topology's environment), and what
         self.launch_pending: dict[int, str] = {}
@@ -80,8 +92,13 @@ class Supervisor:
         self.state.set_supervisor_info(self.id, info)
 
     def _pending_meta(self) -> dict[str, str]:
-        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building)."""
+        """``{PENDING_META + topology id: reason}`` of the workers waiting to start (an environment building), the
+        environments' states, and ``{LAUNCH_FAILED_META + topology id: error}`` of the workers that failed to start."""
         out: dict[str, str] = {}
+        for port, error in sorted(self.launch_failures.items()):
+            want = self._launched.get(port)
+            if want is not None:
+                out[LAUNCH_FAILED_META + want.topology_id] = error
         for port, reason in sorted(self.launch_pending.items()):
             want = self._launched.get(port)
             if want is not None:
@@ -114,17 +131,26 @@ class Supervisor:
         wanted = self.wanted()
         for port in [p for p, (tid, _) in self.env_states.items() if p not in wanted or wanted[p].topology_id != tid]:
             del self.env_states[port]  # its topology is gone from this slot
+        for port in [p for p in self.launch_failures if p not in wanted or wanted[p] != self._launched.get(p)]:
+            del self.launch_failures[port]  # the slot is no longer wanted for what failed
         running: dict[int, RunningSlot] = {}
+        limits = self.memory_limits({w.topology_id for w in self.workers.values()})
         for port, w in self.workers.items():
             alive = w.alive and w.refresh()
-            running[port] = RunningSlot(w.topology_id, tuple(w.executors), alive, w.silent_secs())
+            rss = self.launcher.resident_mb(w) if alive and w.topology_id in limits else None
+            running[port] = RunningSlot(w.topology_id, tuple(w.executors), alive, w.silent_secs(), rss)
         timeout = float(setting(self.conf, "supervisor.worker.timeout.secs"))
-        actions = reconcile(wanted, running, timeout)
+        actions = reconcile(wanted, running, timeout, limits)
         now = self.clock.now()
         for port in actions.stop:
             worker = self.workers.pop(port)
             log.info("supervisor %s stopping worker %s:%d of %s", self.id, self.id, port, worker.topology_id)
             worker.stop()
+            if port in actions.over_memory:
+                text = memory_error(port, running[port].rss_mb or 0.0, limits[worker.topology_id])
+                log.warning("supervisor %s: %s (topology %s)", self.id, text, worker.topology_id)
+                if self.report_error is not None:
+                    self.report_error(worker.topology_id, port, list(worker.executors), text)
             if port in actions.dead:  # else stopped on purpose: the assignment moved
                 self._died(port, worker.topology_id, now)
         for port in actions.launch:
@@ -151,7 +177,20 @@ class Supervisor:
                 self._env_state(port, want.topology_id, err)
                 self.launch_failures[port] = str(err)
                 log.error("supervisor %s could not launch %s on port %d: %s", self.id, want.topology_id, port, err)
+                if isinstance(err, ConfigError) and self.report_error is not None:  # its user can fix this
+                    self.report_error(want.topology_id, port, list(want.executors), f"cannot start a worker on port "
+                                      f"{port}: {err.message}")
                 self._died(port, want.topology_id, now)
+
+    def memory_limits(self, topology_ids: set[str]) -> dict[str, float]:
+        """``topology.worker.max.heap.size.mb`` of each of ``topology_ids`` that sets one."""
+        out: dict[str, float] = {}
+        for tid in sorted(topology_ids):
+            base = self.state.storm_base(tid)
+            limit = base.topology_conf.get(MEMORY_LIMIT_KEY) if base is not None else None
+            if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0:
+                out[tid] = float(limit)
+        return out
 
     def _died(self, port: int, topology_id: str, now: float) -> None:
         delay = self.backoff.ended(port, now)

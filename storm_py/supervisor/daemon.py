@@ -20,6 +20,8 @@ import yaml
 
 from storm_py.client import NimbusClient
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.storage import StateStorage, Watch
 from storm_py.config.keys import setting
 from storm_py.deps.venv import EnvCache
 from storm_py.errors import StormPyError
@@ -28,8 +30,6 @@ from storm_py.node.loop import DaemonLoop
 from storm_py.node.session import local_hostname, open_storage
 from storm_py.node.token_file import with_token, write_owner_only
 from storm_py.packaging.package import UnpackLimits
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.storage import StateStorage, Watch
 from storm_py.supervisor import artifacts
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.healthcheck import run_health_checks
@@ -61,7 +61,7 @@ def supervisor_id(conf: Mapping[str, Any], hostname: str) -> str:
 def write_worker_conf(path: Path, conf: Mapping[str, Any]) -> None:
     """Write the configuration workers start with to ``path``, mode 0600 from the start (it holds
     ``nimbus.auth.token``).  Workers get the topology's own ZooKeeper identity at launch
-    (:func:`storm_py.state.acl.worker_auth`), never the cluster's payload."""
+    (:func:`storm_py.cluster_state.acl.worker_auth`), never the cluster's payload."""
     path.parent.mkdir(parents=True, exist_ok=True)
     worker_conf = {k: v for k, v in conf.items() if k != "storm.zookeeper.auth.payload"}
     write_owner_only(path, yaml.safe_dump(worker_conf, sort_keys=True))
@@ -88,9 +88,11 @@ class SupervisorDaemon:
         self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake,
                              limits=UnpackLimits.from_conf(self.conf))
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
-                                        report_env_error=self._report_env_error)
+                                        report_env_error=self._report_worker_error,
+                                        topology_conf=self._topology_conf)
         ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]
-        self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports)
+        self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports,
+                                     report_error=self._report_worker_error)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
         try:
@@ -137,8 +139,13 @@ class SupervisorDaemon:
             log.warning("cannot tidy the workers' artifacts: %s", err)
         return freq
 
-    def _report_env_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
-        """Put a failed environment build on the errors of the components the worker would have run."""
+    def _topology_conf(self, topology_id: str) -> dict[str, Any] | None:
+        base = self.state.storm_base(topology_id)
+        return base.topology_conf if base is not None else None
+
+    def _report_worker_error(self, topology_id: str, port: int, executors: list[tuple[int, int]], text: str) -> None:
+        """Put a worker's failure (an environment build, its memory limit) on the errors of the components the
+        worker runs or would have run."""
         from storm_py.ui.api_views import task_components
 
         base = self.state.storm_base(topology_id)

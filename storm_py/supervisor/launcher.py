@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.cluster_state.acl import WORKER_AUTH_ENV, worker_auth
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.config.keys import setting
 from storm_py.deps.venv import PYCACHE, EnvBuilding, EnvCache
 from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
-from storm_py.state.acl import WORKER_AUTH_ENV, worker_auth
-from storm_py.state.cluster_state import ClusterState
+from storm_py.supervisor import run_as
 from storm_py.supervisor.stormdist import StormDist
 
 if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the runtime out of it
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 #: Reports a topology's failed environment build: (topology id, port, executors, error text).
 EnvErrorReport = Callable[[str, int, list[tuple[int, int]], str], None]
+#: A live topology's conf by id (None when it is gone).
+TopologyConfOf = Callable[[str], Mapping[str, Any] | None]
 
 
 class WorkerHandle(Protocol):
@@ -62,6 +65,10 @@ class Launcher(Protocol):
     """Starts a worker for (topology, port) on this supervisor."""
 
     def launch(self, supervisor_id: str, topology_id: str, port: int, executors: list[tuple[int, int]]) -> WorkerHandle:
+        ...
+
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """The resident memory of a worker it launched, in MiB (None when it has no process of its own)."""
         ...
 
 
@@ -100,6 +107,22 @@ class ThreadLauncher:
         worker.start()
         self.launched.append(worker)
         return worker
+
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """None: a worker thread shares this process's memory."""
+        return None
+
+
+def process_rss_mb(pid: int) -> float | None:
+    """The resident memory of process ``pid`` in MiB (None when it cannot be read: gone, or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return float(line.split()[1]) / 1024.0  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 class WorkerLaunchError(StormPyError):
@@ -216,9 +239,11 @@ class ProcessLauncher:
         conf: the supervisor's configuration.
         dist: where topology code is downloaded to.
         conf_path: the configuration file workers start with.
-        python: the interpreter workers run on (unless the topology brings a wheelhouse).
+        python: the interpreter workers run on (unless the topology brings a wheelhouse; default:
+            ``supervisor.worker.python``, else this process's).
         envs: the environment cache building the virtualenvs of topologies with a wheelhouse.
         report_env_error: where a failed environment build is reported (on the topology's errors).
+        topology_conf: a topology's conf by id (its submitter, for ``supervisor.run.worker.as.user``).
     """
 
     def __init__(
@@ -230,12 +255,17 @@ class ProcessLauncher:
         clock: Clock = SYSTEM_CLOCK,
         envs: EnvCache | None = None,
         report_env_error: EnvErrorReport | None = None,
+        topology_conf: TopologyConfOf | None = None,
     ) -> None:
         self.conf = dict(conf)
+        self.topology_conf = topology_conf
+        if setting(self.conf, run_as.RUN_AS_KEY):
+            run_as.check_root(os.geteuid())
         self.clock = clock
         self.dist = dist
         self.conf_path = conf_path
-        self.python = python or sys.executable
+        configured = setting(self.conf, "supervisor.worker.python")
+        self.python = python or (str(configured) if configured else sys.executable)
         self.envs = envs
         self.report_env_error = report_env_error
         self.launched: list[ProcessWorker] = []
@@ -249,12 +279,18 @@ class ProcessLauncher:
         worker_id = uuid.uuid4().hex
         artifacts = worker_artifacts_dir(self.conf, topology_id, port)
         heartbeat = worker_heartbeat_path(self.conf, worker_id)
+        user = self._os_user(topology_id)
+        conf_path = self.conf_path
+        if user is not None:
+            conf_path = run_as.prepare(user, self.conf, self.conf_path.parent / "worker-confs" / user.name,
+                                       topology_id, [artifacts, heartbeat.parent], [code_dir.parent])
+            env_vars = {**env_vars, "HOME": user.home, "USER": user.name, "LOGNAME": user.name}
         cmd = [
             python, "-m", "storm_py", "worker", topology_id, supervisor_id, str(port),
             "--worker-id", worker_id,
             "--supervisor-pid", str(os.getpid()),
             "--log-file", str(artifacts / "worker.log"),
-            "--config", str(self.conf_path),
+            "--config", str(conf_path),
         ]
         try:
             artifacts.mkdir(parents=True, exist_ok=True)
@@ -265,6 +301,8 @@ class ProcessLauncher:
                     env={**os.environ, **env_vars, "PYTHONUNBUFFERED": "1",  # user prints reach worker.log.out at once
                          # the topology's ZooKeeper identity; the worker's config holds none of the cluster's
                          WORKER_AUTH_ENV: json.dumps(worker_auth(self.conf, topology_id))},
+                    user=user.uid if user is not None else None, group=user.gid if user is not None else None,
+                    extra_groups=[] if user is not None else None,
                 )
         except OSError as err:
             raise WorkerLaunchError(
@@ -275,7 +313,8 @@ class ProcessLauncher:
             {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
              "supervisor-id": supervisor_id, "executors": [list(e) for e in executors], "launched": self.clock.wall()},
         )
-        log.info("launched worker %s of %s on port %d (pid %d)", worker_id, topology_id, port, proc.pid)
+        log.info("launched worker %s of %s on port %d (pid %d%s)", worker_id, topology_id, port, proc.pid,
+                 f", as OS user {user.name}" if user is not None else "")
         worker = ProcessWorker(
             proc,
             worker_id=worker_id,
@@ -291,6 +330,14 @@ class ProcessLauncher:
         self.launched = [w for w in self.launched if w.alive]
         self.launched.append(worker)
         return worker
+
+    def _os_user(self, topology_id: str) -> run_as.OsAccount | None:
+        """The account the topology's workers run as (None: this process's)."""
+        if not setting(self.conf, run_as.RUN_AS_KEY):
+            return None
+        topology_conf = self.topology_conf(topology_id) if self.topology_conf is not None else None
+        name = run_as.worker_user(self.conf, topology_conf or {})
+        return run_as.account(name) if name is not None else None
 
     def _interpreter(self, topology_id: str, port: int, executors: list[tuple[int, int]],
                      code_dir: Path) -> tuple[str, dict[str, str]]:
@@ -314,6 +361,12 @@ class ProcessLauncher:
         return str(env_python), {"VIRTUAL_ENV": str(env_python.parent.parent),
                                  "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
                                  "PYTHONPYCACHEPREFIX": str(code_dir.parent / PYCACHE)}
+
+    def resident_mb(self, worker: WorkerHandle) -> float | None:
+        """The worker process's resident memory (``VmRSS`` of ``/proc/<pid>/status``), in MiB."""
+        if not isinstance(worker, ProcessWorker) or not worker.alive:
+            return None
+        return process_rss_mb(worker.pid)
 
     def terminate_all(self) -> None:
         """Ask every worker still running to exit (they are then stopped one by one)."""

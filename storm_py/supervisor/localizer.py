@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import StormPyError
 from storm_py.nimbus.userblobs import decode, store_key
 from storm_py.node.local_state import worker_artifacts_dir
-from storm_py.state.cluster_state import ClusterState
 from storm_py.supervisor.logviewer import WORKER_FILES
 
 log = logging.getLogger(__name__)

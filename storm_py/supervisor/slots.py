@@ -1,7 +1,9 @@
 """This module owns the supervisor's slot decisions (pure): which worker slots to stop and which to (re)launch.
 
 Each slot is a port.  A slot runs the worker the assignments want there; a worker whose topology, executors or
-liveness no longer match is stopped, and a wanted slot with no live worker is launched.
+liveness no longer match is stopped, and a wanted slot with no live worker is launched.  A worker whose resident
+memory passed its topology's ``topology.worker.max.heap.size.mb`` is stopped as dead (and relaunched, with the
+restart backoff), and :func:`memory_error` is the error its topology is told.
 """
 
 from __future__ import annotations
@@ -28,27 +30,52 @@ class RunningSlot:
     executors: ExecutorIds
     alive: bool
     silent_secs: float = 0.0
+    #: resident memory in MiB, when measured (only for a topology with a memory limit)
+    rss_mb: float | None = None
 
 
 @dataclass(frozen=True)
 class SlotActions:
-    """Ports to stop, then ports to launch; ``dead`` are the stopped ports whose worker died or went silent."""
+    """Ports to stop, then ports to launch; ``dead`` are the stopped ports whose worker died, went silent or
+    passed its memory limit (``over_memory``)."""
 
     stop: tuple[int, ...]
     launch: tuple[int, ...]
     dead: tuple[int, ...] = ()
+    over_memory: tuple[int, ...] = ()
+
+
+#: The topology conf key limiting each worker's resident memory.
+MEMORY_LIMIT_KEY = "topology.worker.max.heap.size.mb"
+
+
+def over_memory(rss_mb: float | None, limit_mb: float | None) -> bool:
+    """Whether a worker using ``rss_mb`` passed ``limit_mb`` (either unknown: no)."""
+    return rss_mb is not None and limit_mb is not None and rss_mb > limit_mb
+
+
+def memory_error(port: int, rss_mb: float, limit_mb: float) -> str:
+    """What a topology is told when its worker on ``port`` was killed for its memory."""
+    return (f"worker on port {port} was killed: its resident memory {rss_mb:.0f} MiB passed the limit "
+            f"{MEMORY_LIMIT_KEY} = {limit_mb:g} MiB")
 
 
 def reconcile(
-    wanted: Mapping[int, WantedSlot], running: Mapping[int, RunningSlot], worker_timeout_secs: float
+    wanted: Mapping[int, WantedSlot], running: Mapping[int, RunningSlot], worker_timeout_secs: float,
+    memory_limits: Mapping[str, float] | None = None,
 ) -> SlotActions:
-    """Compare wanted and running slots: stop mismatched, dead or silent workers; launch what is missing."""
+    """Compare wanted and running slots: stop mismatched, dead, silent or over-memory workers (``memory_limits``:
+    MiB by topology id); launch what is missing."""
     stop: list[int] = []
     dead: list[int] = []
     launch: list[int] = []
+    heavy: list[int] = []
+    limits = memory_limits or {}
     for port, run in running.items():
         want = wanted.get(port)
-        if not run.alive or run.silent_secs > worker_timeout_secs:
+        if run.alive and over_memory(run.rss_mb, limits.get(run.topology_id)):
+            heavy.append(port)
+        if not run.alive or run.silent_secs > worker_timeout_secs or port in heavy:
             dead.append(port)
             stop.append(port)
         elif want is None or want.topology_id != run.topology_id or want.executors != run.executors:
@@ -56,7 +83,7 @@ def reconcile(
     for port in wanted:
         if port not in running or port in stop:
             launch.append(port)
-    return SlotActions(tuple(sorted(stop)), tuple(sorted(launch)), tuple(sorted(dead)))
+    return SlotActions(tuple(sorted(stop)), tuple(sorted(launch)), tuple(sorted(dead)), tuple(sorted(heavy)))
 
 
 class RestartBackoff:

@@ -12,12 +12,12 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.errors import StormPyError
 from storm_py.nimbus.blobstore import code_key, jar_key, parse_code_description, verify_package
 from storm_py.node.local_state import write_json
 from storm_py.packaging.code_store import CODE, META
 from storm_py.packaging.package import UnpackLimits, unpack
-from storm_py.state.cluster_state import ClusterState
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ def capture_topology(topology: StormTopology) -> tuple[StormTopology, CaptureSto
 
 def _copy_spec(spec: ComponentSpec) -> ComponentSpec:
     return ComponentSpec(
-        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams)
+        spec.id, spec.obj, spec.parallelism, spec.is_spout, dict(spec.inputs), dict(spec.conf), dict(spec.streams),
+        dict(spec.columnar),
     )
 
 

@@ -22,7 +22,8 @@ from storm_py.errors import StormPyError
 log = logging.getLogger(__name__)
 
 #: the resource key (``context.get_resource(...)``) under which a worker shares its transactional-state store:
-#: an object with ``transactional_get/set/delete/children`` (a :class:`storm_py.state.cluster_state.ClusterState`)
+#: an object with ``transactional_get/set/delete/children`` (a
+#: :class:`storm_py.cluster_state.cluster_state.ClusterState`)
 TRANSACTIONAL_STATE_RESOURCE: Final = "storm_py.transactional_state"
 
 COORDINATOR_SUBTREE = "coordinator"

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.cluster_state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.config.keys import setting
 from storm_py.metrics import stats
 from storm_py.metrics.reports import TopologyReading, by_component, combined, reports
 from storm_py.metrics.windows import ALL_TIME, StatsBook, pretty_duration, window_pretty
 from storm_py.runtime.system_topology import layout_from_counts
-from storm_py.state.models import Assignment, ErrorInfo, NimbusInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.ui import stats_views
 
 LEADER = "Leader"

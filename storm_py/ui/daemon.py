@@ -2,8 +2,9 @@
 and ``/metrics``, relayed to the leader.
 
 Every nimbus serves the API itself; the UI daemon gives it the stable address Storm users expect (one host,
-``ui.port``), following leadership changes.  The daemon checks the cluster token itself (only the UI's files are
-served without it) and passes callers' bearer tokens through, so nimbus checks them too.
+``ui.port``), following leadership changes.  The daemon checks tokens itself (the cluster's, or a user's through
+the stored users; only the UI's files are served without one), so a wrong token never reaches nimbus, and passes
+callers' bearer tokens through, so nimbus decides each user's rights and writes the audit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from storm_py.node.http_api import JsonApiServer, NotFoundError, Reply, Request
 from storm_py.node.http_guard import JSON, OCTET_STREAM, allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import with_token
+from storm_py.node.user_tokens import TokenDirectory, UserTokenGate
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +34,13 @@ class UiDaemon:
         self.client = NimbusClient(conf)
         host = str(setting(conf, "ui.host"))
         port = int(setting(conf, "ui.port"))
+        self.directory = TokenDirectory(conf)
         try:
             self.server = JsonApiServer(
                 host, port, [], token=str(conf["nimbus.auth.token"]), fallback=self._relay, name="ui",
                 hosts=allowed_hosts(conf, host), public=_static, tls=server_context(conf),
                 fallback_bodies=(JSON, OCTET_STREAM),  # what nimbus's routes take (user blobs are raw bytes)
+                gate=UserTokenGate(self.directory),
             )
         except OSError as err:
             raise StormPyError(f"ui cannot listen on {host}:{port}: {err.strerror}") from err
@@ -66,12 +70,14 @@ class UiDaemon:
 
     def start(self) -> None:
         """Serve."""
+        self.directory.connect()
         self.server.start()
         log.info("ui serving %s (REST API under %s)", self.url, API)
 
     def stop(self) -> None:
         """Stop serving."""
         self.server.stop()
+        self.directory.close()
 
 
 def _static(method: str, path: str) -> bool:

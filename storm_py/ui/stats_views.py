@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from storm_py.cluster_state.models import StormBase
 from storm_py.metrics import stats
 from storm_py.metrics.reports import (
     CHECKPOINT_COMMITTED_AT,
@@ -24,7 +25,6 @@ from storm_py.metrics.reports import (
 )
 from storm_py.metrics.stats import ExecutorFigures
 from storm_py.metrics.windows import WINDOWS, StatsBook, pretty_duration, window_pretty
-from storm_py.state.models import StormBase
 
 
 def topology_lag(found: Iterable[Report]) -> dict[str, Any]:

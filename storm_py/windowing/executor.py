@@ -173,7 +173,7 @@ class WindowedBoltExecutor(Bolt):
         where = f"windowed bolt {context.get_this_component_id()!r}"
         self.clock = context.clock
         self.collector = WindowedCollector(collector)
-        self.bolt.prepare(conf, context, self.collector)
+        self.bolt.prepare(conf, context, self.bolt_collector(self.collector))
         spec = self.spec = WindowSpec.from_conf(conf, event_time=self.extractor is not None, where=where)
         self.late_stream = spec.late_stream
         if spec.late_stream is not None:
@@ -197,6 +197,10 @@ class WindowedBoltExecutor(Bolt):
             self.source = ("", "")  # no cell of this generator yet
         log.info("%s windows with %s (%s)", where, spec.describe(), "event time" if spec.event_time else
                  "processing time")
+
+    def bolt_collector(self, collector: WindowedCollector) -> Any:
+        """What the bolt's ``prepare`` gets to emit through (a subclass may hand it another collector)."""
+        return collector
 
     def watermark_streams(self, context: TopologyContext) -> set[tuple[str, str]]:
         """The input streams the watermark waits for: every stream this component subscribes to."""

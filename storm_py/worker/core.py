@@ -15,6 +15,8 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import WorkerHeartbeat, spouts_active
 from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
@@ -24,8 +26,6 @@ from storm_py.runtime.executor import Executor
 from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import WorkerHeartbeat, spouts_active
 from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels
@@ -110,6 +110,7 @@ class Worker:
         self._next_heartbeat = 0.0
         self._lock = threading.Lock()
         self.stopped = False
+        self.task_counts: dict[str, int] = {}
         self._seen_passes = -1
         self._progress_at = clock.now()
 
@@ -124,6 +125,7 @@ class Worker:
         user_topology = self.code_store.load(tid, topo_conf)
         system = system_topology(user_topology, topo_conf)
         counts = {c: (base.component_tasks.get(c, n), n) for c, n in base.component_executors.items()}
+        self.task_counts = dict(base.component_tasks)  # the layout built: a rescale of the tasks ends this worker
         layout = layout_from_counts(counts)
         task_to_comp = layout.task_to_component()
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
@@ -179,8 +181,8 @@ class Worker:
         if base is None or assignment is None:
             return False
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
-        if mine != self.executors:
-            return False
+        if mine != self.executors or base.component_tasks != self.task_counts:
+            return False  # moved, or the tasks were rescaled: a worker of the new layout takes the slot
         self.runtime.set_active(spouts_active(base.status))
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)

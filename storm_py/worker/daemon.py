@@ -21,6 +21,8 @@ from types import FrameType
 from typing import Any
 
 from storm_py.clock import SYSTEM_CLOCK, Clock
+from storm_py.cluster_state.acl import WORKER_AUTH_ENV
+from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
 from storm_py.node.local_state import stormdist_dir, worker_heartbeat_path, write_json
@@ -29,8 +31,6 @@ from storm_py.packaging.code_store import DistCodeStore
 from storm_py.runtime.eventlogger import EVENTS_LOGGER
 from storm_py.runtime.transfer.auth import FrameAuth, topology_curve_seed, topology_frame_key
 from storm_py.runtime.transfer.socket_transfer import SocketTransfer
-from storm_py.state.acl import WORKER_AUTH_ENV
-from storm_py.state.cluster_state import ClusterState
 from storm_py.transport import open_transport
 from storm_py.worker.core import Worker
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.metrics.windows import pretty_duration
 from storm_py.nimbus import blobstore
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore, jar_key
 from storm_py.packaging.code_store import DistCodeStore
 from storm_py.packaging.package import TopologyPackage, read_package
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.supervisor.stormdist import StormDist
 from tests.cluster.harness import APPS
 

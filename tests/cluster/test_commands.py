@@ -54,7 +54,8 @@ def test_without_the_token_nothing_changes(cluster) -> None:
     for args in (["deactivate", "steady"], ["kill", "steady"], ["rebalance", "steady", "-n", "1"]):
         proc = dc.cli(*args, "-c", "nimbus.auth.token=null", check=False)
         assert proc.returncode == 1
-        assert proc.stderr.strip() == "Error: this request needs the cluster's nimbus.auth.token"
+        assert proc.stderr.strip() == ("Error: this request needs a valid token (nimbus.auth.token: the cluster's or "
+                                       "a user's)")
     proc = dc.cli("deactivate", "steady", "-c", "nimbus.auth.token=wrong", check=False)
     assert proc.returncode == 1 and "nimbus.auth.token" in proc.stderr
     assert status(dc, "steady") == "ACTIVE"  # reads need no token

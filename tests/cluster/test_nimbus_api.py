@@ -14,6 +14,8 @@ import pytest
 
 from storm_py.client import NimbusClient, NimbusRequestError
 from storm_py.clock import SYSTEM_CLOCK, wait_until
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import SupervisorInfo
 from storm_py.errors import (
     AlreadyAliveException,
     AuthorizationError,
@@ -23,8 +25,6 @@ from storm_py.errors import (
 )
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.packaging.package import TopologyPackage, read_package
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import SupervisorInfo
 from tests.cluster.harness import APPS
 
 pytestmark = pytest.mark.timeout(120)
@@ -58,7 +58,7 @@ class Nimbuses:
             self.daemons.append(d)
             self.threads.append(t)
         # a supervisor with four slots, so that topologies get scheduled
-        from storm_py.state.cluster_state import ClusterState
+        from storm_py.cluster_state.cluster_state import ClusterState
 
         ClusterState(self.supervisor, self.conf).set_supervisor_info(
             "sup-1", SupervisorInfo("127.0.0.1", SYSTEM_CLOCK.wall(), ports=[7001, 7002, 7003, 7004])

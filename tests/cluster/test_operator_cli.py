@@ -220,9 +220,9 @@ def test_shell_uploads_the_folder_and_runs_the_command_that_submits_it(ops) -> N
 
 
 def test_admin_removes_topologies_whose_code_is_gone(ops, wheels) -> None:
+    from storm_py.cluster_state.cluster_state import ClusterState
     from storm_py.nimbus.blobstore import jar_key
     from storm_py.node.session import open_storage
-    from storm_py.state.cluster_state import ClusterState
 
     dc = ops.dc
     dc.cli("submit", str(wheels["wordcount"]), "examples.word_count:build", "--name", "victim", "--inactive",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from storm_py.clock import SimulatedClock
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import Assignment
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import Assignment
+from storm_py.node.launch_report import launch_failures
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.slots import RestartBackoff
 
@@ -138,3 +139,34 @@ def test_a_worker_stopped_because_its_assignment_moved_does_not_count() -> None:
 def test_backoff_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="restart backoff"):
         RestartBackoff(min_uptime_secs=10, base_secs=5, max_secs=1)
+
+
+def test_a_failing_launch_is_reported_in_the_heartbeat_until_a_launch_succeeds_and_read_per_topology() -> None:
+    host = Host()
+    host.launcher.broken = True
+    host.assign("t1", [(1, 1)])
+    host.supervisor.sync()
+    host.supervisor.heartbeat()
+    metas = [(i.hostname, i.scheduler_meta) for i in host.state.supervisors().values()]
+    assert launch_failures("t1", metas) == [{"host": "127.0.0.1", "error": "no such wheel"}]
+    assert launch_failures("t2", metas) == []
+    host.launcher.broken = False
+    host.crash_and_sync_for(0)  # one more round before the backoff allows a launch: still reported
+    host.clock.advance(10)
+    host.supervisor.sync()
+    host.supervisor.heartbeat()
+    assert host.launcher.workers, "launched again once the backoff allowed"
+    metas = [(i.hostname, i.scheduler_meta) for i in host.state.supervisors().values()]
+    assert launch_failures("t1", metas) == []
+
+
+def test_a_failed_launch_is_no_longer_reported_once_the_slot_is_unassigned() -> None:
+    host = Host()
+    host.launcher.broken = True
+    host.assign("t1", [(1, 1)])
+    host.supervisor.sync()
+    host.state.remove_assignment("t1")
+    host.supervisor.sync()
+    host.supervisor.heartbeat()
+    metas = [(i.hostname, i.scheduler_meta) for i in host.state.supervisors().values()]
+    assert launch_failures("t1", metas) == []

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.zk import KazooStorage
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.zk import KazooStorage
 from tests.cluster.conftest import zk_root_conf
 from tests.cluster.harness import APPS, REPO, DevClusterProcess, alive, build_wheel
 

@@ -9,14 +9,11 @@ Docker where its daemon answers, else podman (tests/deploy/containers.py); never
 
 from __future__ import annotations
 
-import hashlib
 import http.client
-import os
 import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,8 @@ from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import free_port
 from tests.cluster.harness import REPO, build_wheel, storm_py_command, word_count_project
-from tests.deploy.containers import Engine, open_engine, unavailable_reason
+from tests.deploy.containers import Engine
+from tests.deploy.images import base_images, drop_older_project_images, image_ids, image_tag
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -45,56 +43,6 @@ FAST = {
     "storm.nimbus.retry.interval.millis": 250,
     "storm.nimbus.retry.intervalceiling.millis": 1000,
 }
-#: what the Dockerfile's build reads (besides itself): its image is rebuilt only when one of them changed
-BUILD_INPUTS = ("pyproject.toml", "setup.cfg", "setup.py", "README.md", "storm_py")
-IMAGE_REPOSITORY = "localhost/storm-py-compose-test"
-BASES = ("STORM_PY_BUILD_BASE_IMAGE", "STORM_PY_BASE_IMAGE", "STORM_PY_ZOOKEEPER_IMAGE")
-DEFAULT_BASES = ("python:3.11", "python:3.11-slim", "zookeeper:3.8")
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    reason = unavailable_reason()
-    assert reason is None, reason
-    engine = open_engine()
-    try:
-        yield engine
-    finally:
-        engine.close()
-
-
-def base_images(engine: Engine) -> dict[str, str]:
-    """The bases: the caller's (its environment), the registry's where the engine has them, else local ones."""
-    if all(os.environ.get(name) for name in BASES):
-        return {name: os.environ[name] for name in BASES}
-    if all(engine.run("image", "inspect", image, check=False).returncode == 0 for image in DEFAULT_BASES):
-        return {}
-    made = subprocess.run([str(REPO / "scripts" / "local-images.sh")], capture_output=True, text=True,
-                          env={**engine.env, "CONTAINER_ENGINE": engine.command}, timeout=900, check=False)  # fmt: skip
-    assert made.returncode == 0, made.stderr[-4000:]
-    print(made.stderr, end="")
-    values = dict(line.split("=", 1) for line in made.stdout.split())
-    assert set(values) == set(BASES), made.stdout
-    return values
-
-
-def image_tag(bases: dict[str, str]) -> str:
-    """The project image's tag: a hash of the build's inputs and bases, so that an unchanged tree reuses it."""
-    digest = hashlib.sha256(repr(sorted(bases.items())).encode())
-    digest.update((REPO / "Dockerfile").read_bytes())
-    for name in BUILD_INPUTS:
-        root = REPO / name
-        for path in sorted([root] if root.is_file() else root.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".so", ".pyc"):
-                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
-
-
-def image_ids(engine: Engine, *filters: str) -> set[str]:
-    args = [a for f in filters for a in ("--filter", f)]
-    return set(engine.run("images", "-q", "--no-trunc", *args).stdout.split())
-
-
 def health(port: int) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -238,9 +186,7 @@ def test_compose_cluster_runs_a_topology_survives_a_lost_supervisor_and_a_nimbus
         assert timings["stop"] < 9.0, timings
     finally:
         compose("down", "-v", "-t", "3", check=False)
-        # one image of the project is kept, for the next run if nothing it is built from changed; older ones go
-        for old in image_ids(engine, f"reference={IMAGE_REPOSITORY}") - image_ids(engine, f"reference={image}"):
-            engine.run("rmi", "-f", old, check=False)
+        drop_older_project_images(engine, image)
         print(f"\ncompose test timings (s): {', '.join(f'{k} {v:.1f}' for k, v in timings.items())}")
     assert leftovers(engine, project) == []
     shutil.rmtree(tmp_path / "wheels", ignore_errors=True)

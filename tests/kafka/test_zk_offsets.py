@@ -11,11 +11,11 @@ import pytest
 
 from storm_py import LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.zk import KazooStorage
 from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
 from storm_py.kafka.client import KafkaConsumerClient
 from storm_py.kafka.stores import ZkOffsetStore
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.zk import KazooStorage
 from tests.kafka.conftest import Broker
 from tests.kafka.helpers import SEEN, RecordingBolt, reset, wait_seen
 

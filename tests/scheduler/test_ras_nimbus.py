@@ -9,13 +9,13 @@ import pytest
 
 from storm_py import TopologyBuilder
 from storm_py.clock import SimulatedClock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import SupervisorInfo
 from storm_py.errors import ConfigError, InvalidTopologyException
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.ras import placement_of
 from storm_py.packaging.code_store import MemoryCodeStore
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import SupervisorInfo
 from storm_py.testing import TestWordCounter, TestWordSpout
 
 RAS = "org.apache.storm.scheduler.resource.ResourceAwareScheduler"

@@ -9,10 +9,10 @@ import pytest
 
 from storm_py.cli.daemons import supervisor_confs
 from storm_py.clock import Clock
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.errors import ConfigError
 from storm_py.scheduler.resource_aware import Resources, capacity_of
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.supervisor.core import Supervisor
 
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.drpc.server import DRPCServer
 from storm_py.nimbus.api import API
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.node.http_api import JsonApiServer, Request, Route
-from storm_py.state.memory import MemoryStorage, MemoryStore
 from storm_py.supervisor.daemon import SupervisorDaemon
 from storm_py.ui.daemon import UiDaemon
 

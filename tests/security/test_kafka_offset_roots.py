@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.acl import topology_name, worker_auth
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.zk import KazooStorage
 from storm_py.errors import StateError
-from storm_py.state import znodes
-from storm_py.state.acl import topology_name, worker_auth
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.zk import KazooStorage
 from tests.zk_fixture import digest_conf
 
 pytestmark = pytest.mark.zookeeper

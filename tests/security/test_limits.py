@@ -10,11 +10,11 @@ import pytest
 
 from storm_py import TopologyBuilder
 from storm_py.api.topology import StormTopology
+from storm_py.cluster_state.cluster_state import MAX_RECORD_BYTES, ClusterState
+from storm_py.cluster_state.memory import MemoryStorage
+from storm_py.cluster_state.models import StormBase
 from storm_py.errors import InvalidTopologyException, StateError
 from storm_py.local import LocalCluster
-from storm_py.state.cluster_state import MAX_RECORD_BYTES, ClusterState
-from storm_py.state.memory import MemoryStorage
-from storm_py.state.models import StormBase
 from tests.security.test_frame_fuzz import NumberSpout, Relay, Sink
 
 

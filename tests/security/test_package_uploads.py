@@ -18,14 +18,14 @@ import pytest
 
 from storm_py.client import NimbusClient, NimbusRequestError
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import SupervisorInfo
 from storm_py.deps.wheelhouse import MANIFEST, WHEELHOUSE, check_wheelhouse
 from storm_py.errors import DependencyError, StormPyError, TopologyLoadError
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.packaging import package as package_module
 from storm_py.packaging.package import MIB, TopologyPackage, UnpackLimits, check_archive, unpack
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import SupervisorInfo
 from tests.cluster.wheelmaker import make_wheel
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from storm_py.client import NimbusClient
+from storm_py.cluster_state.memory import MemoryStorage
 from storm_py.dev.secret import main, with_secrets, write_private
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.node.session import is_loopback
-from storm_py.state.memory import MemoryStorage
 from storm_py.supervisor.daemon import write_worker_conf
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from storm_py.clock import SimulatedClock
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import Assignment, StormBase
-from storm_py.state.zk import KazooStorage
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import Assignment, StormBase
+from storm_py.cluster_state.zk import KazooStorage
 from storm_py.supervisor.core import Supervisor
 from tests.zk_fixture import digest_conf
 

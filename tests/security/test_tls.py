@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from storm_py.client import NimbusClient
+from storm_py.cluster_state.memory import MemoryStorage
 from storm_py.dev.tls_ca import make_dev_tls
 from storm_py.drpc.client import DRPCInvocationsClient
 from storm_py.drpc.server import DRPCServer
 from storm_py.errors import ConfigError
 from storm_py.nimbus.daemon import NimbusDaemon
 from storm_py.node.tls import client_context, server_context
-from storm_py.state.memory import MemoryStorage
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from storm_py.clock import wait_until
-from storm_py.state.acl import WORKER_AUTH_ENV
+from storm_py.cluster_state.acl import WORKER_AUTH_ENV
 from tests.cluster.harness import DevClusterProcess, build_wheel
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(300)]

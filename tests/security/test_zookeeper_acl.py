@@ -10,9 +10,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NotEmptyError
 
 from storm_py.clock import wait_until
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import StormBase, SupervisorInfo
-from storm_py.state.zk import KazooStorage
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import StormBase, SupervisorInfo
+from storm_py.cluster_state.zk import KazooStorage
 from tests.zk_fixture import digest_conf
 
 pytestmark = pytest.mark.zookeeper
@@ -115,7 +115,7 @@ def test_a_stolen_blob_holder_entry_cannot_be_planted(state: ClusterState, intru
 
 def test_assignment_round_trip_with_auth(state: ClusterState) -> None:
     """Authenticated daemons keep working end to end (writes, reads, watches, ephemeral registration)."""
-    from storm_py.state.models import Assignment
+    from storm_py.cluster_state.models import Assignment
 
     seen: list[int] = []
     watch = state.watch_assignments(lambda: seen.append(1))

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from storm_py.clock import wait_until
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.storage import StateStorage
 from storm_py.errors import WaitTimeoutError
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.storage import StateStorage
 
 #: Session timeout of test clients, in seconds (the test server allows 1 to 10 s).
 ZK_SESSION_TIMEOUT = 6.0
@@ -64,7 +64,7 @@ class KazooBackend(Backend):
         self.chroot = chroot
 
     def session(self) -> StateStorage:
-        from storm_py.state.zk import KazooStorage
+        from storm_py.cluster_state.zk import KazooStorage
 
         storage = KazooStorage(
             self.zookeeper.connect_string,

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from storm_py.cluster_state import acl as acls
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import WorkerHeartbeat
+from storm_py.cluster_state.storage import StateStorage
 from storm_py.errors import StateError
-from storm_py.state import acl as acls
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import WorkerHeartbeat
-from storm_py.state.storage import StateStorage
 
 SECRET = "storm:s3cret-cluster-payload"
 WRONG = "storm:not-the-secret"
@@ -35,7 +35,7 @@ def open_session(request: pytest.FixtureRequest) -> Iterator[Opener]:
             return storage
 
     else:
-        from storm_py.state.zk import KazooStorage
+        from storm_py.cluster_state.zk import KazooStorage
 
         zookeeper: Any = request.getfixturevalue("zookeeper")
         chroot: str = request.getfixturevalue("zk_chroot")

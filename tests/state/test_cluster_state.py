@@ -7,10 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.errors import StateError
-from storm_py.state import znodes
-from storm_py.state.cluster_state import MAX_ERRORS_PER_COMPONENT, ClusterState
-from storm_py.state.models import (
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.cluster_state import MAX_ERRORS_PER_COMPONENT, ClusterState
+from storm_py.cluster_state.models import (
     Assignment,
     ErrorInfo,
     NimbusInfo,
@@ -18,6 +17,7 @@ from storm_py.state.models import (
     SupervisorInfo,
     WorkerHeartbeat,
 )
+from storm_py.errors import StateError
 
 from .conftest import WAIT, Backend, Recorder
 

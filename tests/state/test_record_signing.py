@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from storm_py.state import znodes
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.models import Assignment, StormBase
-from storm_py.state.signing import SIGNATURE_FIELD, RecordSigner, record_key
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.models import Assignment, StormBase
+from storm_py.cluster_state.signing import SIGNATURE_FIELD, RecordSigner, record_key
 
 from .conftest import Backend
 

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from storm_py.clock import wait_until
+from storm_py.cluster_state.storage import LeaderElection, StateStorage
 from storm_py.errors import StateError
-from storm_py.state.storage import LeaderElection, StateStorage
 
 from .conftest import WAIT, Backend, Recorder, barrier
 

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from storm_py.clock import wait_until
+from storm_py.cluster_state.zk import KazooStorage, hosts_string
 from storm_py.config import defaults
 from storm_py.errors import StateError
-from storm_py.state.zk import KazooStorage, hosts_string
 from tests.zk_fixture import ZooKeeperServer, free_port
 
 from .conftest import WAIT, ZK_SESSION_TIMEOUT, Recorder, barrier

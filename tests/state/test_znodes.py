@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from storm_py.cluster_state import znodes
 from storm_py.errors import StateError
-from storm_py.state import znodes
 
 PACKAGE = Path(__file__).resolve().parents[2] / "storm_py"
 
@@ -104,7 +104,7 @@ def test_no_znode_path_literals_outside_znodes_module() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _ZNODE_LITERAL.search(line):
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
-    assert not offenders, "znode paths belong in storm_py/state/znodes.py:\n" + "\n".join(offenders)
+    assert not offenders, "znode paths belong in storm_py/cluster_state/znodes.py:\n" + "\n".join(offenders)
 
 
 @pytest.mark.parametrize(

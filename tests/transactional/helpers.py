@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py.api.context import TopologyContext
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
 
 

@@ -1,11 +1,12 @@
 """The window and state keys a topology's page shows per component: a windowed bolt's window keys and message id
-field, the topology's state keys on the checkpoint spout; kept in the storm base."""
+field, a stateful component's kind of state, the topology's state keys on the checkpoint spout; kept in the storm
+base."""
 
 from __future__ import annotations
 
 from storm_py import Count, TopologyBuilder
+from storm_py.cluster_state.models import StormBase
 from storm_py.nimbus.component_settings import component_settings
-from storm_py.state.models import StormBase
 from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
 from tests.unit.test_stateful_windowed import WindowSum, _Spout
 
@@ -20,6 +21,7 @@ def test_windowed_bolts_show_their_window_keys_and_the_checkpoint_spout_the_stat
         "topology.bolts.window.length.count": 3,
         "topology.bolts.sliding.interval.count": 3,
         "topology.bolts.message.id.field.name": "id",
+        "topology.state.kind": "window",  # its state is kept per task: it cannot be rescaled by key group
     }
     state = settings[CHECKPOINT_COMPONENT_ID]
     assert state["topology.state.guarantee"] == "exactly_once"

@@ -11,15 +11,15 @@ import pytest
 
 from storm_py import CredentialsListener
 from storm_py.cli.credentials import pairs, read_properties
+from storm_py.cluster_state import acl as acls
+from storm_py.cluster_state import znodes
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import Credentials
 from storm_py.errors import StateError
 from storm_py.nimbus.credentials_api import MAX_KEY_CHARS, parse_credentials
 from storm_py.node.http_api import BadRequestError
 from storm_py.runtime.credentials import CredentialsInbox, CredentialsWatch, deliver_credentials
-from storm_py.state import acl as acls
-from storm_py.state import znodes
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import Credentials
 
 SECRET = "storm:credentials-cluster-secret"
 TOKEN = "credentials-token-0123456789"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import Clock
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.healthcheck import judge, run_health_checks
 

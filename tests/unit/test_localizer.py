@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.cluster_state.models import StormBase
 from storm_py.nimbus.blobstore import LocalFsBlobStore
 from storm_py.nimbus.userblobs import UserBlobs
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
-from storm_py.state.models import StormBase
 from storm_py.supervisor.localizer import BlobLocalizer, local_names
 
 TID = "words-1-1700000000"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from storm_py.cluster_state.models import Assignment, StormBase, SupervisorInfo, WorkerHeartbeat
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, plan_assignment
-from storm_py.state.models import Assignment, StormBase, SupervisorInfo, WorkerHeartbeat
 
 TIMEOUTS = Timeouts(task=30, launch=120, supervisor=60)
 A, B = ("sup-a", 6700), ("sup-b", 6700)

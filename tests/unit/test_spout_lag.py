@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from storm_py.cluster_state.models import WorkerHeartbeat
 from storm_py.metrics import prometheus, reports, stats
-from storm_py.state.models import WorkerHeartbeat
 from storm_py.ui import stats_views
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import grimp
 
+from storm_py.cluster_state.models import Assignment, ErrorInfo, StormBase
 from storm_py.metrics.reports import TopologyReading
 from storm_py.metrics.windows import ALL_TIME, StatsBook
-from storm_py.state.models import Assignment, ErrorInfo, StormBase
 from storm_py.ui import api_views
 
 

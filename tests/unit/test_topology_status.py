@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from storm_py.cluster_state.models import ACTIVE, INACTIVE, KILLED, REBALANCING, spouts_active
 from storm_py.nimbus import topology_status as ts
-from storm_py.state.models import ACTIVE, INACTIVE, KILLED, REBALANCING, spouts_active
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore
 from storm_py.nimbus.userblobs import BlobExistsError, UserBlobs, check_key, decode, parse_acl, store_key
 from storm_py.node.http_api import NotFoundError
-from storm_py.state.cluster_state import ClusterState
-from storm_py.state.memory import MemoryStorage, MemoryStore
 
 
 @pytest.fixture

@@ -55,6 +55,11 @@ class TransferHost(Protocol):
         ...
 
     @property
+    def columnar_streams(self) -> frozenset[tuple[str, str]]:
+        """The columnar streams, ``(component, stream)``: each of their tuples carries one batch."""
+        ...
+
+    @property
     def topology(self) -> StormTopology:
         """The (system) topology the worker runs: what each task is and subscribes to."""
         ...

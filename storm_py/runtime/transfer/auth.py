@@ -6,7 +6,7 @@ topology — forged, altered, or from another topology — never reaches the dec
 
 The key is the topology's own: derived from the topology's ZooKeeper payload (``storm.zookeeper.topology.auth
 .payload``, which the supervisor hands each worker in place of the cluster's, itself derived from the cluster
-secret and the topology id: :func:`storm_py.state.acl.worker_auth`), else from ``nimbus.auth.token`` and the
+secret and the topology id: :func:`storm_py.cluster_state.acl.worker_auth`), else from ``nimbus.auth.token`` and the
 topology id — the way Storm hands each topology its credentials without storing them anywhere else.  Workers of
 another topology cannot compute it.  Without any secret frames are not authenticated (a loopback-only
 development setup).
@@ -24,8 +24,8 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
+from storm_py.cluster_state.acl import topology_payload
 from storm_py.errors import ConfigError
-from storm_py.state.acl import topology_payload
 
 #: Bytes of the tag appended to each frame.
 TAG_BYTES = 16

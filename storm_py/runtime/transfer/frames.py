@@ -9,8 +9,8 @@ task.  The frame layout itself belongs to :mod:`storm_py.protocol.messages`.
 A frame comes from a socket, so the decoder trusts nothing in it: besides the layout (checked by the protocol),
 every entry must fit its target (:class:`FrameTargets`) before the worker loop sees it — tuples only for bolt
 tasks of this worker, from a component and stream the bolt subscribes to, with as many values as the stream has
-fields; ack rows only for acker and spout tasks, of the length and codes those read.  A frame with one entry that
-does not fit is rejected whole (:class:`CodecError`).
+fields (on a columnar stream: one batch of its columns); ack rows only for acker and spout tasks, of the length
+and codes those read.  A frame with one entry that does not fit is rejected whole (:class:`CodecError`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from storm_py.protocol.messages import (
 )
 from storm_py.runtime.acker import ACK, ACKED, FAIL, FAILED, INIT, RESET, RESET_TIMEOUT
 from storm_py.runtime.transfer import Entries
+from storm_py.vector.wire import batch_tuple_fits
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +214,13 @@ class FrameDecoder:
         task_to_component: Mapping[int, str],
         component_streams: Mapping[str, Mapping[str, Fields]],
         targets: FrameTargets | None = None,
+        columnar: Collection[tuple[str, str]] = frozenset(),
     ) -> None:
         self._task_to_component = task_to_component
         self._component_streams = component_streams
         self._targets = targets
+        #: the columnar streams ``(component, stream)``: each of their tuples is one batch of the stream's columns
+        self._columnar = frozenset(columnar)
 
     def _tuples_fit(self, task: int, comp: str, stream: str, fields: Fields, values_list: list[Any],
                     src_worker: str | int) -> None:  # fmt: skip
@@ -233,6 +237,14 @@ class FrameDecoder:
                 "to them in this worker",
                 task=task, stream=stream,
             )  # fmt: skip
+        if (comp, stream) in self._columnar:
+            names = fields.to_list()
+            for values in values_list:
+                if not batch_tuple_fits(values, names):
+                    raise CodecError(
+                        f"frame from {src_worker!r}: a tuple of columnar stream {comp}/{stream} that is not one "
+                        f"batch of the columns {names}", task=task, stream=stream)
+            return
         n = len(fields)
         for values in values_list:
             if len(values) != n:

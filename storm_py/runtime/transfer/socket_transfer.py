@@ -148,7 +148,8 @@ class SocketTransfer:
         targets = FrameTargets.of(
             runtime.topology.components(), runtime.task_to_component, runtime.worker_tasks, ACKER_COMPONENT
         )
-        self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams, targets)
+        self._decoder = FrameDecoder(runtime.task_to_component, runtime.component_streams, targets,
+                                     runtime.columnar_streams)
         self._receiver = self._transport.bind(self._host, port)
         # where the transport authenticates every frame (CURVE), a tag would only repeat it: docs/DESIGN.md,
         # "Frame tags under CURVE"

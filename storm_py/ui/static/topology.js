@@ -33,6 +33,13 @@
       { label: "Last checkpoint", render: r => r.lastCheckpoint ? "txid " + r.lastCheckpoint.txid +
         (r.lastCheckpoint.ageSecs === null ? "" : ", " + r.lastCheckpoint.ageSecs.toFixed(1) + " s ago") : "" },
     ], [page]);
+    // supervisors whose last launch of one of the topology's workers failed, and why (they keep retrying)
+    const failures = page.launchFailures || [];
+    $("launch-failures-section").hidden = failures.length === 0;
+    table($("launch-failures"), [
+      { label: "Host", key: "host" },
+      { label: "Error", render: r => el("pre", { class: "error" }, r.error) },
+    ], failures, r => r.host + "/" + r.error);
     // the topology's own Python environment (a wheelhouse uploaded with it), per supervisor: building, ready or
     // failed with the failure's text; none for a topology without one
     const envs = page.environmentStates || [];

@@ -1,0 +1,1 @@
+"""A test topology with an asyncio bolt calling an HTTP endpoint."""
