@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +56,14 @@ class LocalCluster:
         del tracked  # see the class docstring
         self.conf = defaults()
         self.conf.update(daemon_conf or {})
+        # managed state is durable by default (the checkpoint_dir provider, in a directory of this cluster's),
+        # unless the cluster's conf names a provider; a topology's own conf may still name another
+        self._state_dir: str | None = None
+        if "topology.state.provider" not in (daemon_conf or {}):
+            self.conf["topology.state.provider"] = "checkpoint_dir"
+            if not self.conf.get("topology.state.checkpoint.dir"):
+                self._state_dir = tempfile.mkdtemp(prefix="storm-py-local-state-")
+                self.conf["topology.state.checkpoint.dir"] = self._state_dir
         # the workers' collector threshold, in this process only when asked for: it is the user's process
         self._gc_before: tuple[int, int, int] | None = None
         if "worker.gc.threshold0" in (daemon_conf or {}):
@@ -261,5 +271,7 @@ class LocalCluster:
         for sup in self.supervisors:
             sup.shutdown()
         self.transfer.close()
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
         if self._gc_before is not None:
             gc.set_threshold(*self._gc_before)

@@ -212,8 +212,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.builtin.metrics.bucket.size.secs", NUMBER, 60, "workers", "seconds between built-in metrics sent to consumers", min=1),
     ),
     "state": (
-        Key("topology.state.provider", STR, "memory", "nimbus, stateful components", "where managed state lives: \"memory\" (lost on kill), \"redis\" or \"module:Class\" with new_state(namespace, conf, context)"),
-        Key("topology.state.provider.config", MAP_OR_JSON, None, "state providers", "the provider's settings (a mapping or a JSON object); redis: host, port, database, password, key_prefix, timeout_secs"),
+        Key("topology.state.provider", STR, "memory", "nimbus, stateful components", "where managed state lives: \"memory\" (lost on kill), \"redis\", \"checkpoint_dir\" (files under a local path or fsspec URL; the default of dev-cluster and LocalCluster) or \"module:Class\" with new_state(namespace, conf, context)"),
+        Key("topology.state.provider.config", MAP_OR_JSON, None, "state providers", "the provider's settings (a mapping or a JSON object); redis: host, port, database, password, key_prefix, timeout_secs; checkpoint_dir: url, compact_files, fsync, storage_options"),
+        Key("topology.state.checkpoint.dir", STR, None, "state providers", "the url of the checkpoint_dir provider when topology.state.provider.config has none (dev-cluster and LocalCluster set it)"),
         Key("topology.state.checkpoint.interval.ms", INT, 1000, "checkpoint spout", "ms between checkpoints of a topology with stateful bolts (at least 100)", min=1),
         Key("topology.state.guarantee", STR, "at_least_once", "nimbus, stateful components", "at_least_once (Storm's: a recovery may count a tuple twice) or exactly_once (every spout a StatefulSpout)", choices=("at_least_once", "exactly_once")),
         Key("topology.state.max.parallelism", INT, 128, "nimbus, workers, stateful components", "the number of key groups of each component with keyed state: a key's group is its grouping values' hash mod this, fixed for the topology's life; the component's task count may never exceed it (rescale moves state by whole groups)", min=1),

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
+from storm_py.config.keys import setting
 from storm_py.dev.child import exit_message, log_tail
 from storm_py.dev.secret import with_secrets, write_private
 from storm_py.dev.tls_ca import make_dev_tls
@@ -192,6 +193,7 @@ class DevCluster:
         drpc_ports = [free_port(self.host) for _ in range(3)]
         common = {
             **self.base_conf,
+            **self._state_defaults(),
             "storm.zookeeper.servers": [zk_host],
             "storm.zookeeper.port": int(zk_port),
             "nimbus.seeds": [f"{self.host}:{p}" for p in nimbus_ports],
@@ -222,6 +224,16 @@ class DevCluster:
         self._spawn("drpc", "drpc", {**common, "storm.local.dir": str(self.workdir / "drpc")}, drpc_ports[0])
         self._record()
         self._wait_ready(timeout)
+
+    def _state_defaults(self) -> dict[str, Any]:
+        """Managed state is durable by default: the checkpoint_dir provider under the work directory (every
+        worker of this host reaches it), unless the conf names another provider than the built-in default
+        (``memory`` is then asked per topology: its conf wins over the cluster's)."""
+        if setting(self.base_conf, "topology.state.provider") != "memory":
+            return {}
+        return {"topology.state.provider": "checkpoint_dir",
+                "topology.state.checkpoint.dir": self.base_conf.get("topology.state.checkpoint.dir")
+                or str(self.workdir / "state")}
 
     def _spawn(self, name: str, kind: str, conf: Mapping[str, Any], port: int | None = None) -> None:
         conf_path = self.workdir / f"{name}.yaml"

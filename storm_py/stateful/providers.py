@@ -1,5 +1,6 @@
-"""This module owns state providers: ``topology.state.provider`` names one (``"memory"``, ``"redis"`` or
-``"module:Class"``) and :func:`new_state` asks it for the state of one task (namespace ``<component>-<task>``).
+"""This module owns state providers: ``topology.state.provider`` names one (``"memory"``, ``"redis"``,
+``"checkpoint_dir"`` or ``"module:Class"``) and :func:`new_state` asks it for the state of one task (namespace
+``<component>-<task>``).
 
 A ``"module:Class"`` provider is a class with a no-argument constructor and a method
 ``new_state(namespace, conf, context) -> KeyValueState``.
@@ -15,6 +16,13 @@ from typing import Any, Protocol, runtime_checkable
 from storm_py.api.context import TopologyContext
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
+from storm_py.stateful.checkpoint_dir import (
+    CHECKPOINT_DIR,
+    CheckpointDirState,
+    Settings,
+    check_reachable,
+    settings_of,
+)
 from storm_py.stateful.state import MEMORY_STORES, KeyValueState
 from storm_py.stateful.task_names import Rescales, namespace
 
@@ -56,14 +64,24 @@ def provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_provider(conf: Mapping[str, Any]) -> None:
-    """Refuse a provider name that is neither built in nor ``module:Class``, and a config that is not a mapping."""
+    """Refuse a provider name that is neither built in nor ``module:Class``, and a config that is not a mapping;
+    for ``checkpoint_dir``, a config without a url, or whose url cannot be reached and written."""
     name = setting(conf, "topology.state.provider")
-    if name not in (MEMORY, REDIS) and (not isinstance(name, str) or ":" not in name):
+    if name not in (MEMORY, REDIS, CHECKPOINT_DIR) and (not isinstance(name, str) or ":" not in name):
         raise ConfigError(
-            f"topology.state.provider {name!r} is not 'memory', 'redis' or 'module:Class'",
+            f"topology.state.provider {name!r} is not 'memory', 'redis', 'checkpoint_dir' or 'module:Class'",
             key="topology.state.provider",
         )
-    provider_config(conf)
+    config = provider_config(conf)
+    if name == CHECKPOINT_DIR:
+        check_reachable(checkpoint_dir_settings(conf, config))
+
+
+def checkpoint_dir_settings(conf: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> Settings:
+    """The ``checkpoint_dir`` provider's settings: ``topology.state.provider.config``, its url defaulting to
+    ``topology.state.checkpoint.dir``."""
+    return settings_of(provider_config(conf) if config is None else config,
+                       setting(conf, "topology.state.checkpoint.dir"))
 
 
 def new_state(namespace: str, conf: Mapping[str, Any], context: TopologyContext) -> KeyValueState:
@@ -75,6 +93,8 @@ def new_state(namespace: str, conf: Mapping[str, Any], context: TopologyContext)
         from storm_py.stateful.redis_state import RedisKeyValueState
 
         return RedisKeyValueState.from_config(namespace, provider_config(conf))
+    if name == CHECKPOINT_DIR:
+        return CheckpointDirState.open(checkpoint_dir_settings(conf), context.topology_name, namespace)
     state = _custom(str(name)).new_state(namespace, conf, context)
     if not isinstance(state, KeyValueState):
         raise ConfigError(

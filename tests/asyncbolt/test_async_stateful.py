@@ -27,7 +27,8 @@ WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 400
 #: the execution that raises (counted over both tasks), after a few checkpoints committed with executions in flight
 RAISE_AT = 1200
 EXACTLY_ONCE = {"topology.state.checkpoint.interval.ms": 100, "topology.state.guarantee": "exactly_once",
-                "topology.async.max.in.flight": 10}
+                "topology.async.max.in.flight": 10,
+                "topology.state.provider": "memory"}  # committed_counts reads the in-memory stores
 
 
 class PacedPositionSpout(PositionSpout):
@@ -141,7 +142,8 @@ def test_async_counts_cover_every_word_under_at_least_once():
     builder.set_bolt("split", SplitBolt("async-alo"), 2).shuffle_grouping("words")
     builder.set_bolt("count", AsyncCountBolt("async-alo"), 2).fields_grouping("split", ["word"])
     builder.set_bolt("sink", SinkBolt("async-alo")).shuffle_grouping("count")
-    conf = {"topology.state.checkpoint.interval.ms": 100, "topology.async.max.in.flight": 10}
+    conf = {"topology.state.checkpoint.interval.ms": 100, "topology.async.max.in.flight": 10,
+            "topology.state.provider": "memory"}
     with LocalCluster() as cluster:
         cluster.submit_topology("async-alo", conf, builder.create_topology())
         wait_until(lambda: len(run.acked) == len(words), 120, what="every word acked (after a commit)")

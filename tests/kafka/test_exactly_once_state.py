@@ -43,7 +43,8 @@ def test_kafka_records_counted_exactly_once_through_failures(broker: Broker) -> 
     builder.set_bolt("count", CountBolt("kafka-eo", raise_on=("fig",), fail_prepare=3), 2).fields_grouping(
         "word", ["word"])
     conf = {"topology.state.guarantee": "exactly_once", "topology.state.checkpoint.interval.ms": 100,
-            "topology.workers": 3, "topology.message.timeout.secs": 10}
+            "topology.workers": 3, "topology.message.timeout.secs": 10,
+            "topology.state.provider": "memory"}  # committed_counts reads the in-memory stores
     with LocalCluster() as cluster:
         cluster.submit_topology("kafka-eo", conf, builder.create_topology())
         tid = cluster.get_topology_id("kafka-eo")

@@ -20,7 +20,8 @@ from storm_py.stateful.state import MEMORY_STORES
 from storm_py.stateful.task_names import Rescales, namespace
 from tests.rescale.components import KeyedCount, PassBolt, keyed_count_topology, new_run, truth, words
 
-CONF = {"topology.state.checkpoint.interval.ms": 100, "topology.workers": 2}
+CONF = {"topology.state.checkpoint.interval.ms": 100, "topology.workers": 2,
+        "topology.state.provider": "memory"}  # the states are read from the in-memory stores
 
 
 def _shares(cluster: LocalCluster, tid: str) -> list[dict[Any, Any]]:

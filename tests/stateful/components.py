@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py import BaseStatefulBolt, Bolt, Spout, StatefulSpout, TopologyBuilder
+from storm_py.stateful.checkpoint_dir import CheckpointDirState
+from storm_py.stateful.providers import checkpoint_dir_settings
 from storm_py.stateful.state import MEMORY_STORES
 
 
@@ -24,6 +26,8 @@ class Run:
     seen_streams: set[str] = field(default_factory=set)
     go: bool = True  # the word spout emits only while it is set
     topology_id: str = ""
+    topology_name: str = ""
+    conf: dict[str, Any] = field(default_factory=dict)  # the counting bolt's topology conf
     emitted: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -104,7 +108,8 @@ class CountBolt(BaseStatefulBolt):
     def prepare(self, conf, context, collector):
         self.collector = collector
         self.task = context.this_task_id
-        RUNS[self.run].topology_id = context.topology_id
+        run = RUNS[self.run]
+        run.topology_id, run.topology_name, run.conf = context.topology_id, context.topology_name, dict(conf)
 
     def init_state(self, state):
         self.state = state
@@ -222,8 +227,13 @@ def counts(run: Run) -> Counter[str]:
 
 
 def committed_counts(run: Run) -> Counter[str]:
-    """The committed counts of the in-memory provider, over every counter task."""
+    """The committed counts over every counter task, of the in-memory provider or the checkpoint directory."""
     out: Counter[str] = Counter()
+    if run.conf.get("topology.state.provider") == "checkpoint_dir":
+        settings = checkpoint_dir_settings(run.conf)
+        for state in CheckpointDirState.committed_of(settings, run.topology_name, "count").values():
+            out.update(state)
+        return out
     with run.lock:
         tasks = list(run.states)
     for task in tasks:

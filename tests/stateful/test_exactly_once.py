@@ -10,7 +10,8 @@ from storm_py.clock import wait_until
 from tests.stateful.components import committed_counts, counts, new_run, truth, word_count_topology
 
 WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 60
-EXACTLY_ONCE = {"topology.state.checkpoint.interval.ms": 100, "topology.state.guarantee": "exactly_once"}
+EXACTLY_ONCE = {"topology.state.checkpoint.interval.ms": 100, "topology.state.guarantee": "exactly_once",
+                "topology.state.provider": "memory"}  # committed_counts reads the in-memory stores
 
 
 def test_counts_are_exact_after_a_bolt_raises_and_a_prepare_fails():

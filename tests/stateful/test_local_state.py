@@ -9,7 +9,7 @@ from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STR
 from tests.stateful.components import counts, new_run, truth, word_count_topology
 
 WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 40
-FAST = {"topology.state.checkpoint.interval.ms": 100}
+FAST = {"topology.state.checkpoint.interval.ms": 100, "topology.state.provider": "memory"}
 
 
 def test_builder_wires_the_checkpoint_spout_and_stream_through_every_bolt():

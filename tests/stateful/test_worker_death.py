@@ -19,7 +19,7 @@ def test_counts_after_a_worker_with_stateful_bolts_dies(guarantee):
     exactly = guarantee == "exactly_once"
     topo = word_count_topology(name, WORDS, counters=2, stateful_spout=exactly)
     conf = {"topology.state.checkpoint.interval.ms": 100, "topology.state.guarantee": guarantee,
-            "topology.workers": 3, "topology.message.timeout.secs": 5}
+            "topology.workers": 3, "topology.message.timeout.secs": 5, "topology.state.provider": "memory"}
     with LocalCluster() as cluster:
         cluster.submit_topology(name, conf, topo)
         tid = cluster.get_topology_id(name)

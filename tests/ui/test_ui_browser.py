@@ -209,7 +209,7 @@ def test_topology_page_shows_window_and_state_settings_per_component(
     assert cell(browser, table, "windowsum/topology.bolts.message.id.field.name", "Value") == '"id"'
     assert cell(browser, table, "$checkpointspout/topology.state.checkpoint.interval.ms", "Value") == "500"
     assert cell(browser, table, "$checkpointspout/topology.state.guarantee", "Value") == '"at_least_once"'
-    assert cell(browser, table, "$checkpointspout/topology.state.provider", "Value") == '"memory"'
+    assert cell(browser, table, "$checkpointspout/topology.state.provider", "Value") == '"checkpoint_dir"'
     assert cell(browser, table, "numbers/topology.bolts.window.length.count", "Value") == "None"  # no window
     assert browser.script_errors() == []
     browser.shot("settings")

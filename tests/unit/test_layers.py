@@ -25,6 +25,7 @@ OWNERS = {
     "confluent_kafka": "storm_py/kafka/",
     "kafka": "storm_py/kafka/",
     "redis": "storm_py/stateful/redis_client.py",
+    "fsspec": "storm_py/stateful/checkpoint_dir.py",
     "psycopg": "storm_py/jdbc/driver.py",
     "streamparse": "storm_py/streamparse/translate.py",
     "pystorm": "storm_py/streamparse/inprocess.py",

@@ -109,6 +109,7 @@ def test_submit_checks_name_the_provider_and_the_spout_that_cannot_be_exactly_on
         check_topology(topo, {"topology.state.guarantee": "exactly_once"})
     with pytest.raises(InvalidTopologyException, match=r"needs ackers .*topology\.acker\.executors is 0"):
         check_topology(topo, {"topology.state.guarantee": "exactly_once", "topology.acker.executors": 0})
-    with pytest.raises(InvalidTopologyException, match="'memcache' is not 'memory', 'redis' or 'module:Class'"):
+    with pytest.raises(InvalidTopologyException,
+                       match="'memcache' is not 'memory', 'redis', 'checkpoint_dir' or 'module:Class'"):
         check_topology(topo, {"topology.state.provider": "memcache"})
     check_topology(topo, {})
