@@ -413,11 +413,21 @@ class CheckpointDirState(KeyValueState):
         for name in topo.names():
             task = name[len(component) + 1:]
             if name.startswith(f"{component}-") and task.isdigit():
-                state = cls(topo.child(name), settings.compact_files)
-                if state.prepared_txid() is not None:
-                    state._rollback_memory()
-                out[int(task)] = dict(state)
+                out[int(task)] = cls._committed(topo.child(name), settings)
         return out
+
+    @classmethod
+    def committed(cls, settings: Settings, topology_name: str, namespace: str) -> dict[Any, Any]:
+        """The committed state of ``namespace`` of topology ``topology_name`` (for tools and tests)."""
+        return cls._committed(open_root(settings).child(_safe_part(topology_name)).child(_safe_part(namespace)),
+                              settings)
+
+    @classmethod
+    def _committed(cls, blobs: Blobs, settings: Settings) -> dict[Any, Any]:
+        state = cls(blobs, settings.compact_files)
+        if state.prepared_txid() is not None:
+            state._rollback_memory()
+        return dict(state)
 
     # ------------------------------------------------------------------------------------------- reading
 

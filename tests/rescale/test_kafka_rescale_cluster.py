@@ -1,6 +1,6 @@
-"""Acceptance of task rescaling on the dev cluster: Kafka -> a keyed stateful word count (state in a real Redis)
-rescaled 4 -> 8 -> 3 tasks while a producer keeps writing, with a worker killed (``kill -9``) while the first
-rescale moves the state.  Under exactly_once every word is counted exactly once against the produced records, each
+"""Acceptance of task rescaling on the dev cluster: Kafka -> a keyed stateful word count (state in a real Redis, or
+in the durable checkpoint directory) rescaled 4 -> 8 -> 3 tasks while a producer keeps writing, with a worker
+killed (``kill -9``) while the first rescale moves the state.  Under exactly_once every word is counted exactly once against the produced records, each
 key in the one task owning its key group; under at_least_once no count is below the truth."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 from storm_py.clock import wait_until
 from storm_py.dev.redis import RedisServerProcess
 from storm_py.runtime.key_groups import groups_of_task
+from storm_py.stateful.checkpoint_dir import CheckpointDirState, settings_of
 from storm_py.stateful.redis_state import RedisKeyValueState
 from storm_py.stateful.rescaled import key_group_of
 from storm_py.stateful.task_names import Rescales, namespace
@@ -65,12 +66,18 @@ def count_tasks(p: dict[str, Any]) -> int:
 
 
 def shares(config: dict[str, Any], p: dict[str, Any]) -> list[dict[Any, Any]]:
-    """The committed state of each task of ``count`` now, by task index."""
+    """The committed state of each task of ``count`` now, by task index (in Redis, or in the checkpoint directory
+    when ``config`` has a url)."""
     rescales = Rescales.of(p["configuration"])
+    tasks = range(rescales.tasks_at("count", rescales.generation("count")))
+    if "url" in config:
+        settings = settings_of(config)
+        if rescales.generation("count") == 0:
+            return [s for _, s in sorted(CheckpointDirState.committed_of(settings, "rescale", "count").items())]
+        return [CheckpointDirState.committed(settings, "rescale", namespace(rescales, "count", i, -1)) for i in tasks]
     if rescales.generation("count") == 0:
         return [s for _, s in sorted(RedisKeyValueState.committed_of("count", config).items())]
-    return [dict(RedisKeyValueState.from_config(namespace(rescales, "count", i, -1), config))
-            for i in range(rescales.tasks_at("count", rescales.generation("count")))]
+    return [dict(RedisKeyValueState.from_config(namespace(rescales, "count", i, -1), config)) for i in tasks]
 
 
 def counted(config: dict[str, Any], cluster: DevClusterProcess) -> Counter[Any]:
@@ -90,18 +97,20 @@ def worker_pids(cluster: DevClusterProcess, tid: str) -> dict[int, int]:
     return out
 
 
-@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+@pytest.mark.parametrize(("guarantee", "provider"), [("exactly_once", "redis"), ("at_least_once", "redis"),
+                                                     ("exactly_once", "checkpoint_dir")])
 def test_rescaling_a_kafka_fed_count_4_8_3_with_a_worker_killed(
-        guarantee: str, dev_cluster, zookeeper, request, broker: Broker,  # noqa: F811
+        guarantee: str, provider: str, dev_cluster, zookeeper, request, broker: Broker,  # noqa: F811
         redis_server: RedisServerProcess, tmp_path: Path) -> None:
     topic = broker.topic(PARTITIONS)
     producer = Producer(broker, topic)
     producer.write(5000)
     wheel = build_wheel(APP, tmp_path / "wheels")
-    config = {"port": redis_server.port, "key_prefix": "rs:"}
+    config: dict[str, Any] = ({"port": redis_server.port, "key_prefix": "rs:"} if provider == "redis"
+                              else {"url": str(tmp_path / "state")})
     conf = {"rescalecount.bootstrap": broker.bootstrap, "rescalecount.topic": topic,
             "rescalecount.group": f"rs-{topic}", "rescalecount.counters": 4, "topology.workers": 3,
-            "topology.state.guarantee": guarantee, "topology.state.provider": "redis",
+            "topology.state.guarantee": guarantee, "topology.state.provider": provider,
             "topology.state.provider.config": json.dumps(config), "topology.state.checkpoint.interval.ms": 500,
             "topology.message.timeout.secs": 10}
     cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request))
