@@ -26,6 +26,8 @@ from typing import Any
 INT, NUMBER, BOOL, STR, STRS, PORTS, LIST, MAP = "int", "number", "bool", "str", "strs", "ports", "list", "map"
 #: a mapping, or a string holding one as JSON
 MAP_OR_JSON = "map-or-json"
+#: an integer, or a mapping of names to integers (a value for all components, or one per component)
+INT_OR_MAP = "int-or-map"
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,15 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.state.provider.config", MAP_OR_JSON, None, "state providers", "the provider's settings (a mapping or a JSON object); redis: host, port, database, password, key_prefix, timeout_secs"),
         Key("topology.state.checkpoint.interval.ms", INT, 1000, "checkpoint spout", "ms between checkpoints of a topology with stateful bolts (at least 100)", min=1),
         Key("topology.state.guarantee", STR, "at_least_once", "nimbus, stateful components", "at_least_once (Storm's: a recovery may count a tuple twice) or exactly_once (every spout a StatefulSpout)", choices=("at_least_once", "exactly_once")),
+    ),
+    "autoscaler": (
+        Key("topology.autoscale.enabled", BOOL, False, "nimbus", "whether nimbus's autoscaler changes the topology's bolts' executors (within their tasks) to follow its load"),
+        Key("topology.autoscale.min.parallelism", INT_OR_MAP, 1, "nimbus", "fewest executors of a bolt the autoscaler leaves: an integer for every bolt or {bolt: n}", min=1),
+        Key("topology.autoscale.max.parallelism", INT_OR_MAP, None, "nimbus", "most executors of a bolt the autoscaler gives, never above its tasks: an integer for every bolt or {bolt: n} (null: its tasks)", min=1),
+        Key("topology.autoscale.cooldown.secs", NUMBER, 120, "nimbus", "seconds after an autoscaler change (or start) before the next one", min=0),
+        Key("topology.autoscale.target.capacity", NUMBER, 0.7, "nimbus", "share of its time a bolt's average executor should spend executing; the autoscaler sizes bolts for it and leaves them alone between half of it and halfway to 1", min=0.05, max=0.95),
+        Key("topology.autoscale.period.secs", NUMBER, 60, "nimbus", "seconds between two samples of the topology's metrics the autoscaler reads", min=0.1),
+        Key("topology.autoscale.rebalance.wait.secs", NUMBER, None, "nimbus", "seconds an autoscaler rebalance deactivates the topology before executors change (null: topology.message.timeout.secs)", min=0),
     ),
     "operations": (
         Key("storm.health.check.dir", STR, "healthchecks", "supervisor, node-health-check", "directory of the node health-check scripts (each executable runs; a non-zero exit or an output line starting with ERROR fails the node)"),
