@@ -46,6 +46,7 @@ LEADER_LOCK = "leader-lock"
 BLOBSTORE = "blobstore"
 LOGCONFIGS = "logconfigs"
 CREDENTIALS = "credentials"
+AUTOSCALE = "autoscale"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -294,6 +295,16 @@ def log_config(root: str, topology_id: str) -> str:
 def credentials(root: str, topology_id: str) -> str:
     """A topology's credentials (``storm upload-credentials``), read by its workers."""
     return join(root, CREDENTIALS, topology_id)
+
+
+def autoscale_root(root: str) -> str:
+    """Parent of the topologies' autoscaler events."""
+    return join(root, AUTOSCALE)
+
+
+def autoscale(root: str, topology_id: str) -> str:
+    """A topology's autoscaler events (its decisions and diagnoses), written by the leading nimbus."""
+    return join(autoscale_root(root), topology_id)
 
 
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:

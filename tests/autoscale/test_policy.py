@@ -3,6 +3,7 @@ cooldown; and its settings checked at submit."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ class Model:
 
 def direction_changes(decisions: list[Decision]) -> int:
     signs = [1 if d.to > d.from_ else -1 for d in decisions]
-    return sum(1 for a, b in zip(signs, signs[1:], strict=False) if a != b)
+    return sum(1 for a, b in itertools.pairwise(signs) if a != b)
 
 
 def test_a_rate_step_up_then_down_scales_up_until_lag_stops_growing_then_down_without_oscillating():
@@ -174,7 +175,7 @@ def test_nothing_changes_within_the_cooldown():
     model.run(policy, [200.0 * (1 + i) for i in range(40)])
     times = [d.time for d in model.decisions]
     assert len(times) >= 2
-    assert all(b - a >= 120.0 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= 120.0 for a, b in itertools.pairwise(times))
 
 
 def test_a_change_made_by_someone_else_restarts_the_streaks():
