@@ -1,0 +1,178 @@
+"""Acceptance on the dev cluster (real ZooKeeper, worker processes, the dev Kafka broker): a bolt spending 2 ms
+per record (waiting, as on I/O) behind a Kafka spout whose input steps 200/s -> 2,000/s -> 200/s.  The autoscaler
+raises the bolt's executors until the lag stops growing, lowers them after the rate falls, within its bounds;
+every record is processed exactly once; the decisions are served at the REST route, printed by the CLI and shown
+on the UI's topology page (headless Chromium)."""
+
+from __future__ import annotations
+
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from confluent_kafka import Producer
+
+from storm_py.clock import SYSTEM_CLOCK, wait_until
+from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)
+from tests.cluster.harness import DevClusterProcess, build_wheel
+from tests.kafka.conftest import Broker, broker, kafka_broker  # noqa: F401  (fixtures)
+from tests.ui.conftest import Browser, browser  # noqa: F401  (browser is a fixture)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(600)]
+
+APP = Path(__file__).parent / "apps" / "scaleapp"
+PARTITIONS = 4
+NAME = "scaled"
+
+
+@pytest.fixture(scope="module")
+def scaleapp_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(APP, tmp_path_factory.mktemp("scaleapp-wheel"))
+
+
+class PacedProducer:
+    """Produces ``r0000000``, ``r0000001`` ... to a topic at ``rate`` records a second (changeable) in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic = topic
+        self.rate = 0.0
+        self.sent = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self, rate: float) -> None:
+        self.rate = rate
+        self._thread.start()
+
+    def _run(self) -> None:
+        owed, last = 0.0, SYSTEM_CLOCK.now()
+        while not self._stop.is_set():
+            now = SYSTEM_CLOCK.now()
+            owed += (now - last) * self.rate
+            last = now
+            while owed >= 1:
+                value = b"r%07d" % self.sent
+                self.producer.produce(self.topic, value=value, partition=self.sent % PARTITIONS,
+                                      on_delivery=self._delivered)
+                self.sent += 1
+                owed -= 1
+            self.producer.poll(0)
+            self._stop.wait(0.01)  # the pace of the loop; the count owed follows the clock
+
+    def _delivered(self, err: object, msg: object) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(10)
+        assert self.producer.flush(60) == 0
+        del self.producer  # its connections close now, not when the broker is gone
+        assert not self.errors, self.errors[:3]
+        return self.sent
+
+
+def autoscale_view(cluster: DevClusterProcess) -> dict[str, Any]:
+    return dict(cluster.client().request("GET", f"/topology/{NAME}/autoscale"))
+
+
+def executors(cluster: DevClusterProcess) -> int:
+    return int(autoscale_view(cluster)["bolts"]["work"]["executors"])
+
+
+def lag(cluster: DevClusterProcess) -> int:
+    return int(cluster.client().topology_lag(NAME).get("kafka", {}).get("totalLag", -1))
+
+
+def processed(out_dir: Path) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    for path in out_dir.glob("*.txt"):
+        seen.update(line for line in path.read_text(encoding="utf-8").splitlines() if line)
+    return seen
+
+
+def test_the_autoscaler_follows_a_rate_step_up_and_down(
+        dev_cluster, zookeeper, request, broker: Broker, scaleapp_wheel: Path, browser: Browser,  # noqa: F811
+        tmp_path: Path) -> None:
+    topic = broker.topic(PARTITIONS, "scale")
+    out_dir = tmp_path / "processed"
+    cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request), supervisors=1)
+    conf = {"scaleapp.bootstrap": broker.bootstrap, "scaleapp.topic": topic,
+            "scaleapp.group": f"g-{uuid.uuid4().hex[:8]}", "scaleapp.out.dir": str(out_dir),
+            "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": 1,
+            "topology.max.spout.pending": 200, "topology.message.timeout.secs": 30,
+            "topology.autoscale.enabled": "true", "topology.autoscale.period.secs": 3,
+            "topology.autoscale.cooldown.secs": 12, "topology.autoscale.rebalance.wait.secs": 3,
+            "topology.autoscale.max.parallelism": 8}
+    args = [a for k, v in conf.items() for a in ("-c", f"{k}={v}")]
+    out = cluster.cli("submit", str(scaleapp_wheel), "scaleapp.topology:build", "--name", NAME, *args)
+    assert f"Finished submitting topology: {NAME}" in out.stdout
+    client = cluster.client()
+    wait_until(lambda: bool(client.topology(NAME)["workers"]), 120, interval=0.25, what="the topology's worker")
+    assert executors(cluster) == 1
+
+    producer = PacedProducer(broker.bootstrap, topic)
+    producer.start(200)
+    try:
+        wait_until(lambda: lag(cluster) >= 0 and bool(processed(out_dir)), 60, interval=0.5,
+                   what="records processed at 200/s")
+        producer.rate = 2000
+        step_up = SYSTEM_CLOCK.now()
+        wait_until(lambda: executors(cluster) > 1, 90, interval=0.5, what="the bolt scaled up")
+        # more executors until the lag stops growing: it drains to (nearly) nothing while 2,000/s come in
+        wait_until(lambda: executors(cluster) >= 4 and 0 <= lag(cluster) < 1000, 120, interval=0.5,
+                   what="the lag drained at 2,000/s")
+        print(f"lag stable {SYSTEM_CLOCK.now() - step_up:.1f}s after the step, at {executors(cluster)} executors")
+        peak = executors(cluster)
+        producer.rate = 200
+        wait_until(lambda: executors(cluster) <= 2, 120, interval=0.5, what="the bolt scaled down")
+    finally:
+        sent = producer.stop()
+
+    view = autoscale_view(cluster)
+    decisions = view["decisions"]
+    for d in decisions:
+        print(f"decision: {d['component']} {d['from']} -> {d['to']}: {d['reason']}")
+    assert decisions and all(set(d) == {"time", "component", "from", "to", "reason"} for d in decisions)
+    ups = [d for d in decisions if d["to"] > d["from"]]
+    downs = [d for d in decisions if d["to"] < d["from"]]
+    assert ups and downs and downs[-1]["time"] > ups[-1]["time"]
+    assert all(d["component"] == "work" and 1 <= d["to"] <= 8 and d["reason"] for d in decisions)
+    assert len(decisions) <= 6, decisions  # no oscillation
+    assert peak <= 8
+
+    # every record processed exactly once
+    wait_until(lambda: sum(processed(out_dir).values()) >= sent, 120, interval=0.5, what="every record processed")
+    seen = processed(out_dir)
+    assert len(seen) == sent and set(seen) == {f"r{i:07d}" for i in range(sent)}
+    assert sum(seen.values()) == sent, [v for v, n in seen.items() if n > 1][:10]
+
+    # the token guards the route; the CLI prints the decisions
+    url = f"{cluster.nimbus_url().rstrip('/')}/api/v1/topology/{quote(NAME)}/autoscale"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, timeout=10)
+    assert refused.value.code == 401
+    printed = cluster.cli("autoscale", NAME).stdout
+    assert f"work       {ups[0]['from']}     {ups[0]['to']}" in printed
+
+    # the UI's topology page shows them
+    base_url = cluster.nimbus_url().rstrip("/")
+    token = str(cluster.client_conf()["nimbus.auth.token"])
+    browser.driver.get(base_url + "/static/style.css")
+    browser.driver.execute_script("sessionStorage.setItem('storm-py.token', arguments[0])", token)
+    browser.driver.get(f"{base_url}/topology.html?id={quote(view['topologyId'])}")
+    wait_until(lambda: browser.text("#autoscale-decisions").count("work") >= len(decisions), 60, interval=0.3,
+               what="the decisions on the topology page")
+    shown = browser.text("#autoscale-decisions")
+    assert "saturated" in shown and "idle" in shown
+    browser.driver.execute_script("document.getElementById('autoscale-section').scrollIntoView()")
+    browser.shot("autoscale-decisions")
+    assert browser.script_errors() == []
