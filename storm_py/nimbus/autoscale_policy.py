@@ -20,7 +20,8 @@ Diagnoses and their resolutions:
 
 * *under-provisioned* (saturated in :data:`SUSTAIN` samples in a row): executors to ``ceil(busy x growth /
   target)``, ``growth`` the share of the spouts' input the topology does not keep up with (from the lag's
-  trend), at least one more, at most the bound;
+  trend), at least one more, at most the bound; not while the lag shrinks fast enough to be gone within
+  :data:`DRAIN_SECS` (the bolt is busy catching up, and will not be once it has);
 * *over-provisioned* (idle in :data:`SUSTAIN` samples in a row): executors to ``ceil(busy / target)``, at least
   the bound; at the new count the utilization is at most the target, under the high mark, so the step is never
   undone by the same load;
@@ -61,6 +62,9 @@ HELD_BACK_SHARE = 0.05
 LAG_GROWTH_SHARE = 0.02
 #: the lag samples the trend is fitted over
 TREND_SAMPLES = 3
+#: a saturated bolt draining a lag that will be gone within this many seconds at the current pace is catching
+#: up, not short of executors
+DRAIN_SECS = 300.0
 #: the largest factor one scale-up multiplies a bolt's busy executors by
 MAX_GROWTH = 8.0
 #: a scale-up must bring this share of the gain it expected, or the bolt is stuck
@@ -291,6 +295,8 @@ class AutoscalePolicy:
         slope = self._trend.slope()
         growing = sample.lag is not None and len(self._trend.points) >= 2 and slope > max(
             1.0, LAG_GROWTH_SHARE * sample.spout_rate)
+        draining = sample.lag is not None and len(self._trend.points) >= 2 and slope < -max(
+            1.0, LAG_GROWTH_SHARE * sample.spout_rate) and sample.lag / -slope <= DRAIN_SECS
         held = sample.backpressure >= HELD_BACK_SHARE or sample.pending_full >= HELD_BACK_SHARE
         pressure = growing or held
         growth = 1.0
@@ -305,7 +311,7 @@ class AutoscalePolicy:
             if name not in self.settings.max_executors:
                 continue  # not a bolt of the topology's settings (a system bolt)
             bolt = self._bolts.setdefault(name, _Bolt())
-            decision, found = self._bolt(name, bolt, sample, cooling, pressure, growth, sample.time)
+            decision, found = self._bolt(name, bolt, sample, cooling, pressure, growth, draining, sample.time)
             if decision is not None:
                 decisions.append(decision)
             diagnoses.extend(found)
@@ -323,7 +329,7 @@ class AutoscalePolicy:
             bolt.pending_check = (d.from_, rate, d.to) if d.to > d.from_ else None
 
     def _bolt(self, name: str, bolt: _Bolt, sample: TopologySample, cooling: bool, pressure: bool,
-              growth: float, time: float) -> tuple[Decision | None, list[Diagnosis]]:
+              growth: float, draining: bool, time: float) -> tuple[Decision | None, list[Diagnosis]]:
         s = sample.bolts[name]
         self._rates[name] = s.executed_per_sec
         low_mark, high_mark = marks(self.settings.target)
@@ -345,6 +351,8 @@ class AutoscalePolicy:
         elif not saturated and bolt.reported in ("skewed", "at-maximum"):
             found.append(self._report(bolt, name, "recovered", time,
                                       f"{name} is no longer saturated (utilization {s.utilization:.2f})"))
+        if draining and bolt.saturated:
+            return None, [d for d in found if d is not None]  # busy catching up with the lag: it will be gone soon
         decision, diagnosis = self._resolve(name, bolt, s, growth, time)
         found.append(diagnosis)
         return decision, [d for d in found if d is not None]

@@ -6,7 +6,6 @@ on the UI's topology page (headless Chromium)."""
 
 from __future__ import annotations
 
-import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -16,9 +15,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from confluent_kafka import Producer
 
 from storm_py.clock import SYSTEM_CLOCK, wait_until
+from tests.autoscale.harness import APP, PARTITIONS, PacedProducer
 from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)
 from tests.cluster.harness import DevClusterProcess, build_wheel
 from tests.kafka.conftest import Broker, broker, kafka_broker  # noqa: F401  (fixtures)
@@ -26,58 +25,12 @@ from tests.ui.conftest import Browser, browser  # noqa: F401  (browser is a fixt
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(600)]
 
-APP = Path(__file__).parent / "apps" / "scaleapp"
-PARTITIONS = 4
 NAME = "scaled"
 
 
 @pytest.fixture(scope="module")
 def scaleapp_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_wheel(APP, tmp_path_factory.mktemp("scaleapp-wheel"))
-
-
-class PacedProducer:
-    """Produces ``r0000000``, ``r0000001`` ... to a topic at ``rate`` records a second (changeable) in a thread."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self.topic = topic
-        self.rate = 0.0
-        self.sent = 0
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self, rate: float) -> None:
-        self.rate = rate
-        self._thread.start()
-
-    def _run(self) -> None:
-        owed, last = 0.0, SYSTEM_CLOCK.now()
-        while not self._stop.is_set():
-            now = SYSTEM_CLOCK.now()
-            owed += (now - last) * self.rate
-            last = now
-            while owed >= 1:
-                value = b"r%07d" % self.sent
-                self.producer.produce(self.topic, value=value, partition=self.sent % PARTITIONS,
-                                      on_delivery=self._delivered)
-                self.sent += 1
-                owed -= 1
-            self.producer.poll(0)
-            self._stop.wait(0.01)  # the pace of the loop; the count owed follows the clock
-
-    def _delivered(self, err: object, msg: object) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(10)
-        assert self.producer.flush(60) == 0
-        del self.producer  # its connections close now, not when the broker is gone
-        assert not self.errors, self.errors[:3]
-        return self.sent
 
 
 def autoscale_view(cluster: DevClusterProcess) -> dict[str, Any]:

@@ -184,3 +184,5 @@ def test_the_sampler_waits_for_every_executor_and_for_restarted_ones():
     assert sampler.sample(reports(beat(110, 60, 600, 600)), {"b": 2, "s": 1}, ["s"], 0) is None  # one of two
     assert sampler.sample(reports(beat(120, 5, 10, 10)), {"b": 1, "s": 1}, ["s"], 0) is None  # restarted
     assert sampler.sample(reports(beat(130, 15, 20, 20)), {"b": 1, "s": 1}, ["s"], 0) is not None
+    # restarted with counters above the last ones seen: its uptime tells
+    assert sampler.sample(reports(beat(140, 2, 900, 900)), {"b": 1, "s": 1}, ["s"], 0) is None

@@ -106,14 +106,24 @@ def test_a_rate_step_up_then_down_scales_up_until_lag_stops_growing_then_down_wi
         assert d.to_json().keys() == {"time", "component", "from", "to", "reason"}
 
 
-def test_the_lag_stops_growing_after_the_step():
+def test_a_partial_fall_scales_down_to_what_the_remaining_load_needs():
     model = Model()
     policy = AutoscalePolicy(settings())
-    model.run(policy, [2000.0] * 20)
-    lag_then = model.lag
-    model.run(policy, [2000.0] * 5, start=200.0)
-    assert model.lag <= lag_then
-    assert model.lag == 0
+    model.run(policy, [2000.0] * 30 + [700.0] * 30)
+    downs = [d for d in model.decisions if d.to < d.from_]
+    assert downs and downs[0].to == 2 and direction_changes(model.decisions) == 1, model.decisions
+    assert model.history[-1] == 2  # 700/s x 2 ms = 1.4 busy executors, at 0.7 each: 2, not the minimum 1
+
+
+def test_after_the_step_the_lag_drains_within_a_minute_without_overshooting():
+    model = Model()
+    policy = AutoscalePolicy(settings())
+    lags = []
+    for i in range(20):
+        model.run(policy, [2000.0], start=i * PERIOD)
+        lags.append(model.lag)
+    assert lags[6:] == [0.0] * 14, lags
+    assert model.history[-1] == model.history[2] == 6  # 2000/s x 2 ms at 0.7: sized once, not again while draining
 
 
 def test_a_ramp_only_scales_up_while_it_rises():
@@ -123,6 +133,7 @@ def test_a_ramp_only_scales_up_while_it_rises():
     assert model.decisions
     assert all(d.to > d.from_ for d in model.decisions), model.decisions
     assert model.history == sorted(model.history)
+    assert model.history[-1] in (7, 8)  # 2460/s x 2 ms at 0.7 each
     assert model.lag < 2460.0 * PERIOD * 2  # keeps up within a couple of periods
 
 

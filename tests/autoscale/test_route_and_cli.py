@@ -86,6 +86,7 @@ def test_decisions_are_served_with_the_token_only_and_printed_by_the_cli(nimbus,
                                           "nimbus.auth.token": TOKEN}))
     out = CliRunner().invoke(cli, ["autoscale", "scaled", "--config", str(storm_yaml)])
     assert out.exit_code == 0, out.output
+    assert "time (UTC)            component  from  to  reason" in out.output
     assert "2026-11-18 11:06:40Z  relay      1     3   saturated: utilization 0.97 over 0.85" in out.output
     assert "sink       stuck      sink is stuck" in out.output
     assert "target capacity 0.7, cooldown 120s, period 3600s" in out.output

@@ -1,10 +1,10 @@
 """An I/O-bound bolt behind a Kafka spout: each record costs the bolt ``scaleapp.cost.ms`` of waiting (a sleep,
 as a call to a slow service would), so more executors raise its throughput.
 
-KafkaSpout ``kafka`` (``scaleapp.bootstrap``, ``scaleapp.topic``, ``scaleapp.group``) -> bolt ``work`` (one
-executor, ``scaleapp.tasks`` tasks) which appends each record's value to a file of its own under
-``scaleapp.out.dir`` (one line per record, written before the ack), so a test counts what was processed, and
-how often.
+KafkaSpout ``kafka`` (``scaleapp.bootstrap``, ``scaleapp.topic``, ``scaleapp.group``) -> bolt ``work``
+(``scaleapp.executors`` executors, default 1, over ``scaleapp.tasks`` tasks) which appends each record's value to
+a file of its own under ``scaleapp.out.dir`` (one line per record, written before the ack), so a test counts what
+was processed, and how often.
 """
 
 from __future__ import annotations
@@ -48,5 +48,6 @@ def build(conf: dict[str, Any]) -> Any:
                                   group_id=str(conf["scaleapp.group"]), offset_commit_period_ms=500)
     tb = TopologyBuilder()
     tb.set_spout("kafka", KafkaSpout(spout_conf), 1)
-    tb.set_bolt("work", Work(), 1).set_num_tasks(int(conf.get("scaleapp.tasks", 8))).shuffle_grouping("kafka")
+    work = tb.set_bolt("work", Work(), int(conf.get("scaleapp.executors", 1)))
+    work.set_num_tasks(int(conf.get("scaleapp.tasks", 8))).shuffle_grouping("kafka")
     return tb.create_topology()
