@@ -4,7 +4,6 @@ cooldown; and its settings checked at submit."""
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from dataclasses import dataclass, field
 
@@ -227,8 +226,3 @@ def test_bad_settings_are_refused_naming_the_key_and_the_component(conf, words):
     for word in words:
         assert word in str(err.value)
 
-
-def test_the_model_itself_builds_lag_when_short_of_executors():
-    model = Model()
-    model.period(2000.0, PERIOD)
-    assert math.isclose(model.lag, 1500.0 * PERIOD)
