@@ -80,13 +80,21 @@ def test_the_autoscaler_follows_a_rate_step_up_and_down(
         producer.rate = 2000
         step_up = SYSTEM_CLOCK.now()
         wait_until(lambda: executors(cluster) > 1, 90, interval=0.5, what="the bolt scaled up")
-        # more executors until the lag stops growing: it drains to (nearly) nothing while 2,000/s come in
-        wait_until(lambda: executors(cluster) >= 4 and 0 <= lag(cluster) < 1000, 120, interval=0.5,
-                   what="the lag drained at 2,000/s")
-        print(f"lag stable {SYSTEM_CLOCK.now() - step_up:.1f}s after the step, at {executors(cluster)} executors")
+        # more executors until the lag stops growing while 2,000/s come in: no higher than ten seconds before
+        seen: list[tuple[float, int]] = []
+
+        def lag_stopped_growing() -> bool:
+            now, current = SYSTEM_CLOCK.now(), lag(cluster)
+            seen.append((now, current))
+            before = [n for t, n in seen if t <= now - 10]
+            return executors(cluster) >= 4 and current >= 0 and bool(before) and current <= before[-1]
+
+        wait_until(lag_stopped_growing, 240, interval=0.5, what="the lag to stop growing at 2,000/s")
+        print(f"lag stopped growing {SYSTEM_CLOCK.now() - step_up:.1f}s after the step, at {executors(cluster)} "
+              f"executors, lag {seen[-1][1]}")
         peak = executors(cluster)
         producer.rate = 200
-        wait_until(lambda: executors(cluster) <= 2, 120, interval=0.5, what="the bolt scaled down")
+        wait_until(lambda: executors(cluster) <= 2, 240, interval=0.5, what="the bolt scaled down")
     finally:
         sent = producer.stop()
 
@@ -103,7 +111,7 @@ def test_the_autoscaler_follows_a_rate_step_up_and_down(
     assert peak <= 8
 
     # every record processed exactly once
-    wait_until(lambda: sum(processed(out_dir).values()) >= sent, 120, interval=0.5, what="every record processed")
+    wait_until(lambda: len(processed(out_dir)) >= sent, 240, interval=0.5, what="every record processed")
     seen = processed(out_dir)
     assert len(seen) == sent and set(seen) == {f"r{i:07d}" for i in range(sent)}
     assert sum(seen.values()) == sent, [v for v, n in seen.items() if n > 1][:10]
