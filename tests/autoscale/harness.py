@@ -18,9 +18,7 @@ class PacedProducer:
     """Produces ``r0000000``, ``r0000001`` ... to a topic at ``rate`` records a second (changeable) in a thread."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        # one record per produce batch: a spout resuming at a committed offset inside a multi-record batch is
-        # what the dev broker (tansu) serves worst, and this test is about the autoscaler
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         self.topic = topic
         self.rate = 0.0
         self.sent = 0
@@ -40,8 +38,12 @@ class PacedProducer:
             last = now
             while owed >= 1:
                 value = b"r%07d" % self.sent
-                self.producer.produce(self.topic, value=value, partition=self.sent % PARTITIONS,
-                                      on_delivery=self._delivered)
+                try:
+                    self.producer.produce(self.topic, value=value, partition=self.sent % PARTITIONS,
+                                          on_delivery=self._delivered)
+                except BufferError:  # the client's queue is full: deliver some first
+                    self.producer.poll(0.05)
+                    continue
                 self.sent += 1
                 owed -= 1
             self.producer.poll(0)
