@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, cluster: DevClusterProcess, wheel: Path, boots
     conf: dict[str, Any] = {
         "scaleapp.bootstrap": bootstrap, "scaleapp.topic": topic, "scaleapp.group": f"g-{uuid.uuid4().hex[:8]}",
         "scaleapp.out.dir": str(out_dir), "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": 1,
-        "topology.max.spout.pending": 200, "topology.message.timeout.secs": 30,
+        "topology.max.spout.pending": 1000, "topology.message.timeout.secs": 30,
     }
     if mode == "autoscaled":
         conf.update({"topology.autoscale.enabled": "true", "topology.autoscale.period.secs": args.period,

@@ -14,7 +14,8 @@ The symptoms, per bolt, with ``busy`` the executor-seconds it spent executing pe
   (:func:`marks`: halfway between the target capacity and 1);
 * *pressure* (topology-wide): the spouts' lag grows, or the spouts were held back by backpressure or by
   ``topology.max.spout.pending`` for a noticeable share of the period;
-* *idle*: utilization under the low mark (half the target capacity) with no pressure.
+* *idle*: utilization under the low mark (half the target capacity) with no pressure, and no backlog (a lag
+  above one period of the spouts' input).
 
 Diagnoses and their resolutions:
 
@@ -298,7 +299,9 @@ class AutoscalePolicy:
         draining = sample.lag is not None and len(self._trend.points) >= 2 and slope < -max(
             1.0, LAG_GROWTH_SHARE * sample.spout_rate) and sample.lag / -slope <= DRAIN_SECS
         held = sample.backpressure >= HELD_BACK_SHARE or sample.pending_full >= HELD_BACK_SHARE
-        pressure = growing or held
+        # a backlog of more than a period of input waiting: not the time to give executors back
+        backlog = sample.lag is not None and sample.lag > max(sample.spout_rate, 1.0) * self.settings.period_secs
+        pressure = growing or held or backlog
         growth = 1.0
         if growing and sample.spout_rate > 0:
             growth = min(MAX_GROWTH, (sample.spout_rate + slope) / sample.spout_rate)

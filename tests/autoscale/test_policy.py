@@ -145,6 +145,17 @@ def test_noise_around_a_steady_load_moves_nothing_once_sized():
     assert len(model.decisions) == settled, model.decisions
 
 
+def test_no_executors_are_given_back_while_a_backlog_waits():
+    policy = AutoscalePolicy(settings())
+    idle = BoltSample(6, 400.0, 0.8, 0.15)  # 6 executors at 0.13, the spout held back elsewhere
+    for i in range(10):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": idle}, spout_rate=400.0, lag=100_000), i * PERIOD)
+        assert step.decisions == ()
+    step = policy.step(TopologySample(T0 + 10 * PERIOD, {"work": idle}, spout_rate=400.0, lag=100), 10 * PERIOD)
+    step = policy.step(TopologySample(T0 + 11 * PERIOD, {"work": idle}, spout_rate=400.0, lag=100), 11 * PERIOD)
+    assert [(d.from_, d.to) for d in step.decisions] == [(6, 2)]
+
+
 def test_a_stuck_bolt_is_diagnosed_and_not_scaled_forever():
     model = Model(limit=400.0)  # 400/s whatever its executors
     policy = AutoscalePolicy(settings())
