@@ -28,9 +28,9 @@ Diagnoses and their resolutions:
   undone by the same load;
 * *skewed*: the busiest executor is saturated while the average is under the target: one task gets most of
   the tuples (a hot key behind a fields grouping); not scaled;
-* *stuck*: a scale-up did not raise the bolt's throughput (less than a quarter of the expected gain): it does
-  not scale with executors (a lock, a slow service every executor waits on); not scaled up again until its
-  throughput changes.
+* *stuck*: a scale-up did not raise the bolt's throughput (less than a quarter of the expected gain) while it
+  stays saturated or the input still waits: it does not scale with executors (a lock, a slow service every
+  executor waits on, executors sharing one worker's thread); not scaled again until its throughput changes.
 
 No change is decided within ``topology.autoscale.cooldown.secs`` of the last one (a rebalance restarts the
 topology's executors, so the figures after it are new).
@@ -342,10 +342,10 @@ class AutoscalePolicy:
         bolt.idle = bolt.idle + 1 if idle else 0
         if cooling:
             return None, []
-        found = [self._check_scale_up(name, bolt, s, time)]
+        found = [self._check_scale_up(name, bolt, s, pressure, time)]
         if bolt.stuck_rate is not None:
             moved = abs(s.executed_per_sec - bolt.stuck_rate) > STUCK_RELEASE_SHARE * max(bolt.stuck_rate, 1.0)
-            if not moved and saturated:
+            if not moved and (saturated or pressure):
                 return None, [d for d in found if d is not None]
             bolt.stuck_rate = None
             found.append(self._report(bolt, name, "recovered", time,
@@ -390,7 +390,8 @@ class AutoscalePolicy:
                 return Decision(time, name, s.executors, to, why), None
         return None, None
 
-    def _check_scale_up(self, name: str, bolt: _Bolt, s: BoltSample, time: float) -> Diagnosis | None:
+    def _check_scale_up(self, name: str, bolt: _Bolt, s: BoltSample, pressure: bool,
+                        time: float) -> Diagnosis | None:
         """After the cooldown of a scale-up: did it raise the bolt's throughput?"""
         check = bolt.pending_check
         if check is None:
@@ -402,7 +403,8 @@ class AutoscalePolicy:
         expected = before_rate * (after_n - before_n) / before_n
         gained = s.executed_per_sec - before_rate
         saturated = s.utilization >= marks(self.settings.target)[1]
-        if saturated and gained < STUCK_GAIN_SHARE * expected:
+        # still saturated, or no longer but the input still waits (its executors share what one had: one thread)
+        if (saturated or pressure) and gained < STUCK_GAIN_SHARE * expected:
             bolt.stuck_rate = s.executed_per_sec
             return self._report(
                 bolt, name, "stuck", time,

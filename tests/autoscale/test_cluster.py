@@ -26,6 +26,8 @@ from tests.ui.conftest import Browser, browser  # noqa: F401  (browser is a fixt
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(1200)]
 
 NAME = "scaled"
+#: a worker runs its executors on one thread: a bolt waiting on I/O gains from executors spread over workers
+WORKERS = 4
 #: trees in flight at most (enough for 2,000/s at the complete latency of a loaded machine)
 PENDING = 1000
 
@@ -59,10 +61,10 @@ def test_the_autoscaler_follows_a_rate_step_up_and_down(
         tmp_path: Path) -> None:
     topic = broker.topic(PARTITIONS, "scale")
     out_dir = tmp_path / "processed"
-    cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request), supervisors=1)
+    cluster = dev_cluster(zookeeper=zookeeper.connect_string, conf=zk_root_conf(request), supervisors=2)
     conf = {"scaleapp.bootstrap": broker.bootstrap, "scaleapp.topic": topic,
             "scaleapp.group": f"g-{uuid.uuid4().hex[:8]}", "scaleapp.out.dir": str(out_dir),
-            "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": 1,
+            "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": WORKERS,
             "topology.max.spout.pending": PENDING, "topology.message.timeout.secs": 30,
             "topology.autoscale.enabled": "true", "topology.autoscale.period.secs": 3,
             "topology.autoscale.cooldown.secs": 12, "topology.autoscale.rebalance.wait.secs": 3,

@@ -43,6 +43,8 @@ class Model:
     cost: float = 0.002
     lag: float = 0.0
     limit: float | None = None
+    #: the limit binds while the executors' time is spread among them (they share one thread)
+    shared: bool = False
     skew: float | None = None
     noise: float = 0.0
     rng: random.Random = field(default_factory=lambda: random.Random(7))
@@ -62,7 +64,7 @@ class Model:
         busy = done * self.cost * (1.0 + self.rng.uniform(-self.noise, self.noise))
         util = busy / self.executors
         top = min(1.0, done * self.cost * self.skew) if self.skew is not None else util
-        if self.limit is not None and done >= self.limit:
+        if self.limit is not None and done >= self.limit and not self.shared:
             busy, util, top = float(self.executors), 1.0, 1.0  # every executor waits on the lock
         bolt = BoltSample(self.executors, done, busy, min(1.0, max(top, util)), self.cost * 1000)
         return TopologySample(T0 + now, {"work": bolt}, spout_rate=done, lag=int(self.lag))
@@ -163,6 +165,14 @@ def test_a_stuck_bolt_is_diagnosed_and_not_scaled_forever():
     assert 1 <= len(model.decisions) <= 2, model.decisions
     stuck = [d for d in model.diagnoses if d.kind == "stuck"]
     assert len(stuck) == 1 and stuck[0].component == "work" and "stuck" in stuck[0].reason
+
+
+def test_executors_that_share_one_thread_are_diagnosed_stuck_after_one_scale_up():
+    model = Model(limit=450.0, shared=True)  # one worker's thread runs every executor: 450/s whatever their number
+    policy = AutoscalePolicy(settings())
+    model.run(policy, [2000.0] * 40)
+    assert len(model.decisions) == 1, model.decisions
+    assert [d.kind for d in model.diagnoses] == ["stuck"]
 
 
 def test_a_stuck_bolt_recovers_when_its_throughput_changes():
