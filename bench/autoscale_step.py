@@ -3,9 +3,9 @@
     python bench/autoscale_step.py [--low-secs 20] [--high-secs 60] [--after-secs 60] [--low 200] [--high 2000]
                                    [--peak-executors 7] [--period 3] [--cooldown 12] [--wait 3] [--json out.jsonl]
 
-Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, one supervisor), then runs the autoscaler's
+Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors), then runs the autoscaler's
 test topology (``tests/autoscale/apps/scaleapp``: a KafkaSpout and a bolt ``work`` waiting 2 ms per record over 8
-tasks, one worker) twice, each on a new topic: *autoscaled* (one executor at first, ``topology.autoscale.*`` with
+tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first, ``topology.autoscale.*`` with
 the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors`` executors, no autoscaler).  Each
 run produces ``--low`` records/s for ``--low-secs``, ``--high`` for ``--high-secs``, then ``--low`` again for
 ``--after-secs``, sampling every half second the spout's lag, the bolt's executors and the slots the topology
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, cluster: DevClusterProcess, wheel: Path, boots
     out_dir = work / name
     conf: dict[str, Any] = {
         "scaleapp.bootstrap": bootstrap, "scaleapp.topic": topic, "scaleapp.group": f"g-{uuid.uuid4().hex[:8]}",
-        "scaleapp.out.dir": str(out_dir), "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": 1,
+        "scaleapp.out.dir": str(out_dir), "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": args.workers,
         "topology.max.spout.pending": 1000, "topology.message.timeout.secs": 30,
     }
     if mode == "autoscaled":
@@ -141,6 +141,7 @@ def main() -> None:
         ("--low-secs", float, 20.0, "seconds at the low rate first"),
         ("--high-secs", float, 60.0, "seconds at the high rate"),
         ("--after-secs", float, 60.0, "seconds at the low rate after"),
+        ("--workers", int, 4, "topology.workers (a worker runs its executors on one thread)"),
         ("--peak-executors", int, 7, "the fixed topology's executors (2,000/s x 2 ms / 0.7 = 6: sized with room)"),
         ("--period", float, 3.0, "topology.autoscale.period.secs"),
         ("--cooldown", float, 12.0, "topology.autoscale.cooldown.secs"),
@@ -163,7 +164,7 @@ def main() -> None:
         wheel = build_wheel(APP, work / "wheel")
         broker = KafkaBrokerProcess(log_path=work / "broker.log", die_with_parent=True)
         broker.start()
-        cluster = DevClusterProcess(work / "cluster", supervisors=1)
+        cluster = DevClusterProcess(work / "cluster", supervisors=2)
         try:
             cluster.start()
             for mode in args.modes.split(","):
