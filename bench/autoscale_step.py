@@ -5,8 +5,8 @@
 
 Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors), then runs the autoscaler's
 test topology (``tests/autoscale/apps/scaleapp``: a KafkaSpout and a bolt ``work`` waiting 2 ms per record over 8
-tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first, ``topology.autoscale.*`` with
-the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors`` executors, no autoscaler).  Each
+tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first,
+``topology.autoscale.*`` with the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors`` executors, no autoscaler).  Each
 run produces ``--low`` records/s for ``--low-secs``, ``--high`` for ``--high-secs``, then ``--low`` again for
 ``--after-secs``, sampling every half second the spout's lag, the bolt's executors and the slots the topology
 holds.  Per run it prints: the seconds from the step up to the lag being stable (under ``--stable-lag`` for the
