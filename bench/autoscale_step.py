@@ -3,16 +3,17 @@
     python bench/autoscale_step.py [--low-secs 20] [--high-secs 60] [--after-secs 60] [--low 200] [--high 2000]
                                    [--peak-executors 7] [--period 3] [--cooldown 12] [--wait 3] [--json out.jsonl]
 
-Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors), then runs the autoscaler's
-test topology (``tests/autoscale/apps/scaleapp``: a KafkaSpout and a bolt ``work`` waiting 2 ms per record over 8
-tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first,
-``topology.autoscale.*`` with the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors`` executors, no autoscaler).  Each
-run produces ``--low`` records/s for ``--low-secs``, ``--high`` for ``--high-secs``, then ``--low`` again for
-``--after-secs``, sampling every half second the spout's lag, the bolt's executors and the slots the topology
-holds.  Per run it prints: the seconds from the step up to the lag being stable (under ``--stable-lag`` for the
-next ``--stable-secs``), the peak lag, the most and the last executors, the seconds from the step down until the
-executors reached their last count, the executor-seconds used from the step up to the end (the resource the
-autoscaler saves), the slots held, and whether every record was processed exactly once.
+Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors), then runs the
+autoscaler's test topology (``tests/autoscale/apps/scaleapp``: a KafkaSpout and a bolt ``work`` waiting 2 ms per
+record over 8 tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first,
+``topology.autoscale.*`` with the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors``
+executors, no autoscaler).  Each run produces ``--low`` records/s for ``--low-secs``, ``--high`` for
+``--high-secs``, then ``--low`` again for ``--after-secs``, sampling every half second the spout's lag, the bolt's
+executors and the slots the topology holds.  Per run it prints: the seconds from the step up to the lag being
+stable (under ``--stable-lag`` for the next ``--stable-secs``), the peak lag, the most and the last executors, the
+seconds from the step down until the executors reached their last count, the executor-seconds used from the step
+up to the end (the resource the autoscaler saves), the slots held, and whether every record was processed exactly
+once.
 """
 
 from __future__ import annotations
