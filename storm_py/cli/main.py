@@ -10,6 +10,7 @@ import click
 import storm_py
 from storm_py import build
 from storm_py.cli.admin import admin
+from storm_py.cli.autoscale import autoscale
 from storm_py.cli.blobstore import blobstore
 from storm_py.cli.cluster_info import get_errors, heartbeats, localconfvalue, remoteconfvalue
 from storm_py.cli.credentials import upload_credentials
@@ -59,6 +60,7 @@ cli.add_command(streamparse)
 cli.add_command(upload_credentials)
 cli.add_command(flux)
 cli.add_command(users)
+cli.add_command(autoscale)
 
 
 _NO_ARGS: tuple[type[Exception], ...] = tuple(

@@ -397,6 +397,31 @@ class ClusterState:
         """Forget a topology's credentials."""
         self.storage.delete(znodes.credentials(self.root, topology_id))
 
+    # ------------------------------------------------------------------------------------------ autoscaler
+    def set_autoscale_events(self, topology_id: str, events: Mapping[str, Any]) -> None:
+        """Write a topology's autoscaler events (``{"decisions": [...], "diagnoses": [...]}``)."""
+        path = znodes.autoscale(self.root, topology_id)
+        data = encode_json(dict(events))
+        if len(data) > MAX_RECORD_BYTES:
+            raise StateError(f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte "
+                             "limit of a record", path=path, reason="too_large")
+        self.storage.set(path, data)
+
+    def autoscale_events(self, topology_id: str) -> dict[str, Any]:
+        """A topology's autoscaler events (empty when it has none)."""
+        path = znodes.autoscale(self.root, topology_id)
+        data = self.storage.get(path)
+        value = {} if data is None else decode_json(path, data)
+        return dict(value) if isinstance(value, Mapping) else {}
+
+    def autoscale_topology_ids(self) -> list[str]:
+        """The topologies with autoscaler events."""
+        return self.storage.children(znodes.autoscale_root(self.root))
+
+    def remove_autoscale_events(self, topology_id: str) -> None:
+        """Forget a topology's autoscaler events."""
+        self.storage.delete(znodes.autoscale(self.root, topology_id))
+
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
         """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels, creds."""
@@ -406,6 +431,7 @@ class ClusterState:
         self.remove_errors(topology_id)
         self.storage.delete(znodes.log_config(self.root, topology_id))
         self.remove_credentials(topology_id)
+        self.remove_autoscale_events(topology_id)
         log.info("removed the cluster state of topology %s", topology_id)
 
     # ------------------------------------------------------------------------------------------ internals

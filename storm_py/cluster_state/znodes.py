@@ -50,6 +50,7 @@ LOGCONFIGS = "logconfigs"
 CREDENTIALS = "credentials"
 USERS = "users"
 USER_TOKENS = "user-tokens"
+AUTOSCALE = "autoscale"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -313,6 +314,16 @@ def user(root: str, name: str) -> str:
 def user_token(root: str, token_hash: str) -> str:
     """The index entry naming the user a token hash belongs to."""
     return join(root, USER_TOKENS, token_hash)
+
+
+def autoscale_root(root: str) -> str:
+    """Parent of the topologies' autoscaler events."""
+    return join(root, AUTOSCALE)
+
+
+def autoscale(root: str, topology_id: str) -> str:
+    """A topology's autoscaler events (its decisions and diagnoses), written by the leading nimbus."""
+    return join(autoscale_root(root), topology_id)
 
 
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:

@@ -21,6 +21,7 @@ import yaml
 from storm_py.config.keys import (
     BOOL,
     INT,
+    INT_OR_MAP,
     KEYS,
     LIST,
     MAP,
@@ -157,9 +158,24 @@ def _problem(key: Key, value: Any) -> str | None:
         return "must be a mapping"
     elif kind == MAP_OR_JSON and not isinstance(value, (dict, str)):
         return "must be a mapping or a JSON object in a string"
+    elif kind == INT_OR_MAP:
+        return _int_or_map_problem(key, value)
     if key.choices is not None and value not in key.choices:
         return f"must be one of {', '.join(map(repr, key.choices))}"
     return None
+
+
+def _int_or_map_problem(key: Key, value: Any) -> str | None:
+    """Why ``value`` is not an integer (at least ``key.min``) or a mapping of names to such integers."""
+    low = int(key.min) if key.min is not None else None
+
+    def bad(n: Any) -> bool:
+        return not isinstance(n, int) or isinstance(n, bool) or (low is not None and n < low)
+
+    if isinstance(value, dict):
+        wrong = next((k for k, n in value.items() if not isinstance(k, str) or bad(n)), None)
+        return None if wrong is None else f"must map names to integers >= {low}, and {wrong!r} does not"
+    return f"must be an integer >= {low} or a mapping {{name: integer}}" if bad(value) else None
 
 
 def _num(x: float) -> str:

@@ -26,6 +26,8 @@ from typing import Any
 INT, NUMBER, BOOL, STR, STRS, PORTS, LIST, MAP = "int", "number", "bool", "str", "strs", "ports", "list", "map"
 #: a mapping, or a string holding one as JSON
 MAP_OR_JSON = "map-or-json"
+#: an integer, or a mapping of names to integers (a value for all components, or one per component)
+INT_OR_MAP = "int-or-map"
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,15 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("topology.state.max.parallelism", INT, 128, "nimbus, workers, stateful components", "the number of key groups of each component with keyed state: a key's group is its grouping values' hash mod this, fixed for the topology's life; the component's task count may never exceed it (rescale moves state by whole groups)", min=1),
         Key("topology.state.kind", STR, None, "nimbus, workers", "set by the checkpoint wiring on each component with managed state: key_value (a stateful bolt), window (a stateful windowed bolt), sink (a checkpointed sink) or position (a stateful spout); a key_value bolt behind fields groupings can change its task count", choices=(None, "key_value", "window", "sink", "position"), per_component=True),
         Key("topology.state.rescales", MAP, None, "nimbus, stateful components", "written by nimbus when a rebalance changes a component's task count (never set by hand): each component's first task id at submit, its rescale generation and the task count of its previous generation, which name the namespaces of its tasks' state"),
+    ),
+    "autoscaler": (
+        Key("topology.autoscale.enabled", BOOL, False, "nimbus", "whether nimbus's autoscaler changes the topology's bolts' executors (within their tasks) to follow its load"),
+        Key("topology.autoscale.min.parallelism", INT_OR_MAP, 1, "nimbus", "fewest executors of a bolt the autoscaler leaves: an integer for every bolt or {bolt: n}", min=1),
+        Key("topology.autoscale.max.parallelism", INT_OR_MAP, None, "nimbus", "most executors of a bolt the autoscaler gives, never above its tasks: an integer for every bolt or {bolt: n} (null: its tasks)", min=1),
+        Key("topology.autoscale.cooldown.secs", NUMBER, 120, "nimbus", "seconds after an autoscaler change (or start) before the next one", min=0),
+        Key("topology.autoscale.target.capacity", NUMBER, 0.7, "nimbus", "share of its time a bolt's average executor should spend executing; the autoscaler sizes bolts for it and leaves them alone between half of it and halfway to 1", min=0.05, max=0.95),
+        Key("topology.autoscale.period.secs", NUMBER, 60, "nimbus", "seconds between two samples of the topology's metrics the autoscaler reads", min=0.1),
+        Key("topology.autoscale.rebalance.wait.secs", NUMBER, None, "nimbus", "seconds an autoscaler rebalance deactivates the topology before executors change (null: topology.message.timeout.secs)", min=0),
     ),
     "operations": (
         Key("storm.health.check.dir", STR, "healthchecks", "supervisor, node-health-check", "directory of the node health-check scripts (each executable runs; a non-zero exit or an output line starting with ERROR fails the node)"),

@@ -30,6 +30,7 @@ from storm_py.metrics.reports import by_component, observe, prometheus_series, r
 from storm_py.metrics.windows import ALL_TIME
 from storm_py.nimbus.access import SUBMITTER_KEY, NimbusGate
 from storm_py.nimbus.admin_api import admin_routes
+from storm_py.nimbus.autoscale_api import autoscale_routes
 from storm_py.nimbus.blob_api import blob_routes
 from storm_py.nimbus.blobstore import LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
@@ -120,6 +121,7 @@ class NimbusApi:
             *credentials_routes(self.node, self._base),
             *worker_log_routes(self.node, self._base),
             *profiling_routes(self.node, self._base),
+            *autoscale_routes(self.node, self._base),
             Route("GET", "/metrics", self.prometheus),
             Route("GET", "/", self.ui_page, public=True),  # the UI's files carry no cluster data
             Route("GET", "/{page}", self.ui_page, public=True),

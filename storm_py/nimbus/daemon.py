@@ -2,7 +2,8 @@
 
 Every nimbus registers itself (``nimbuses/<host:port>``), enters the election and serves the API.  The leader
 runs :meth:`Nimbus.step` (timed kills and rebalances, reassignment of dead workers and supervisors) every
-``nimbus.monitor.freq.secs`` or sooner when something is due; every nimbus copies the blobs it lacks from
+``nimbus.monitor.freq.secs`` or sooner when something is due, and the autoscaler
+(:mod:`storm_py.nimbus.autoscaler`) when a topology's period is up; every nimbus copies the blobs it lacks from
 their holders.  Submitted packages are validated in a subprocess (:mod:`storm_py.nimbus.topology_check`).
 """
 
@@ -26,6 +27,7 @@ from storm_py.config.keys import setting
 from storm_py.errors import StormPyError, TopologyLoadError
 from storm_py.nimbus.access import NimbusGate
 from storm_py.nimbus.api import NimbusApi
+from storm_py.nimbus.autoscaler import Autoscaler
 from storm_py.nimbus.blobstore import BlobReplicator, LocalFsBlobStore, NimbusCodeStore
 from storm_py.nimbus.core import Nimbus
 from storm_py.nimbus.topology_check import check_package
@@ -88,6 +90,7 @@ class NimbusDaemon:
         self.code_store = NimbusCodeStore(self.blobs, self.state, self.id)
         self.nimbus = Nimbus(self.conf, self.state, self.code_store, self.clock, loader=self._validate)
         self.nimbus.is_leader = self.is_leader
+        self.autoscaler = Autoscaler(self.nimbus, self.state, self.clock)
         self.client = NimbusClient(conf)
         self.replicator = BlobReplicator(self.blobs, self.state, self.id, self.client.fetch_blob, self.clock)
         self.gate = NimbusGate(self.conf, self.state, self.nimbus.topology_id, self.clock)
@@ -156,13 +159,14 @@ class NimbusDaemon:
         leader = self.is_leader()
         if leader and not self._was_leader:
             self.nimbus.reset_heartbeat_tracking()
+            self.autoscaler.reset()
         self._was_leader = leader
         self.replicator.sync()
         if not leader:
             return freq
         self.nimbus.step()
-        due = self.nimbus.next_action_secs()
-        return freq if due is None else min(freq, due + 0.01)
+        due = [d + 0.01 for d in (self.nimbus.next_action_secs(), self.autoscaler.step()) if d is not None]
+        return min([freq, *due])
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Loop until ``stop`` (or :meth:`stop`) is set."""

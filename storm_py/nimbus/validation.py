@@ -1,6 +1,6 @@
 """This module owns the checks a topology passes before nimbus stores it: at submit its structure, its windowed,
-stateful and async components against the topology conf, and the system topology with every component's executor
-count; at a rebalance the conf overrides (``rebalance -t``)."""
+stateful and async components against the topology conf, the system topology with every component's executor
+count and the autoscaler's bounds against the bolts' tasks; at a rebalance the conf overrides (``rebalance -t``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 from storm_py.api.topology import StormTopology, validate_topology
 from storm_py.config import validate as validate_conf
 from storm_py.errors import ConfigError, InvalidTopologyException
+from storm_py.metrics.reports import is_system
+from storm_py.nimbus.autoscale_policy import autoscale_settings
 from storm_py.runtime.async_executor import check_async_bolts
 from storm_py.runtime.system_topology import component_counts, system_topology
 from storm_py.stateful.wiring import check_topology as check_stateful
@@ -38,6 +40,8 @@ def checked_system_topology(
     for cid, (tasks, execs) in counts.items():
         if execs <= 0 and tasks > 0:
             raise InvalidTopologyException(f"component {cid!r} has no executors", component=cid)
+    bolts = {cid: tasks for cid, (tasks, _) in counts.items() if cid in system.bolts and not is_system(cid)}
+    autoscale_settings(topo_conf, bolts, set(system.spouts))
     return system, counts
 
 

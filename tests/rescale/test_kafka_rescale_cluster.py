@@ -1,7 +1,8 @@
-"""Acceptance of task rescaling on the dev cluster: Kafka -> a keyed stateful word count (state in a real Redis, or
-in the durable checkpoint directory) rescaled 4 -> 8 -> 3 tasks while a producer keeps writing, with a worker
-killed (``kill -9``) while the first rescale moves the state.  Under exactly_once every word is counted exactly once against the produced records, each
-key in the one task owning its key group; under at_least_once no count is below the truth."""
+"""Acceptance of task rescaling on the dev cluster: Kafka -> a keyed stateful word count (state in a real Redis, or in
+the durable checkpoint directory) rescaled 4 -> 8 -> 3 tasks while a producer keeps writing, with a worker killed
+(``kill -9``) while the first rescale moves the state. Under exactly_once every word is counted exactly once against
+the produced records, each key in the one task owning its key group; under at_least_once no count is below the
+truth."""
 
 from __future__ import annotations
 

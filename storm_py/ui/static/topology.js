@@ -92,6 +92,7 @@
       { label: "Committed offset", key: "consumerCommittedOffset", num: true },
       { label: "Lag", key: "lag", num: true },
     ], lag, r => r.spoutId + "/" + r.topic + "/" + r.partition, "No spout reports lag.");
+    await showAutoscale();
     const errors = [];
     for (const c of (page.spouts || []).concat(page.bolts || [])) {
       for (const e of c.errors || []) errors.push(Object.assign({ component: c.spoutId || c.boltId }, e));
@@ -118,6 +119,38 @@
     StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/timeseries"), false,
       untracked ? Storm.UNTRACKED : undefined);
     document.body.dataset.loaded = String(Date.now());
+  }
+
+  // the autoscaler's decisions and diagnoses (GET /topology/:id/autoscale), newest first; shown while it is on
+  // or once it decided something
+  async function showAutoscale() {
+    const scale = await Storm.getJson("/topology/" + encodeURIComponent(topologyId) + "/autoscale");
+    const decisions = (scale.decisions || []).slice().reverse();
+    const diagnoses = (scale.diagnoses || []).slice().reverse();
+    $("autoscale-section").hidden = !scale.enabled && decisions.length === 0;
+    const when = r => new Date(r.time * 1000).toISOString();
+    table($("autoscale-summary"), [
+      { label: "Enabled", render: r => String(r.enabled) },
+      { label: "Target capacity", key: "targetCapacity", num: true },
+      { label: "Cooldown secs", key: "cooldownSecs", num: true },
+      { label: "Period secs", key: "periodSecs", num: true },
+      { label: "Bolts (executors / tasks, bounds)", render: r => Object.entries(r.bolts || {}).map(([b, v]) =>
+        b + " " + v.executors + "/" + v.tasks + " [" + v.min + ".." + v.max + "]").join(", ") },
+    ], [scale]);
+    table($("autoscale-decisions"), [
+      { label: "Time", render: when },
+      { label: "Component", render: componentLink("component") },
+      { label: "From", key: "from", num: true },
+      { label: "To", key: "to", num: true },
+      { label: "Reason", key: "reason" },
+    ], decisions.slice(0, 100), r => r.time + "/" + r.component, "No decisions yet.");
+    $("autoscale-diagnoses-box").hidden = diagnoses.length === 0;
+    table($("autoscale-diagnoses"), [
+      { label: "Time", render: when },
+      { label: "Component", render: componentLink("component") },
+      { label: "Diagnosis", key: "kind" },
+      { label: "Reason", key: "reason" },
+    ], diagnoses.slice(0, 100), r => r.time + "/" + r.component + "/" + r.kind);
   }
 
   let debugShown = false;

@@ -1,0 +1,1 @@
+"""The autoscaler's test topology (see :mod:`scaleapp.topology`)."""
