@@ -70,15 +70,17 @@ def shares(config: dict[str, Any], p: dict[str, Any]) -> list[dict[Any, Any]]:
     """The committed state of each task of ``count`` now, by task index (in Redis, or in the checkpoint directory
     when ``config`` has a url)."""
     rescales = Rescales.of(p["configuration"])
-    tasks = range(rescales.tasks_at("count", rescales.generation("count")))
+    generation = rescales.generation("count")
     if "url" in config:
         settings = settings_of(config)
-        if rescales.generation("count") == 0:
+        if generation == 0:
             return [s for _, s in sorted(CheckpointDirState.committed_of(settings, "rescale", "count").items())]
-        return [CheckpointDirState.committed(settings, "rescale", namespace(rescales, "count", i, -1)) for i in tasks]
-    if rescales.generation("count") == 0:
+        return [CheckpointDirState.committed(settings, "rescale", namespace(rescales, "count", i, -1))
+                for i in range(rescales.tasks_at("count", generation))]
+    if generation == 0:
         return [s for _, s in sorted(RedisKeyValueState.committed_of("count", config).items())]
-    return [dict(RedisKeyValueState.from_config(namespace(rescales, "count", i, -1), config)) for i in tasks]
+    return [dict(RedisKeyValueState.from_config(namespace(rescales, "count", i, -1), config))
+            for i in range(rescales.tasks_at("count", generation))]
 
 
 def counted(config: dict[str, Any], cluster: DevClusterProcess) -> Counter[Any]:

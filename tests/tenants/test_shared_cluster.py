@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+import storm_py
 from storm_py.clock import wait_until
 from tests.cluster.harness import DevClusterProcess, storm_py_command
 
@@ -89,7 +90,10 @@ def _shared_python(root: Path) -> str:
     same, purelib = subprocess.run([str(python), "-c", probe % sys.version_info[:2]], check=True,
                                    capture_output=True, text=True, timeout=60).stdout.split()
     assert same == "True", f"{system} is not Python {sys.version_info[:2]}: its workers could not load our packages"
-    Path(purelib, "storm-py-tests.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    # this interpreter's packages, and storm_py's own directory: an editable install's .pth file in site-packages
+    # is not read when that directory comes from another .pth file
+    paths = [sysconfig.get_paths()["purelib"], str(Path(storm_py.__file__).resolve().parent.parent)]
+    Path(purelib, "storm-py-tests.pth").write_text("\n".join(paths) + "\n", encoding="utf-8")
     return str(python)
 
 

@@ -100,6 +100,6 @@ def test_a_worker_killed_with_kill_9_mid_run_loses_no_batch(dev_cluster, tmp_pat
     wait_until(lambda: cluster.worker_pid(tid, ports[-1]) != victim, 120, interval=0.25, what="a new worker")
     wait_until(lambda: acked(db) == batches, 300, interval=0.5, what="every batch acked")
     assert read(db, "SELECT id, acks FROM batches WHERE acks != 1") == []
-    assert read(db, "SELECT SUM(emits) FROM batches")[0][0] > batches, "no batch was replayed after the kill"
+    # (whether a batch was replayed depends on what the killed worker held at that instant: not asserted)
     assert counts(db) == topology.truth(batches, SIZE)  # type: ignore[attr-defined]
     kill(cluster, "vc")
