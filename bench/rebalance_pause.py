@@ -31,7 +31,9 @@ from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: a compiled build there wins
 
-from storm_py import BaseStatefulBolt, LocalCluster, StatefulSpout, TopologyBuilder
+from keys_spout import KeysSpout  # bench/ is the script's own directory
+
+from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.stateful.checkpoint_dir import CheckpointDirState
 
@@ -62,37 +64,6 @@ def _timed_prepare(original: Any) -> Any:
                 WRITES.setdefault(txid, []).append((time.monotonic() - start, changed))
 
     return prepare_commit
-
-
-class KeysSpout(StatefulSpout):
-    """Emits ``key0 .. key{N-1}`` once, then a trickle of the first keys (position in its state)."""
-
-    def __init__(self, keys: int) -> None:
-        self.keys = keys
-
-    def open(self, conf, context, collector):
-        self.collector = collector
-        self.pos = 0
-        self.last = 0.0
-
-    def init_state(self, state):
-        self.state = state
-        self.pos = state.get("pos", 0)
-
-    def pre_prepare(self, txid):
-        self.state.put("pos", self.pos)
-
-    def next_tuple(self):
-        if self.pos >= self.keys:
-            now = time.monotonic()
-            if now - self.last < 0.002:
-                return
-            self.last = now
-        self.collector.emit([f"key{self.pos % self.keys}"])
-        self.pos += 1
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["key"])
 
 
 class Count(BaseStatefulBolt):

@@ -79,19 +79,12 @@ class TickHandler(Protocol):
                      collector: VectorOutputCollector | AsyncVectorCollector) -> Awaitable[None] | None: ...
 
 
-class VectorOutputCollector:
-    """What :meth:`VectorBolt.execute_batch` emits through: every emit is anchored to the input being processed.
+class _InputSource:
+    """The read-only names of the input a vector bolt is processing, which its collectors carry."""
 
-    On a columnar stream ``data`` is a batch (a ``RecordBatch``, a ``Table`` or an Arrow PyCapsule object); on a
-    per-tuple stream it is one values list.
-    """
+    __slots__ = ("_source_component", "_source_stream", "_source_task")
 
-    __slots__ = ("_anchors", "_collector", "_source_component", "_source_stream", "_source_task")
-
-    def __init__(self, collector: OutputCollector, anchors: Tuple | list[Tuple], source_component: str,
-                 source_stream: str, source_task: int | None) -> None:
-        self._collector = collector
-        self._anchors = anchors
+    def __init__(self, source_component: str, source_stream: str, source_task: int | None) -> None:
         self._source_component = source_component
         self._source_stream = source_stream
         self._source_task = source_task
@@ -110,6 +103,22 @@ class VectorOutputCollector:
     def source_task(self) -> int | None:
         """The task that emitted the input (``None`` for a batch gathered from several tasks)."""
         return self._source_task
+
+
+class VectorOutputCollector(_InputSource):
+    """What :meth:`VectorBolt.execute_batch` emits through: every emit is anchored to the input being processed.
+
+    On a columnar stream ``data`` is a batch (a ``RecordBatch``, a ``Table`` or an Arrow PyCapsule object); on a
+    per-tuple stream it is one values list.
+    """
+
+    __slots__ = ("_anchors", "_collector")
+
+    def __init__(self, collector: OutputCollector, anchors: Tuple | list[Tuple], source_component: str,
+                 source_stream: str, source_task: int | None) -> None:
+        super().__init__(source_component, source_stream, source_task)
+        self._collector = collector
+        self._anchors = anchors
 
     def emit(self, data: Any, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``data`` anchored to the input; return the sorted ids of the tasks that got it."""
@@ -245,34 +254,17 @@ class VectorBoltRunner(Bolt):
         self.bolt.cleanup()
 
 
-class AsyncVectorCollector:
+class AsyncVectorCollector(_InputSource):
     """What an asyncio ``execute_batch`` emits through: every emit is anchored to the execution's input.  On a
     columnar stream ``data`` is a batch; on a per-tuple stream one values list.  ``emit`` returns ``None``: in
     ordered mode the data is not sent yet."""
 
-    __slots__ = ("_collector", "_source_component", "_source_stream", "_source_task")
+    __slots__ = ("_collector",)
 
     def __init__(self, collector: AsyncOutputCollector, source_component: str, source_stream: str,
                  source_task: int) -> None:
+        super().__init__(source_component, source_stream, source_task)
         self._collector = collector
-        self._source_component = source_component
-        self._source_stream = source_stream
-        self._source_task = source_task
-
-    @property
-    def source_component(self) -> str:
-        """The component of the input being processed."""
-        return self._source_component
-
-    @property
-    def source_stream(self) -> str:
-        """The stream of the input being processed."""
-        return self._source_stream
-
-    @property
-    def source_task(self) -> int:
-        """The task that emitted the input."""
-        return self._source_task
 
     def emit(self, data: Any, stream: str = DEFAULT_STREAM) -> None:
         """Emit ``data`` anchored to the execution's input."""
