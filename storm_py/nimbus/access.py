@@ -18,9 +18,9 @@ from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.cluster_state.models import StormBase
 from storm_py.cluster_state.users import ADMIN, CLUSTER_USER, UserStore
 from storm_py.config.keys import setting
-from storm_py.errors import StormPyError
+from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.audit import AuditLog, audit_line, audited
-from storm_py.nimbus.users import Principal, TopologyAcl, allowed, classify
+from storm_py.nimbus.users import Principal, TopologyAcl, acl_problems, allowed, classify
 from storm_py.node.http_api import ForbiddenError
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,12 @@ class NimbusGate:
 
     def submitter_conf(self, user: str | None, conf: Mapping[str, Any]) -> dict[str, Any]:
         """A submitted topology's conf with its submitter: the caller's name, except that an admin may name another
-        user (``topology.submitter.user`` in the conf it sends)."""
+        user (``topology.submitter.user`` in the conf it sends).  A user the topology's ACL keys name must be known
+        to the cluster (:class:`InvalidTopologyException` names the key and the users, nothing is stored)."""
         out = dict(conf)
+        problems = acl_problems(out, lambda name: self.principal(name).role != "")
+        if problems:
+            raise InvalidTopologyException("; ".join(problems))
         asked = out.get(SUBMITTER_KEY)
         if user is None:
             return out

@@ -13,7 +13,7 @@ admin) and decided by :func:`allowed` from the caller and, for a topology, its :
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -67,6 +67,27 @@ class TopologyAcl:
         """The ACL of a topology submitted by ``owner`` with ``conf`` (``topology.users``,
         ``topology.readonly.users``: lists of names; anything else grants nothing)."""
         return cls(owner, _names(conf.get("topology.users")), _names(conf.get("topology.readonly.users")))
+
+
+#: the topology conf keys that name users
+ACL_KEYS = ("topology.users", "topology.readonly.users")
+
+
+def acl_problems(conf: Mapping[str, Any], known: Callable[[str], bool]) -> list[str]:
+    """What is wrong with the user names a topology's ``conf`` grants rights to (empty: nothing): each ACL key must
+    be a list of names, each a user ``known`` to the cluster."""
+    problems = []
+    for key in ACL_KEYS:
+        value = conf.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+            problems.append(f"{key} must be a list of user names, not {value!r}")
+            continue
+        unknown = sorted(v for v in set(value) if not known(v))
+        if unknown:
+            problems.append(f"{key} names users this cluster does not know: {unknown} (storm-py users add NAME)")
+    return problems
 
 
 def _names(value: object) -> frozenset[str]:

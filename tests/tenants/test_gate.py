@@ -15,6 +15,7 @@ from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
 from storm_py.cluster_state.models import ACTIVE, StormBase
 from storm_py.cluster_state.users import UserStore
+from storm_py.errors import InvalidTopologyException
 from storm_py.nimbus.access import NimbusGate
 from storm_py.node.http_api import JsonApiServer, Reply, Request, Route
 
@@ -130,3 +131,12 @@ def test_only_an_admin_names_another_submitter(world: World) -> None:
     assert world.gate.submitter_conf("dave", asked)["topology.submitter.user"] == "dave"
     assert world.gate.submitter_conf("adm", asked)["topology.submitter.user"] == "alice"
     assert world.gate.submitter_conf("adm", {})["topology.submitter.user"] == "adm"
+
+
+def test_a_submit_naming_unknown_users_or_a_malformed_acl_is_refused_naming_the_key(world: World) -> None:
+    known = {"topology.users": ["bob", "root"], "topology.readonly.users": ["eve", "cluster"]}
+    assert world.gate.submitter_conf("alice", known)["topology.users"] == ["bob", "root"]
+    with pytest.raises(InvalidTopologyException, match=r"topology.users names users .*\['mallory'\]"):
+        world.gate.submitter_conf("alice", {"topology.users": ["bob", "mallory"]})
+    with pytest.raises(InvalidTopologyException, match=r"topology\.readonly\.users must be a list of user names"):
+        world.gate.submitter_conf("alice", {"topology.readonly.users": "eve"})
