@@ -47,6 +47,7 @@ class FakeRuntime:
         self.topology = TOPOLOGY
         self.worker_tasks = sorted(COMPONENTS)
         self.component_streams = STREAMS
+        self.columnar_streams: frozenset[tuple[str, str]] = frozenset()
         self.batches: list[Any] = []
         self.errors: list[tuple[str, int, BaseException]] = []
         self.lock = threading.Lock()
