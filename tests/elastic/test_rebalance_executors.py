@@ -20,6 +20,9 @@ from tests.elastic.components import (
 )
 from tests.stateful.components import counts, new_run, truth
 
+# each case runs a LocalCluster through checkpoints and a rebalance: tens of seconds (pure run only in CI)
+pytestmark = pytest.mark.slow
+
 WORDS = [f"w{i % 37}" for i in range(1200)]
 
 

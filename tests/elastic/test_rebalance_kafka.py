@@ -16,6 +16,9 @@ from tests.elastic.components import PacedProducer, committed_counts, committed_
 from tests.kafka.conftest import Broker
 from tests.stateful.components import CountBolt, new_run
 
+# each case runs a LocalCluster through checkpoints and a rebalance: tens of seconds (pure run only in CI)
+pytestmark = pytest.mark.slow
+
 PARTITIONS = 2
 RECORDS = 8000
 

@@ -15,6 +15,9 @@ from storm_py.trident import Count, FixedBatchSpout, TridentTopology
 from storm_py.trident.redis_state import RedisMapState
 from tests.trident.test_state import Split
 
+# each case runs a LocalCluster through checkpoints and a rebalance: tens of seconds (pure run only in CI)
+pytestmark = pytest.mark.slow
+
 LINES = [[" ".join(f"t{(i * 5 + j) % 41}" for j in range(4))] for i in range(1500)]
 
 
