@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from storm_py.api.components import BasicBolt
 from storm_py.api.tuple import Id, Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 RELEASED_ROWS_PER_STEP: Final = 4096
 
 
+# the asyncio bolts' executor (runtime/async_executor.py) is an interpreted subclass: its overrides must be called
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BoltExecutor(Executor):
     """Executes input tuples on the bolt tasks; a bolt that raises fails the input and processing goes on."""
 

@@ -19,6 +19,8 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any, Final, NoReturn, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Id
 from storm_py.clock import Clock
@@ -124,6 +126,7 @@ class ExecutorStats:
         }
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the executors of the asyncio bolts and windows derive from it
 class Executor:
     """What every executor has: its tasks, an inbox, an out-buffer and counters."""
 
