@@ -32,6 +32,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent))  # after PYTHONPATH: a compiled build there wins
 
+import cluster_perf as cp  # noqa: E402  (bench/ is the script's own directory)
+
 from storm_py.clock import SYSTEM_CLOCK, wait_until  # noqa: E402
 from storm_py.dev.kafka import KafkaBrokerProcess  # noqa: E402
 from storm_py.kafka.client import KafkaAdmin  # noqa: E402
@@ -135,7 +137,6 @@ def run(args: argparse.Namespace, cluster: DevClusterProcess, wheel: Path, boots
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     options: list[tuple[str, Any, Any, str]] = [
         ("--low", float, 200.0, "records/s before and after the step"),
         ("--high", float, 2000.0, "records/s of the step"),
@@ -152,12 +153,7 @@ def main() -> None:
         ("--modes", str, "autoscaled,fixed", "the runs, in order"),
         ("--json", Path, None, "append each run as a JSON line to this file"),
     ]
-    for flag, kind, default, text in options:
-        ap.add_argument(flag, type=kind, default=default, help=text)
-    args = ap.parse_args()
-    if args.json:
-        args.json = args.json.resolve()
-    os.chdir(tempfile.gettempdir())  # `python -m storm_py` must not import the tree ahead of PYTHONPATH
+    args = cp.parse_options(__doc__, options)
     print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
                       "loadavg": [round(x, 2) for x in os.getloadavg()]}), flush=True)
     with tempfile.TemporaryDirectory(prefix="autoscale-step-") as tmp:

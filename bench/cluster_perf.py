@@ -150,6 +150,20 @@ def machine_cpu() -> tuple[float, float]:
     return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
+def parse_options(doc: str | None, options: list[tuple[str, Any, Any, str]]) -> argparse.Namespace:
+    """A cluster bench's command line from ``(flag, type, default, help)`` rows, a ``--json`` among them (made
+    absolute); then the working directory leaves the tree (``python -m storm_py`` must not import it ahead of
+    PYTHONPATH)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, kind, default, text in options:
+        ap.add_argument(flag, type=kind, default=default, help=text)
+    args = ap.parse_args()
+    if args.json:
+        args.json = args.json.resolve()
+    os.chdir(tempfile.gettempdir())
+    return args
+
+
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """What a figure depends on: the command's settings, the build, the commit and the machine."""
     from storm_py.config import defaults

@@ -18,7 +18,6 @@ spout is; a run whose records were all acked before the window ended reads low a
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -53,7 +52,6 @@ def run_topology(conf_path: Path, bootstrap: str, topic: str, secs: float, warmu
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     options: list[tuple[str, Any, Any, str]] = [
         ("--records", int, 4_000_000, "records produced to the topic (enough for the warm-up and the window)"),
         ("--runs", int, 2, "raw consumer and topology runs"),
@@ -64,12 +62,7 @@ def main() -> None:
         ("--grouping", str, "shuffle", "the bolt's grouping: shuffle or local_or_shuffle"),
         ("--json", Path, None, "append each run as a JSON line to this file"),
     ]
-    for flag, kind, default, text in options:
-        ap.add_argument(flag, type=kind, default=default, help=text)
-    args = ap.parse_args()
-    if args.json:
-        args.json = args.json.resolve()
-    os.chdir(tempfile.gettempdir())  # `python -m storm_py` must not import the tree ahead of PYTHONPATH
+    args = cp.parse_options(__doc__, options)
     args.workers, args.ackers = 2, 1
     print(json.dumps({"settings": cp.settings(args)}), flush=True)
     broker = KafkaBrokerProcess(die_with_parent=True)
