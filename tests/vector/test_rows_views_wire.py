@@ -21,18 +21,9 @@ from storm_py.vector.rows import row_tuples
 BATCH = pa.record_batch({"word": ["a", "b", None], "n": pa.array([1, 2, 3], pa.int32())})
 
 
-class Counting(IdSource):
-    def __init__(self) -> None:
-        self.n = 0
-
-    def next(self) -> int:
-        self.n += 1
-        return 1 << self.n
-
-
 def test_rows_are_tuples_anchored_to_the_batch_tuple() -> None:
     tup = Tuple([BATCH], Fields("word", "n"), "split", "default", 7, None, 99, 5)
-    rows = row_tuples(tup, Counting())
+    rows = row_tuples(tup, IdSource(5))
     assert [r.values for r in rows] == [["a", 1], ["b", 2], [None, 3]]
     assert all(r.source_component == "split" and r.source_task == 7 and r["word"] == r.values[0] for r in rows)
     assert all(r._root == 99 for r in rows)
@@ -42,9 +33,9 @@ def test_rows_are_tuples_anchored_to_the_batch_tuple() -> None:
         acc ^= r._edge
     assert tup._ack_val == acc and acc
     several = Tuple([BATCH], Fields("word", "n"), "split", "default", 7, {1: 2, 3: 4})
-    rows = row_tuples(several, Counting())
+    rows = row_tuples(several, IdSource(5))
     assert all(set(r._ids or {}) == {1, 3} for r in rows)
-    unanchored = row_tuples(Tuple([BATCH], Fields("word", "n"), "s", "default", 1, None), Counting())
+    unanchored = row_tuples(Tuple([BATCH], Fields("word", "n"), "s", "default", 1, None), IdSource(5))
     assert all(r._root is None and r._ids is None for r in unanchored)
 
 
