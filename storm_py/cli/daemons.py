@@ -24,6 +24,7 @@ from storm_py.config import parse_override
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, StormPyError
+from storm_py.node.loop import STOP_POLL_SECS
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,28 @@ def with_daemon_token(conf: dict[str, Any], config_file: str | None) -> dict[str
     return {**conf, "nimbus.auth.token": token}
 
 
-def _run_daemon(make: Callable[[], Any], what: str) -> None:
+class _Daemon(Protocol):
+    """What :func:`_run_daemon` runs: nimbus and the supervisor."""
+
+    def start(self) -> None: ...
+
+    def run(self, stop: threading.Event | None = None) -> None: ...
+
+    def interrupt(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def _interrupt_when_set(stop: threading.Event, ended: threading.Event, daemon: _Daemon) -> None:
+    """Interrupt ``daemon`` once ``stop`` is set (a signal), so that a round waiting for ZooKeeper ends at once;
+    returns without doing anything once ``ended`` is set."""
+    while not ended.is_set():
+        if stop.wait(STOP_POLL_SECS):
+            daemon.interrupt()
+            return
+
+
+def _run_daemon(make: Callable[[], _Daemon], what: str) -> None:
     _info_logging()
     try:
         daemon = make()
@@ -118,9 +140,15 @@ def _run_daemon(make: Callable[[], Any], what: str) -> None:
         except StormPyError as err:
             daemon.stop()
             raise _fail(err) from err
+        ended = threading.Event()
+        interrupter = threading.Thread(target=_interrupt_when_set, args=(stop, ended, daemon), daemon=True,
+                                       name=f"{what}-interrupt")  # fmt: skip
+        interrupter.start()
         try:
             daemon.run(stop)
         finally:
+            ended.set()
+            interrupter.join()
             log.info("%s stopping", what)
             daemon.stop()
 

@@ -81,6 +81,10 @@ class ClusterState:
         #: storm bases and assignments refused because their signature is missing or wrong
         self.refused = 0
 
+    def stop_waiting(self) -> None:
+        """Let every call that finds no connection fail at once from now on: the daemon is shutting down."""
+        self.storage.stop_waiting()
+
     def close(self) -> None:
         """Close the storage session (this client's ephemeral registrations vanish)."""
         self.storage.close()

@@ -373,6 +373,9 @@ class MemoryStorage:
             self._notify("connected")
         log.info("memory session %d expired; new session %d", old, self._session)
 
+    def stop_waiting(self) -> None:
+        """Nothing to do: a memory session never waits for a connection."""
+
     def close(self) -> None:
         with self.store._lock:
             if self._closed:

@@ -176,6 +176,12 @@ class StateStorage(Protocol):
         """Enter the leader election held under ``path`` as ``identifier``."""
         ...
 
+    def stop_waiting(self) -> None:
+        """From now on an operation that finds no connection fails at once (a :class:`StateError`) instead of
+        waiting for one, and so do those waiting now: the owner is shutting down.  Operations on a live connection
+        still run; idempotent."""
+        ...
+
     def close(self) -> None:
         """End the session (its ephemeral nodes vanish) and stop its thread; idempotent."""
         ...

@@ -61,6 +61,9 @@ from storm_py.errors import StateError
 
 log = logging.getLogger(__name__)
 
+#: How often a wait for a connection checks whether the session's owner stopped waiting (see stop_waiting).
+_STOP_POLL_SECS = 0.2
+
 #: Errors after which an operation is retried (the client reconnects on its own meanwhile).
 _RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, SessionMovedError)
 _PORT_SUFFIX = re.compile(r":\d+$")
@@ -135,6 +138,7 @@ class KazooStorage:
         self._op_timeout = operation_timeout if operation_timeout is not None else connection_timeout
         self._lock = threading.Lock()
         self._closed = False
+        self._stop_waiting = False
         self._watches = WatchRegistry(self._arm_converted, self._on_watch_event, self._is_closed)
         self._keeper = SessionKeeper(f"zk-storage[{self._hosts}{self._prefix}]", self._hosts, self._live_session,
                                      self._restore_ephemeral, self._watches, self._is_closed)
@@ -320,6 +324,9 @@ class KazooStorage:
     def elect(self, path: str, identifier: str) -> LeaderElection:
         return LatchElection(self, znodes.normalize(path), identifier)
 
+    def stop_waiting(self) -> None:
+        self._stop_waiting = True
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -445,10 +452,15 @@ class KazooStorage:
                 raise StateError(
                     f"cannot {op} {path}: the storage session is closed", path=path, op=op, reason="closed"
                 )
-            remaining = deadline - SYSTEM_CLOCK.now()
             connected = self._keeper.connected
-            if not connected.is_set() and (internal or not connected.wait(max(remaining, 0.0))):
-                raise lost(f"no connection to {self._hosts} within {timeout:g}s")
+            while not connected.is_set():
+                remaining = deadline - SYSTEM_CLOCK.now()
+                if self._stop_waiting:
+                    raise lost("no connection, and the session's owner is shutting down")
+                if internal or remaining <= 0.0:
+                    raise lost(f"no connection to {self._hosts} within {timeout:g}s")
+                # in short steps, so that stop_waiting ends a wait in progress
+                connected.wait(min(remaining, _STOP_POLL_SECS))
             try:
                 return start(*args, **kw).get(timeout=max(deadline - SYSTEM_CLOCK.now(), 0.05))
             except ConnectionClosedError as err:
@@ -456,7 +468,7 @@ class KazooStorage:
                     f"cannot {op} {path}: the client is closed", path=path, op=op, reason="closed"
                 ) from err
             except _RETRYABLE as err:
-                if internal or SYSTEM_CLOCK.now() + delay >= deadline:
+                if internal or self._stop_waiting or SYSTEM_CLOCK.now() + delay >= deadline:
                     raise lost(f"{type(err).__name__} talking to {self._hosts}") from err
                 SYSTEM_CLOCK.sleep(delay)
                 delay = min(delay * 2, 0.5)

@@ -76,7 +76,9 @@ class DaemonLoop:
             try:
                 wait = self.round()
             except StormPyError as err:
-                log.warning("%s round failed: %s", self.name, err.message)
+                # a round cut short by the daemon's own shutdown is no failure worth a warning
+                level = logging.DEBUG if self._ended(stop) else logging.WARNING
+                log.log(level, "%s round failed: %s", self.name, err.message)
                 wait = self.error_wait
             self.wait(max(self.min_wait, wait), stop)
 

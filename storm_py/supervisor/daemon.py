@@ -180,6 +180,12 @@ class SupervisorDaemon:
         """Loop until ``stop`` (or :meth:`stop`) is set."""
         self.loop.run(stop)
 
+    def interrupt(self) -> None:
+        """Begin shutting down from another thread (a signal): the loop ends after its round, and that round's
+        ZooKeeper calls stop waiting for a lost connection, so that :meth:`stop` follows at once."""
+        self.loop.stop()
+        self.state.stop_waiting()
+
     def stop(self) -> None:
         """Stop every worker, unregister and close the state session."""
         self.loop.stop()

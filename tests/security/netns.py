@@ -26,7 +26,7 @@ from typing import IO, Any
 import pytest
 import yaml
 
-from storm_py.clock import wait_until
+from storm_py.clock import Deadline, wait_until
 from storm_py.dev.zookeeper import find_classpath, find_java, four_letter_word, server_command, zoo_cfg
 
 _IP = shutil.which("ip") or "/usr/sbin/ip"
@@ -147,17 +147,21 @@ class NetNamespaces:
         return node
 
     def close(self) -> None:
-        """Stop every process started in the namespaces, then remove links and namespaces."""
+        """Stop every process started in the namespaces, then remove links and namespaces.
+
+        Every process is asked to stop first and all are waited for together (one deadline), so the close costs
+        the slowest daemon's stop, not the sum of them."""
+        procs = [proc for node in self.nodes.values() for proc in node.procs if proc.poll() is None]
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        deadline = Deadline(20.0)
+        for proc in procs:
+            try:
+                proc.wait(deadline.remaining())
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         for node in self.nodes.values():
-            for proc in node.procs:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGTERM)
-            for proc in node.procs:
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
             # Anything still in the namespace was started by those processes (workers): end it.
             pids = _ip("netns", "pids", node.netns, check=False).stdout.split()
             for pid in pids:
