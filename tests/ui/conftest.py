@@ -127,9 +127,9 @@ class MetricsCluster:
         return client.topology_id(name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def metrics_cluster(tmp_path_factory: pytest.TempPathFactory, metrics_wheel: Path) -> Iterator[MetricsCluster]:
-    """One dev cluster for the module's tests, with ``judged`` submitted; stopped at the end."""
+    """One dev cluster for the UI tests, with ``judged`` submitted; stopped after them (not at the end of the run)."""
     root = tmp_path_factory.mktemp("metrics-cluster")
     cluster = DevClusterProcess(root / "cluster", supervisors=2)
     cluster.start()
