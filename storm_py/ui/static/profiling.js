@@ -139,8 +139,8 @@ const StormProfiling = (() => {
         const asked = pending.get(r.file);
         if (asked === undefined) continue;
         pending.delete(r.file);
-        if (!r.name.endsWith(".txt")) message(LABELS[r.action] + " of " + r.where + " is written: " + r.name, "ok");
-        else await show(r).catch(err => message("Cannot read " + r.name + ": " + err.message, "error"));
+        message(LABELS[r.action] + " of " + r.where + " is written: " + r.name, "ok");
+        if (r.name.endsWith(".txt")) await show(r).catch(err => message("Cannot read " + r.name + ": " + err.message, "error"));
       }
     } finally {
       listing = false;
