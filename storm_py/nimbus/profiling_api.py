@@ -16,8 +16,9 @@ An action answers at once with ``{"status": "ok", "id": host-port, "topologyId",
 downloaded through the log viewer (``dumplink``: its download URL, which needs the token).  ``host-port`` is
 ``host:port`` (or ``supervisor-id:port``) of a worker of the topology's current assignment: nimbus contacts no
 address taken from the request, only the log viewer that supervisor registered.  A malformed ``host-port`` or
-``timeout`` is 400 naming it, an unknown worker 404, an unreachable log viewer 502.  The actions need the token,
-as every topology action does.  The relay takes only a result's own name (``profile-<action>-<epoch ms>.<ext>``:
+``timeout`` is 400 naming it, an unknown worker 404, an unreachable log viewer 502.  The actions need the token
+and the right to change the topology, as every topology action does; the list and the relay the right to read it.
+The relay takes only a result's own name (``profile-<action>-<epoch ms>.<ext>``:
 nothing else of the worker's directory, no path), reads at most :data:`MAX_RELAY_BYTES`, and answers it as an
 attachment no browser runs scripts of (:func:`relay_reply`).
 """
@@ -25,6 +26,7 @@ attachment no browser runs scripts of (:func:`relay_reply`).
 from __future__ import annotations
 
 import re
+import urllib.error
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 from urllib.parse import quote
@@ -79,6 +81,12 @@ def cpu_seconds(timeout: str, query: dict[str, list[str]]) -> int:
     return int(timeout) * 60
 
 
+def viewer_status(err: LogViewerError) -> int | None:
+    """The HTTP status a log viewer refused a request with; None when it was not reached."""
+    cause = err.__cause__
+    return cause.code if isinstance(cause, urllib.error.HTTPError) else None
+
+
 def result_name(raw: str) -> str:
     """A result's file name from a request (``profile-<action>-<epoch ms>.<txt|svg|json>``); 400 naming it for
     anything else (another file of the worker, a path, ``..``)."""
@@ -125,7 +133,7 @@ def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, St
         try:
             started = viewer.profile(tid, port, action, seconds)
         except LogViewerError as err:
-            if getattr(err.__cause__, "code", None) == 404:
+            if viewer_status(err) == 404:
                 raise NotFoundError(f"worker {where} of topology {tid} is not running", worker=where) from None
             raise
         link = f"{viewer.base_url}{API}/download?file={quote(str(started.get('file', '')), safe='/')}"
@@ -158,7 +166,7 @@ def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, St
         try:
             data = viewer.download(f"{tid}/{port}/{name}", MAX_RELAY_BYTES)
         except LogViewerError as err:
-            if getattr(err.__cause__, "code", None) in (400, 404):
+            if viewer_status(err) == 404:
                 raise NotFoundError(f"worker {where} of topology {tid} has no result {name}", worker=where,
                                     name=name) from None
             raise
