@@ -47,6 +47,7 @@ MAX_MINUTES: Final = MAX_SECS // 60
 MAX_RELAY_BYTES: Final = 32 << 20
 #: The media type of each kind of result the relay answers.
 RESULT_TYPES: Final = {"svg": "image/svg+xml", "json": "application/json", "txt": "text/plain; charset=utf-8"}
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._\-]")
 _HOST_PORT = re.compile(r"([A-Za-z0-9._\-\[\]]{1,253}):(\d{1,5})")
 
 
@@ -101,7 +102,8 @@ def relay_reply(topology_id: str, port: int, name: str, data: bytes) -> Reply:
     attachment, and under a policy that lets no script in it run (a worker writes into the directory its results
     come from, so a result is as hostile as any input)."""
     media = RESULT_TYPES[name.rsplit(".", 1)[1]]
-    headers = {"Content-Disposition": f'attachment; filename="{topology_id}-{port}-{name}"',
+    saved = _UNSAFE_IN_NAME.sub("_", f"{topology_id}-{port}-{name}")  # a topology's name may hold quotes, newlines
+    headers = {"Content-Disposition": f'attachment; filename="{saved}"',
                "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
                "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
     return Reply(200, data, media, headers)

@@ -147,3 +147,5 @@ def test_result_names_and_replies_are_checked_without_a_server() -> None:
     for ext, media in RESULT_TYPES.items():
         reply = relay_reply(TID, 6700, f"profile-stack-1700000000123.{ext}", b"x")
         assert reply.content_type == media and "sandbox" in reply.headers["Content-Security-Policy"]
+    hostile = relay_reply('my "words"\r\nSet-Cookie: x', 6700, NAME, b"x").headers["Content-Disposition"]
+    assert hostile == f'attachment; filename="my__words___Set-Cookie__x-6700-{NAME}"'

@@ -125,9 +125,10 @@ def test_a_worker_is_profiled_from_the_component_page(profiled: Profiled, browse
               if e["level"] == "SEVERE" and "the server responded with a status" not in e["message"]]
     assert logged and all(m.startswith("blob:") and "Content Security Policy" in m for m in logged), logged
 
-    # a memory snapshot names the line that appends to the growing list
+    # a memory snapshot of every worker of the component (here the one) names the line that appends to the list
     append_line = next(i for i, line in enumerate(SOURCE.read_text(encoding="utf-8").splitlines(), 1)
                        if "# APPEND_LINE" in line)
+    driver.find_element("css selector", "#profiling-worker option[value='*']").click()
     click(browser, "#profiling-memory")
     wait_until(lambda: f"profiledapp/topology.py:{append_line}" in browser.text("#profiling-view"), 60, interval=0.2,
                what="the memory snapshot naming the appending line")
