@@ -411,14 +411,17 @@ class LogViewerClient:
         if self.tls is not None and self.base_url.startswith("http://"):
             self.base_url = "https://" + self.base_url[len("http://"):]
 
-    def _get(self, path: str, raw: bool = False, method: str = "GET") -> Any:
+    def _get(self, path: str, raw: bool = False, method: str = "GET", max_bytes: int | None = None) -> Any:
         url = f"{self.base_url}{API}{path}"
         req = urllib.request.Request(url, method=method)
         if self.token:
             req.add_header(TOKEN_HEADER, f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout, context=self.tls) as resp:
-                body = resp.read()
+                body = resp.read() if max_bytes is None else resp.read(max_bytes + 1)
+                if max_bytes is not None and len(body) > max_bytes:
+                    raise LogViewerError(f"log viewer {self.base_url}: the reply is over {max_bytes} bytes",
+                                         url=url, limit=max_bytes)
                 return body if raw else json.loads(body)
         except urllib.error.HTTPError as err:
             reply = error_from_reply(err.code, err.read(), url)
@@ -447,9 +450,9 @@ class LogViewerClient:
         query = urlencode({"search-string": text, "num-matches": num_matches, "port": port})
         return dict(self._get(f"/deepSearch/{quote(topology_id, safe='')}?{query}"))
 
-    def download(self, rel: str) -> bytes:
-        """A whole worker file."""
-        data: bytes = self._get(f"/download?{urlencode({'file': rel})}", raw=True)
+    def download(self, rel: str, max_bytes: int | None = None) -> bytes:
+        """A whole worker file; with ``max_bytes``, a bigger one is refused (:class:`LogViewerError`) unread."""
+        data: bytes = self._get(f"/download?{urlencode({'file': rel})}", raw=True, max_bytes=max_bytes)
         return data
 
     def profile(self, topology_id: str, port: int, action: str, seconds: int) -> dict[str, Any]:

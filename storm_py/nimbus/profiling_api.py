@@ -6,20 +6,27 @@ by its supervisor, and the list of results.
   ``timeout`` minutes (1 to 60), or ``N`` seconds (1 to 3600) when ``seconds`` is given;
 * ``POST /api/v1/topology/{id}/profiling/dumpheap/{host-port}`` -> a memory snapshot;
 * ``GET /api/v1/topology/{id}/profiling/dumps/{host-port}`` -> ``{"topologyId", "hostPort", "dumps": [{"file",
-  "name", "action", "time", "size", "url"}]}``, newest first.
+  "name", "action", "time", "size", "url", "relay"}]}``, newest first;
+* ``GET /api/v1/topology/{id}/profiling/download/{host-port}/{name}`` -> the result file ``name`` itself, read by
+  nimbus from the worker's log viewer with the cluster's token (``relay`` above: this route's path), so a browser,
+  which holds its token for nimbus's origin only, downloads it with that token in a header.
 
 An action answers at once with ``{"status": "ok", "id": host-port, "topologyId", "action", "tool", "seconds",
 "file", "dumplink"}``; the result appears in the list when it is written (a CPU profile after its time) and is
 downloaded through the log viewer (``dumplink``: its download URL, which needs the token).  ``host-port`` is
 ``host:port`` (or ``supervisor-id:port``) of a worker of the topology's current assignment: nimbus contacts no
 address taken from the request, only the log viewer that supervisor registered.  A malformed ``host-port`` or
-``timeout`` is 400 naming it, an unknown worker 404, an unreachable log viewer 502.  The actions need the token,
-as every topology action does.
+``timeout`` is 400 naming it, an unknown worker 404, an unreachable log viewer 502.  The actions need the token
+and the right to change the topology, as every topology action does; the list and the relay the right to read it.
+The relay takes only a result's own name (``profile-<action>-<epoch ms>.<ext>``:
+nothing else of the worker's directory, no path), reads at most :data:`MAX_RELAY_BYTES`, and answers it as an
+attachment no browser runs scripts of (:func:`relay_reply`).
 """
 
 from __future__ import annotations
 
 import re
+import urllib.error
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 from urllib.parse import quote
@@ -28,14 +35,19 @@ from storm_py.client import LogViewerClient, LogViewerError
 from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.cluster_state.models import StormBase
 from storm_py.node import tls
-from storm_py.node.http_api import BadRequestError, NotFoundError, Request, Route
-from storm_py.worker.profiling import MAX_SECS
+from storm_py.node.http_api import BadRequestError, NotFoundError, Reply, Request, Route
+from storm_py.worker.profiling import MAX_SECS, dump_info
 
 API: Final = "/api/v1"
 #: Seconds nimbus waits for a log viewer.
 LOGVIEWER_TIMEOUT_SECS: Final = 10.0
 #: Longest CPU profile in minutes (Storm's ``timeout``).
 MAX_MINUTES: Final = MAX_SECS // 60
+#: Largest result the relay reads from a log viewer (a bigger one: ``storm-py profile --download``).
+MAX_RELAY_BYTES: Final = 32 << 20
+#: The media type of each kind of result the relay answers.
+RESULT_TYPES: Final = {"svg": "image/svg+xml", "json": "application/json", "txt": "text/plain; charset=utf-8"}
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._\-]")
 _HOST_PORT = re.compile(r"([A-Za-z0-9._\-\[\]]{1,253}):(\d{1,5})")
 
 
@@ -70,6 +82,33 @@ def cpu_seconds(timeout: str, query: dict[str, list[str]]) -> int:
     return int(timeout) * 60
 
 
+def viewer_status(err: LogViewerError) -> int | None:
+    """The HTTP status a log viewer refused a request with; None when it was not reached."""
+    cause = err.__cause__
+    return cause.code if isinstance(cause, urllib.error.HTTPError) else None
+
+
+def result_name(raw: str) -> str:
+    """A result's file name from a request (``profile-<action>-<epoch ms>.<txt|svg|json>``); 400 naming it for
+    anything else (another file of the worker, a path, ``..``)."""
+    if dump_info(raw) is None:
+        raise BadRequestError(f"name must be a profiling result's file name (profile-<action>-<epoch ms>.<txt|svg|"
+                              f"json>), got {raw[:80]!r}", parameter="name")
+    return raw
+
+
+def relay_reply(topology_id: str, port: int, name: str, data: bytes) -> Reply:
+    """The relay's reply of result ``name`` (already checked by :func:`result_name`): its media type, as an
+    attachment, and under a policy that lets no script in it run (a worker writes into the directory its results
+    come from, so a result is as hostile as any input)."""
+    media = RESULT_TYPES[name.rsplit(".", 1)[1]]
+    saved = _UNSAFE_IN_NAME.sub("_", f"{topology_id}-{port}-{name}")  # a topology's name may hold quotes, newlines
+    headers = {"Content-Disposition": f'attachment; filename="{saved}"',
+               "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'",
+               "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    return Reply(200, data, media, headers)
+
+
 def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, StormBase]]) -> list[Route]:
     """The profiling routes of ``node``; ``base_of`` finds a live topology by id (404 otherwise)."""
 
@@ -96,7 +135,7 @@ def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, St
         try:
             started = viewer.profile(tid, port, action, seconds)
         except LogViewerError as err:
-            if getattr(err.__cause__, "code", None) == 404:
+            if viewer_status(err) == 404:
                 raise NotFoundError(f"worker {where} of topology {tid} is not running", worker=where) from None
             raise
         link = f"{viewer.base_url}{API}/download?file={quote(str(started.get('file', '')), safe='/')}"
@@ -117,9 +156,23 @@ def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, St
     def dumps(req: Request) -> Any:
         tid, where, _, port, viewer = worker(req)
         rows = viewer.profiling_dumps(tid, port)
+        relay = f"{API}/topology/{quote(tid, safe='')}/profiling/download/{quote(where, safe=':')}/"
         for row in rows:
             row["url"] = f"{viewer.base_url}{API}/download?file={quote(str(row.get('file', '')), safe='/')}"
+            row["relay"] = relay + quote(str(row.get("name", "")), safe="")
         return {"topologyId": tid, "hostPort": where, "dumps": rows}
+
+    def download(req: Request) -> Any:
+        name = result_name(req.params["name"])
+        tid, where, _, port, viewer = worker(req)
+        try:
+            data = viewer.download(f"{tid}/{port}/{name}", MAX_RELAY_BYTES)
+        except LogViewerError as err:
+            if viewer_status(err) == 404:
+                raise NotFoundError(f"worker {where} of topology {tid} has no result {name}", worker=where,
+                                    name=name) from None
+            raise
+        return relay_reply(tid, port, name, data)
 
     prefix = API + "/topology/{id}/profiling"
     return [
@@ -127,4 +180,5 @@ def profiling_routes(node: ProfilingNode, base_of: Callable[[str], tuple[str, St
         Route("POST", prefix + "/start/{hostport}/{timeout}", start, protected=True),
         Route("POST", prefix + "/dumpheap/{hostport}", dumpheap, protected=True),
         Route("GET", prefix + "/dumps/{hostport}", dumps),
+        Route("GET", prefix + "/download/{hostport}/{name}", download),
     ]

@@ -69,6 +69,7 @@
     const untracked = spout && allTime !== undefined && Storm.untracked(allTime);
     StormCharts.draw(await Storm.getJson("/topology/" + encodeURIComponent(page.topologyId) + "/component/" +
       encodeURIComponent(componentId) + "/timeseries"), !spout, untracked ? Storm.UNTRACKED : undefined);
+    StormProfiling.update(page).catch(err => Storm.message($("profiling-message"), "Cannot list the results: " + err.message));
     document.body.dataset.loaded = String(Date.now());
   }
 

@@ -1,0 +1,1 @@
+"""Test topology for the profiling browser test."""
