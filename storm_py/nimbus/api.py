@@ -160,9 +160,10 @@ class NimbusApi:
         return {k: v for k, v in self.node.conf.items() if k not in SECRET_KEYS}
 
     def cluster_summary(self, req: Request) -> dict[str, Any]:
-        """``/cluster/summary``."""
+        """``/cluster/summary``, with the caller (``user``, ``role``) and the cluster ``actions`` it may take."""
         s = self.node.state
-        return api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+        summary = api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+        return {**summary, **self.node.gate.whoami(req.user)}
 
     def supervisor_summary(self, req: Request) -> dict[str, Any]:
         """``/supervisor/summary``."""
@@ -209,7 +210,8 @@ class NimbusApi:
         page["environmentStates"] = environment_states(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         page["launchFailures"] = launch_failures(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         return {**page, **debug_view(base.component_debug.get(tid)),
-                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
+                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0),
+                "user": req.user or "", "actions": self.node.gate.topology_actions(req.user, tid)}
 
     def component_page(self, req: Request) -> dict[str, Any]:
         """``/topology/:id/component/:component``."""
