@@ -15,7 +15,6 @@ import os
 import threading
 from pathlib import Path
 from typing import Any
-
 from urllib.parse import urlsplit
 
 from storm_py.nimbus.users import Target, classify

@@ -222,6 +222,10 @@ def error_reply(err: StormPyError) -> Reply:
     return Reply.of_json(body, STATUS_BY_CODE.get(err.code, 500))
 
 
+def _reply_of(result: Any) -> Reply:
+    return result if isinstance(result, Reply) else Reply.of_json(result)
+
+
 def reply_object(body: bytes) -> dict[str, Any]:
     """A client's reading of an error reply's body: its JSON object, else ``{}``."""
     try:
@@ -487,12 +491,12 @@ class JsonApiServer:
                 self._admit(method, raw_path, route, user)
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
                 result = route.handler(Request(method, path, params, query, headers, body, user))
-                return self._record(user, method, raw_path, result if isinstance(result, Reply) else Reply.of_json(result))
+                return self._record(user, method, raw_path, _reply_of(result))
             if self.fallback is not None:
                 user = self.caller(headers, method, path)
                 self._admit(method, raw_path, None, user)
                 result = self.fallback(Request(method, raw_path, {}, query, headers, body, user))
-                return self._record(user, method, raw_path, result if isinstance(result, Reply) else Reply.of_json(result))
+                return self._record(user, method, raw_path, _reply_of(result))
             raise NotFoundError(f"no route {method} {path}", path=path)
         except StormPyError as err:
             if err.code not in ("not_alive", "not_found", "not_leader"):
