@@ -61,6 +61,10 @@ def log_target(method: str, target: str) -> Target:
     return Target(Right.ADMIN, f"{method.lower()} {path}")
 
 
+_PHRASES = {"log read": "read the logs of topology {topology!r}", "daemon log read": "read the daemons' logs",
+            "profile": "profile topology {topology!r}"}
+
+
 def _plain_id(topology: str) -> bool:
     return topology not in (".", "..") and not any(c in topology for c in "/\\\0")
 
@@ -104,7 +108,7 @@ class LogViewerGate:
         if ok and target.topology and acl is None:  # gone from the state: nobody vouches for a user's claim
             ok = target.right == Right.TOPOLOGY_READ and allowed(who, Target(Right.READ_ALL, target.action), None)
         if not ok:
-            what = f"{target.action} of topology {target.topology!r}" if target.topology else target.action
+            what = _PHRASES.get(target.action, target.action).format(topology=target.topology)
             raise ForbiddenError(f"user {user!r} (role {who.role or 'none'}) may not {what} on this log viewer",
                                  user=user, action=target.action)
 

@@ -159,3 +159,14 @@ def test_the_actions_each_caller_may_take(who: Principal, cluster: list[str], to
     assert cluster_actions(who) == cluster
     assert topology_actions(who, TID, ACL) == topology
     assert topology_actions(who, TID, None) == (list(TOPOLOGY_ACTIONS) if who.role == "admin" else [])
+
+
+def test_a_refusal_says_who_may_not_read_what(world: World) -> None:
+    headers = {"Host": "127.0.0.1", "Authorization": f"Bearer {world.tokens['dave']}"}
+    reply = world.server.dispatch("GET", f"/api/v1/log?file={FILE}", headers, b"")
+    assert json.loads(reply.body)["errorMessage"] == (
+        f"user 'dave' (role user) may not read the logs of topology '{TID}' on this log viewer")
+    headers["Authorization"] = f"Bearer {world.tokens['alice']}"
+    reply = world.server.dispatch("GET", "/api/v1/daemonlogs", headers, b"")
+    assert json.loads(reply.body)["errorMessage"] == (
+        "user 'alice' (role user) may not read the daemons' logs on this log viewer")
