@@ -203,7 +203,7 @@ class NimbusApi:
         return tid, base, page
 
     def topology_page(self, req: Request) -> dict[str, Any]:
-        """``/topology/:id?window=``."""
+        """``/topology/:id?window=``, with the caller (``user``) and the ``actions`` it may take on the topology."""
         tid, base, page = self._page(req.params["id"], window_param(req))
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
@@ -214,7 +214,7 @@ class NimbusApi:
                 "user": req.user or "", "actions": self.node.gate.topology_actions(req.user, tid)}
 
     def component_page(self, req: Request) -> dict[str, Any]:
-        """``/topology/:id/component/:component``."""
+        """``/topology/:id/component/:component``, with the caller's topology ``actions`` (as the topology page)."""
         window = window_param(req)
         tid, base, page = self._page(req.params["id"], window)
         comp = req.params["component"]
@@ -225,7 +225,8 @@ class NimbusApi:
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
-        return {**out, **debug_view(base.component_debug.get(comp) or base.component_debug.get(tid))}
+        return {**out, **debug_view(base.component_debug.get(comp) or base.component_debug.get(tid)),
+                "user": req.user or "", "actions": self.node.gate.topology_actions(req.user, tid)}
 
     def topology_workers(self, req: Request) -> dict[str, Any]:
         """``/topology-workers/:id``: where the topology's workers run."""

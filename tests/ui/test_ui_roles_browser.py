@@ -5,6 +5,7 @@ page); one click of an allowed action works and the audit log names who did it."
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -36,6 +37,11 @@ class Tenants:
         browser.driver.get(self.url + "/static/style.css")  # the UI's origin, no API call
         browser.driver.execute_script("sessionStorage.setItem('storm-py.token', arguments[0])", self.tokens[who])
         browser.driver.get(self.url + path)
+
+    def get(self, who: str, path: str) -> dict[str, object]:
+        req = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {self.tokens[who]}"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return dict(json.loads(resp.read()))
 
     def audit(self) -> list[dict[str, object]]:
         path = self.cluster.workdir / "logs" / "audit.log"
@@ -113,3 +119,14 @@ def test_an_allowed_click_works_and_is_audited(tenants: Tenants, browser: Browse
     entries = [(e["user"], e["action"], e["target"], e["result"]) for e in tenants.audit()]
     assert ("bob", "deactivate", tenants.tid, "ok") in entries
     browser.shot("bob-deactivated")
+
+
+def test_the_pages_name_the_caller_and_its_actions_for_other_front_ends(tenants: Tenants) -> None:
+    every = [*EVERY_ACTION, "logconfig", "profile"]
+    page, component = f"/api/v1/topology/{tenants.tid}", f"/api/v1/topology/{tenants.tid}/component/judge"
+    for who, actions in (("adm", every), ("bob", every), ("eve", [])):
+        assert {k: tenants.get(who, page)[k] for k in ("user", "actions")} == {"user": who, "actions": actions}
+        assert tenants.get(who, component)["actions"] == actions
+    summary = tenants.get("bob", "/api/v1/cluster/summary")
+    assert {k: summary[k] for k in ("user", "role", "actions")} == {"user": "bob", "role": "user",
+                                                                    "actions": ["submit"]}
