@@ -20,7 +20,15 @@ from storm_py.cluster_state.users import ADMIN, CLUSTER_USER, UserStore
 from storm_py.config.keys import setting
 from storm_py.errors import InvalidTopologyException, StormPyError
 from storm_py.nimbus.audit import AuditLog, audit_line, audited
-from storm_py.nimbus.users import Principal, TopologyAcl, acl_problems, allowed, classify
+from storm_py.nimbus.users import (
+    Principal,
+    TopologyAcl,
+    acl_problems,
+    allowed,
+    classify,
+    cluster_actions,
+    topology_actions,
+)
 from storm_py.node.http_api import ForbiddenError
 
 log = logging.getLogger(__name__)
@@ -33,6 +41,15 @@ def acl_of(base: StormBase) -> TopologyAcl:
     """The rights a live topology grants (its submitter, ``topology.users``, ``topology.readonly.users``)."""
     owner = base.topology_conf.get(SUBMITTER_KEY) or base.owner
     return TopologyAcl.of(str(owner or ""), base.topology_conf)
+
+
+def principal_of(name: str, admins: frozenset[str], users: UserStore) -> Principal:
+    """``name`` with its role: the cluster token and ``admins`` (``nimbus.admins``) are admins, a stored user has
+    its stored role, an unknown name none."""
+    if name == CLUSTER_USER or name in admins:
+        return Principal(name, ADMIN)
+    user = users.get(name)
+    return Principal(name, user.role if user is not None else "")
 
 
 class NimbusGate:
@@ -61,11 +78,8 @@ class NimbusGate:
         return user.name if user is not None else None
 
     def principal(self, name: str) -> Principal:
-        """``name`` with its role (the cluster token and ``nimbus.admins`` are admins; an unknown name has none)."""
-        if name == CLUSTER_USER or name in self.admins:
-            return Principal(name, ADMIN)
-        user = self.users.get(name)
-        return Principal(name, user.role if user is not None else "")
+        """``name`` with its role (:func:`principal_of`)."""
+        return principal_of(name, self.admins, self.users)
 
     def _acl(self, topology: str | None) -> TopologyAcl | None:
         if topology is None:
@@ -86,6 +100,17 @@ class NimbusGate:
             what = f"{target.action} topology {target.topology!r}" if target.topology else target.action
             raise ForbiddenError(f"user {user!r} (role {who.role or 'none'}) may not {what}", user=user,
                                  action=target.action)
+
+    def whoami(self, user: str | None) -> dict[str, Any]:
+        """``{"user", "role", "actions"}``: the caller and the cluster actions it may take (no token configured:
+        an anonymous admin)."""
+        who = self.principal(user) if user is not None else Principal("", ADMIN)
+        return {"user": who.name, "role": who.role, "actions": cluster_actions(who)}
+
+    def topology_actions(self, user: str | None, topology_id: str) -> list[str]:
+        """The actions the caller may take on live topology ``topology_id``."""
+        who = self.principal(user) if user is not None else Principal("", ADMIN)
+        return topology_actions(who, topology_id, self._acl(topology_id))
 
     def is_admin(self, user: str | None) -> bool:
         """Whether ``user`` has every right."""

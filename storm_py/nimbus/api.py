@@ -160,9 +160,10 @@ class NimbusApi:
         return {k: v for k, v in self.node.conf.items() if k not in SECRET_KEYS}
 
     def cluster_summary(self, req: Request) -> dict[str, Any]:
-        """``/cluster/summary``."""
+        """``/cluster/summary``, with the caller (``user``, ``role``) and the cluster ``actions`` it may take."""
         s = self.node.state
-        return api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+        summary = api_views.cluster_summary(storm_py.__version__, s.supervisors(), s.storm_bases(), s.assignments())
+        return {**summary, **self.node.gate.whoami(req.user)}
 
     def supervisor_summary(self, req: Request) -> dict[str, Any]:
         """``/supervisor/summary``."""
@@ -202,17 +203,18 @@ class NimbusApi:
         return tid, base, page
 
     def topology_page(self, req: Request) -> dict[str, Any]:
-        """``/topology/:id?window=``."""
+        """``/topology/:id?window=``, with the caller (``user``) and the ``actions`` it may take on the topology."""
         tid, base, page = self._page(req.params["id"], window_param(req))
         supervisors = self.node.state.supervisors().values()
         page["environment"] = environment_status(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         page["environmentStates"] = environment_states(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         page["launchFailures"] = launch_failures(tid, ((i.hostname, i.scheduler_meta) for i in supervisors))
         return {**page, **debug_view(base.component_debug.get(tid)),
-                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0)}
+                "eventLoggers": base.component_executors.get(EVENTLOGGER_COMPONENT, 0),
+                "user": req.user or "", "actions": self.node.gate.topology_actions(req.user, tid)}
 
     def component_page(self, req: Request) -> dict[str, Any]:
-        """``/topology/:id/component/:component``."""
+        """``/topology/:id/component/:component``, with the caller's topology ``actions`` (as the topology page)."""
         window = window_param(req)
         tid, base, page = self._page(req.params["id"], window)
         comp = req.params["component"]
@@ -223,7 +225,8 @@ class NimbusApi:
         )
         if out is None:
             raise NotFoundError(f"topology {tid} has no component {comp!r}", topology=tid, component=comp)
-        return {**out, **debug_view(base.component_debug.get(comp) or base.component_debug.get(tid))}
+        return {**out, **debug_view(base.component_debug.get(comp) or base.component_debug.get(tid)),
+                "user": req.user or "", "actions": self.node.gate.topology_actions(req.user, tid)}
 
     def topology_workers(self, req: Request) -> dict[str, Any]:
         """``/topology-workers/:id``: where the topology's workers run."""

@@ -1,4 +1,5 @@
-"""This module owns nimbus's audit log: one JSON line per request that changes something or is refused.
+"""This module owns the audit log (nimbus's and the log viewers'): one JSON line per request that changes something
+or is refused.
 
 Each line of ``<storm.log.dir>/audit.log`` is an object ``{"time", "user", "action", "target", "method", "path",
 "status", "result"}``: ``time`` wall-clock epoch seconds, ``user`` the caller (``"-"`` when no token named one),
@@ -14,8 +15,9 @@ import os
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from storm_py.nimbus.users import classify
+from storm_py.nimbus.users import Target, classify
 
 #: The audit log's file name under ``storm.log.dir``.
 AUDIT_FILE = "audit.log"
@@ -33,9 +35,11 @@ def audited(method: str, status: int) -> bool:
     return method not in ("GET", "HEAD") or status in (401, 403, 429)
 
 
-def audit_line(now: float, user: str | None, method: str, path: str, status: int) -> str:
-    """The audit line of one request (no newline)."""
-    target = classify(method, path)
+def audit_line(now: float, user: str | None, method: str, path: str, status: int, target: Target | None = None) -> str:
+    """The audit line of one request (no newline); ``target``: what it asked for (default: as nimbus classifies
+    ``method path``).  The query string is never written."""
+    path = urlsplit(path).path
+    target = target if target is not None else classify(method, path)
     entry: dict[str, Any] = {
         "time": round(now, 3), "user": user or "-", "action": target.action, "target": target.topology or "",
         "method": method, "path": path, "status": status, "result": result_of(status),

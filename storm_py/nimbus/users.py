@@ -9,6 +9,8 @@ admin) and decided by :func:`allowed` from the caller and, for a topology, its :
 * role ``readonly``: every read (cluster, every topology, ``/metrics``, blobs), no change;
 * role ``user``: the cluster summaries, submitting, blobs (their own ACLs apply), and what a topology grants:
   its submitter and ``topology.users`` read and change it, its ``topology.readonly.users`` read it.
+
+:func:`cluster_actions` and :func:`topology_actions` name what a caller may do, for the UI to show only that.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from storm_py.cluster_state.users import ADMIN, READONLY, USER
 
@@ -104,7 +106,8 @@ _VERBS = {"profiling": "profile"}
 
 
 def classify(method: str, path: str) -> Target:
-    """The right ``method path`` needs (``path``: the URL path, no query)."""
+    """The right ``method path`` needs (``path``: the URL path; a query string is ignored)."""
+    path = urlsplit(path).path
     read = method in ("GET", "HEAD")
     if path.rstrip("/") == "/metrics":
         return Target(Right.READ_ALL if read else Right.ADMIN, "metrics")
@@ -154,3 +157,21 @@ def allowed(who: Principal, target: Target, acl: TopologyAcl | None) -> bool:
             return who.name in changers
         return who.name in changers or who.name in acl.readonly_users
     return False
+
+
+#: The actions on a topology, by the name the UI and the audit give them (each one changes the topology).
+TOPOLOGY_ACTIONS = ("activate", "deactivate", "rebalance", "kill", "debug", "logconfig", "profile")
+#: The actions on the cluster: submitting a topology, managing the users.
+CLUSTER_ACTIONS = {"submit": Right.SUBMIT, "users": Right.ADMIN}
+
+
+def cluster_actions(who: Principal) -> list[str]:
+    """The cluster actions ``who`` may take, in :data:`CLUSTER_ACTIONS`' order."""
+    return [name for name, right in CLUSTER_ACTIONS.items() if allowed(who, Target(right, name), None)]
+
+
+def topology_actions(who: Principal, topology: str, acl: TopologyAcl | None) -> list[str]:
+    """The actions ``who`` may take on ``topology`` (``acl``: its ACL; None grants a user nothing here)."""
+    if acl is None and who.role != ADMIN:
+        return []
+    return [a for a in TOPOLOGY_ACTIONS if allowed(who, Target(Right.TOPOLOGY_CHANGE, a, topology), acl)]

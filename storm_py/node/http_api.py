@@ -146,11 +146,12 @@ class Gate(Protocol):
         ...
 
     def permit(self, user: str, method: str, path: str) -> None:
-        """Raise a :class:`ForbiddenError` when ``user`` may not send ``method path``."""
+        """Raise a :class:`ForbiddenError` when ``user`` may not send ``method path`` (``path``: the request's
+        target, its query string included: a log viewer's file names its topology there)."""
         ...
 
     def record(self, user: str | None, method: str, path: str, status: int) -> None:
-        """Note the outcome of a request (the audit)."""
+        """Note the outcome of a request (the audit; ``path`` as for :meth:`permit`)."""
         ...
 
 
@@ -219,6 +220,10 @@ def error_reply(err: StormPyError) -> Reply:
     body = {k: str(v) for k, v in err.fields.items()}
     body.update({"error": err.code, "errorMessage": err.message})
     return Reply.of_json(body, STATUS_BY_CODE.get(err.code, 500))
+
+
+def _reply_of(result: Any) -> Reply:
+    return result if isinstance(result, Reply) else Reply.of_json(result)
 
 
 def reply_object(body: bytes) -> dict[str, Any]:
@@ -447,26 +452,26 @@ class JsonApiServer:
             with self._limiter_lock:
                 if self.limiter.blocked(client, now):
                     reply = error_reply(TooManyFailuresError("too many wrong tokens from this address; wait a minute"))
-                    return self._record(None, method, path, reply)
+                    return self._record(None, method, raw_path, reply)
                 if not self._authorized(headers, method, path):
                     if header(headers, "authorization"):  # a guess (a missing token guesses nothing)
                         self.limiter.failed(client, now)
-                    return self._record(None, method, path, error_reply(AuthorizationError(NEEDS_TOKEN)))
+                    return self._record(None, method, raw_path, error_reply(AuthorizationError(NEEDS_TOKEN)))
         if length > self.max_body:
             reply = error_reply(BadRequestError(f"request body of {length} bytes is over {self.max_body}"))
             reply.status = 413
             return reply
         return None
 
-    def _admit(self, method: str, path: str, route: Route | None, user: str | None) -> None:
+    def _admit(self, method: str, raw_path: str, route: Route | None, user: str | None) -> None:
         """Let a request through or refuse it: 401 without a known token, 403 outside the caller's rights (the
         one check every protected route and fallback path goes through, whoever added the route)."""
-        if self._open(method, path, route):
+        if self._open(method, urlsplit(raw_path).path, route):
             return
         if self.token and user is None:
             raise AuthorizationError(NEEDS_TOKEN)
         if self.gate is not None and user is not None:
-            self.gate.permit(user, method, path)
+            self.gate.permit(user, method, raw_path)
 
     def dispatch(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Route one request and turn its outcome (value, reply or error) into a reply."""
@@ -483,22 +488,22 @@ class JsonApiServer:
                 if match is None or route.method != method:
                     continue
                 user = self.caller(headers, method, path)
-                self._admit(method, path, route, user)
+                self._admit(method, raw_path, route, user)
                 params = {k: unquote(v) for k, v in match.groupdict().items()}
                 result = route.handler(Request(method, path, params, query, headers, body, user))
-                return self._record(user, method, path, result if isinstance(result, Reply) else Reply.of_json(result))
+                return self._record(user, method, raw_path, _reply_of(result))
             if self.fallback is not None:
                 user = self.caller(headers, method, path)
-                self._admit(method, path, None, user)
+                self._admit(method, raw_path, None, user)
                 result = self.fallback(Request(method, raw_path, {}, query, headers, body, user))
-                return self._record(user, method, path, result if isinstance(result, Reply) else Reply.of_json(result))
+                return self._record(user, method, raw_path, _reply_of(result))
             raise NotFoundError(f"no route {method} {path}", path=path)
         except StormPyError as err:
             if err.code not in ("not_alive", "not_found", "not_leader"):
                 log.info("%s %s failed: %s", method, path, err.message)
-            return self._record(user, method, path, error_reply(err))
+            return self._record(user, method, raw_path, error_reply(err))
         except Exception as err:
             log.exception("%s %s crashed", method, path)
             message = f"{method} {path} failed ({type(err).__name__}); the daemon's log has the details (and paths)"
             reply = Reply.of_json({"error": "internal_error", "errorMessage": message}, 500)
-            return self._record(user, method, path, reply)
+            return self._record(user, method, raw_path, reply)

@@ -35,6 +35,7 @@ from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.healthcheck import run_health_checks
 from storm_py.supervisor.launcher import ProcessLauncher
 from storm_py.supervisor.localizer import BlobLocalizer
+from storm_py.supervisor.log_access import LogViewerGate
 from storm_py.supervisor.logviewer import LogViewer
 from storm_py.supervisor.profiler import Profiler
 from storm_py.supervisor.stormdist import StormDist
@@ -98,7 +99,8 @@ class SupervisorDaemon:
         self._watches: list[Watch] = []
         try:
             profiler = Profiler(self.conf, workers_artifacts_root(conf), self._worker_pid, self.clock)
-            self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname, profiler)
+            gate = LogViewerGate(self.conf, self.state, self.clock)
+            self.logviewer = LogViewer(self.conf, workers_artifacts_root(conf), self.hostname, profiler, gate)
         except StormPyError:
             self.state.close()
             raise

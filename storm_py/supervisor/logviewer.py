@@ -25,7 +25,9 @@ the log viewer serves them read-only, so ``storm-py logs`` and the UI's worker l
 A search reply carries at most ``logviewer.max.search.reply.bytes`` of matches, all files together: the file
 where it ran out says ``nextByteOffset``, and a deep search that left ports unsearched says ``"truncated": true``.
 
-Every route needs the cluster's token (``Authorization: Bearer``), like every other endpoint of the cluster.
+Every route needs a token (``Authorization: Bearer``): the cluster's, or, with a
+:class:`~storm_py.supervisor.log_access.LogViewerGate`, a user's, who reads the logs of the topologies nimbus lets it
+read (401 without a known token, 403 outside its rights; see that module).
 Only files inside the workers-artifacts directory are served: a path that leaves it, a name that is not one
 of a worker's files, or a path with a symbolic link anywhere in it (checked on the real path, and the file
 opened without following links) is refused with an error naming it.
@@ -42,7 +44,7 @@ from urllib.parse import quote
 
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
-from storm_py.node.http_api import BadRequestError, JsonApiServer, NotFoundError, Reply, Request, Route
+from storm_py.node.http_api import BadRequestError, Gate, JsonApiServer, NotFoundError, Reply, Request, Route
 from storm_py.node.http_guard import allowed_hosts
 from storm_py.node.tls import server_context
 from storm_py.node.token_file import ensure_token
@@ -320,9 +322,13 @@ def logviewer_routes(files: LogFiles) -> list[Route]:
 
 class LogViewer:
     """The HTTP server of one supervisor's log viewer on ``logviewer.host`` (default: the supervisor's host) and
-    ``logviewer.port`` (0 picks a free port)."""
+    ``logviewer.port`` (0 picks a free port); ``gate``: the cluster's users (their tokens are accepted, within
+    their rights)."""
 
-    def __init__(self, conf: Mapping[str, Any], root: Path, host: str, profiler: Profiler | None = None) -> None:
+    def __init__(
+        self, conf: Mapping[str, Any], root: Path, host: str, profiler: Profiler | None = None,
+        gate: Gate | None = None,
+    ) -> None:
         port = int(setting(conf, "logviewer.port"))
         bind = str(conf.get("logviewer.host") or host)
         files = LogFiles(root)
@@ -333,7 +339,7 @@ class LogViewer:
         try:
             self.server = JsonApiServer(
                 bind, port, routes, token=ensure_token(conf, None)[0], name="logviewer",
-                hosts=allowed_hosts(conf, bind, host), tls=server_context(conf),
+                hosts=allowed_hosts(conf, bind, host), tls=server_context(conf), gate=gate,
             )
         except OSError as err:
             raise StormPyError(

@@ -140,3 +140,15 @@ def test_a_submit_naming_unknown_users_or_a_malformed_acl_is_refused_naming_the_
         world.gate.submitter_conf("alice", {"topology.users": ["bob", "mallory"]})
     with pytest.raises(InvalidTopologyException, match=r"topology\.readonly\.users must be a list of user names"):
         world.gate.submitter_conf("alice", {"topology.readonly.users": "eve"})
+
+
+def test_the_gate_names_each_callers_role_and_the_actions_it_may_take(world: World) -> None:
+    every = ["activate", "deactivate", "rebalance", "kill", "debug", "logconfig", "profile"]
+    assert world.gate.whoami("cluster") == {"user": "cluster", "role": "admin", "actions": ["submit", "users"]}
+    assert world.gate.whoami("root") == {"user": "root", "role": "admin", "actions": ["submit", "users"]}
+    assert world.gate.whoami("eve") == {"user": "eve", "role": "readonly", "actions": []}
+    assert world.gate.whoami("dave") == {"user": "dave", "role": "user", "actions": ["submit"]}
+    assert {who: world.gate.topology_actions(who, TID) for who in ("adm", "alice", "bob", "carol", "dave", "eve")} == {
+        "adm": every, "alice": every, "bob": every, "carol": [], "dave": [], "eve": []}
+    assert world.gate.topology_actions("bob", "wc") == every  # named by its name
+    assert world.gate.topology_actions("bob", "gone-9-9") == []

@@ -199,6 +199,39 @@ def test_rights_over_rest_ui_and_cli(shared: Shared, wordcount: str) -> None:
         ui.stop()
 
 
+def test_the_log_viewer_applies_each_users_rights_to_topology_and_daemon_logs(shared: Shared) -> None:
+    client = shared.dc.client()
+    row = client.supervisor_summary()[0]
+    base = f"http://127.0.0.1:{row['logviewerPort']}"
+    tid = shared.tid
+    listing = f"/api/v1/logs/{tid}"
+
+    def worker_log() -> str | None:
+        req = urllib.request.Request(base + listing, headers={"Authorization": f"Bearer {shared.tokens['cluster']}"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            files = [f["file"] for f in json.loads(resp.read())["files"] if f["file"].endswith("/worker.log")]
+        return files[0] if files else None
+
+    wait_until(lambda: worker_log() is not None, 120, interval=0.5, what="the topology's worker.log on the host")
+    file = worker_log()
+    requests = [listing, f"/api/v1/log?file={file}&length=64", f"/api/v1/search?file={file}&search-string=a",
+                "/api/v1/daemonlogs"]
+    # caller -> (its file list, a page of its worker.log, a search in it, the daemon logs)
+    matrix = {
+        None: (401, 401, 401, 401), "not-a-token": (401, 401, 401, 401),
+        "cluster": (200, 200, 200, 200), "adm": (200, 200, 200, 200), "boss": (200, 200, 200, 200),
+        "alice": (200, 200, 200, 403), "bob": (200, 200, 200, 403), "carol": (200, 200, 200, 403),
+        "dave": (403, 403, 403, 403), "eve": (200, 200, 200, 200),
+    }
+    for who, expected in matrix.items():
+        assert tuple(shared.http(who, "GET", r, base) for r in requests) == expected, who
+    entries = [json.loads(line) for line in
+               (shared.dc.workdir / "logs" / "audit.log").read_text(encoding="utf-8").splitlines()]
+    seen = {(e["user"], e["action"], e["target"], e["result"]) for e in entries}
+    assert ("dave", "log read", tid, "forbidden") in seen and ("alice", "daemon log read", "", "forbidden") in seen
+    assert ("-", "log read", tid, "unauthorized") in seen
+
+
 def test_rotation_refuses_the_old_token_at_once(shared: Shared) -> None:
     old = shared.tokens["carol"]
     out = shared.cli("adm", "users", "rotate", "carol")

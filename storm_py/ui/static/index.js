@@ -6,6 +6,16 @@
   const { el, table } = Storm;
   let configLoaded = false;
 
+  // who the token names, its role and the cluster actions it may take (the cluster summary's user, role, actions)
+  function showCaller(cluster) {
+    $("caller-section").hidden = !cluster.user;
+    table($("caller"), [
+      { label: "User", key: "user" },
+      { label: "Role", key: "role" },
+      { label: "Cluster actions", render: r => (r.actions || []).join(", ") || "none (read only)" },
+    ], [cluster]);
+  }
+
   async function refresh() {
     const [cluster, nimbus, topologies, supervisors] = await Promise.all([
       Storm.getJson("/cluster/summary"), Storm.getJson("/nimbus/summary"),
@@ -21,6 +31,7 @@
       { label: "Executors", key: "executorsTotal", num: true },
       { label: "Tasks", key: "tasksTotal", num: true },
     ], [cluster]);
+    showCaller(cluster);
     table($("nimbus-summary"), [
       { label: "Host", key: "host" },
       { label: "Port", key: "port" },

@@ -18,6 +18,7 @@
     topologyId = page.id;
     document.title = page.name + " — storm_py UI";
     showDebug(page);
+    showActions(page);
     $("title").textContent = "Topology " + page.name;
     $("crumbs").textContent = "Topology " + page.name;
     table($("topology-summary"), [
@@ -151,6 +152,16 @@
       { label: "Diagnosis", key: "kind" },
       { label: "Reason", key: "reason" },
     ], diagnoses.slice(0, 100), r => r.time + "/" + r.component + "/" + r.kind);
+  }
+
+  // the actions nimbus lets the caller take on this topology (page.actions): the others are not shown at all
+  function showActions(page) {
+    const allowed = new Set(page.actions || []);
+    for (const group of document.querySelectorAll("[data-action]")) {
+      group.hidden = !group.dataset.action.split(" ").some(a => allowed.has(a));
+    }
+    $("no-actions").hidden = allowed.size > 0;
+    document.body.dataset.actions = Array.from(allowed).join(" ");
   }
 
   let debugShown = false;
