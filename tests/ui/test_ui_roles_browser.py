@@ -99,6 +99,12 @@ def test_each_role_sees_exactly_its_actions(
     assert visible(browser, "#no-actions") == (not actions)
     assert browser.script_errors() == []
     browser.shot(who)
+    # the component page's profiling actions follow the same rights; its results list is for every reader
+    tenants.open(browser, who, f"/component.html?topology_id={quote(tenants.tid)}&id=judge&refresh=1")
+    wait_until(lambda: visible(browser, "#profiling-results") and browser.text("#profiling-worker") != "", 60,
+               interval=0.2, what="the component page's profiling panel")  # fmt: skip
+    assert visible(browser, "#profiling-actions") == bool(actions)
+    assert browser.script_errors() == []
 
 
 def test_a_user_the_topology_does_not_name_sees_no_action_and_is_told_why(tenants: Tenants, browser: Browser) -> None:

@@ -150,6 +150,8 @@ const StormProfiling = (() => {
   /** Called with each reading of the component page: the workers to offer, then the results listed again. */
   async function update(page) {
     topologyId = page.topologyId;
+    // the actions only for a caller who may profile this topology; its results for every reader
+    $("profiling-actions").hidden = !(page.actions || []).includes("profile");
     workers = Array.from(new Set((page.executorStats || []).filter(r => r.host && r.port)
       .map(r => r.host + ":" + r.port))).sort();
     const select = $("profiling-worker");
