@@ -13,6 +13,9 @@ import pytest
 
 from storm_py import LocalCluster, NotAliveException
 from storm_py.clock import wait_until
+from storm_py.cluster_state.cluster_state import ClusterState
+from storm_py.cluster_state.memory import MemoryStorage, MemoryStore
+from storm_py.errors import StateError
 from storm_py.nimbus.rescale import resubmitted_history
 from storm_py.runtime.key_groups import groups_of_task
 from storm_py.runtime.system_topology import layout_from_counts
@@ -103,3 +106,15 @@ def test_the_history_a_resubmit_runs_with() -> None:
         "first_tasks": {"count": 3, "words": 1}, "tasks": {"count": [4, 8, 4]}}
     assert kept["tasks"] == {"count": [4, 8], "gone": [2, 3]}  # the kept history is not changed
 
+
+
+def test_nimbus_keeps_the_history_by_name_past_the_topology() -> None:
+    state = ClusterState(MemoryStorage(MemoryStore()))
+    assert state.rescales("counts") is None
+    history = {"first_tasks": {"count": 3}, "tasks": {"count": [4, 8]}}
+    state.set_rescales("counts", history)
+    state.remove_topology("counts-1-1700000000")
+    assert state.rescales("counts") == history
+    assert state.rescales("other") is None
+    with pytest.raises(StateError, match="invalid znode name"):
+        state.set_rescales("a/b", history)
