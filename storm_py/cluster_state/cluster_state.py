@@ -426,6 +426,24 @@ class ClusterState:
         """Forget a topology's autoscaler events."""
         self.storage.delete(znodes.autoscale(self.root, topology_id))
 
+    # ------------------------------------------------------------------------------------------ rescales
+    def set_rescales(self, name: str, history: Mapping[str, Any]) -> None:
+        """Keep the rescale history of the topologies named ``name`` (``topology.state.rescales``'s JSON form)."""
+        path = znodes.rescales(self.root, name)
+        data = encode_json(dict(history))
+        if len(data) > MAX_RECORD_BYTES:
+            raise StateError(f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte "
+                             "limit of a record", path=path, reason="too_large")
+        self.storage.set(path, data)
+
+    def rescales(self, name: str) -> dict[str, Any] | None:
+        """The rescale history kept for the topologies named ``name`` (None when none was ever rescaled); a
+        topology's removal keeps it."""
+        path = znodes.rescales(self.root, name)
+        data = self.storage.get(path)
+        value = None if data is None else decode_json(path, data)
+        return dict(value) if isinstance(value, Mapping) else None
+
     # ------------------------------------------------------------------------------------------- cleanup
     def remove_topology(self, topology_id: str) -> None:
         """Remove everything kept about a topology: storm base, assignment, heartbeats, errors, log levels, creds."""

@@ -51,6 +51,7 @@ CREDENTIALS = "credentials"
 USERS = "users"
 USER_TOKENS = "user-tokens"
 AUTOSCALE = "autoscale"
+RESCALES = "rescales"
 
 #: Prefix of the sequential nodes under ``errors/<topology>/<component>``.
 ERROR_PREFIX = "e"
@@ -324,6 +325,12 @@ def autoscale_root(root: str) -> str:
 def autoscale(root: str, topology_id: str) -> str:
     """A topology's autoscaler events (its decisions and diagnoses), written by the leading nimbus."""
     return join(autoscale_root(root), topology_id)
+
+
+def rescales(root: str, name: str) -> str:
+    """The rescale history of the topologies named ``name`` (their keyed state's layout), written by the leading
+    nimbus at each task rescale and kept across kills: a resubmit reads its state where the last rescale left it."""
+    return join(root, RESCALES, validate_name(name))
 
 
 def topology_scope(root: str, path: str) -> tuple[str, bool] | None:

@@ -32,11 +32,12 @@ from storm_py.nimbus import ras
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.component_settings import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, assignment_of, plan_assignment
-from storm_py.nimbus.rescale import checked_tasks, rescaled_counts
+from storm_py.nimbus.rescale import checked_tasks, rescaled_counts, resubmitted_history
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
+from storm_py.stateful.task_names import RESCALES
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,10 @@ class Nimbus:
             system, counts = checked_system_topology(topology, topo_conf)
             self._check_caps(name, 1, sum(e for _, e in counts.values()))
             resources = ras.component_resources(system, topo_conf)
+            kept = self.state.rescales(name)
+            history = resubmitted_history(kept, {c: t for c, (t, _) in counts.items()})
+            if history is not None:
+                topo_conf[RESCALES] = history
             self._counter += 1
             tid = f"{name}-{self._counter}-{int(self.clock.wall())}"
             self.code_store.put(tid, code)
@@ -137,6 +142,8 @@ class Nimbus:
                 component_resources=resources,
             )
             self._check_fits(name, tid, base)
+            if history is not None and history != kept:
+                self.state.set_rescales(name, history)
             self.state.set_storm_base(tid, base)
             self._schedule(tid, base, fresh=True)
             log.info("submitted topology %s as %s", name, tid)
@@ -417,6 +424,7 @@ class Nimbus:
             component_tasks, rescaled, history = rescaled_counts(base, opts["num_tasks"], asked)
             execs = {**rescaled, **asked}
             conf.update(history)
+            self.state.set_rescales(base.name, history[RESCALES])
         workers = opts.get("num_workers") or base.num_workers
         restored = base.prev_status if base.prev_status in (ACTIVE, INACTIVE) else ACTIVE
         new = _replace(

@@ -5,7 +5,10 @@ a count that is not an integer from 1 to the key groups (``topology.state.max.pa
 with keyed state, a component whose state is not keyed (a stateful bolt not behind fields groupings, a stateful
 windowed bolt, a checkpointed sink, a stateful spout: its state is per task, it cannot be split).
 :func:`rescaled_counts` gives the topology's task and executor counts and the rescale history its workers name
-their state namespaces by (:mod:`storm_py.stateful.task_names`).  Both are pure.
+their state namespaces by (:mod:`storm_py.stateful.task_names`).  Nimbus keeps that history by topology name
+across kills; :func:`resubmitted_history` gives a resubmit's history from it, so the resubmitted tasks read the
+state in the layout of its last rescale (a task count differing from the last one is one more rescale).  All
+are pure.
 """
 
 from __future__ import annotations
@@ -98,3 +101,17 @@ def rescaled_counts(base: StormBase, tasks: Mapping[str, int], executors: Mappin
     first_ids = {c: ts[0] for c, ts in layout_from_counts(counts).component_tasks.items() if ts}
     history = Rescales.of(base.topology_conf).rescaled(first_ids, tasks, base.component_tasks)
     return new_tasks, new_execs, {RESCALES: history.to_conf()}
+
+
+def resubmitted_history(kept: Mapping[str, Any] | None, tasks: Mapping[str, int]) -> dict[str, Any] | None:
+    """The rescale history (its JSON form) of a topology submitted with ``tasks`` ({component: task count}) under
+    a name whose topologies were rescaled (``kept``, None when they never were): the kept history of each
+    rescaled component the submit still has, with one more generation when its count differs from the last."""
+    if kept is None:
+        return None
+    old = Rescales.of({RESCALES: kept})
+    counts = {c: list(n) for c, n in old.tasks.items() if c in tasks}
+    for c, n in counts.items():
+        if n[-1] != tasks[c]:
+            n.append(int(tasks[c]))
+    return Rescales(dict(old.first_tasks), counts).to_conf()
