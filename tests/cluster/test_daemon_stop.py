@@ -57,6 +57,7 @@ def test_sigterm_with_zookeeper_gone_stops_the_daemon_within_seconds(kind: str, 
         wait_until(lambda: "SUSPENDED" in log.read_text() or "onnection" in log.read_text().split(started, 1)[1],
                    30.0, interval=0.1, what=f"{kind} to notice ZooKeeper gone")  # fmt: skip
         asked = SYSTEM_CLOCK.now()
+        before = len(log.read_text())  # a round may fail for want of ZooKeeper before the stop: not this test's
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             code = proc.wait(10.0)
@@ -65,7 +66,8 @@ def test_sigterm_with_zookeeper_gone_stops_the_daemon_within_seconds(kind: str, 
         took = SYSTEM_CLOCK.now() - asked
         assert code == 0, log.read_text()[-3000:]
         assert took < 10.0
-        assert f"{kind} round failed" not in log.read_text().replace("DEBUG", ""), "a stop is no round failure"
+        after = log.read_text()[before:]
+        assert f"WARNING storm_py.node.loop: {kind} round failed" not in after, "a round cut by the stop is no failure"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
