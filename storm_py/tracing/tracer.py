@@ -107,10 +107,17 @@ class Tracer:
     def bolt_runner(self, run: Runner, component: str, task: int, out: OutBuffer) -> Runner:
         """``run`` (a bolt task's batch runner) with its traced inputs' spans."""
         traced = self.sampler.traced
+        sampled = self.sampler.sampled
         wall = self.clock.wall
 
         def traced_run(batch: list[Tuple]) -> None:
-            if not any(traced(t) for t in batch):
+            # every input is looked at: a tuple of one tree (the common case) by its root alone, without building
+            # its (root, edge) pairs
+            for t in batch:
+                root = t._root
+                if (sampled(root) if root is not None else traced(t)):
+                    break
+            else:
                 run(batch)
                 return
             for tup in batch:
