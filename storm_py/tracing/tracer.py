@@ -120,15 +120,23 @@ class Tracer:
             else:
                 run(batch)
                 return
+            # a traced input runs alone (what it leaves in the out-buffer are its children); the untraced inputs
+            # between traced ones run together, in order
+            untraced: list[Tuple] = []
             for tup in batch:
                 if not traced(tup):
-                    run([tup])
+                    untraced.append(tup)
                     continue
+                if untraced:
+                    run(untraced)
+                    untraced = []
                 marks = _marks(out)
                 start = wall()
                 run([tup])
                 children = _new_tuples(out, marks)
                 self.emit(bolt_spans(component, task, tup, children, self.sampler, self.components, start, wall()))
+            if untraced:
+                run(untraced)
 
         return traced_run
 

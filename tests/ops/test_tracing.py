@@ -124,10 +124,16 @@ def test_the_bolt_runner_traces_sampled_inputs_with_the_children_they_left() -> 
     assert ran == [batch] and sink.spans == []  # nothing sampled: the batch runs as it was
     sampler.set_percent(100)
     runner([tup("spout", 1, None, None), *batch])
-    assert [len(b) for b in ran[1:]] == [1, 1, 1]  # a sampled batch runs one input at a time
+    assert [len(b) for b in ran[1:]] == [1, 1, 1]  # a sampled input runs alone
     names = [(s.name, s.parent_id) for s in sink.spans]
     assert names == [("execute split", send_span_id(70)), ("send default -> count", execute_span_id(70)),
                      ("execute split", send_span_id(80)), ("send default -> count", execute_span_id(80))]
+    # the untraced inputs around a traced one run together, in order
+    del ran[:]
+    loose = [tup("spout", 1, None, None) for _ in range(4)]
+    traced_one = tup("spout", 1, 7, 70)
+    runner([loose[0], loose[1], traced_one, loose[2], loose[3]])
+    assert ran == [loose[:2], [traced_one], loose[2:]]
     # a tuple anchored to several trees is looked at through all of them
     del ran[:]
     runner([tup("spout", 1, None, None, {9: 90, 11: 110})])
