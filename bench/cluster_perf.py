@@ -226,16 +226,13 @@ def sleep_sampling(client: Any, name: str, secs: float, samples: list[int] | Non
 _THREAD_SCALE = {"switches": 1e3}
 
 
-def run_case(
-    conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int,
-    session: int, name: str | None = None, extra_conf: tuple[str, ...] = (), samples: list[int] | None = None,
-) -> dict[str, Any]:
-    """Submit ``entry`` (``cluster_topologies:<function>``, with ``extra_conf`` ``KEY=VALUE`` settings), measure
-    its spouts over ``secs`` after ``warmup`` (``samples``: the acked count every second, if given), kill it."""
+def submit_case(conf_path: Path, entry: str, name: str, workers: int, ackers: int, pending: int,
+                extra_conf: tuple[str, ...] = ()) -> Any:
+    """Submit ``entry`` (``cluster_topologies:<function>``) as ``name`` with ``ackers`` per worker and ``extra_conf``
+    ``KEY=VALUE`` settings; a ``NimbusClient`` of the cluster."""
     from storm_py.client import NimbusClient
     from storm_py.config import read_storm_config
 
-    name = name or f"{entry.split(':')[1].replace('_', '-')}-a{ackers}"
     subprocess.run(
         [*STORM, "submit", str(HERE), f"cluster_topologies:{entry.split(':')[1]}", "--name", name,
          "--config", str(conf_path), "-c", f"topology.workers={workers}",
@@ -243,7 +240,17 @@ def run_case(
          *(arg for kv in extra_conf for arg in ("-c", kv))],
         check=True, capture_output=True, text=True,
     )
-    client = NimbusClient(read_storm_config(conf_path))
+    return NimbusClient(read_storm_config(conf_path))
+
+
+def run_case(
+    conf_path: Path, entry: str, workers: int, ackers: int, secs: float, warmup: float, pending: int,
+    session: int, name: str | None = None, extra_conf: tuple[str, ...] = (), samples: list[int] | None = None,
+) -> dict[str, Any]:
+    """Submit ``entry`` (``cluster_topologies:<function>``, with ``extra_conf`` ``KEY=VALUE`` settings), measure
+    its spouts over ``secs`` after ``warmup`` (``samples``: the acked count every second, if given), kill it."""
+    name = name or f"{entry.split(':')[1].replace('_', '-')}-a{ackers}"
+    client = submit_case(conf_path, entry, name, workers, ackers, pending, extra_conf)
     sleep_sampling(client, name, warmup, samples)
     (a0, _, _, f0, s0), t0 = at_heartbeat(client, name)
     m0, c0, th0 = machine_cpu(), cluster_cpu(session), worker_thread_cpu(session)

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,14 @@ WORKERS = ("w0", "w1")
 class TwoWorkers:
     """Two runtimes of one topology, driven in turn, their frames handed over in memory."""
 
-    def __init__(self, case: str, ackers: int, pending: int, clock: Clock | None = None) -> None:
+    def __init__(self, case: str, ackers: int, pending: int, clock: Clock | None = None,
+                 extra_conf: Mapping[str, Any] | None = None) -> None:
         conf = defaults()
         conf.update({
             "topology.workers": 2,
             "topology.acker.executors": 2 * ackers,
             "topology.max.spout.pending": pending,
+            **(extra_conf or {}),
         })
         topology = system_topology(getattr(cluster_topologies, case)(conf), conf)
         layout = layout_tasks(topology)
@@ -102,6 +105,11 @@ class TwoWorkers:
                     rt.deliver(decode(frame)[1])
                 frames.clear()
                 rt.run_once(now())
+
+    def shutdown(self) -> None:
+        """Shut both runtimes down (closing what they opened, such as a span exporter)."""
+        for rt in self.runtimes.values():
+            rt.shutdown()
 
     def run_for(self, secs: float) -> None:
         end = time.perf_counter() + secs

@@ -27,6 +27,9 @@ MASK64: Final = (1 << 64) - 1
 #: The sampled share is decided in steps of 1/10000 (0.01 %).
 SCALE: Final = 10_000
 _ROOT, _SEND, _EXECUTE, _TRACE = 0x5EED, 0x5E4D, 0xE8EC, 0x7ACE
+#: Fibonacci hashing's multiplier (2**64 over the golden ratio, odd): the high bits of a root times it spread any
+#: run of roots, strided or not, evenly over the sampling scale.
+_GOLDEN: Final = 0x9E3779B97F4A7C15
 
 Kind = Literal["internal", "producer", "consumer"]
 
@@ -76,8 +79,10 @@ class Sampler:
         self.threshold = round(percent * SCALE / 100)
 
     def sampled(self, root: Any) -> bool:
-        """Whether the tree of ``root`` is traced."""
-        return mix64(int(root), _TRACE) % SCALE < self.threshold
+        """Whether the tree of ``root`` is traced: the top of ``root`` times :data:`_GOLDEN` (64 bits) scaled to
+        ``[0, SCALE)``.  Every tuple a traced task sees is asked this, so it is one multiplication rather than
+        :func:`mix64`'s three."""
+        return ((int(root) * _GOLDEN) & MASK64) * SCALE >> 64 < self.threshold
 
     def traced(self, tup: Tuple) -> list[tuple[int, int]]:
         """The ``(root, edge)`` pairs of ``tup`` in traced trees (empty: nothing to trace)."""

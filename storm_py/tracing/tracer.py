@@ -107,21 +107,36 @@ class Tracer:
     def bolt_runner(self, run: Runner, component: str, task: int, out: OutBuffer) -> Runner:
         """``run`` (a bolt task's batch runner) with its traced inputs' spans."""
         traced = self.sampler.traced
+        sampled = self.sampler.sampled
         wall = self.clock.wall
 
         def traced_run(batch: list[Tuple]) -> None:
-            if not any(traced(t) for t in batch):
+            # every input is looked at: a tuple of one tree (the common case) by its root alone, without building
+            # its (root, edge) pairs
+            for t in batch:
+                root = t._root
+                if (sampled(root) if root is not None else traced(t)):
+                    break
+            else:
                 run(batch)
                 return
+            # a traced input runs alone (what it leaves in the out-buffer are its children); the untraced inputs
+            # between traced ones run together, in order
+            untraced: list[Tuple] = []
             for tup in batch:
                 if not traced(tup):
-                    run([tup])
+                    untraced.append(tup)
                     continue
+                if untraced:
+                    run(untraced)
+                    untraced = []
                 marks = _marks(out)
                 start = wall()
                 run([tup])
                 children = _new_tuples(out, marks)
                 self.emit(bolt_spans(component, task, tup, children, self.sampler, self.components, start, wall()))
+            if untraced:
+                run(untraced)
 
         return traced_run
 

@@ -3,6 +3,7 @@ and the spans of a LocalCluster topology as an OTLP/HTTP receiver gets them."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from storm_py import Bolt, LocalCluster, Spout, TopologyBuilder
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import Clock, wait_until
+from storm_py.tracing import spans as spans_module
 from storm_py.tracing.spans import (
     Sampler,
     SpanRecord,
@@ -41,6 +43,21 @@ def test_sampling_is_by_root_and_near_the_share() -> None:
     assert [s.sampled(r) for r in range(100)] == [Sampler(50).sampled(r) for r in range(100)]  # every worker agrees
     with pytest.raises(ValueError, match="percentage"):
         Sampler(101)
+
+
+def test_the_sampled_share_holds_for_the_roots_a_worker_draws_and_needs_no_span_id_mixing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every tuple a traced task sees is asked about: the decision must cost less than deriving span ids
+    def no_mixing(value: int, salt: int) -> int:
+        raise AssertionError("sampling a root ran the span ids' mixer")
+
+    monkeypatch.setattr(spans_module, "mix64", no_mixing)
+    draw = random.Random(7)
+    for ackers, acker in ((1, 0), (4, 3)):  # a worker's roots fall in its ackers' residues (storm_py.runtime.ids)
+        roots = [draw.getrandbits(60) * ackers + acker for _ in range(100_000)]
+        share = sum(Sampler(1).sampled(r) for r in roots) / len(roots)
+        assert 0.008 < share < 0.012, (ackers, share)
 
 
 def test_a_traced_tuple_is_in_each_of_its_sampled_trees_and_an_unanchored_one_in_none() -> None:
@@ -107,10 +124,21 @@ def test_the_bolt_runner_traces_sampled_inputs_with_the_children_they_left() -> 
     assert ran == [batch] and sink.spans == []  # nothing sampled: the batch runs as it was
     sampler.set_percent(100)
     runner([tup("spout", 1, None, None), *batch])
-    assert [len(b) for b in ran[1:]] == [1, 1, 1]  # a sampled batch runs one input at a time
+    assert [len(b) for b in ran[1:]] == [1, 1, 1]  # a sampled input runs alone
     names = [(s.name, s.parent_id) for s in sink.spans]
     assert names == [("execute split", send_span_id(70)), ("send default -> count", execute_span_id(70)),
                      ("execute split", send_span_id(80)), ("send default -> count", execute_span_id(80))]
+    # the untraced inputs around a traced one run together, in order
+    del ran[:]
+    loose = [tup("spout", 1, None, None) for _ in range(4)]
+    traced_one = tup("spout", 1, 7, 70)
+    runner([loose[0], loose[1], traced_one, loose[2], loose[3]])
+    assert ran == [loose[:2], [traced_one], loose[2:]]
+    # a tuple anchored to several trees is looked at through all of them
+    del ran[:]
+    runner([tup("spout", 1, None, None, {9: 90, 11: 110})])
+    assert [len(b) for b in ran] == [1]
+    assert ("execute split", send_span_id(90)) in [(s.name, s.parent_id) for s in sink.spans]
 
 
 def test_the_traced_spout_times_next_tuple_and_passes_the_rest_through() -> None:
