@@ -30,9 +30,15 @@ class Beat:
 
 
 def beat_of(executors: Sequence[Sequence[int]], stats: Mapping[str, Any]) -> Beat:
-    """The :class:`Beat` of a heartbeat's executors and stats."""
+    """The :class:`Beat` of a heartbeat's executors and stats (a layout that is not task counts reads as none:
+    such a slot is waited for as one running another layout)."""
     raw = stats.get(LAYOUT_STAT)
-    layout = {str(k): int(v) for k, v in raw.items()} if isinstance(raw, Mapping) else None
+    layout: dict[str, int] | None = None
+    if isinstance(raw, Mapping):
+        try:
+            layout = {str(k): int(v) for k, v in raw.items()}
+        except (TypeError, ValueError):
+            layout = None
     return Beat(tuple(sorted((int(r[0]), int(r[1])) for r in executors)), layout)
 
 

@@ -36,6 +36,8 @@ def test_a_slot_without_a_heartbeat_is_not_waited_for() -> None:
 def test_a_heartbeat_is_read_with_its_layout() -> None:
     assert beat_of([[5, 6], [3, 4]], {"layout": {"count": 4}}) == Beat(((3, 4), (5, 6)), {"count": 4})
     assert beat_of([[1, 1]], {}) == Beat(((1, 1),), None)
+    assert beat_of([[1, 1]], {"layout": {"count": "many"}}) == Beat(((1, 1),), None)  # waited for, no crash
+    assert beat_of([[1, 1]], {"layout": {"count": [4]}}) == Beat(((1, 1),), None)
 
 
 def test_the_gate_opens_once_no_slot_is_stale_and_stays_open_for_that_assignment() -> None:
