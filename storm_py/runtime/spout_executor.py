@@ -258,6 +258,8 @@ class SpoutExecutor(Executor):
         self.newer = self.pending.buckets()[0]
         self.tick_freq = None
         self.next_tick = float("inf")
+        #: inbox rows that are not ``(code, root, delta)``, dropped and logged (a spout reads nothing else)
+        self.bad_rows = 0
         self.spouts: dict[int, Any] = {}
         self.collectors: dict[int, SpoutCollector] = {}
         self.opened = False
@@ -385,7 +387,7 @@ class SpoutExecutor(Executor):
         return did
 
     def _handle_acker_rows(self, inbox: deque[tuple[int, list[Any]]], now: float) -> None:
-        rows: list[tuple[int, Any, int]]  # (code, root, delta), as the frame decoder checked
+        rows: list[Any]  # (code, root, delta): what the frame decoder checked, or what a local sender handed in
         pending = self.pending
         newer, older = pending.buckets()
         spouts = self.spouts
@@ -393,9 +395,15 @@ class SpoutExecutor(Executor):
         samples = stats.lat_samples
         n = 0
         while inbox:
-            _, rows = inbox.popleft()
+            target, rows = inbox.popleft()
             n += len(rows)
-            for code, root, _delta in rows:
+            for row in rows:
+                if type(row) is not tuple or len(row) != 3:
+                    self.bad_rows += 1
+                    log.warning("spout %s task %d dropped a row it cannot read (not (code, root, delta)): %.60r",
+                                self.component_id, target, row)
+                    continue
+                code, root, _delta = row
                 if code == RESET_TIMEOUT:
                     pending.reset(root)
                     continue

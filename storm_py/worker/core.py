@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from storm_py.clock import Clock
 from storm_py.cluster_state.cluster_state import ClusterState
-from storm_py.cluster_state.models import WorkerHeartbeat, spouts_active
+from storm_py.cluster_state.models import Assignment, WorkerHeartbeat, spouts_active
 from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
@@ -27,6 +27,7 @@ from storm_py.runtime.system_topology import layout_from_counts, system_topology
 from storm_py.runtime.transfer import Entries, TransferHost
 from storm_py.runtime.worker_runtime import WorkerLoop, WorkerRuntime
 from storm_py.transactional.state import TRANSACTIONAL_STATE_RESOURCE
+from storm_py.worker.activation import LAYOUT_STAT, ActivationGate, beat_of, stale_slots
 from storm_py.worker.log_levels import LogLevels
 from storm_py.worker.log_levels import apply as apply_log_levels
 from storm_py.worker.metrics import WorkerMetrics
@@ -113,6 +114,9 @@ class Worker:
         self.task_counts: dict[str, int] = {}
         self._seen_passes = -1
         self._progress_at = clock.now()
+        #: holds the spouts after an assignment change until no slot runs the previous layout (at most the
+        #: message timeout: a spout's tuple lost to such a slot would be waited for as long)
+        self.gate = ActivationGate(float(setting(self.conf, "topology.message.timeout.secs")))
 
     def start(self) -> None:
         """Load the topology, build the executors of this slot and start the loop."""
@@ -149,13 +153,35 @@ class Worker:
         self.runtime = runtime
         self.metrics = WorkerMetrics(runtime, self.host, self.port, self.clock.wall)
         self.metrics.install()
+        self.gate.max_wait = float(setting(topo_conf, "topology.message.timeout.secs"))
         self.transport.bind(self.key, runtime)
-        runtime.set_active(spouts_active(base.status))
+        runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment))
         runtime.set_debug(base.component_debug)
         self._poll_credentials()  # credentials stored before this worker started reach its tasks first
         self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
         self.heartbeat()
+
+    def _layout_ready(self, assignment: Assignment) -> bool:
+        """Whether every slot of ``assignment`` runs this worker's layout (or the wait for them ran out)."""
+        key = (tuple(sorted(assignment.executor_node_port.items())), tuple(sorted(self.task_counts.items())))
+        if self.gate.is_open(key):
+            return True
+        try:
+            beats = {slot: beat_of(hb.executors, hb.stats)
+                     for slot, hb in self.state.worker_heartbeats(self.topology_id).items()}  # fmt: skip
+        except StormPyError as err:
+            log.warning("worker %s cannot read its peers' heartbeats: %s", self.key, err.message)
+            beats = {}
+        stale = stale_slots(assignment.slots(), self.task_counts, beats, (self.supervisor_id, self.port))
+        decision = self.gate.decide(key, stale, self.clock.now())
+        if decision.timed_out:
+            log.warning("worker %s activates its spouts after %.0fs although %s still run another layout",
+                        self.key, self.gate.max_wait, ", ".join(worker_key(n, p) for n, p in stale))
+        elif not decision.open:
+            log.info("worker %s holds its spouts: %s still run another layout", self.key,
+                     ", ".join(worker_key(n, p) for n, p in stale))
+        return decision.open
 
     def _loop_name(self) -> str:
         return f"worker-{self.key}-{self.topology_id}"
@@ -183,7 +209,7 @@ class Worker:
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
         if mine != self.executors or base.component_tasks != self.task_counts:
             return False  # moved, or the tasks were rescaled: a worker of the new layout takes the slot
-        self.runtime.set_active(spouts_active(base.status))
+        self.runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment))
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
@@ -207,6 +233,7 @@ class Worker:
                 "executors": self.metrics.reports() if self.metrics is not None else {},
                 "dropped": self.runtime.dropped,
                 "transfer": self._transfer_metrics(),
+                LAYOUT_STAT: dict(self.task_counts),
             },
         )
         try:

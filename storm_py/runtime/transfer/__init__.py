@@ -40,6 +40,11 @@ class TransferHost(Protocol):
     peer_backlog: Callable[[str], int] | None
 
     @property
+    def topology_id(self) -> str:
+        """The id of the topology the worker runs."""
+        ...
+
+    @property
     def conf(self) -> Mapping[str, Any]:
         """The topology's conf."""
         ...

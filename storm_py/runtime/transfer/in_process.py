@@ -10,6 +10,7 @@ which one they got.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -33,14 +34,18 @@ class InProcessTransfer:
 
     Like a ZeroMQ PUSH socket connecting before its peer binds, object batches for a worker that is not bound
     yet are held (up to :data:`MAX_HELD` tuples per worker) and handed over when it binds; beyond that they are
-    dropped and counted in ``dropped``.
+    dropped and counted in ``dropped``.  A slot's key outlives its worker: a topology killed and submitted again
+    may get the same slot, so object batches go only to a worker of the sender's topology (a worker of the killed
+    one still running drops nothing into its successor's tasks, whose ids name other components).
     """
 
     def __init__(self, hwm: int = DEFAULT_HWM) -> None:
         self._lock = threading.Lock()
-        self._receivers: dict[str, Callable[[Entries], None]] = {}
-        self._held: dict[str, list[Entries]] = {}
-        self._held_count: dict[str, int] = {}
+        #: each bound worker's topology and delivery
+        self._receivers: dict[str, tuple[str, Callable[[Entries], None]]] = {}
+        #: what waits for a worker that is not bound, by ``(topology id, worker key)``
+        self._held: dict[tuple[str, str], list[Entries]] = {}
+        self._held_count: dict[tuple[str, str], int] = {}
         self.dropped = 0
         self._mailboxes = CountingTransport(MemoryTransport(hwm=hwm))
         self._framed: dict[str, SocketTransfer] = {}
@@ -55,11 +60,12 @@ class InProcessTransfer:
                 self._framed[worker_key] = framed
             return
         deliver = runtime.deliver
-        runtime.send_remote = self.send
+        topology = runtime.topology_id
+        runtime.send_remote = functools.partial(self.send_from, topology)
         with self._lock:
-            self._receivers[worker_key] = deliver
-            held = self._held.pop(worker_key, [])
-            self._held_count.pop(worker_key, None)
+            self._receivers[worker_key] = (topology, deliver)
+            held = self._held.pop((topology, worker_key), [])
+            self._held_count.pop((topology, worker_key), None)
         for entries in held:
             deliver(entries)
 
@@ -85,23 +91,41 @@ class InProcessTransfer:
         return {}
 
     def send(self, worker_key: str, entries: Entries) -> None:
-        """Hand a batch to a worker as objects (held while it is not bound)."""
-        deliver = self._receivers.get(worker_key)
-        if deliver is not None:
-            deliver(entries)
+        """Hand a batch to the worker bound to ``worker_key`` as objects, whatever its topology (a bound worker
+        sends through :meth:`send_from`, which checks it and holds what waits for a worker to bind)."""
+        receiver = self._receivers.get(worker_key)
+        if receiver is not None:
+            receiver[1](entries)
             return
         n = sum(len(items) for _, items in entries)
-        with self._lock:
-            deliver = self._receivers.get(worker_key)
-            if deliver is None:
-                count = self._held_count.get(worker_key, 0)
-                if count + n > MAX_HELD:
-                    self.dropped += n
-                    log.warning("dropped %d tuples for worker %s, which is not running", n, worker_key)
+        self.dropped += n
+        log.warning("dropped %d tuples for worker %s, which is not running", n, worker_key)
+
+    def send_from(self, topology: str, worker_key: str, entries: Entries) -> None:
+        """Hand a batch of a worker of ``topology`` to a worker as objects (held while none is bound to the key);
+        a worker of another topology bound to the key gets nothing: the batch is dropped and counted."""
+        receiver = self._receivers.get(worker_key)
+        if receiver is None:
+            n = sum(len(items) for _, items in entries)
+            with self._lock:
+                receiver = self._receivers.get(worker_key)
+                if receiver is None:
+                    key = (topology, worker_key)
+                    count = self._held_count.get(key, 0)
+                    if count + n > MAX_HELD:
+                        self.dropped += n
+                        log.warning("dropped %d tuples for worker %s, which is not running", n, worker_key)
+                        return
+                    self._held.setdefault(key, []).append(entries)
+                    self._held_count[key] = count + n
                     return
-                self._held.setdefault(worker_key, []).append(entries)
-                self._held_count[worker_key] = count + n
-                return
+        bound, deliver = receiver
+        if bound != topology:
+            n = sum(len(items) for _, items in entries)
+            self.dropped += n
+            log.warning("dropped %d tuples of topology %s for worker %s, which now runs topology %s", n, topology,
+                        worker_key, bound)
+            return
         deliver(entries)
 
     def idle(self) -> bool:
