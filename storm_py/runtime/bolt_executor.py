@@ -155,7 +155,6 @@ class BoltExecutor(Executor):
         """Run a batch through a :class:`BasicBolt`: anchor its emits to the input, ack or fail the input."""
         basic = BasicCollector(self, collector._task, collector)
         execute = bolt.execute
-        ack = collector.ack
         fail = collector.fail
         report = self.report_error
         on_error = self._on_error
@@ -176,7 +175,7 @@ class BoltExecutor(Executor):
                 except Exception as exc:
                     on_error(task, tup, exc)
                     continue
-                ack(tup)
+                collector.ack(tup)  # the collector's one ack (compiled: a native call, not a bound method's)
 
         return run
 

@@ -244,14 +244,14 @@ def test_the_fail_watching_collector_over_any_collector_passes_everything_on_and
     inner = RecordingCollector()
     broken: list[int] = []
     watching = FailWatchingCollector(inner, lambda: broken.append(len(inner.calls)))
-    anchor, error = object(), ValueError("x")
+    anchor, error = Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, 7, 0b1), ValueError("x")
     assert watching.emit(["a"], anchor, "s") == [4]
     watching.emit_direct(3, ["b"], anchor, "d")
-    watching.ack(anchor)  # type: ignore[arg-type]
-    watching.reset_timeout(anchor)  # type: ignore[arg-type]
+    watching.ack(anchor)
+    watching.reset_timeout(anchor)
     watching.report_error(error)
     assert broken == []
-    watching.fail(anchor)  # type: ignore[arg-type]
+    watching.fail(anchor)
     assert broken == [5]  # the bolt broke before the fail went on
     assert inner.calls == [("emit", ["a"], anchor, "s"), ("emit_direct", 3, ["b"], anchor, "d"), ("ack", anchor),
                            ("reset_timeout", anchor), ("report_error", error), ("fail", anchor)]
