@@ -2,8 +2,9 @@
 
 Both build the outgoing tuples of a task through one emit path (``_TaskEmitter._emit``, Storm's ``boltEmit``),
 with Storm's anchoring (a fresh random edge id per anchor and target, XORed into the anchor's ack value), and put
-them into their executor's out-buffer; acks of consecutive inputs
-of one tree are merged into one ack row (see :meth:`storm_py.runtime.bolt_executor.BoltExecutor.ack_root`).
+them into their executor's out-buffer.  Acks of consecutive inputs of one tree are merged into one ack row by
+one type, :class:`AckRuns`: the executor's acks sent at once (:class:`SentAcks`) and the acks a stateful bolt holds
+(:class:`HeldAcks`) are its two kinds, which differ only in where a finished row goes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple, tuple_roots
-from storm_py.runtime.acker import FAIL, RESET
+from storm_py.runtime.acker import ACK, FAIL, RESET
 from storm_py.runtime.executor import ExecutorHost, ExecutorStats, bad_stream, direct_route
 from storm_py.runtime.hooks import report_ack, report_fail
 from storm_py.runtime.routing import StreamRoute
@@ -39,8 +40,9 @@ class BoltHost(Protocol):
     @property
     def process_samples(self) -> dict[int, float]: ...
 
-    def ack_root(self, root: Id, val: int) -> None:
-        """Ack ``val`` into the tree of ``root`` (merged with the acks of consecutive inputs of one tree)."""
+    @property
+    def acks(self) -> SentAcks:
+        """The task's acks on their way to the ackers (merged by run, see :class:`AckRuns`)."""
         ...
 
     def ack_held(self, held: HeldAcks) -> None:
@@ -50,6 +52,77 @@ class BoltHost(Protocol):
     def report_error(self, task: int, exc: BaseException) -> None:
         """Record an error of ``task`` for the topology summary."""
         ...
+
+
+class AckRuns:
+    """Acks merged into acker rows: the acks of consecutive inputs of one tree XORed into one row, the one merge
+    of the acking protocol.  A kind says where a finished row goes (:meth:`row`).
+
+    Inputs of one tree come in runs (a spout tuple and what a bolt emitted from it, a batch emitted as one tree),
+    so a run costs one row instead of a row per input, and each ack of the run one comparison and one XOR on a
+    machine int.  XOR is associative and a tree cannot complete while a tuple it waits for is unacked, so a
+    root's acks may travel in several rows, and after a fail of the same step.
+    """
+
+    __slots__ = ("run_root", "run_val")
+
+    def __init__(self) -> None:
+        #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
+        self.run_root: Id = None
+        self.run_val = 0
+
+    def add(self, root: Id, val: int) -> None:
+        """XOR ``val`` into the ack of ``root``: into the open run when it is of the same tree (an equal root is
+        the same tree: a root decoded from a frame is another object), else the open run is a row and this one
+        opens."""
+        last = self.run_root
+        if root is last or (last is not None and root == last):
+            self.run_val ^= val
+            return
+        if last is not None:
+            self.row(last, self.run_val)
+        self.run_root = root
+        self.run_val = val
+
+    def ack(self, tup: Tuple) -> None:
+        """Add the acks of ``tup`` (acked: its edge XORed with what its emits XORed in) into each of its trees."""
+        root = tup._root
+        if root is not None:
+            edge: int = tup._edge  # compiled: XORed as machine ints
+            self.add(root, edge ^ tup._ack_val)
+            return
+        ids = tup._ids
+        if ids:
+            av: int = tup._ack_val
+            for r, v in ids.items():
+                self.add(r, v ^ av)
+
+    def close(self) -> None:
+        """End the open run: it becomes a row."""
+        last = self.run_root
+        if last is not None:
+            self.run_root = None
+            self.row(last, self.run_val)
+
+    def row(self, root: Id, val: int) -> None:
+        """A finished row: the XOR ``val`` of consecutive acks of the tree of ``root``."""
+        raise NotImplementedError
+
+
+class SentAcks(AckRuns):
+    """A bolt executor's acks: each finished row goes into the out-buffer of its root's acker at once."""
+
+    __slots__ = ("_ackers", "_out")
+
+    def __init__(self, out: defaultdict[int, list[Any]], ackers: tuple[int, ...]) -> None:
+        super().__init__()
+        self._out = out  # the executor's out-buffer, cleared in place after every flush, never replaced
+        self._ackers = ackers
+
+    def row(self, root: Id, val: int) -> None:
+        r: int = root  # acker_for(root), inlined (compiled: on a machine int)
+        ackers = self._ackers
+        self._out[ackers[r % len(ackers)]].append((ACK, root, val))
 
 
 def _anchor_list(anchors: Any) -> list[Tuple]:
@@ -64,7 +137,7 @@ class _TaskEmitter:
     """What the two bolt-side collectors share: a task's routes, counters, out-buffer and the general send."""
 
     __slots__ = (
-        "_acker_for", "_acking", "_clock", "_default_route", "_ex", "_hooks", "_ids", "_out", "_routes",
+        "_acker_for", "_acking", "_acks", "_clock", "_default_route", "_ex", "_hooks", "_ids", "_out", "_routes",
         "_samples", "_stats", "_task", "component_id",
     )
 
@@ -78,6 +151,7 @@ class _TaskEmitter:
         self._out = ex.outbuf  # cleared in place after every flush, never replaced
         self._stats = ex.stats
         self._acker_for = ex.rt.acker_for
+        self._acks: AckRuns = ex.acks
         self._samples = ex.process_samples  # likewise
         self._clock = ex.rt.clock.now
         self.component_id = ex.component_id
@@ -195,25 +269,14 @@ class BoltCollector(_TaskEmitter):
         self._emit_direct(task_id, values, anchors, stream)
 
     def ack(self, tup: Tuple) -> None:
-        """The input was processed: tell the ackers of each of its roots (merged by run, see ``ack_root``)."""
+        """The input was processed: tell the ackers of each of its roots (merged by run, see :class:`AckRuns`)."""
         self._stats.acked += 1
         if self._samples:
             self._processed(tup)
         if self._hooks:
             report_ack(self._hooks, tup, self._task, None)
-        if not self._acking:
-            return
-        root = tup._root
-        if root is not None:
-            edge: int = tup._edge  # compiled: XORed as machine ints
-            self._ex.ack_root(root, edge ^ tup._ack_val)
-            return
-        ids = tup._ids
-        if ids:
-            ex = self._ex
-            av: int = tup._ack_val
-            for root, v in ids.items():
-                ex.ack_root(root, v ^ av)
+        if self._acking:
+            self._acks.ack(tup)
 
     def _processed(self, tup: Tuple) -> None:
         """A sampled input (in ``_samples``): its process latency runs from its batch's start to now."""
@@ -252,10 +315,10 @@ class BoltCollector(_TaskEmitter):
         """Storm's explicit flush: the worker flushes after every step, so this does nothing."""
 
 
-class HeldAcks:
-    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows, the acks of consecutive
-    inputs of one tree merged into one (as :meth:`~storm_py.runtime.bolt_executor.BoltExecutor.ack_root` merges
-    them), how many inputs that is, and the inputs to be acked whole when released.
+class HeldAcks(AckRuns):
+    """Acks made and not sent yet (see :class:`HoldingCollector`): their acker rows (a row finished by the run
+    merge of :class:`AckRuns` is kept, not sent), how many inputs that is, and the inputs to be acked whole when
+    released.
 
     A row is a root in ``roots`` (the object the inputs carry) and its XOR at the same place of ``vals``: two
     list slots and an int per tree, no tuple, so a checkpoint interval of held rows stays small.  (An
@@ -263,38 +326,21 @@ class HeldAcks:
     sentence under callgrind's simulation, but its method call per row costs 1,300 instructions a sentence.)
     """
 
-    __slots__ = ("count", "roots", "run_root", "run_val", "vals", "whole")
+    __slots__ = ("count", "roots", "vals", "whole")
 
     def __init__(self) -> None:
+        super().__init__()
         self.roots: list[Id] = []
         self.vals: list[int] = []
-        #: the run of acks still open: its root (None: no run) and the XOR of its acks so far
-        self.run_root: Id = None
-        self.run_val = 0
         self.count = 0
         self.whole: list[Tuple] = []
 
     def __len__(self) -> int:
         return self.count + len(self.whole)
 
-    def add(self, root: Id, val: int) -> None:
-        """XOR ``val`` into the ack of ``root``."""
-        last = self.run_root
-        if root is last or (last is not None and root == last):
-            self.run_val ^= val
-            return
-        if last is not None:
-            self.roots.append(last)
-            self.vals.append(self.run_val)
-        self.run_root = root
-        self.run_val = val
-
-    def close(self) -> None:
-        """End the open run: every row is in ``roots`` and ``vals`` now."""
-        if self.run_root is not None:
-            self.roots.append(self.run_root)
-            self.vals.append(self.run_val)
-            self.run_root = None
+    def row(self, root: Id, val: int) -> None:
+        self.roots.append(root)
+        self.vals.append(val)
 
     def merge(self, other: HeldAcks) -> None:
         """Add ``other``'s acks to these (its first row joins this open run when it is of the same tree: every
@@ -360,21 +406,8 @@ class HoldingCollector(BoltCollector):
         held.count += 1
         if self._samples:
             self._processed(tup)
-        if not self._acking:
-            return
-        root = tup._root
-        if root is not None:
-            edge: int = tup._edge
-            if root is held.run_root:  # the tree of the input before (the inputs of a sentence): its run
-                held.run_val ^= edge ^ tup._ack_val
-                return
-            held.add(root, edge ^ tup._ack_val)
-            return
-        ids = tup._ids
-        if ids:
-            av: int = tup._ack_val
-            for r, v in ids.items():
-                held.add(r, v ^ av)
+        if self._acking:
+            held.ack(tup)
 
     def take_held(self) -> HeldAcks:
         """The acks held since the last call."""

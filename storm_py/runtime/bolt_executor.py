@@ -9,8 +9,9 @@ has ``background_step`` called on every pass, on the loop's thread, so what it e
 out like the rest.  Such a bolt may also bound its inputs (:class:`~storm_py.runtime.contracts.BoundedInbox`):
 the executor hands it no more tuples than its ``room()`` and keeps the rest in its inbox (still counted in the
 worker's backlog, which pauses the spouts), while the loop goes on with other executors.
-Acks of consecutive inputs of one tree are XORed into one ack row (:meth:`BoltExecutor.ack_root`); acks held
-and released in bulk (a stateful bolt's at a commit) go out a bounded number a step (:meth:`BoltExecutor.ack_held`).
+Acks of consecutive inputs of one tree are XORed into one ack row
+(:class:`~storm_py.runtime.bolt_collectors.SentAcks`, the collectors' one ack path); acks held and released in
+bulk (a stateful bolt's at a commit) go out a bounded number a step (:meth:`BoltExecutor.ack_held`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from storm_py.api.components import BasicBolt
-from storm_py.api.tuple import Id, Tuple, make_tick_tuple
+from storm_py.api.tuple import Tuple, make_tick_tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.acker import ACK
-from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector, HeldAcks
+from storm_py.runtime.bolt_collectors import BasicCollector, BoltCollector, HeldAcks, SentAcks
 from storm_py.runtime.contracts import BackgroundWork, BoundedInbox, RunsAsBasic, TakesBatches
 from storm_py.runtime.executor import Executor, ExecutorHost
 from storm_py.runtime.hooks import cleanup_task_hooks, timed_runner
@@ -46,9 +47,8 @@ class BoltExecutor(Executor):
 
     def __init__(self, rt: ExecutorHost, component_id: str, task_ids: list[int]) -> None:
         super().__init__(rt, component_id, task_ids)
-        #: the root acked last and the XOR of its acks so far (see :meth:`ack_root`)
-        self.last_root: Id = None
-        self.last_val: int = 0
+        #: the tasks' acks, merged by run (see :class:`~storm_py.runtime.bolt_collectors.AckRuns`)
+        self.acks = SentAcks(self.outbuf, self.acker_tasks)
         #: held acks released and not all sent yet, oldest first (see :meth:`ack_held`)
         self.releasing: deque[HeldAcks] = deque()
         #: rows of ``releasing[0]`` sent already
@@ -155,17 +155,12 @@ class BoltExecutor(Executor):
         """Run a batch through a :class:`BasicBolt`: anchor its emits to the input, ack or fail the input."""
         basic = BasicCollector(self, collector._task, collector)
         execute = bolt.execute
-        ack = collector.ack
         fail = collector.fail
         report = self.report_error
         on_error = self._on_error
         task = collector._task
-        stats = self.stats
-        acking = collector._acking
-        hooked = bool(collector._hooks)  # a hooked task acks through the collector, which reports the acks
 
         def run(batch: list[Tuple]) -> None:
-            acked = 0
             for tup in batch:
                 basic.input = tup
                 try:
@@ -180,20 +175,7 @@ class BoltExecutor(Executor):
                 except Exception as exc:
                     on_error(task, tup, exc)
                     continue
-                if hooked:
-                    ack(tup)
-                    continue
-                if not acking:  # BoltCollector.ack without ackers: a count (basic bolts are not sampled)
-                    acked += 1
-                    continue
-                root = tup._root
-                if root is not None:  # BoltCollector.ack's common case, inlined
-                    edge: int = tup._edge  # compiled: XORed as machine ints
-                    self.ack_root(root, edge ^ tup._ack_val)
-                    acked += 1
-                else:
-                    ack(tup)
-            stats.acked += acked
+                collector.ack(tup)  # the collector's one ack (compiled: a native call, not a bound method's)
 
         return run
 
@@ -259,29 +241,8 @@ class BoltExecutor(Executor):
         if self.releasing:
             did = True
             self._send_released()
-        last = self.last_root
-        if last is not None:  # the step's last run of acks
-            self._ack_row(last, self.last_val)
-            self.last_root = None
+        self.acks.close()  # the step's last run of acks
         return did
-
-    def ack_root(self, root: Id, val: int) -> None:
-        """XOR ``val`` into the ack of ``root``, merged with the acks of the same root right before it; the
-        merged value goes out as one ack row when another root is acked or the step ends.
-
-        Inputs of one tree come in runs (a spout tuple and what a bolt emitted from it, a batch emitted as one
-        tree), so a run costs one row instead of a row per input, and each ack of the run one comparison and
-        one XOR on a machine int.  XOR is associative and a tree cannot complete while a tuple it waits for is
-        unacked, so a root's acks may travel in several rows, and after a fail of the same step.
-        """
-        last = self.last_root
-        if root is last or (last is not None and root == last):
-            self.last_val ^= val
-            return
-        if last is not None:
-            self._ack_row(last, self.last_val)
-        self.last_root = root
-        self.last_val = val
 
     def ack_held(self, held: HeldAcks) -> None:
         """Send the ack rows of ``held`` (closed), ``RELEASED_ROWS_PER_STEP`` a step from the end of this one on.
@@ -296,12 +257,10 @@ class BoltExecutor(Executor):
 
     def _send_released(self) -> None:
         """Send the next ``RELEASED_ROWS_PER_STEP`` released ack rows, each as it is: a held row is a run of one
-        tree already (see :class:`HeldAcks`), so it goes straight into its acker's out-buffer, without
-        :meth:`ack_root`'s comparison with the run before it (the step's own open run goes out first)."""
-        last = self.last_root
-        if last is not None:
-            self._ack_row(last, self.last_val)
-            self.last_root = None
+        tree already (see :class:`HeldAcks`), so it goes straight into its acker's out-buffer, without the run
+        merge's comparison with the run before it (the step's own open run goes out first)."""
+        acks = self.acks
+        acks.close()
         releasing = self.releasing
         budget = RELEASED_ROWS_PER_STEP
         ackers = self.acker_tasks
@@ -318,17 +277,11 @@ class BoltExecutor(Executor):
                     out.append((ACK, roots[i], vals[i]))
             else:
                 for i in range(start, end):
-                    self._ack_row(roots[i], vals[i])
+                    acks.row(roots[i], vals[i])
             if end == len(roots):
                 releasing.popleft()
                 end = 0
             self.released_rows = end
-
-    def _ack_row(self, root: Id, val: int) -> None:
-        """Send the merged ack ``val`` of ``root`` to its acker."""
-        r: int = root  # acker_for(root), inlined (compiled: on a machine int)
-        ackers = self.acker_tasks
-        self.outbuf[ackers[r % len(ackers)]].append((ACK, root, val))
 
     def _count_mixed(self, batch: list[Tuple], secs: float) -> None:
         """Share a batch of several input streams and its execute time out per stream."""

@@ -51,7 +51,7 @@ class SpoutCollector:
             values = list(values)
         single = route.single
         targets = single.choose(self._task, values) if single is not None else route.choose(self._task, values)
-        self._send(route, targets, values, msg_id)
+        self._send(route, targets, values, None, msg_id)
         return targets
 
     def _emit_offpath(self, data: Any, msg_id: Any, stream: str, route: StreamRoute | None) -> list[int]:
@@ -70,40 +70,13 @@ class SpoutCollector:
         return sorted_targets(parts)
 
     def _send_parts(self, route: StreamRoute, parts: Parts, msg_id: Any) -> None:
-        """Send each ``(target, values)`` of ``parts`` as one tree (tracked when ``msg_id`` is given and ackers
-        run); nothing to send counts as no emit, and a ``msg_id`` of it is acked at once."""
-        ex = self._ex
+        """Send each ``(target, values)`` of ``parts`` as one tree (see :meth:`_send`); nothing to send counts as
+        no emit, and a ``msg_id`` of it is acked at once."""
         if not parts:
             if msg_id is not None:
-                ex.ack_now(self._spout, msg_id)
+                self._ex.ack_now(self._spout, msg_id)
             return
-        out = ex.outbuf
-        stats = ex.stats
-        stats.emitted += 1
-        stats.transferred += len(parts)
-        route.emitted += 1
-        route.transferred += len(parts)
-        fields = route.fields
-        stream = route.stream
-        comp = self.component_id
-        task = self._task
-        if msg_id is None or not ex.acking:
-            for t, values in parts:
-                out[t].append(Tuple(values, fields, comp, stream, task, None))
-            if msg_id is not None:
-                ex.ack_now(self._spout, msg_id)
-            return
-        ids = ex.ids
-        root: Id = ids.root()
-        ack_val = 0
-        for t, values in parts:
-            edge = ids.next()
-            ack_val ^= edge
-            out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
-        ex.newer[root] = PendingEntry(task, msg_id, ex.emit_stamp, 1)
-        ackers = ex.acker_tasks
-        r: int = root
-        out[ackers[r % len(ackers)]].append((INIT, root, ack_val, task))
+        self._send(route, [t for t, _ in parts], [], [values for _, values in parts], msg_id)
 
     def emit_batch(self, batch: Sequence[Sequence[Any]], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> int:
         """Emit the tuples of ``batch`` as one tuple tree; return how many tuples went to tasks.
@@ -177,7 +150,7 @@ class SpoutCollector:
         route, targets = direct_route(self._routes, stream, task_id, self.component_id)
         columnar = route.columnar
         if columnar is None:
-            self._send(route, targets, list(values), msg_id)
+            self._send(route, targets, list(values), None, msg_id)
             return
         try:
             batch = columnar.batch(values)
@@ -187,31 +160,37 @@ class SpoutCollector:
             raise
         self._send_parts(route, pairs(targets, [batch]) if batch.num_rows else [], msg_id)
 
-    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], msg_id: Any) -> None:
+    def _send(self, route: StreamRoute, targets: list[int], values: list[Any], each: list[Any] | None,
+              msg_id: Any) -> None:
+        """The one send of a spout task's emits: a tuple to each of ``targets``, of ``values`` (an emit's), or
+        when ``each`` is given of ``each[i]`` to ``targets[i]`` (a columnar batch's parts), as one tree: tracked
+        when ``msg_id`` is given and ackers run, else untracked and a ``msg_id`` acked at once."""
         ex = self._ex
         out = ex.outbuf
         stats = ex.stats
+        n = len(targets)
         stats.emitted += 1
-        stats.transferred += len(targets)
+        stats.transferred += n
         route.emitted += 1
-        route.transferred += len(targets)
+        route.transferred += n
         fields = route.fields
         stream = route.stream
         comp = self.component_id
         task = self._task
         if msg_id is None or not ex.acking:
-            for t in targets:
-                out[t].append(Tuple(values, fields, comp, stream, task, None))
+            for i in range(n):
+                out[targets[i]].append(Tuple(values if each is None else each[i], fields, comp, stream, task, None))
             if msg_id is not None:
                 ex.ack_now(self._spout, msg_id)
             return
         ids = ex.ids
         root: Id = ids.root()  # one int object for the pending map, the tuples and the init row
         ack_val = 0
-        for t in targets:
+        for i in range(n):
             edge = ids.next()
             ack_val ^= edge
-            out[t].append(Tuple(values, fields, comp, stream, task, None, root, edge))
+            out[targets[i]].append(
+                Tuple(values if each is None else each[i], fields, comp, stream, task, None, root, edge))
         ex.newer[root] = PendingEntry(task, msg_id, ex.emit_stamp, 1)  # PendingMap.add, inlined
         ackers = ex.acker_tasks
         r: int = root  # acker_for(root), inlined (compiled: on a machine int)

@@ -19,21 +19,19 @@ order with its data.  :class:`Alignment` is the pure core; the executor applies 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from storm_py.api.components import (
-    Anchors,
     BasicBolt,
     BasicOutputCollector,
     OutputCollector,
     OutputFieldsDeclarer,
 )
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
-from storm_py.runtime.bolt_collectors import BoltCollector
 from storm_py.runtime.contracts import Drains
 from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.executors import AnchoredCollector
@@ -99,34 +97,6 @@ class Alignment:
         return "wait"
 
 
-class _FailWatchingCollector:
-    """The collector the wrapped bolt sees over any collector but a task's own (which gets the compiled
-    :class:`~storm_py.stateful.tracking.FailWatchingCollector`): a ``fail`` breaks the bolt (it is a failure to
-    roll back)."""
-
-    def __init__(self, delegate: OutputCollector, on_fail: Callable[[], None]) -> None:
-        self._delegate = delegate
-        self._on_fail = on_fail
-        self.ack: Callable[[Tuple], None] = delegate.ack  # straight through: one Python call less per tuple
-
-    def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._delegate.emit(values, anchors, stream)  # positional: the compiled collector's fast call
-
-    def emit_direct(self, task_id: int, values: Sequence[Any], anchors: Anchors = None,
-                    stream: str = DEFAULT_STREAM) -> None:
-        self._delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
-
-    def fail(self, tup: Tuple) -> None:
-        self._on_fail()
-        self._delegate.fail(tup)
-
-    def reset_timeout(self, tup: Tuple) -> None:
-        self._delegate.reset_timeout(tup)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._delegate.report_error(exc)
-
-
 class AlignedBasicBolt(BasicBolt):
     """What the bolt executor runs in place of a basic bolt under exactly_once (its compiled basic runner: emits
     anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's
@@ -179,12 +149,7 @@ class AlignedBoltExecutor:
             self.basic_bolt = AlignedBasicBolt(self)
             self.bolt.prepare(conf, context)
         else:
-            watching: OutputCollector
-            if type(collector) is BoltCollector:
-                watching = FailWatchingCollector(collector, self._broken)
-            else:
-                watching = _FailWatchingCollector(collector, self._broken)
-            self.bolt.prepare(conf, context, watching)
+            self.bolt.prepare(conf, context, FailWatchingCollector(collector, self._broken))
         self._sync()
 
     def execute(self, tup: Tuple) -> None:

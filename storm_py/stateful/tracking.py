@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from storm_py.api.components import Anchors, OutputCollector
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.runtime.bolt_collectors import BoltCollector, HeldAcks, HoldingCollector, unanchored
 from storm_py.stateful.checkpoint import CHECKPOINT_STREAM_ID
@@ -142,21 +143,46 @@ class AlignedPath:
             raise
 
 
-class FailWatchingCollector(BoltCollector):
-    """exactly_once: the collector a rich bolt sees over its task's own collector: that one's emits, its acks
-    (through it, so its hooks see them), and a ``fail`` that first calls ``on_fail`` (a failure breaks the bolt:
-    the next barrier fails and every component rolls back)."""
+class FailWatchingCollector:
+    """exactly_once: the collector a rich bolt sees over any output collector: that one's emits and acks (through
+    it, so its hooks see them), and a ``fail`` that first calls ``on_fail`` (a failure breaks the bolt: the next
+    barrier fails and every component rolls back).
 
-    __slots__ = ("_parent", "on_fail")
+    Over its task's own collector (a :class:`BoltCollector`, the usual case) each method calls that collector
+    natively in a compiled build; over any other, through its methods as Python calls.
+    """
 
-    def __init__(self, parent: BoltCollector, on_fail: Callable[[], None]) -> None:
-        super().__init__(parent._ex, parent._task)
-        self._parent = parent
+    __slots__ = ("_delegate", "_own", "on_fail")
+
+    def __init__(self, delegate: OutputCollector, on_fail: Callable[[], None]) -> None:
+        self._delegate = delegate
+        #: ``delegate`` when it is a task's own collector (a native call in a compiled build), else None
+        self._own: BoltCollector | None = delegate if isinstance(delegate, BoltCollector) else None
         self.on_fail = on_fail
 
+    def emit(self, values: Sequence[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        own = self._own
+        if own is not None:
+            return own.emit(values, anchors, stream)
+        return self._delegate.emit(values, anchors, stream)  # positional: a compiled collector's fast call
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], anchors: Anchors = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        self._delegate.emit_direct(task_id, values, anchors=anchors, stream=stream)
+
     def ack(self, tup: Tuple) -> None:
-        self._parent.ack(tup)
+        own = self._own
+        if own is not None:
+            own.ack(tup)
+            return
+        self._delegate.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
         self.on_fail()
-        self._parent.fail(tup)
+        self._delegate.fail(tup)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        self._delegate.reset_timeout(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._delegate.report_error(exc)

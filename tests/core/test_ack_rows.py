@@ -67,16 +67,16 @@ def test_consecutive_acks_of_one_root_are_one_row_and_equal_roots_merge_like_ide
     a, b = 2**61 + 12345, 2**60 + 777
     same_a = int(str(a))  # equal, another object: a root decoded from a frame
     assert same_a is not a
-    ex.ack_root(a, 0b0001)
-    ex.ack_root(same_a, 0b0010)
-    ex.ack_root(a, 0b0100)
+    ex.acks.add(a, 0b0001)
+    ex.acks.add(same_a, 0b0010)
+    ex.acks.add(a, 0b0100)
     assert rows(ex) == []  # nothing sent while the run goes on
-    ex.ack_root(b, 0b1000)
+    ex.acks.add(b, 0b1000)
     assert rows(ex) == [(ACK, a, 0b0111)]
-    ex.ack_root(a, 0b10000)  # the same tree again after another: a row of its own (its XOR still adds up)
+    ex.acks.add(a, 0b10000)  # the same tree again after another: a row of its own (its XOR still adds up)
     ex.step(0.0)  # the step's end sends what is left
     assert rows(ex) == [(ACK, a, 0b0111), (ACK, b, 0b1000), (ACK, a, 0b10000)]
-    assert ex.last_root is None
+    assert ex.acks.run_root is None
 
 
 def test_a_holding_collector_sends_nothing_until_release_then_a_row_per_run_of_a_tree() -> None:
@@ -176,7 +176,7 @@ def test_released_rows_follow_the_steps_open_run_and_go_to_each_roots_acker() ->
     for i, root in enumerate(held_roots):
         holding.ack(Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, 1 << i))
     holding.release(holding.take_held())
-    ex.ack_root(held_roots[0], 0b1000)  # the step's own open run, of a tree a released row also belongs to
+    ex.acks.add(held_roots[0], 0b1000)  # the step's own open run, of a tree a released row also belongs to
     ex.step(0.0)
     for task in ackers:
         expected = [(ACK, held_roots[0], 0b1000)] if task == ackers[held_roots[0] % 2] else []
@@ -231,3 +231,44 @@ def test_merging_into_held_acks_without_rows_takes_the_rows_over_uncopied() -> N
     holding.release(prepared)
     ex.step(0.0)
     assert ack_rows(ex) == [(ACK, r1, 0b1), (ACK, r2, 0b10), (ACK, r2, 0b100)] and ex.stats.acked == 3
+
+
+def inputs_of(*trees: tuple[int, int]) -> list[Tuple]:
+    return [Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, edge) for root, edge in trees]
+
+
+def test_acks_sent_at_once_and_acks_held_then_released_make_the_same_rows() -> None:
+    """The executor's acks and a holding collector's held acks are one ack-run type: the same inputs acked
+    through either (an input of two trees among them) give the same rows in the same order."""
+    trees = ((2**61 + 1, 0b1), (2**61 + 1, 0b10), (5, 0b100), (2**61 + 1, 0b1000), (5, 0b10000))
+    multi = Tuple(["m"], Fields(["n"]), "spout", "default", 1, {5: 0b100000, 2**61 + 1: 0b1000000})
+    at_once = bolt_executor()
+    plain = next(iter(at_once.collectors.values()))
+    for tup in [*inputs_of(*trees), multi, *inputs_of((5, 0b10000000))]:
+        plain.ack(tup)
+    at_once.step(0.0)
+    held_ex = bolt_executor()
+    holding = HoldingCollector(next(iter(held_ex.collectors.values())))
+    for tup in [*inputs_of(*trees), multi, *inputs_of((5, 0b10000000))]:
+        holding.ack(tup)
+    holding.release(holding.take_held())
+    held_ex.step(0.0)
+    expected = [(ACK, 2**61 + 1, 0b11), (ACK, 5, 0b100), (ACK, 2**61 + 1, 0b1000), (ACK, 5, 0b10000 ^ 0b100000),
+                (ACK, 2**61 + 1, 0b1000000), (ACK, 5, 0b10000000)]
+    assert ack_rows(at_once) == expected
+    assert ack_rows(held_ex) == expected
+    assert at_once.stats.acked == held_ex.stats.acked == 7
+
+
+def test_a_basic_bolts_acks_go_through_its_collectors_ack() -> None:
+    """The basic runner acks each input through the task's collector (the one ack path): counts, the process
+    sample an ack takes out, and rows as a rich bolt's acks, consecutive inputs of one tree merged into one row."""
+    ex = bolt_executor()
+    collector = next(iter(ex.collectors.values()))
+    run = ex._basic_runner(Sink(), collector)
+    batch = inputs_of((2**61 + 1, 0b1), (2**61 + 1, 0b10), (9, 0b100))
+    ex.process_samples[id(batch[1])] = ex.clock.now()
+    run(batch)
+    ex.step(0.0)
+    assert ex.process_samples == {} and ex.stats.process_count == 1 and ex.stats.acked == 3
+    assert ack_rows(ex) == [(ACK, 2**61 + 1, 0b11), (ACK, 9, 0b100)]

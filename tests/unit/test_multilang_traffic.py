@@ -24,7 +24,8 @@ from storm_py.multilang.serializer import (
     Serializer,
 )
 from storm_py.multilang.traffic import BoltTraffic
-from storm_py.runtime.bolt_collectors import BoltCollector
+from storm_py.runtime.acker import ACK
+from storm_py.runtime.bolt_collectors import BoltCollector, SentAcks
 from storm_py.runtime.executor import ExecutorStats
 from storm_py.runtime.ids import IdSource
 
@@ -277,12 +278,12 @@ def test_a_msgpack_tuple_message_is_the_packers_map_whatever_its_id(tid: str) ->
 def test_a_later_ack_ends_the_process_latency_of_a_sampled_input_and_only_of_it() -> None:
     """A shell bolt acks in a later pass than the one that executed the input: the collector's ack takes the
     sample of a sampled input out (its process latency from the batch's start), and leaves the others."""
-    acked: list[tuple[Any, int]] = []
     stats = ExecutorStats()
     rt = SimpleNamespace(routes_for=lambda task: {}, num_ackers=1, ids=IdSource(1), acker_for=lambda root: 0,
                          clock=SimulatedClock(10.0))
-    host = SimpleNamespace(rt=rt, outbuf=defaultdict(list), stats=stats, process_samples={}, component_id="split",
-                           ack_root=lambda root, val: acked.append((root, val)), report_error=None)
+    outbuf: defaultdict[int, list[Any]] = defaultdict(list)
+    host = SimpleNamespace(rt=rt, outbuf=outbuf, stats=stats, process_samples={}, component_id="split",
+                           acks=SentAcks(outbuf, (0,)), report_error=None)
     collector = BoltCollector(host, 3)  # type: ignore[arg-type]
     sampled, other = (Tuple(["s"], Fields(["f"]), "spout", "default", 1, None, 7, 5) for _ in range(2))
     host.process_samples[id(sampled)] = 4.0  # its batch started at 4.0
@@ -290,4 +291,5 @@ def test_a_later_ack_ends_the_process_latency_of_a_sampled_input_and_only_of_it(
     assert host.process_samples == {id(sampled): 4.0} and stats.process_count == 0
     collector.ack(sampled)
     assert host.process_samples == {} and stats.process_count == 1 and stats.process_secs == pytest.approx(6.0)
-    assert stats.acked == 2 and acked == [(7, 5), (7, 5)]
+    host.acks.close()
+    assert stats.acked == 2 and outbuf[0] == [(ACK, 7, 0)]  # the two acks of tree 7 merged into one row

@@ -8,13 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py import BasicBolt, StatefulSpout, TopologyBuilder
+from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
+from storm_py.runtime.acker import ACK
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
 from storm_py.stateful.aligned import AlignedBasicBolt
 from storm_py.stateful.spout_path import PollGate, UntrackedSpoutCollector
 from storm_py.stateful.tracking import FailWatchingCollector
+from tests.core.test_ack_rows import ack_rows, bolt_executor
 from tests.stateful.components import RUNS, CountBolt, committed_counts, new_run, truth
 
 SENTENCES = ["apple pear fig", "kiwi plum", "lime apple pear fig kiwi", "plum"] * 25
@@ -209,3 +212,61 @@ def test_poll_gate_polls_every_interval_and_calls_the_spout_once_started():
     assert polls == [0.0, 0.1] and calls == [1]  # a poll that says stop skips this call
     gate.next_tuple()
     assert calls == [1, 1]
+
+
+class RecordingCollector:
+    """An output collector that is not a task's own: what reaches it, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def emit(self, values: Any, anchors: Any = None, stream: str = "default") -> list[int]:
+        self.calls.append(("emit", values, anchors, stream))
+        return [4]
+
+    def emit_direct(self, task_id: int, values: Any, anchors: Any = None, stream: str = "default") -> None:
+        self.calls.append(("emit_direct", task_id, values, anchors, stream))
+
+    def ack(self, tup: Any) -> None:
+        self.calls.append(("ack", tup))
+
+    def fail(self, tup: Any) -> None:
+        self.calls.append(("fail", tup))
+
+    def reset_timeout(self, tup: Any) -> None:
+        self.calls.append(("reset_timeout", tup))
+
+    def report_error(self, exc: BaseException) -> None:
+        self.calls.append(("report_error", exc))
+
+
+def test_the_fail_watching_collector_over_any_collector_passes_everything_on_and_a_fail_breaks_first():
+    inner = RecordingCollector()
+    broken: list[int] = []
+    watching = FailWatchingCollector(inner, lambda: broken.append(len(inner.calls)))
+    anchor, error = Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, 7, 0b1), ValueError("x")
+    assert watching.emit(["a"], anchor, "s") == [4]
+    watching.emit_direct(3, ["b"], anchor, "d")
+    watching.ack(anchor)
+    watching.reset_timeout(anchor)
+    watching.report_error(error)
+    assert broken == []
+    watching.fail(anchor)
+    assert broken == [5]  # the bolt broke before the fail went on
+    assert inner.calls == [("emit", ["a"], anchor, "s"), ("emit_direct", 3, ["b"], anchor, "d"), ("ack", anchor),
+                           ("reset_timeout", anchor), ("report_error", error), ("fail", anchor)]
+
+
+def test_the_fail_watching_collector_over_a_tasks_own_collector_emits_acks_and_fails_through_it():
+    ex = bolt_executor()
+    own = next(iter(ex.collectors.values()))
+    broken: list[bool] = []
+    watching = FailWatchingCollector(own, lambda: broken.append(True))
+    root = 2**61 + 7
+    tup = Tuple(["w"], Fields(["n"]), "spout", "default", 1, None, root, 0b1)
+    assert watching.emit(["x"], tup) != [] and tup._ack_val != 0  # anchored through the task's collector
+    watching.ack(tup)
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, root, 0b1 ^ tup._ack_val)] and ex.stats.acked == 1 and broken == []
+    watching.fail(tup)
+    assert broken == [True] and ex.stats.failed == 1
