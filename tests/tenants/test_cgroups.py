@@ -3,6 +3,7 @@ verdict), the supervisor round with an isolation, and the driver on this host's 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import uuid
@@ -122,7 +123,7 @@ def test_a_hierarchy_it_cannot_write_is_refused_at_start(tmp_path: Path) -> None
                                           f"make cgroups under {tmp_path} \\({HIERARCHY_KEY}\\)") as err:
         CgroupManager(conf, "s1", lambda _tid: None)
     assert err.value.fields["key"] == HIERARCHY_KEY
-    with pytest.raises(ConfigError, match="storm.resource.isolation.plugin names 'com.example.Docker'"):
+    with pytest.raises(ConfigError, match=re.escape("storm.resource.isolation.plugin names 'com.example.Docker'")):
         CgroupManager({**conf, "storm.resource.isolation.plugin": "com.example.Docker"}, "s1", lambda _tid: None)
 
 
@@ -197,6 +198,8 @@ def manager() -> Iterator[CgroupManager]:
                     folder.rmdir()
             if root.exists():
                 root.rmdir()
+            if root.parent.exists() and not any(p.is_dir() for p in root.parent.iterdir()):
+                root.parent.rmdir()  # the shared root, when no other supervisor uses it
         assert not leftovers, f"cgroups left: {leftovers}"
 
 
