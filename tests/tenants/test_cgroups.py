@@ -250,3 +250,13 @@ def test_a_process_that_ends_by_itself_was_not_killed_for_its_memory_and_a_busy_
     assert code == 0 and not manager.memory_killed(cgroup, code)
     wait_until(lambda: manager.remove(cgroup), 30, interval=0.1, what="the emptied cgroup removed")
     assert manager.leftovers == [] and not cgroup.dirs["cpu"].exists()
+
+
+def test_the_cgroup_file_system_is_named_in_its_module_only() -> None:
+    package = Path(REPO_SRC) / "storm_py"
+    owners = {package / "supervisor" / "cgroups.py", package / "config" / "keys.py"}  # keys.py: the default
+    names = ("/sys/fs/cgroup", "cgroup.procs", "memory.limit_in_bytes", "memory.oom_control", "memory.events",
+             "cpu.shares", "cpu.weight", "subtree_control")
+    found = [f"{path.relative_to(package)}: {name}" for path in sorted(package.rglob("*.py")) if path not in owners
+             for name in names if name in path.read_text(encoding="utf-8")]
+    assert not found, f"the cgroup file system named outside storm_py/supervisor/cgroups.py: {found}"
