@@ -32,6 +32,7 @@ from storm_py.supervisor.cgroups import (
     worker_path,
 )
 from storm_py.supervisor.core import Supervisor
+from storm_py.supervisor.daemon import SupervisorDaemon
 from storm_py.supervisor.slots import kernel_memory_error
 from tests.tenants.test_memory_limit import FakeWorker, HeavyLauncher
 
@@ -260,3 +261,10 @@ def test_the_cgroup_file_system_is_named_in_its_module_only() -> None:
     found = [f"{path.relative_to(package)}: {name}" for path in sorted(package.rglob("*.py")) if path not in owners
              for name in names if name in path.read_text(encoding="utf-8")]
     assert not found, f"the cgroup file system named outside storm_py/supervisor/cgroups.py: {found}"
+
+
+def test_a_supervisor_enabled_without_the_controllers_does_not_start(tmp_path: Path) -> None:
+    conf = {**ON, HIERARCHY_KEY: str(tmp_path / "no-cgroups"), "storm.local.dir": str(tmp_path / "local"),
+            "storm.log.dir": str(tmp_path / "logs")}
+    with pytest.raises(ConfigError, match=f"{tmp_path / 'no-cgroups'} \\({HIERARCHY_KEY}\\) holds neither"):
+        SupervisorDaemon(conf, storage=MemoryStorage(MemoryStore()))
