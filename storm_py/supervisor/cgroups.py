@@ -46,6 +46,8 @@ V1, V2 = 1, 2
 UNIFIED = ""
 #: what a RAS worker's memory limit is called in its error
 ASSIGNED_MEMORY = "its assigned on-heap + off-heap memory"
+#: control files a host has only with swap accounting: written when present (else swap cannot pass the limit)
+SWAP_FILES = frozenset({"memory.memsw.limit_in_bytes", "memory.swap.max"})
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _MIB = 1024 * 1024
@@ -95,19 +97,22 @@ def cpu_shares(cpu_percent: float) -> int | None:
 
 
 def limit_files(version: int, limits: WorkerLimits) -> dict[str, dict[str, str]]:
-    """Controller folder (:data:`UNIFIED` under v2) -> control file -> the value that holds ``limits``."""
+    """Controller folder (:data:`UNIFIED` under v2) -> control file -> the value that holds ``limits``, in the
+    order they are written (memory and swap together under v1's memsw limit: no swapping past the limit)."""
     shares = cpu_shares(limits.cpu_percent)
     memory = None if limits.memory_mb is None else str(math.ceil(limits.memory_mb * _MIB))
     if version == V1:
         out: dict[str, dict[str, str]] = {"memory": {}, "cpu": {}}
         if memory is not None:
             out["memory"]["memory.limit_in_bytes"] = memory
+            out["memory"]["memory.memsw.limit_in_bytes"] = memory
         if shares is not None:
             out["cpu"]["cpu.shares"] = str(shares)
         return out
     unified: dict[str, str] = {}
     if memory is not None:
         unified["memory.max"] = memory
+        unified["memory.swap.max"] = "0"
     if shares is not None:  # the kernel's own mapping of v1 shares [2, 262144] onto v2 weights [1, 10000]
         unified["cpu.weight"] = str(1 + ((min(shares, 262144) - 2) * 9999) // 262142)
     return {UNIFIED: unified}
@@ -205,6 +210,8 @@ class CgroupManager:
         try:
             for root in self.roots.values():
                 root.mkdir(parents=True, exist_ok=True)
+                for stale in sorted(p for p in root.iterdir() if p.is_dir()):  # of this supervisor's last run
+                    self._rmdir(WorkerCgroup(stale.name, {"": stale}, WorkerLimits(None, 0.0)))
             if self.version == V2:  # a child gets a controller its parent hands down
                 for folder in (self.hierarchy, self.hierarchy / ROOT, self.roots[UNIFIED]):
                     (folder / "cgroup.subtree_control").write_text("+memory +cpu", encoding="ascii")
@@ -222,7 +229,8 @@ class CgroupManager:
             for folder, files in limit_files(self.version, limits).items():
                 cgroup.dirs[folder].mkdir(exist_ok=True)
                 for name, value in files.items():
-                    (cgroup.dirs[folder] / name).write_text(value, encoding="ascii")
+                    if name not in SWAP_FILES or (cgroup.dirs[folder] / name).exists():
+                        (cgroup.dirs[folder] / name).write_text(value, encoding="ascii")
         except OSError as err:
             self.remove(cgroup)
             raise CgroupError(f"cannot make the cgroup of worker {worker_id} of {topology_id} under "
@@ -256,11 +264,7 @@ class CgroupManager:
         process still runs in it: it is logged and tried again at the next removal)."""
         pending = [c for c in self.leftovers if c is not cgroup] + [cgroup]
         self.leftovers = [c for c in pending if not self._rmdir(c)]
-        if cgroup in self.leftovers:
-            log.warning("cgroup of worker %s stays: a process still runs in it (%s)", cgroup.worker_id,
-                        ", ".join(str(d) for d in cgroup.dirs.values()))
-            return False
-        return True
+        return cgroup not in self.leftovers
 
     def _rmdir(self, cgroup: WorkerCgroup) -> bool:
         gone = True
@@ -271,6 +275,7 @@ class CgroupManager:
                 continue
             except OSError as err:
                 if err.errno != errno.ENOENT:
+                    log.warning("cgroup %s stays (a process still runs in it?): %s", folder, err)
                     gone = False
         return gone
 

@@ -32,7 +32,7 @@ from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
 from storm_py.supervisor import run_as
-from storm_py.supervisor.cgroups import CgroupManager, WorkerCgroup
+from storm_py.supervisor.cgroups import CgroupError, CgroupManager, WorkerCgroup
 from storm_py.supervisor.slots import kernel_memory_error
 from storm_py.supervisor.stormdist import StormDist
 
@@ -321,14 +321,14 @@ class ProcessLauncher:
                     user=user.uid if user is not None else None, group=user.gid if user is not None else None,
                     extra_groups=[] if user is not None else None,
                 )
-            if self.cgroups is not None and cgroup is not None:  # before the worker imports the topology's code
-                self._join(cgroup, proc)
         except OSError as err:
             if self.cgroups is not None and cgroup is not None:
                 self.cgroups.remove(cgroup)
             raise WorkerLaunchError(
                 f"cannot start a worker for {topology_id} on port {port}: {err}", topology=topology_id, port=port
             ) from err
+        if self.cgroups is not None and cgroup is not None:  # before the worker imports the topology's code
+            self._join(self.cgroups, cgroup, proc, port)
         write_json(
             artifacts / "worker.yaml",
             {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
@@ -353,15 +353,16 @@ class ProcessLauncher:
         self.launched.append(worker)
         return worker
 
-    def _join(self, cgroup: WorkerCgroup, proc: subprocess.Popen[bytes]) -> None:
-        """Put a just spawned worker in its cgroup; one that cannot join is killed (an :class:`OSError`)."""
-        assert self.cgroups is not None
+    @staticmethod
+    def _join(cgroups: CgroupManager, cgroup: WorkerCgroup, proc: subprocess.Popen[bytes], port: int) -> None:
+        """Put a just spawned worker in its cgroup; one that cannot join is killed and its launch fails."""
         try:
-            self.cgroups.join(cgroup, proc.pid)
-        except StormPyError as err:
+            cgroups.join(cgroup, proc.pid)
+        except CgroupError as err:
             proc.kill()
             proc.wait()
-            raise OSError(err.message) from err
+            cgroups.remove(cgroup)
+            raise WorkerLaunchError(f"cannot start a worker on port {port}: {err.message}", port=port) from err
 
     def ended(self, worker: WorkerHandle) -> str | None:
         """Remove the cgroup of a stopped worker; the error naming its memory limit when the kernel killed it for

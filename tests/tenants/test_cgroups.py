@@ -73,9 +73,12 @@ def test_otherwise_the_memory_is_the_heap_size_key_and_without_enforcement_none(
 
 def test_the_control_files_of_cgroup_v1_and_v2() -> None:
     limits = WorkerLimits(150.0, 80.0, "k")
-    assert limit_files(V1, limits) == {"memory": {"memory.limit_in_bytes": str(150 * 1024 * 1024)},
-                                       "cpu": {"cpu.shares": "80"}}
-    assert limit_files(V2, limits) == {"": {"memory.max": str(150 * 1024 * 1024), "cpu.weight": "3"}}
+    mib150 = str(150 * 1024 * 1024)
+    v1 = limit_files(V1, limits)
+    assert v1 == {"memory": {"memory.limit_in_bytes": mib150, "memory.memsw.limit_in_bytes": mib150},
+                  "cpu": {"cpu.shares": "80"}}
+    assert list(v1["memory"]) == ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]  # memsw >= the limit
+    assert limit_files(V2, limits) == {"": {"memory.max": mib150, "memory.swap.max": "0", "cpu.weight": "3"}}
     assert limit_files(V2, WorkerLimits(None, 100.0)) == {"": {"cpu.weight": "4"}}
     assert limit_files(V1, WorkerLimits(None, 0.0)) == {"memory": {}, "cpu": {}}
     assert cpu_shares(0.5) == 2 and cpu_shares(250.2) == 251 and cpu_shares(0.0) is None
@@ -214,6 +217,7 @@ def test_a_process_in_its_cgroup_is_killed_by_the_kernel_past_its_limit_and_the_
     assert manager.version == V1  # this host mounts cgroup v1
     cgroup = manager.create("t-1-1", uuid.uuid4().hex, [(5, 5)])
     assert (cgroup.dirs["memory"] / "memory.limit_in_bytes").read_text().strip() == str(64 * 1024 * 1024)
+    assert (cgroup.dirs["memory"] / "memory.memsw.limit_in_bytes").read_text().strip() == str(64 * 1024 * 1024)
     assert (cgroup.dirs["cpu"] / "cpu.shares").read_text().strip() == "50"
     proc = _child("import sys; sys.stdin.read(); b = bytearray(b'x') * 400_000_000")
     try:
@@ -261,6 +265,14 @@ def test_the_cgroup_file_system_is_named_in_its_module_only() -> None:
     found = [f"{path.relative_to(package)}: {name}" for path in sorted(package.rglob("*.py")) if path not in owners
              for name in names if name in path.read_text(encoding="utf-8")]
     assert not found, f"the cgroup file system named outside storm_py/supervisor/cgroups.py: {found}"
+
+
+def test_a_restarted_supervisor_removes_the_empty_cgroups_of_its_last_run(manager: CgroupManager) -> None:
+    cgroup = manager.create("t-1-1", uuid.uuid4().hex, [(5, 5)])
+    assert all(folder.is_dir() for folder in cgroup.dirs.values())
+    again = CgroupManager(ON, manager.supervisor_id, manager.base_of)
+    assert not any(folder.exists() for folder in cgroup.dirs.values())
+    assert again.roots == manager.roots
 
 
 def test_a_supervisor_enabled_without_the_controllers_does_not_start(tmp_path: Path) -> None:
