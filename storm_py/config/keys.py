@@ -258,6 +258,12 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("supervisor.worker.user.map", MAP, None, "supervisor", "submitter name -> OS user its workers run as under supervisor.run.worker.as.user (a submitter not listed runs as the OS user of its own name)"),
         Key("topology.worker.max.heap.size.mb", NUMBER, None, "supervisor", "a worker whose resident memory (RSS) passes this many MiB is killed and the topology's errors name the limit (unset: no limit)", min=1),
     ),
+    "resource isolation": (
+        Key("storm.resource.isolation.plugin.enable", BOOL, False, "supervisor", "put each worker in a cgroup of its own, with its memory and CPU limits from its resources (storm.resource.isolation.plugin); a supervisor that cannot fails at start naming the key and the directory"),
+        Key("storm.resource.isolation.plugin", STR, "org.apache.storm.container.cgroup.CgroupManager", "supervisor", "the isolation of storm.resource.isolation.plugin.enable: workers in cgroups (Storm's class name or storm_py's)", choices=("org.apache.storm.container.cgroup.CgroupManager", "storm_py.supervisor.cgroups.CgroupManager")),
+        Key("storm.cgroup.hierarchy.dir", STR, "/sys/fs/cgroup", "supervisor", "where the cgroup file system is mounted: one folder per controller (cgroup v1: memory/, cpu/) or the unified hierarchy (cgroup v2); workers' cgroups are storm-py/<supervisor id>/<worker id> under it"),
+        Key("storm.cgroup.memory.enforcement.enable", BOOL, False, "supervisor", "under storm.resource.isolation.plugin.enable, the kernel holds each worker to its memory (its assigned on-heap + off-heap memory under the resource aware scheduler, else topology.worker.max.heap.size.mb) in place of the supervisor's RSS watch; a worker it kills puts the limit on its topology's errors"),
+    ),
     "accepted for compatibility": (
         Key("topology.spout.wait.strategy", STR, None, "components' own code", "Storm's spout wait strategy class", per_component=True, not_read="accepted so Storm topologies' confs load and reach the components; storm_py's spout executor paces idle spouts itself"),
         Key("topology.sleep.spout.wait.strategy.time.ms", INT, None, "components' own code", "the sleep of Storm's sleep spout wait strategy", min=0, per_component=True, not_read="as topology.spout.wait.strategy"),

@@ -18,7 +18,8 @@ from storm_py.deps.envcache import PENDING_META, STATE_META
 from storm_py.errors import ConfigError, DependencyError, StormPyError
 from storm_py.node.launch_report import LAUNCH_FAILED_META
 from storm_py.scheduler.resource_aware import supervisor_resources
-from storm_py.supervisor.launcher import EnvErrorReport, Launcher, LaunchPending, WorkerHandle
+from storm_py.supervisor.cgroups import kernel_enforces_memory
+from storm_py.supervisor.launcher import EnvErrorReport, Launcher, LaunchPending, WorkerHandle, WorkerIsolation
 from storm_py.supervisor.slots import (
     MEMORY_LIMIT_KEY,
     RestartBackoff,
@@ -45,9 +46,12 @@ class Supervisor:
         hostname: str = "127.0.0.1",
         ports: list[int] | None = None,
         report_error: EnvErrorReport | None = None,
+        isolation: WorkerIsolation | None = None,
     ) -> None:
-        """``report_error(topology id, port, executors, text)``: puts a worker's failure on its topology's errors."""
+        """``report_error(topology id, port, executors, text)``: puts a worker's failure on its topology's errors;
+        ``isolation``: what releases a stopped worker's cgroup and tells whether the kernel killed it."""
         self.conf = dict(conf)
+        self.isolation = isolation
         self.report_error = report_error
         self.state = state
         self.launcher = launcher
@@ -146,11 +150,12 @@ class Supervisor:
             worker = self.workers.pop(port)
             log.info("supervisor %s stopping worker %s:%d of %s", self.id, self.id, port, worker.topology_id)
             worker.stop()
-            if port in actions.over_memory:
-                text = memory_error(port, running[port].rss_mb or 0.0, limits[worker.topology_id])
-                log.warning("supervisor %s: %s (topology %s)", self.id, text, worker.topology_id)
-                if self.report_error is not None:
-                    self.report_error(worker.topology_id, port, list(worker.executors), text)
+            killed = self.isolation.ended(worker) if self.isolation is not None else None
+            if killed is not None:
+                self._report(worker, port, killed)
+            elif port in actions.over_memory:
+                self._report(worker, port, memory_error(port, running[port].rss_mb or 0.0,
+                                                        limits[worker.topology_id]))
             if port in actions.dead:  # else stopped on purpose: the assignment moved
                 self._died(port, worker.topology_id, now)
         for port in actions.launch:
@@ -182,9 +187,18 @@ class Supervisor:
                                       f"{port}: {err.message}")
                 self._died(port, want.topology_id, now)
 
+    def _report(self, worker: WorkerHandle, port: int, text: str) -> None:
+        """Log a worker's death for its memory and put it on its topology's errors."""
+        log.warning("supervisor %s: %s (topology %s)", self.id, text, worker.topology_id)
+        if self.report_error is not None:
+            self.report_error(worker.topology_id, port, list(worker.executors), text)
+
     def memory_limits(self, topology_ids: set[str]) -> dict[str, float]:
-        """``topology.worker.max.heap.size.mb`` of each of ``topology_ids`` that sets one."""
+        """``topology.worker.max.heap.size.mb`` of each of ``topology_ids`` that sets one (none when the workers'
+        cgroups hold their memory: the kernel enforces it)."""
         out: dict[str, float] = {}
+        if kernel_enforces_memory(self.conf):
+            return out
         for tid in sorted(topology_ids):
             base = self.state.storm_base(tid)
             limit = base.topology_conf.get(MEMORY_LIMIT_KEY) if base is not None else None
@@ -204,6 +218,8 @@ class Supervisor:
         """Stop every worker and leave the cluster."""
         for worker in self.workers.values():
             worker.stop()
+            if self.isolation is not None:
+                self.isolation.ended(worker)
         self.workers.clear()
         try:
             self.state.remove_supervisor(self.id)

@@ -31,6 +31,7 @@ from storm_py.node.session import local_hostname, open_storage
 from storm_py.node.token_file import with_token, write_owner_only
 from storm_py.packaging.package import UnpackLimits
 from storm_py.supervisor import artifacts
+from storm_py.supervisor.cgroups import ENABLE_KEY, CgroupManager
 from storm_py.supervisor.core import Supervisor
 from storm_py.supervisor.healthcheck import run_health_checks
 from storm_py.supervisor.launcher import ProcessLauncher
@@ -89,12 +90,19 @@ class SupervisorDaemon:
         cleanup, build_timeout = (float(setting(self.conf, k)) for k in env_keys)
         self.envs = EnvCache(supervisor_dir(conf) / "envs", cleanup, build_timeout, on_built=self.wake,
                              limits=UnpackLimits.from_conf(self.conf))
+        try:  # enabled but unusable: the supervisor does not start
+            enabled = setting(conf, ENABLE_KEY)
+            self.cgroups = CgroupManager(self.conf, self.id, self.state.storm_base) if enabled else None
+        except StormPyError:
+            self.state.close()
+            raise
         self.launcher = ProcessLauncher(self.conf, self.dist, self.worker_conf, clock=self.clock, envs=self.envs,
                                         report_env_error=self._report_worker_error,
-                                        topology_conf=self._topology_conf)
+                                        topology_conf=self._topology_conf, cgroups=self.cgroups)
         ports = [int(p) for p in setting(conf, "supervisor.slots.ports")]
         self.supervisor = Supervisor(self.conf, self.state, self.launcher, self.clock, self.id, self.hostname, ports,
-                                     report_error=self._report_worker_error)
+                                     report_error=self._report_worker_error,
+                                     isolation=self.launcher if self.cgroups is not None else None)
         self.loop = DaemonLoop("supervisor", self.clock, self.round)
         self._watches: list[Watch] = []
         try:
@@ -199,4 +207,6 @@ class SupervisorDaemon:
             self.supervisor.shutdown()
         except StormPyError as err:
             log.warning("supervisor %s shut down uncleanly: %s", self.id, err.message)
+        if self.cgroups is not None:
+            self.cgroups.close()
         self.state.close()

@@ -32,6 +32,8 @@ from storm_py.errors import DependencyError, StormPyError
 from storm_py.node.local_state import read_json, worker_artifacts_dir, worker_heartbeat_path, write_json
 from storm_py.packaging.code_store import CODE, CodeStore
 from storm_py.supervisor import run_as
+from storm_py.supervisor.cgroups import CgroupError, CgroupManager, WorkerCgroup
+from storm_py.supervisor.slots import kernel_memory_error
 from storm_py.supervisor.stormdist import StormDist
 
 if TYPE_CHECKING:  # a supervisor process never builds a worker itself: keep the runtime out of it
@@ -69,6 +71,15 @@ class Launcher(Protocol):
 
     def resident_mb(self, worker: WorkerHandle) -> float | None:
         """The resident memory of a worker it launched, in MiB (None when it has no process of its own)."""
+        ...
+
+
+class WorkerIsolation(Protocol):
+    """What isolates a launcher's workers (their cgroups), told when a worker is stopped or found dead."""
+
+    def ended(self, worker: WorkerHandle) -> str | None:
+        """Release the isolation of ``worker`` (stopped); the error naming its memory limit when the kernel killed
+        it for its memory, else None."""
         ...
 
 
@@ -168,6 +179,8 @@ class ProcessWorker:
         self.launched = clock.wall()
         self.last_heartbeat: float | None = None
         self.exit_code: int | None = None
+        #: its cgroup (storm.resource.isolation.plugin.enable), until it is removed
+        self.cgroup: WorkerCgroup | None = None
 
     @property
     def alive(self) -> bool:
@@ -244,6 +257,7 @@ class ProcessLauncher:
         envs: the environment cache building the virtualenvs of topologies with a wheelhouse.
         report_env_error: where a failed environment build is reported (on the topology's errors).
         topology_conf: a topology's conf by id (its submitter, for ``supervisor.run.worker.as.user``).
+        cgroups: the cgroups each worker is put in right after it is spawned (None: no isolation).
     """
 
     def __init__(
@@ -256,8 +270,10 @@ class ProcessLauncher:
         envs: EnvCache | None = None,
         report_env_error: EnvErrorReport | None = None,
         topology_conf: TopologyConfOf | None = None,
+        cgroups: CgroupManager | None = None,
     ) -> None:
         self.conf = dict(conf)
+        self.cgroups = cgroups
         self.topology_conf = topology_conf
         if setting(self.conf, run_as.RUN_AS_KEY):
             run_as.check_root(os.geteuid())
@@ -292,6 +308,7 @@ class ProcessLauncher:
             "--log-file", str(artifacts / "worker.log"),
             "--config", str(conf_path),
         ]
+        cgroup = self.cgroups.create(topology_id, worker_id, executors) if self.cgroups is not None else None
         try:
             artifacts.mkdir(parents=True, exist_ok=True)
             heartbeat.parent.mkdir(parents=True, exist_ok=True)
@@ -305,9 +322,13 @@ class ProcessLauncher:
                     extra_groups=[] if user is not None else None,
                 )
         except OSError as err:
+            if self.cgroups is not None and cgroup is not None:
+                self.cgroups.remove(cgroup)
             raise WorkerLaunchError(
                 f"cannot start a worker for {topology_id} on port {port}: {err}", topology=topology_id, port=port
             ) from err
+        if self.cgroups is not None and cgroup is not None:  # before the worker imports the topology's code
+            self._join(self.cgroups, cgroup, proc, port)
         write_json(
             artifacts / "worker.yaml",
             {"worker-id": worker_id, "topology-id": topology_id, "port": port, "pid": proc.pid,
@@ -327,9 +348,34 @@ class ProcessLauncher:
             shutdown_secs=float(setting(self.conf, "supervisor.worker.shutdown.sleep.secs")),
             clock=self.clock,
         )
+        worker.cgroup = cgroup
         self.launched = [w for w in self.launched if w.alive]
         self.launched.append(worker)
         return worker
+
+    @staticmethod
+    def _join(cgroups: CgroupManager, cgroup: WorkerCgroup, proc: subprocess.Popen[bytes], port: int) -> None:
+        """Put a just spawned worker in its cgroup; one that cannot join is killed and its launch fails."""
+        try:
+            cgroups.join(cgroup, proc.pid)
+        except CgroupError as err:
+            proc.kill()
+            proc.wait()
+            cgroups.remove(cgroup)
+            raise WorkerLaunchError(f"cannot start a worker on port {port}: {err.message}", port=port) from err
+
+    def ended(self, worker: WorkerHandle) -> str | None:
+        """Remove the cgroup of a stopped worker; the error naming its memory limit when the kernel killed it for
+        its memory (a :class:`WorkerIsolation`)."""
+        if self.cgroups is None or not isinstance(worker, ProcessWorker) or worker.cgroup is None:
+            return None
+        cgroup, worker.cgroup = worker.cgroup, None
+        killed = self.cgroups.memory_killed(cgroup, worker.exit_code)
+        self.cgroups.remove(cgroup)
+        limit = cgroup.limits.memory_mb
+        if not killed or limit is None:
+            return None
+        return kernel_memory_error(worker.port, limit, cgroup.limits.memory_source)
 
     def _os_user(self, topology_id: str) -> run_as.OsAccount | None:
         """The account the topology's workers run as (None: this process's)."""

@@ -60,6 +60,13 @@ def memory_error(port: int, rss_mb: float, limit_mb: float) -> str:
             f"{MEMORY_LIMIT_KEY} = {limit_mb:g} MiB")
 
 
+def kernel_memory_error(port: int, limit_mb: float, source: str) -> str:
+    """What a topology is told when the kernel killed its worker on ``port`` for passing its cgroup's memory limit
+    of ``limit_mb`` (``source``: the key or the resources it comes from)."""
+    return (f"worker on port {port} was killed by the kernel: its memory passed the limit of its cgroup "
+            f"(storm.cgroup.memory.enforcement.enable), {source} = {limit_mb:g} MiB")
+
+
 def reconcile(
     wanted: Mapping[int, WantedSlot], running: Mapping[int, RunningSlot], worker_timeout_secs: float,
     memory_limits: Mapping[str, float] | None = None,
