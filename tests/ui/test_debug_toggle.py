@@ -47,9 +47,10 @@ def test_debug_toggle_samples_to_events_log_and_stops(
                                  "-c", "topology.eventlogger.executors=1", "-c", "metrics.lag=false")
     client = metrics_cluster.client()
     driver = browser.driver
-    driver.get(f"{metrics_cluster.url}/topology.html?id={quote(tid)}&refresh=1")
-    wait_until(lambda: browser.text("#debug") == "Debug", 30, interval=0.2, what="the Debug button")
-    driver.find_element("id", "token").send_keys(metrics_cluster.token)
+    # the token in the tab's session storage (as after pasting it): the page shows the actions the token may take
+    metrics_cluster.open(browser, f"/topology.html?id={quote(tid)}&refresh=1")
+    wait_until(lambda: browser.text("#debug") == "Debug" and driver.find_element("id", "debug").is_displayed(), 30,
+               interval=0.2, what="the Debug button")  # fmt: skip
     pct = driver.find_element("id", "debug-pct")
     pct.clear()
     pct.send_keys("100")
