@@ -404,12 +404,7 @@ class ClusterState:
     # ------------------------------------------------------------------------------------------ autoscaler
     def set_autoscale_events(self, topology_id: str, events: Mapping[str, Any]) -> None:
         """Write a topology's autoscaler events (``{"decisions": [...], "diagnoses": [...]}``)."""
-        path = znodes.autoscale(self.root, topology_id)
-        data = encode_json(dict(events))
-        if len(data) > MAX_RECORD_BYTES:
-            raise StateError(f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte "
-                             "limit of a record", path=path, reason="too_large")
-        self.storage.set(path, data)
+        self._write(znodes.autoscale(self.root, topology_id), dict(events))
 
     def autoscale_events(self, topology_id: str) -> dict[str, Any]:
         """A topology's autoscaler events (empty when it has none)."""
@@ -429,12 +424,7 @@ class ClusterState:
     # ------------------------------------------------------------------------------------------ rescales
     def set_rescales(self, name: str, history: Mapping[str, Any]) -> None:
         """Keep the rescale history of the topologies named ``name`` (``topology.state.rescales``'s JSON form)."""
-        path = znodes.rescales(self.root, name)
-        data = encode_json(dict(history))
-        if len(data) > MAX_RECORD_BYTES:
-            raise StateError(f"refusing to write {len(data)} bytes at {path}: over the {MAX_RECORD_BYTES}-byte "
-                             "limit of a record", path=path, reason="too_large")
-        self.storage.set(path, data)
+        self._write(znodes.rescales(self.root, name), dict(history))
 
     def rescales(self, name: str) -> dict[str, Any] | None:
         """The rescale history kept for the topologies named ``name`` (None when none was ever rescaled); a
@@ -461,6 +451,10 @@ class ClusterState:
         obj = record.to_json()
         if signed and self.signer is not None:
             obj = self.signer.sign(path, obj)
+        self._write(path, obj)
+
+    def _write(self, path: str, obj: Any) -> None:
+        """Write ``obj`` as JSON at ``path``, refusing a record over :data:`MAX_RECORD_BYTES`."""
         data = encode_json(obj)
         if len(data) > MAX_RECORD_BYTES:
             raise StateError(
