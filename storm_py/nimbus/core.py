@@ -2,7 +2,8 @@
 
 It accepts topologies, schedules their executors onto supervisors' slots, runs timed transitions (kill,
 rebalance) and reassigns the executors of dead workers and supervisors; which slots are dead and where executors
-go is decided by the pure :mod:`storm_py.nimbus.monitor`.
+go is decided by the pure :mod:`storm_py.nimbus.monitor`.  A rescale of the tasks of a topology with managed state
+asks for a checkpoint first and waits for its commit, as :mod:`storm_py.nimbus.rescale_checkpoint` decides.
 
 The class holds no thread: :meth:`Nimbus.step` does one round of timers and monitoring with the given clock;
 the nimbus daemon calls it from its loop, LocalCluster calls it directly.
@@ -20,23 +21,33 @@ from typing import Any
 
 from storm_py.api.topology import StormTopology
 from storm_py.clock import Clock
+from storm_py.cluster_state.checkpoint_request import OPTIONS_KEY as CHECKPOINT_KEY
+from storm_py.cluster_state.checkpoint_request import CheckpointRequest
 from storm_py.cluster_state.cluster_state import ClusterState
 from storm_py.cluster_state.models import ACTIVE, INACTIVE, KILLED, StormBase
 from storm_py.config import merge_registrations
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
-from storm_py.errors import AlreadyAliveException, ConfigError, InvalidTopologyException, NotAliveException
-from storm_py.metrics.reports import TopologyReading, observe
+from storm_py.errors import (
+    AlreadyAliveException,
+    ConfigError,
+    InvalidTopologyException,
+    NotAliveException,
+    StormPyError,
+)
+from storm_py.metrics.reports import TopologyReading, observe, reports
 from storm_py.metrics.windows import StatsBook
 from storm_py.nimbus import ras
 from storm_py.nimbus import topology_status as ts
 from storm_py.nimbus.component_settings import component_settings
 from storm_py.nimbus.monitor import SlotMonitor, Timeouts, assignment_of, plan_assignment
 from storm_py.nimbus.rescale import checked_tasks, rescaled_counts, resubmitted_history
+from storm_py.nimbus.rescale_checkpoint import CheckpointDecision, CheckpointReading, decide, new_request, reading_of
 from storm_py.nimbus.validation import checked_conf_overrides, checked_system_topology
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
+from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
 from storm_py.stateful.task_names import RESCALES
 
 log = logging.getLogger(__name__)
@@ -337,6 +348,9 @@ class Nimbus:
                 self._check_caps(name, 1, sum(execs.values()))
             status = ts.apply(base.status, "rebalance", name)
             wait = self._wait(base, wait_secs)
+            ask = new_tasks and CHECKPOINT_COMPONENT_ID in base.component_executors
+            timeout = float(setting(base.topology_conf, "topology.message.timeout.secs"))
+            request = new_request(self._checkpoint_reading(tid), wait, timeout, self.clock.wall()) if ask else None
             options = {
                 "action": "rebalance",
                 "delay_secs": wait,
@@ -346,10 +360,14 @@ class Nimbus:
                 "topology_conf": overrides,
                 **({"num_tasks": new_tasks} if new_tasks else {}),
                 **({"component_resources": new_resources} if new_resources is not None else {}),
+                **({CHECKPOINT_KEY: request.to_json()} if request is not None else {}),
             }
             self.state.set_storm_base(
                 tid, _replace(base, status=status, prev_status=base.status, topology_action_options=options)
             )
+            if request is not None:
+                log.info("rescaling the tasks of %s: checkpoint asked for (request %d, last committed txid %d)",
+                         tid, request.id, request.txid)
         self.step()
 
     def _wait(self, base: StormBase, wait_secs: float | None) -> float:
@@ -380,11 +398,13 @@ class Nimbus:
     def next_action_secs(self) -> float | None:
         """Seconds until the earliest pending kill or rebalance is due (None when there is none)."""
         now = self.clock.wall()
-        due = [
-            float(base.topology_action_options.get("at", now)) - now
-            for base in self.state.storm_bases().values()
-            if base.topology_action_options
-        ]
+        due = []
+        for tid, base in self.state.storm_bases().items():
+            opts = base.topology_action_options
+            if not opts:
+                continue
+            asked = self._checkpoint_decision(tid, opts, now)
+            due.append(float(opts.get("at", now)) - now if asked is None else asked[1].recheck_secs)
         return max(0.0, min(due)) if due else None
 
     def step(self) -> None:
@@ -399,7 +419,7 @@ class Nimbus:
                     if opts.get("action") == "kill":
                         self._remove(tid)
                         continue
-                    if opts.get("action") == "rebalance":
+                    if opts.get("action") == "rebalance" and self._checkpoint_done(tid, opts, now):
                         self._do_rebalance(tid, base, opts)
                         continue
                 if base.status != KILLED:
@@ -414,6 +434,46 @@ class Nimbus:
         self.code_store.delete(tid)
         self.monitor.forget(tid)
         self._waiting.pop(tid, None)
+
+    def _checkpoint_reading(self, tid: str) -> CheckpointReading:
+        """What the checkpoint spout's last heartbeat says of its commits."""
+        try:
+            found = reports(self.state.worker_heartbeats(tid))
+        except StormPyError as err:
+            log.warning("cannot read the heartbeats of %s: %s", tid, err.message)
+            return CheckpointReading()
+        return reading_of(r.gauges for r in found if r.component == CHECKPOINT_COMPONENT_ID)
+
+    def _checkpoint_decision(self, tid: str, opts: Mapping[str, Any], now: float
+                             ) -> tuple[CheckpointRequest, CheckpointDecision] | None:
+        """The decision on the checkpoint a rebalance asked for (``None``: it asked for none, or its record is
+        unreadable: the rebalance goes on at its time)."""
+        if opts.get("action") != "rebalance" or CHECKPOINT_KEY not in opts:
+            return None
+        try:
+            request = CheckpointRequest.from_json(opts[CHECKPOINT_KEY])
+        except ValueError as err:
+            log.warning("the checkpoint request of %s's rebalance is ignored: %s", tid, err)
+            return None
+        return request, decide(request, float(opts.get("at", 0)), self._checkpoint_reading(tid), now)
+
+    def _checkpoint_done(self, tid: str, opts: Mapping[str, Any], now: float) -> bool:
+        """Whether a due rebalance goes on now: it asked for no checkpoint, or that checkpoint committed, or the
+        wait for it ran out (said in the log and in the checkpoint spout's errors)."""
+        asked = self._checkpoint_decision(tid, opts, now)
+        if asked is None:
+            return True
+        request, decision = asked
+        if not decision.proceed:
+            return False
+        text = decision.describe(request)
+        if decision.taken:
+            log.info("rescaling %s: %s", tid, text)
+        else:
+            log.warning("rescaling %s: %s", tid, text)
+            self.state.report_error(tid, CHECKPOINT_COMPONENT_ID, text, str(setting(self.conf, "nimbus.host")),
+                                    int(setting(self.conf, "nimbus.thrift.port")), now)
+        return True
 
     def _do_rebalance(self, tid: str, base: StormBase, opts: Mapping[str, Any]) -> None:
         execs = dict(base.component_executors)

@@ -1,7 +1,8 @@
 """This module owns the contracts a spout or bolt may declare to the runtime beyond Storm's interfaces, as
 Protocols: a component run inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
 that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), a bolt taking batches whole, its
-own configuration, a log reader's lag report, a checkpoint's gauges, a wrapper whose component the runtime replaces
+own configuration, a log reader's lag report, a checkpoint's gauges, a spout that checkpoints while its topology is
+held, a wrapper whose component the runtime replaces
 before ``prepare`` and a bolt with executions in flight that a checkpoint drains (an async bolt's driver).
 
 The runtime asks for one of these with ``isinstance`` once, when it prepares a task (never per tuple), and keeps
@@ -20,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 from storm_py.api.components import BasicBolt, Configured, own_configuration
 from storm_py.api.tuple import Tuple
 
-__all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "Configured", "Drains", "LagReporter",
-           "ReplacesWrapped", "RunsAsBasic", "TakesBatches", "Wrapper", "layers", "own_configuration"]
+__all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "CheckpointsWhileHeld", "Configured", "Drains",
+           "LagReporter", "ReplacesWrapped", "RunsAsBasic", "TakesBatches", "Wrapper", "layers", "own_configuration"]
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
@@ -109,6 +110,16 @@ class CheckpointGaugeSource(Protocol):
     """The checkpoint spout of managed state: its last commit as gauges (``checkpoint.txid``, ...)."""
 
     def checkpoint_gauges(self) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class CheckpointsWhileHeld(Protocol):
+    """A spout taking part in managed state's checkpoints (the checkpoint spout, a stateful spout's executor).
+    While its topology is held for a checkpoint (nimbus asks for one before rescaling the tasks) such a spout
+    keeps running while the others are deactivated; ``request`` is the request's id (``None``: released).  It
+    emits no data of its own while held, and the checkpoint spout begins a checkpoint at once."""
+
+    def hold_for_checkpoint(self, request: int | None) -> None: ...
 
 
 def layers(component: Any) -> Iterator[Any]:

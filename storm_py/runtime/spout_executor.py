@@ -15,6 +15,7 @@ from typing import Any, Final
 from storm_py.api.tuple import DEFAULT_STREAM, Id, Tuple
 from storm_py.config.keys import setting
 from storm_py.runtime.acker import ACKED, FAILED, INIT, RESET_TIMEOUT
+from storm_py.runtime.contracts import CheckpointsWhileHeld, layers
 from storm_py.runtime.executor import LATENCY_SAMPLES, Executor, ExecutorHost, bad_stream, direct_route
 from storm_py.runtime.hooks import cleanup_task_hooks, hook_spouts
 from storm_py.runtime.pending import PendingEntry, PendingMap, Stamp
@@ -243,6 +244,10 @@ class SpoutExecutor(Executor):
         self.collectors: dict[int, SpoutCollector] = {}
         self.opened = False
         self.active = False
+        #: the tasks' spouts that checkpoint while the topology is held (found at prepare), and the checkpoint
+        #: request the topology is held for (``None``: not held)
+        self.checkpointers: dict[int, CheckpointsWhileHeld] = {}
+        self.held: int | None = None
         #: emits refused with a ``msg_id`` (a batch that does not fit its stream): failed after the spout's call
         self.refused: list[tuple[int, Any]] = []
 
@@ -254,6 +259,9 @@ class SpoutExecutor(Executor):
             spout = self.rt.instantiate(self.component_id, t)
             self.spouts[t] = spout
             self.collectors[t] = SpoutCollector(self, t, spout)
+            found = next((c for c in layers(spout) if isinstance(c, CheckpointsWhileHeld)), None)
+            if found is not None:
+                self.checkpointers[t] = found
 
     def _open(self) -> None:
         self.opened = True
@@ -275,16 +283,29 @@ class SpoutExecutor(Executor):
             for t, spout in list(self.spouts.items()):
                 self.spouts[t] = tracer.spout(spout, self.component_id, t, self.outbuf)
 
-    def set_active(self, active: bool) -> None:
-        """Follow the topology's status: open on first activation, then ``activate``/``deactivate``."""
-        if active == self.active:
+    def set_active(self, active: bool, hold: int | None = None) -> None:
+        """Follow the topology's status: open on first activation, then ``activate``/``deactivate``.  While the
+        topology is inactive but held for a checkpoint (``hold``: the request's id), spouts that checkpoint while
+        held run on and are told (the others are deactivated)."""
+        held = None if active or not self.checkpointers else hold
+        runs = active or held is not None
+        if runs == self.active and held == self.held:
             return
-        if active and not self.opened:
+        if runs and not self.opened:
             self._open()
-        self.active = active
+        if held != self.held:
+            self.held = held
+            for t, checkpointer in self.checkpointers.items():
+                try:
+                    checkpointer.hold_for_checkpoint(held)
+                except Exception as exc:
+                    self.report_error(t, exc)
+        if runs == self.active:
+            return
+        self.active = runs
         for t, spout in self.spouts.items():
             try:
-                spout.activate() if active else spout.deactivate()
+                spout.activate() if runs else spout.deactivate()
             except Exception as exc:
                 self.report_error(t, exc)
 

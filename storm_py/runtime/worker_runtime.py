@@ -117,8 +117,8 @@ class WorkerRuntime:
         self._unsent_roots: list[int] = []  # trees of tuples the transport could not send, failed next pass
         self._remote: dict[str, Entries] = {}  # batches for peer workers, sent at the end of each pass
         self.inbound_count = 0
-        self._desired_active = False
-        self._applied_active = False
+        self._desired_active: tuple[bool, int | None] = (False, None)
+        self._applied_active: tuple[bool, int | None] = (False, None)
         self._debug_seen: dict[str, Any] = {}  # the component_debug last handed in (set_debug)
         self._debug_wanted: dict[str, Any] | None = None
         self.credentials = CredentialsInbox()  # set_credentials' news, delivered by the loop thread
@@ -236,9 +236,10 @@ class WorkerRuntime:
         for ex in self.executors:
             ex.prepare()
 
-    def set_active(self, active: bool) -> None:
-        """Ask for the topology's spouts to be (de)activated; applied by the loop thread."""
-        self._desired_active = active
+    def set_active(self, active: bool, hold: int | None = None) -> None:
+        """Ask for the topology's spouts to be (de)activated, or held for the checkpoint asked for under ``hold``
+        (see :meth:`SpoutExecutor.set_active`); applied by the loop thread."""
+        self._desired_active = (active, hold)
         self.wake.set()
 
     def set_debug(self, component_debug: Mapping[str, Any]) -> None:
@@ -268,7 +269,7 @@ class WorkerRuntime:
             self._applied_active = self._desired_active
             for ex in self.executors:
                 if isinstance(ex, SpoutExecutor):
-                    ex.set_active(self._applied_active)
+                    ex.set_active(*self._applied_active)
             did = True
         if self.inbound:
             did = True

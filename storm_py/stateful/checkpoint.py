@@ -8,7 +8,8 @@ opening the spout: ``PREPARING(n)`` is rolled back (``ROLLBACK``, then ``COMMITT
 committed again (``COMMIT``), and ``COMMITTED(n)`` ends recovery by sending ``INITSTATE`` to every bolt.
 
 :class:`CheckpointCoordinator` takes the events (``now``, acks, fails) and returns what to emit and what to save;
-:class:`~storm_py.stateful.spout.CheckpointSpout` drives it.
+:class:`~storm_py.stateful.spout.CheckpointSpout` drives it.  :class:`CheckpointAsk` follows a checkpoint asked for
+out of the interval (a rescale's), under either guarantee.
 """
 
 from __future__ import annotations
@@ -156,3 +157,47 @@ class CheckpointCoordinator:
         self.recovering = True
         self.backoff = min(self.interval, max(self.retry_secs, self.backoff * 2))
         self.not_before = now + self.backoff
+
+
+class CheckpointAsk:
+    """A checkpoint asked for at once, out of the interval (nimbus asks before it rescales a topology's tasks).
+
+    ``ask(request)`` records the request; while :meth:`due`, the spout begins a checkpoint as soon as the protocol
+    lets it (a checkpoint already under way was begun before the request: it does not count) and calls
+    :meth:`begun`; once that checkpoint commits, :meth:`committed` makes ``served`` the request's id; a
+    checkpoint that fails or is rolled back (:meth:`abandoned`) leaves the request due.
+    """
+
+    def __init__(self) -> None:
+        #: the request waiting for a checkpoint (``None``: none)
+        self.asked: int | None = None
+        #: the request the checkpoint under way was begun for
+        self.begun_for: int | None = None
+        #: the last request whose checkpoint committed
+        self.served: int | None = None
+
+    def ask(self, request: int) -> None:
+        """A checkpoint is asked for under ``request`` (asking again for the same request changes nothing)."""
+        if request not in (self.asked, self.served):
+            self.asked = request
+
+    def due(self) -> bool:
+        """Whether a checkpoint should begin now (as soon as the protocol is ready for one)."""
+        return self.asked is not None and self.begun_for != self.asked
+
+    def begun(self) -> None:
+        """A checkpoint began (its prepare was saved or published)."""
+        if self.asked is not None:
+            self.begun_for = self.asked
+
+    def committed(self) -> None:
+        """The checkpoint under way committed."""
+        if self.begun_for is not None:
+            self.served = self.begun_for
+            if self.asked == self.begun_for:
+                self.asked = None
+            self.begun_for = None
+
+    def abandoned(self) -> None:
+        """The checkpoint under way failed or was rolled back: the request, if any, is due again."""
+        self.begun_for = None

@@ -1,5 +1,6 @@
 """This module owns the checkpoint spout (``$checkpointspout``): it drives the checkpoint protocol's core with the
-cluster's clock and keeps the protocol's state in its own managed state (namespace ``$checkpointspout-<task>``)."""
+cluster's clock and keeps the protocol's state in its own managed state (namespace ``$checkpointspout-<task>``); a
+checkpoint asked for by nimbus (before a rescale of the tasks) begins at once and is reported in its gauges."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputCollector
 from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
+from storm_py.cluster_state.checkpoint_request import SERVED_GAUGE
 from storm_py.config.keys import setting
 from storm_py.stateful.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -17,10 +19,15 @@ from storm_py.stateful.checkpoint import (
     COMMITTED,
     INITIAL,
     MIN_INTERVAL_MS,
+    PREPARING,
+    CheckpointAsk,
     CheckpointCoordinator,
     TxState,
 )
+from storm_py.stateful.exactly_once import COMMITTED as EO_COMMITTED
 from storm_py.stateful.exactly_once import INITIAL as INITIAL_DECISION
+from storm_py.stateful.exactly_once import PREPARING as EO_PREPARING
+from storm_py.stateful.exactly_once import RESTARTING as EO_RESTARTING
 from storm_py.stateful.exactly_once import ExactlyOnceCoordinator, Published, Report
 from storm_py.stateful.providers import new_state, state_namespace
 from storm_py.stateful.spout_executor import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
@@ -54,6 +61,8 @@ class CheckpointSpout(Spout):
         self._state: KeyValueState | None = None
         self.core: CheckpointCoordinator | None = None
         self.eo: ExactlyOnceCoordinator | None = None
+        #: a checkpoint asked for out of the interval (see :meth:`hold_for_checkpoint`)
+        self.ask = CheckpointAsk()
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._clock = context.clock
@@ -86,6 +95,15 @@ class CheckpointSpout(Spout):
         log.info("checkpoint coordinator (exactly_once) starts at %s", current)
         self.eo = ExactlyOnceCoordinator(current, checkpoint_interval_secs(conf), stuck, self._clock.now())
 
+    def hold_for_checkpoint(self, request: int | None) -> None:
+        """The topology is held for a checkpoint asked for under ``request`` (``None``: released): one begins as
+        soon as the protocol is ready, and its commit is reported in the gauges (``checkpoint.request``)."""
+        if request is None:
+            return
+        self.ask.ask(request)
+        self._next_poll = float("-inf")
+        log.info("checkpoint asked for (request %d)", request)
+
     def _exactly_once_step(self, eo: ExactlyOnceCoordinator, now: float) -> None:
         if now < self._next_poll:
             return
@@ -100,6 +118,8 @@ class CheckpointSpout(Spout):
         except Exception as exc:
             log.warning("checkpoint coordinator cannot read the spouts' reports: %s", exc)
             return
+        if self.ask.due() and eo.current.phase == EO_COMMITTED:
+            eo.last_checkpoint = float("-inf")  # asked for: the next decision prepares one
         decision = eo.decide(reports, now)
         if decision is None:
             return
@@ -111,7 +131,14 @@ class CheckpointSpout(Spout):
             eo.publish_failed(now)
             return
         log.debug("checkpoint decision: %s", decision)
+        before = eo.current.phase
         eo.published(decision, now)
+        if decision.phase == EO_PREPARING:
+            self.ask.begun()
+        elif decision.phase == EO_COMMITTED and before == EO_PREPARING:
+            self.ask.committed()
+        elif decision.phase == EO_RESTARTING:
+            self.ask.abandoned()
 
     def next_tuple(self) -> None:
         if self.eo is not None:
@@ -121,12 +148,16 @@ class CheckpointSpout(Spout):
         core, clock, collector = self.core, self._clock, self._collector
         assert core is not None and clock is not None and collector is not None
         now = clock.now()
+        if self.ask.due() and not core.in_progress:
+            core.last_checkpoint = float("-inf")  # asked for: the next step from COMMITTED prepares one
         emit, to_save = core.next_emit(now)
         if emit is None:
             return
         if to_save is not None and not self._save(to_save, now):
             return
         core.emitted(emit, to_save, now)
+        if to_save is not None and to_save.state == PREPARING:
+            self.ask.begun()
         log.debug("checkpoint: txid %d %s", emit.txid, emit.action)
         collector.emit([emit.txid, emit.action], msg_id=emit.txid, stream=CHECKPOINT_STREAM_ID)
 
@@ -136,12 +167,15 @@ class CheckpointSpout(Spout):
         nxt = core.acked(int(msg_id))
         if nxt is not None and self._save(nxt, clock.now()):
             core.advanced(nxt, clock.now())
+            if nxt.state == COMMITTED:
+                self.ask.committed()
 
     def fail(self, msg_id: Any) -> None:
         core, clock = self.core, self._clock
         assert core is not None and clock is not None
         log.warning("checkpoint txid %s failed: recovering from %s", msg_id, core.current)
         core.failed(clock.now())
+        self.ask.abandoned()
 
     def _save(self, tx: TxState, now: float) -> bool:
         """Save ``tx`` in the spout's state; a backend that fails makes the step fail (and be retried)."""
@@ -153,12 +187,13 @@ class CheckpointSpout(Spout):
         except Exception as exc:
             log.warning("checkpoint spout cannot save %s: %s", tx, exc)
             core.failed(now)
+            self.ask.abandoned()
             return False
         return True
 
     def checkpoint_gauges(self) -> dict[str, float]:
-        """For the worker's heartbeat: the last committed checkpoint's txid and, once one committed since this task
-        started, when (wall-clock seconds)."""
+        """For the worker's heartbeat: the last committed checkpoint's txid, once one committed since this task
+        started, when (wall-clock seconds), and the last request (a rescale's) whose checkpoint committed."""
         clock = self._clock
         if clock is None:
             return {}
@@ -173,6 +208,8 @@ class CheckpointSpout(Spout):
         gauges = {GAUGE_TXID: float(txid)}
         if committed_at is not None:
             gauges[GAUGE_COMMITTED_AT] = clock.wall_at(committed_at)
+        if self.ask.served is not None:
+            gauges[SERVED_GAUGE] = float(self.ask.served)
         return gauges
 
     def is_exhausted(self) -> bool:

@@ -8,6 +8,9 @@ its managed state and, every poll, reads the checkpoint spout's state and acts o
   prepare with a barrier); data is emitted untracked (no tuple trees: the checkpoint decides what is replayed),
   barriers and markers as tracked tuples on ``$barrier`` whose trees tell the spout they went through; their fate
   is reported in the control state ``<component>-<task>$control``.
+
+While its topology is held for a checkpoint (nimbus asked for one before rescaling the tasks) the spout's own
+``next_tuple`` is not called and it is deactivated, while the executor goes on following the checkpoints.
 """
 
 from __future__ import annotations
@@ -103,6 +106,8 @@ class StatefulSpoutExecutor(Spout):
         self._prepared = -1  # at_least_once: the txid the spout's state is prepared as
         self._unsaved = False  # a report waits to be saved
         self._gate: PollGate | None = None
+        self._active = False  # activated by the runtime (the spout itself is not while held)
+        self._held: int | None = None  # the checkpoint request the topology is held for
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._conf = conf
@@ -133,7 +138,7 @@ class StatefulSpoutExecutor(Spout):
     def _start(self) -> None:
         """The spout has its state: its ``next_tuple`` is called from now on."""
         self.started = True
-        if self._gate is not None:
+        if self._gate is not None and self._held is None:
             self._gate.spout_next_tuple = self.spout.next_tuple
 
     def next_tuple(self) -> None:  # once open, the gate's (see open)
@@ -253,10 +258,33 @@ class StatefulSpoutExecutor(Spout):
             self.spout.fail(msg_id)
 
     def activate(self) -> None:
-        self.spout.activate()
+        self._active = True
+        if self._held is None:
+            self.spout.activate()
 
     def deactivate(self) -> None:
-        self.spout.deactivate()
+        self._active = False
+        if self._held is None:
+            self.spout.deactivate()
+
+    def hold_for_checkpoint(self, request: int | None) -> None:
+        """Held (``request``: a checkpoint request's id): the spout emits nothing, the checkpoints go on;
+        released (``None``): the spout runs again."""
+        if (request is None) == (self._held is None):
+            self._held = request
+            return
+        self._held = request
+        gate = self._gate
+        if request is not None:
+            if gate is not None:
+                gate.spout_next_tuple = None
+            if self._active:
+                self.spout.deactivate()
+            return
+        if gate is not None and self.started:
+            gate.spout_next_tuple = self.spout.next_tuple
+        if self._active:
+            self.spout.activate()
 
     def close(self) -> None:
         self.spout.close()

@@ -15,8 +15,9 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_py.clock import Clock
+from storm_py.cluster_state.checkpoint_request import pending_request
 from storm_py.cluster_state.cluster_state import ClusterState
-from storm_py.cluster_state.models import Assignment, WorkerHeartbeat, spouts_active
+from storm_py.cluster_state.models import Assignment, StormBase, WorkerHeartbeat, spouts_active
 from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.errors import StormPyError
@@ -155,12 +156,18 @@ class Worker:
         self.metrics.install()
         self.gate.max_wait = float(setting(topo_conf, "topology.message.timeout.secs"))
         self.transport.bind(self.key, runtime)
-        runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment))
+        runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment), self._hold(base))
         runtime.set_debug(base.component_debug)
         self._poll_credentials()  # credentials stored before this worker started reach its tasks first
         self.loop = WorkerLoop(runtime, name=self._loop_name())
         self.loop.start()
         self.heartbeat()
+
+    @staticmethod
+    def _hold(base: StormBase) -> int | None:
+        """The checkpoint request the topology is held for (a rescale of its tasks), if any."""
+        request = pending_request(base)
+        return None if request is None else request.id
 
     def _layout_ready(self, assignment: Assignment) -> bool:
         """Whether every slot of ``assignment`` runs this worker's layout (or the wait for them ran out)."""
@@ -209,12 +216,13 @@ class Worker:
         mine = sorted(r for r, slot in assignment.executor_node_port.items() if slot == (self.supervisor_id, self.port))
         if mine != self.executors or base.component_tasks != self.task_counts:
             return False  # moved, or the tasks were rescaled: a worker of the new layout takes the slot
-        self.runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment))
+        hold = self._hold(base)
+        self.runtime.set_active(spouts_active(base.status) and self._layout_ready(assignment), hold)
         self.runtime.set_debug(base.component_debug)
         self.node_host = dict(assignment.node_host)
         self.runtime.task_to_worker = self._task_to_worker(assignment.executor_node_port)
         now = self.clock.now()
-        if now >= self._next_heartbeat:
+        if now >= self._next_heartbeat or hold is not None:  # held: nimbus waits for the checkpoint's gauges
             self.heartbeat()
         return True
 
