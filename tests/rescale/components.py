@@ -22,7 +22,15 @@ class Run:
     #: per counter task id, what happened first after its last prepare ("init" or "execute")
     first: dict[int, str] = field(default_factory=dict)
     topology_id: str = ""
+    #: per (the component's task count, task index): the committed txid of the state its ``init_state`` got
+    restored: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: cleared: a counter task's ``execute`` waits until it is set again (a stalled topology)
+    flowing: threading.Event = field(default_factory=threading.Event)
+    stalled: bool = False  # a counter task waited for ``flowing``
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.flowing.set()
 
 
 RUNS: dict[str, Run] = {}
@@ -85,6 +93,8 @@ class KeyedCount(BaseStatefulBolt):
     def prepare(self, conf, context, collector):
         self.collector = collector
         self.task = context.this_task_id
+        self.index = context.this_task_index
+        self.tasks = len(context.get_component_tasks("count"))
         run = RUNS[self.run]
         with run.lock:
             run.topology_id = context.topology_id
@@ -96,9 +106,13 @@ class KeyedCount(BaseStatefulBolt):
         run = RUNS[self.run]
         with run.lock:
             run.first.setdefault(self.task, "init")
+            run.restored.setdefault((self.tasks, self.index), state.committed_txid())
 
     def execute(self, tup):
         run = RUNS[self.run]
+        if not run.flowing.is_set():
+            run.stalled = True
+            run.flowing.wait(120)
         with run.lock:
             run.first.setdefault(self.task, "execute")
         word = tup.values[0]
