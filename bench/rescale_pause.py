@@ -7,15 +7,17 @@ Each run: a LocalCluster (one worker) runs spout -> count (fields grouping, ``ex
 second); the spout emits each of N distinct keys once, then a trickle of known keys.  Once all N are committed,
 ``rebalance(tasks={"count": 8}, wait_secs=0)``.  Reported, from the rebalance call:
 
-- checkpoint: none is taken; the move starts from the last committed checkpoint, and what the spouts emitted
-  after it is replayed (at most one checkpoint interval); the figure is that checkpoint's age at the call;
-- worker start: until the last new count task is prepared (the old worker stopped, the new one built);
+- checkpoint: the one taken at the call (the spout held, the checkpoint spout asked for one at once): until nimbus
+  saw its commit and went on with the rescale; ``txid_before`` is the last committed at the call, ``restored_txid``
+  the one the new tasks restored (newer: taken at the call); the age of the last one at the call is kept too;
+- worker start: from the rescale going on until the last new count task is prepared (the old worker stopped, the
+  new one built);
 - moves: the longest time a new task spent taking its key groups from the old tasks' states, and their sum;
 - restore: from a task's move done to its ``init_state`` (the state handed over), longest;
 - pause: until a new count task executes its first tuple, and until every new task has its share (all restored:
   the tasks of one worker take their shares one after the other, on the worker's loop thread).
 
-``moved_entries`` counts the keys of the last committed checkpoint; keys counted after it are replayed.
+``moved_entries`` counts the keys of the checkpoint taken at the call: every key (nothing is replayed).
 
 ``--provider redis`` keeps the state in a Redis server started for the run (``storm-py``'s dev Redis) rather than
 in memory: the moves then read and write through Redis.
@@ -38,6 +40,7 @@ from keys_spout import KeysSpout  # bench/ is the script's own directory
 
 from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
+from storm_py.nimbus.core import Nimbus
 from storm_py.stateful.rescaled import KeyGroupMove
 from storm_py.stateful.state import KeyValueState
 
@@ -63,6 +66,8 @@ class Count(BaseStatefulBolt):
     def init_state(self, state):
         self.state = state
         _mark(f"init-{self.generation}", self.index)
+        with LOCK:
+            MARKS.setdefault(f"restored-{self.generation}", {}).setdefault(self.index, state.committed_txid())
 
     def execute(self, tup):
         if self.generation == 8:
@@ -95,6 +100,14 @@ def _timed_settle() -> None:
         return moved
 
     KeyGroupMove.settle = timed  # type: ignore[method-assign]
+    rebalance = Nimbus._do_rebalance
+
+    def timed_rebalance(self: Nimbus, *args: Any) -> None:
+        with LOCK:
+            MARKS["rebalanced"] = time.monotonic()  # nimbus goes on with the rescale (the checkpoint committed)
+        rebalance(self, *args)
+
+    Nimbus._do_rebalance = timed_rebalance  # type: ignore[method-assign]
 
 
 def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
@@ -118,6 +131,7 @@ def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
         wait_until(lambda: counted_keys() >= keys, 900, interval=0.5, what=f"{keys} keys counted")
         done = time.monotonic()
         wait_until(lambda: MARKS.get("commit", 0.0) > done, 60, interval=0.01, what="a commit covering every key")
+        last = cluster.get_topology_summary("pause")["lastCheckpoint"]
         t0 = time.monotonic()
         last_commit = MARKS["commit"]
         cluster.rebalance("pause", wait_secs=0, tasks={"count": 8})
@@ -126,10 +140,14 @@ def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
         moves = [m for m in MARKS.get("moves", []) if m[1] >= t0]
         ends = {i: end for i, _, end, _ in moves}
         prepared = sorted(MARKS["prepared-8"].values())
+        rebalanced = MARKS["rebalanced"]
         result = {
             "keys": keys, "provider": provider,
+            "checkpoint_s": round(rebalanced - t0, 3),
+            "txid_before": None if last is None else last["txid"],
+            "restored_txid": min(MARKS["restored-8"].values()),
             "checkpoint_age_s": round(t0 - last_commit, 3),
-            "worker_start_s": round(prepared[-1] - t0, 3),
+            "worker_start_s": round(prepared[-1] - rebalanced, 3),
             "move_longest_s": round(max(end - start for _, start, end, _ in moves), 3),
             "move_sum_s": round(sum(end - start for _, start, end, _ in moves), 3),
             "moved_entries": sum(m[3] for m in moves),
