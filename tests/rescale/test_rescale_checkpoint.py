@@ -1,6 +1,6 @@
 """The pure cores of the checkpoint a rescale of the tasks takes first: nimbus's decision (wait for the commit of
 the checkpoint asked for, bounded, then go on with it or from the last committed one), the request's record and
-the checkpoint spout's following of a request under either guarantee."""
+the checkpoint spout's following of a request, and a held worker's spouts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from storm_py import Spout, TopologyBuilder
+from storm_py.clock import SimulatedClock
 from storm_py.cluster_state.checkpoint_request import (
     OPTIONS_KEY,
     SERVED_GAUGE,
@@ -15,7 +17,10 @@ from storm_py.cluster_state.checkpoint_request import (
     pending_request,
 )
 from storm_py.cluster_state.models import ACTIVE, REBALANCING, StormBase
+from storm_py.config import defaults
 from storm_py.nimbus.rescale_checkpoint import POLL_SECS, CheckpointReading, decide, new_request, reading_of
+from storm_py.runtime.system_topology import layout_tasks, system_topology
+from storm_py.runtime.worker_runtime import WorkerRuntime
 from storm_py.stateful.checkpoint import COMMITTED, INITIAL, CheckpointAsk, CheckpointCoordinator, TxState
 
 REQUEST = CheckpointRequest(id=1_000_000, asked_at=1000.0, until=1030.0, txid=4)
@@ -127,3 +132,70 @@ def test_the_at_least_once_core_prepares_at_once_when_its_last_checkpoint_is_mad
     core.last_checkpoint = float("-inf")
     emit, save = core.next_emit(2.0)
     assert emit is not None and emit.action == "PREPARE" and save == TxState(1, "PREPARING")
+
+
+class _Spout(Spout):
+    """Counts its calls; a ``checkpointer`` also takes part in checkpoints while the topology is held."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.next_tuples = 0
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Spout:
+        return self  # the test reads what the runtime's copy saw
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.calls.append("open")
+
+    def activate(self) -> None:
+        self.calls.append("activate")
+
+    def deactivate(self) -> None:
+        self.calls.append("deactivate")
+
+    def next_tuple(self) -> None:
+        self.next_tuples += 1
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+
+class _Checkpointer(_Spout):
+    def hold_for_checkpoint(self, request: int | None) -> None:
+        self.calls.append(f"hold {request}")
+
+
+def test_a_held_worker_runs_only_the_spouts_that_checkpoint_and_tells_them_the_request() -> None:
+    plain, checkpointer = _Spout(), _Checkpointer()
+    b = TopologyBuilder()
+    b.set_spout("plain", plain)
+    b.set_spout("checkpointer", checkpointer)
+    conf = defaults()
+    topology = system_topology(b.create_topology(), conf)
+    layout = layout_tasks(topology)
+    executors = list(layout.all_executors())
+    clock = SimulatedClock()
+    rt = WorkerRuntime(topology_id="t", topology_name="t", topology=topology, conf=conf, layout=layout,
+                       executors=executors, task_to_worker={t: "w" for _, (s, e) in executors for t in range(s, e + 1)},
+                       worker_id="w", clock=clock)
+    rt.prepare()
+
+    def passes(n: int) -> tuple[int, int]:
+        before = plain.next_tuples, checkpointer.next_tuples
+        for _ in range(n):
+            clock.advance(0.01)
+            rt.run_once(clock.now())
+        return plain.next_tuples - before[0], checkpointer.next_tuples - before[1]
+
+    rt.set_active(True)
+    assert all(n > 0 for n in passes(3))
+    rt.set_active(False, 7)  # held for request 7: the plain spout stops, the checkpointer runs on and is told
+    assert passes(3)[0] == 0 and passes(3)[1] > 0
+    assert plain.calls == ["open", "activate", "deactivate"]
+    assert checkpointer.calls == ["open", "activate", "hold 7"]
+    rt.set_active(False)  # released, inactive: both stop
+    assert passes(3) == (0, 0)
+    assert checkpointer.calls == ["open", "activate", "hold 7", "hold None", "deactivate"]
+    rt.set_active(False, 8)  # held from inactive: the checkpointer runs again, held first
+    assert passes(3)[1] > 0 and checkpointer.calls[-2:] == ["hold 8", "activate"]
+    rt.shutdown()
