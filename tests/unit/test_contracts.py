@@ -23,8 +23,8 @@ from storm_py.runtime.contracts import (
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.runtime.worker_runtime import WorkerRuntime
-from storm_py.stateful.executors import CheckpointTupleForwarder
-from storm_py.stateful.managed import ManagedBolt
+from storm_py.stateful.at_least_once.bolt_wrappers import CheckpointTupleForwarder
+from storm_py.stateful.managed_bolt import ManagedBolt
 from storm_py.worker.core import stack_owners
 from tests.unit.sources import parsed_sources
 

@@ -2,11 +2,11 @@
 the collector a stateful bolt sees (:func:`tracking_collector`: its acks held until the checkpoint that covers
 them commits), and :class:`DataPath`, which runs each input through the bolt, keeps inputs until the state is
 initialised and hands checkpoint tuples to their handler
-(:class:`~storm_py.stateful.executors.StatefulBoltExecutor`).  Under exactly_once: :class:`AlignedPath`, which
-runs a data tuple straight through the bolt while its
-:class:`~storm_py.stateful.aligned.AlignedBoltExecutor` lets it (a rich bolt's, and a basic bolt's run by the
-bolt executor's basic runner), and :class:`FailWatchingCollector`, a rich bolt's collector.  A compiled build
-compiles this module: they run for every tuple.
+(:class:`~storm_py.stateful.at_least_once.bolt_wrappers.StatefulBoltExecutor`).  Under exactly_once:
+:class:`AlignedPath`, which runs a data tuple straight through the bolt while its
+:class:`~storm_py.stateful.exactly_once.aligned_bolt.AlignedBoltExecutor` lets it (a rich bolt's, and a basic
+bolt's run by the bolt executor's basic runner), and :class:`FailWatchingCollector`, a rich bolt's collector.
+A compiled build compiles this module: they run for every tuple.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from storm_py.api.components import Anchors, OutputCollector
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.runtime.bolt_collectors import BoltCollector, HeldAcks, HoldingCollector, unanchored
-from storm_py.stateful.checkpoint import CHECKPOINT_STREAM_ID
-from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_STREAM_ID
+from storm_py.stateful.exactly_once.coordinator import BARRIER_STREAM_ID
 
 
 def tracking_collector(collector: Any, component_id: str) -> HoldingCollector | AckTrackingCollector:

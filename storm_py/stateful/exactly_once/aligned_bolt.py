@@ -33,12 +33,12 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
 from storm_py.runtime.contracts import Drains
-from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
-from storm_py.stateful.executors import AnchoredCollector
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.rescaled import KeyGroupMove
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AlignedPath, FailWatchingCollector
+from storm_py.stateful.at_least_once.bolt_wrappers import AnchoredCollector
+from storm_py.stateful.at_least_once.tuple_path import AlignedPath, FailWatchingCollector
+from storm_py.stateful.exactly_once.coordinator import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
+from storm_py.stateful.state.key_group_move import KeyGroupMove
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class Alignment:
 
 class AlignedBasicBolt(BasicBolt):
     """What the bolt executor runs in place of a basic bolt under exactly_once (its compiled basic runner: emits
-    anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's
-    compiled :meth:`AlignedPath.execute_basic <storm_py.stateful.tracking.AlignedPath.execute_basic>`."""
+    anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's compiled
+    :meth:`AlignedPath.execute_basic <storm_py.stateful.at_least_once.tuple_path.AlignedPath.execute_basic>`."""
 
     def __init__(self, owner: AlignedBoltExecutor) -> None:
         self.owner = owner
@@ -117,10 +117,10 @@ class AlignedBoltExecutor:
     """Runs one bolt task under exactly_once (see the module's description); ``stateful`` bolts get their state
     and its hooks, the others only pass barriers and markers on.
 
-    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.tracking.AlignedPath`): straight into the
-    bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.  A
-    basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with
-    an anchoring collector of its own (what a caller without that runner uses).
+    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.at_least_once.tuple_path.AlignedPath`): straight
+    into the bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.
+    A basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with an
+    anchoring collector of its own (what a caller without that runner uses).
     """
 
     def __init__(self, bolt: Any, barrier_sources: Sequence[str], stateful: bool) -> None:

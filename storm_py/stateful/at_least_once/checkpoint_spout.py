@@ -11,7 +11,7 @@ from storm_py.api.components import OutputFieldsDeclarer, Spout, SpoutOutputColl
 from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
-from storm_py.stateful.checkpoint import (
+from storm_py.stateful.at_least_once.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
     COMMITTED,
@@ -20,12 +20,12 @@ from storm_py.stateful.checkpoint import (
     CheckpointCoordinator,
     TxState,
 )
-from storm_py.stateful.exactly_once import INITIAL as INITIAL_DECISION
-from storm_py.stateful.exactly_once import ExactlyOnceCoordinator, Published, Report
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.spout_executor import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
-from storm_py.stateful.spout_executor import TX_STATE_KEY as SPOUT_TX_STATE_KEY
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.exactly_once.coordinator import INITIAL as INITIAL_DECISION
+from storm_py.stateful.exactly_once.coordinator import ExactlyOnceCoordinator, Published, Report
+from storm_py.stateful.managed_spout import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
+from storm_py.stateful.managed_spout import TX_STATE_KEY as SPOUT_TX_STATE_KEY
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
 class CheckpointSpout(Spout):
     """Emits ``[txid, action]`` on ``$checkpoint`` with message id ``txid``; one task per topology.  Under
     exactly_once it emits nothing: it publishes its decisions in its state (see
-    :mod:`storm_py.stateful.exactly_once`), reading the reports of the tasks of ``stateful_spouts``."""
+    :mod:`storm_py.stateful.exactly_once.coordinator`), reading the reports of the tasks of ``stateful_spouts``."""
 
     def __init__(self, stateful_spouts: Sequence[str] = ()) -> None:
         self.stateful_spouts = tuple(stateful_spouts)

@@ -29,8 +29,8 @@ from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.runtime.contracts import Drains, own_configuration
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.checkpoint import (
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.at_least_once.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
     COMMIT,
@@ -38,10 +38,10 @@ from storm_py.stateful.checkpoint import (
     PREPARE,
     ROLLBACK,
 )
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.rescaled import KeyGroupMove
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AckTrackingCollector, DataPath, tracking_collector
+from storm_py.stateful.at_least_once.tuple_path import AckTrackingCollector, DataPath, tracking_collector
+from storm_py.stateful.state.key_group_move import KeyGroupMove
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 __all__ = ["AckTrackingCollector", "BasicCheckpointForwarder", "CheckpointBarrier", "CheckpointHandler",
            "CheckpointTupleForwarder", "StatefulBoltExecutor"]

@@ -12,10 +12,10 @@ from storm_py.api.components import BasicBolt, Bolt, OutputCollector, OutputFiel
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.runtime.contracts import own_configuration
-from storm_py.stateful.aligned import AlignedBoltExecutor
-from storm_py.stateful.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
-from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
-from storm_py.stateful.executors import CheckpointTupleForwarder, StatefulBoltExecutor
+from storm_py.stateful.at_least_once.bolt_wrappers import CheckpointTupleForwarder, StatefulBoltExecutor
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
+from storm_py.stateful.exactly_once.aligned_bolt import AlignedBoltExecutor
+from storm_py.stateful.exactly_once.coordinator import BARRIER_FIELDS, BARRIER_STREAM_ID
 
 EXACTLY_ONCE = "exactly_once"
 
@@ -36,14 +36,14 @@ class ManagedBolt(Bolt):
                  barrier_sources: Sequence[str], sink: bool = False) -> None:
         self.bolt = bolt
         self.stateful = stateful
-        #: a :class:`~storm_py.stateful.sink.CheckpointedSink`: stateful under exactly_once only
+        #: a :class:`~storm_py.stateful.api.sink.CheckpointedSink`: stateful under exactly_once only
         self.sink = sink
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
         self.delegate: AlignedBoltExecutor | StatefulBoltExecutor | CheckpointTupleForwarder | None = None
         #: once prepared, the basic bolt the runtime runs instead of this one (a basic bolt's wrapper: see
-        #: :class:`~storm_py.stateful.executors.BasicCheckpointForwarder` under at_least_once and
-        #: :class:`~storm_py.stateful.aligned.AlignedBasicBolt` under exactly_once), else None
+        #: :class:`~storm_py.stateful.at_least_once.bolt_wrappers.BasicCheckpointForwarder` under at_least_once and
+        #: :class:`~storm_py.stateful.exactly_once.aligned_bolt.AlignedBasicBolt` under exactly_once), else None
         #: (:class:`~storm_py.runtime.contracts.RunsAsBasic`)
         self.basic_bolt: BasicBolt | None = None
 
