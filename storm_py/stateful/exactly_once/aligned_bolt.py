@@ -34,8 +34,8 @@ from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
 from storm_py.runtime.contracts import Drains
 from storm_py.stateful.at_least_once.bolt_wrappers import AnchoredCollector
-from storm_py.stateful.at_least_once.tuple_path import AlignedPath, FailWatchingCollector
 from storm_py.stateful.exactly_once.coordinator import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
+from storm_py.stateful.exactly_once.tuple_path import AlignedPath, FailWatchingCollector
 from storm_py.stateful.state.key_group_move import KeyGroupMove
 from storm_py.stateful.state.key_value import KeyValueState
 from storm_py.stateful.state.providers import new_state, state_namespace
@@ -100,7 +100,7 @@ class Alignment:
 class AlignedBasicBolt(BasicBolt):
     """What the bolt executor runs in place of a basic bolt under exactly_once (its compiled basic runner: emits
     anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's compiled
-    :meth:`AlignedPath.execute_basic <storm_py.stateful.at_least_once.tuple_path.AlignedPath.execute_basic>`."""
+    :meth:`AlignedPath.execute_basic <storm_py.stateful.exactly_once.tuple_path.AlignedPath.execute_basic>`."""
 
     def __init__(self, owner: AlignedBoltExecutor) -> None:
         self.owner = owner
@@ -117,7 +117,7 @@ class AlignedBoltExecutor:
     """Runs one bolt task under exactly_once (see the module's description); ``stateful`` bolts get their state
     and its hooks, the others only pass barriers and markers on.
 
-    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.at_least_once.tuple_path.AlignedPath`): straight
+    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.exactly_once.tuple_path.AlignedPath`): straight
     into the bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.
     A basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with an
     anchoring collector of its own (what a caller without that runner uses).
