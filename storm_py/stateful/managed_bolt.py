@@ -1,14 +1,15 @@
 """This module owns :class:`ManagedBolt`, what the wiring puts in place of every bolt of a topology with managed
-state: at ``prepare`` it becomes the executor of the topology's guarantee (Storm's stateful executor or
-checkpoint forwarder under at_least_once, the aligned executor under exactly_once), so one built topology runs
-under either."""
+state: it declares the streams of both guarantees, and the system-topology rewrite puts in its place the bolt
+``topology.state.guarantee`` chooses (:meth:`ManagedBolt.resolve_bolt`: Storm's stateful executor or checkpoint
+forwarder under at_least_once, the aligned executor under exactly_once), so one built topology runs under
+either."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from storm_py.api.components import BasicBolt, Bolt, OutputCollector, OutputFieldsDeclarer
+from storm_py.api.components import Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.runtime.contracts import own_configuration
@@ -21,16 +22,13 @@ EXACTLY_ONCE = "exactly_once"
 
 
 class ManagedBolt(Bolt):
-    """A user bolt with the streams of both guarantees; its executor is chosen by ``topology.state.guarantee``."""
+    """A user bolt with the streams of both guarantees; what runs it is chosen by ``topology.state.guarantee``
+    (:class:`~storm_py.runtime.contracts.ResolvesToBolt`).  It is never prepared itself."""
 
     @property
     def wrapped_component(self) -> Any:
-        """The user's component this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        """The user's component this stands for."""
         return self.bolt
-
-    def replace_wrapped(self, component: Any) -> None:
-        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
-        self.bolt = component
 
     def __init__(self, bolt: Any, stateful: bool, checkpoint_sources: Sequence[str],
                  barrier_sources: Sequence[str], sink: bool = False) -> None:
@@ -40,38 +38,26 @@ class ManagedBolt(Bolt):
         self.sink = sink
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.barrier_sources = tuple(barrier_sources)
-        self.delegate: AlignedBoltExecutor | StatefulBoltExecutor | CheckpointTupleForwarder | None = None
-        #: once prepared, the basic bolt the runtime runs instead of this one (a basic bolt's wrapper: see
-        #: :class:`~storm_py.stateful.at_least_once.bolt_wrappers.BasicCheckpointForwarder` under at_least_once and
-        #: :class:`~storm_py.stateful.exactly_once.aligned_bolt.AlignedBasicBolt` under exactly_once), else None
-        #: (:class:`~storm_py.runtime.contracts.RunsAsBasic`)
-        self.basic_bolt: BasicBolt | None = None
+
+    def resolve_bolt(
+        self, conf: dict[str, Any]
+    ) -> AlignedBoltExecutor | StatefulBoltExecutor | CheckpointTupleForwarder:
+        """The bolt that runs the user's under ``conf``'s guarantee, unprepared (each task gets a copy)."""
+        if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
+            return AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful or self.sink)
+        if self.stateful:
+            return StatefulBoltExecutor(self.bolt, self.checkpoint_sources)
+        return CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
-        # each executor's data path (compiled where it has one) becomes this bolt's ``execute``
-        if conf.get("topology.state.guarantee") == EXACTLY_ONCE:
-            aligned = self.delegate = AlignedBoltExecutor(self.bolt, self.barrier_sources, self.stateful or self.sink)
-            aligned.prepare(conf, context, collector)
-            self.basic_bolt = aligned.basic_bolt
-            self.execute = aligned.path.execute  # type: ignore[method-assign]
-        elif self.stateful:
-            stateful = self.delegate = StatefulBoltExecutor(self.bolt, self.checkpoint_sources)
-            stateful.prepare(conf, context, collector)
-            self.execute = stateful.path.execute  # type: ignore[method-assign]
-        else:
-            forwarder = self.delegate = CheckpointTupleForwarder(self.bolt, self.checkpoint_sources)
-            forwarder.prepare(conf, context, collector)
-            self.basic_bolt = forwarder.basic_bolt
-            self.execute = forwarder.execute  # type: ignore[method-assign]
+        raise self._not_run()
 
     def execute(self, tup: Tuple) -> None:
-        if self.delegate is None:
-            raise RuntimeError(f"{type(self.bolt).__name__} was not prepared: execute came before prepare")
-        self.delegate.execute(tup)
+        raise self._not_run()
 
-    def cleanup(self) -> None:
-        if self.delegate is not None:
-            self.delegate.cleanup()
+    def _not_run(self) -> TypeError:
+        return TypeError(f"the managed bolt of {type(self.bolt).__name__} is not run itself: the system topology "
+                         "runs what resolve_bolt(conf) chooses in its place")
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.bolt.declare_output_fields(declarer)

@@ -14,7 +14,7 @@ implements ``handle_tuple`` and ``handle_checkpoint``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from storm_py.api.components import (
@@ -85,6 +85,15 @@ class CheckpointHandler(Bolt):
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.collector: OutputCollector | None = None
         self.barrier = CheckpointBarrier(0)
+
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's bolt this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
+    def replace_wrapped(self, component: Any) -> None:
+        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
+        self.bolt = component
 
     def init_checkpoints(self, context: TopologyContext, collector: OutputCollector) -> None:
         """Count the tasks that send this bolt checkpoint tuples; keep the collector."""
@@ -254,13 +263,16 @@ class StatefulBoltExecutor(CheckpointHandler):
     - ``INITSTATE``: ``init_state(state)``; the first one also runs the inputs that arrived before it.
     """
 
+    #: the compiled data path every input runs through, and the acks held at the last ``PREPARE``: made at
+    #: ``prepare``, since this bolt is copied for each task before (and compiled objects are not copied)
+    path: DataPath
+    prepared: HeldAcks
+
     def __init__(self, bolt: BaseStatefulBolt, checkpoint_sources: Sequence[str]) -> None:
         super().__init__(bolt, checkpoint_sources)
         self.bolt: BaseStatefulBolt = bolt
         self.state: KeyValueState | None = None
-        self.prepared = HeldAcks()
         self.tracking: HoldingCollector | AckTrackingCollector | None = None
-        self.path = DataPath(bolt.execute, self.process_checkpoint)
         #: the move of this task's key groups after a rescale, done before the first checkpoint action it handles
         self.move: KeyGroupMove | None = None
 
@@ -272,6 +284,8 @@ class StatefulBoltExecutor(CheckpointHandler):
     ) -> None:
         """``prepare`` with a given state (what unit tests call)."""
         self.init_checkpoints(context, collector)
+        self.prepared = HeldAcks()
+        self.path = DataPath(self.bolt.execute, self.process_checkpoint)
         self.tracking = tracking_collector(collector, context.this_component_id)
         self.move = KeyGroupMove.of_task(conf, context)
         self.bolt.prepare(conf, context, self.tracking)
@@ -283,8 +297,11 @@ class StatefulBoltExecutor(CheckpointHandler):
         """Whether the state was handed to the bolt (inputs before are kept until then)."""
         return self.path.initialized
 
-    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute through the compiled data path
-        self.path.execute(tup)
+    @property
+    def execute(self) -> Callable[[Tuple], None]:
+        """CheckpointHandler's ``execute`` as the compiled data path's, once prepared: the executor runs every input
+        straight through it."""
+        return self.path.execute
 
     def handle_tuple(self, tup: Tuple) -> None:
         self.path.execute(tup)

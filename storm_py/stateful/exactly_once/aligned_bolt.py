@@ -19,7 +19,7 @@ order with its data.  :class:`Alignment` is the pure core; the executor applies 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,7 +32,7 @@ from storm_py.api.components import (
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
-from storm_py.runtime.contracts import Drains
+from storm_py.runtime.contracts import Drains, own_configuration
 from storm_py.stateful.at_least_once.bolt_wrappers import AnchoredCollector
 from storm_py.stateful.exactly_once.coordinator import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.exactly_once.tuple_path import AlignedPath, FailWatchingCollector
@@ -123,6 +123,10 @@ class AlignedBoltExecutor:
     anchoring collector of its own (what a caller without that runner uses).
     """
 
+    #: the compiled path data tuples run through: made at ``prepare``, since this bolt is copied for each task
+    #: before (and compiled objects are not copied)
+    path: AlignedPath
+
     def __init__(self, bolt: Any, barrier_sources: Sequence[str], stateful: bool) -> None:
         self.bolt = bolt
         self.barrier_sources = tuple(barrier_sources)
@@ -134,9 +138,18 @@ class AlignedBoltExecutor:
         self.held: list[tuple[Tuple, bool]] = []
         self._basic: AnchoredCollector | None = None
         self.basic_bolt: AlignedBasicBolt | None = None
-        self.path = AlignedPath(self._execute, self._failed, self._execute_basic, self._broken)
+
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's bolt this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
+    def replace_wrapped(self, component: Any) -> None:
+        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
+        self.bolt = component
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.path = AlignedPath(self._execute, self._failed, self._execute_basic, self._broken)
         self.collector = collector
         self.component_id = context.this_component_id
         channels = frozenset(t for c in self.barrier_sources for t in context.get_component_tasks(c))
@@ -152,8 +165,10 @@ class AlignedBoltExecutor:
             self.bolt.prepare(conf, context, FailWatchingCollector(collector, self._broken))
         self._sync()
 
-    def execute(self, tup: Tuple) -> None:
-        self.path.execute(tup)
+    @property
+    def execute(self) -> Callable[[Tuple], None]:
+        """The compiled path's ``execute``, once prepared: the executor runs every input straight through it."""
+        return self.path.execute
 
     def _broken(self) -> None:
         """The bolt failed a tuple or raised: the next barrier fails (every component rolls back)."""
@@ -316,6 +331,9 @@ class AlignedBoltExecutor:
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.bolt.declare_output_fields(declarer)
         declarer.declare_stream(BARRIER_STREAM_ID, list(BARRIER_FIELDS))
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return own_configuration(self.bolt)
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
