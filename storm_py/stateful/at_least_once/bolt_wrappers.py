@@ -25,10 +25,11 @@ from storm_py.api.components import (
     OutputFieldsDeclarer,
 )
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.runtime.contracts import Drains, own_configuration
+from storm_py.stateful.anchored_collector import AnchoredCollector
 from storm_py.stateful.api.bolt import BaseStatefulBolt
 from storm_py.stateful.at_least_once.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -148,23 +149,6 @@ class CheckpointHandler(Bolt):
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
-
-
-class AnchoredCollector:
-    """The collector a wrapped :class:`BasicBolt` emits through: every emit anchored to the current input."""
-
-    def __init__(self, collector: OutputCollector) -> None:
-        self._collector = collector
-        self.input: Tuple | None = None
-
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit(values, self.input, stream)
-
-    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
-        self._collector.emit_direct(task_id, values, anchors=self.input, stream=stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._collector.report_error(exc)
 
 
 class BasicCheckpointForwarder(BasicBolt):

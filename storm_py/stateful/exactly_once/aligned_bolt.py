@@ -33,7 +33,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
 from storm_py.runtime.contracts import Drains, own_configuration
-from storm_py.stateful.at_least_once.bolt_wrappers import AnchoredCollector
+from storm_py.stateful.anchored_collector import AnchoredCollector
 from storm_py.stateful.exactly_once.coordinator import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
 from storm_py.stateful.exactly_once.tuple_path import AlignedPath, FailWatchingCollector
 from storm_py.stateful.state.key_group_move import KeyGroupMove
