@@ -32,7 +32,7 @@ import psycopg  # noqa: E402
 from storm_py.api.tuple import Fields  # noqa: E402
 from storm_py.clock import SYSTEM_CLOCK  # noqa: E402
 from storm_py.jdbc import Column, JdbcInsertBolt, PooledConnectionProvider, SimpleJdbcMapper, Types  # noqa: E402
-from storm_py.stateful.state import KeyValueState  # noqa: E402
+from storm_py.stateful.state.key_value import KeyValueState  # noqa: E402
 from tests.jdbc.harness import RecordingCollector, context, tup  # noqa: E402
 from tests.postgres_fixture import start_server  # noqa: E402
 

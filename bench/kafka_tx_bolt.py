@@ -30,7 +30,7 @@ from storm_py.clock import SYSTEM_CLOCK  # noqa: E402
 from storm_py.dev.kafka import KafkaBrokerProcess  # noqa: E402
 from storm_py.kafka import KafkaBolt  # noqa: E402
 from storm_py.kafka.client import KafkaAdmin  # noqa: E402
-from storm_py.stateful.state import KeyValueState  # noqa: E402
+from storm_py.stateful.state.key_value import KeyValueState  # noqa: E402
 from tests.jdbc.harness import RecordingCollector, context, tup  # noqa: E402
 
 

@@ -35,7 +35,7 @@ from keys_spout import KeysSpout  # bench/ is the script's own directory
 
 from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
-from storm_py.stateful.checkpoint_dir import CheckpointDirState
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState
 
 LOCK = threading.Lock()
 MARKS: dict[str, dict[int, float]] = {}

@@ -41,8 +41,8 @@ from keys_spout import KeysSpout  # bench/ is the script's own directory
 from storm_py import BaseStatefulBolt, LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.nimbus.core import Nimbus
-from storm_py.stateful.rescaled import KeyGroupMove
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.state.key_group_move import KeyGroupMove
+from storm_py.stateful.state.key_value import KeyValueState
 
 MARKS: dict[str, Any] = {}
 LOCK = threading.Lock()

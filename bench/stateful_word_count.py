@@ -16,7 +16,7 @@ default, 150,000, is two intervals at the plain count's rate), or the spout wait
 measured is ``pending`` per interval.  ``--interval-ms`` sets the checkpoint interval (default: every second).
 
 ``--guarantee exactly_once`` runs the stateful count under ``topology.state.guarantee: exactly_once``: its spout
-is a :class:`~storm_py.stateful.stateful_spout.StatefulSpout` emitting storm-perf's sentences from a position
+is a :class:`~storm_py.stateful.api.spout.StatefulSpout` emitting storm-perf's sentences from a position
 kept in its state (:class:`StatefulSentenceSpout`), its tuples carry no tree (the checkpoint decides what is
 replayed: barriers aligned at every bolt, no acks held), so nothing is acked and its rate is the words the count
 bolt executed over the words of a sentence (8 in each of the five).  The plain count runs as always (acked).

@@ -102,7 +102,7 @@ def topology_conf(host: str, port: int, key_prefix: str = "stateful-word-count:"
 
 def committed_counts(conf: dict[str, Any]) -> Counter[str]:
     """The committed counts in Redis, over every task of the count bolt."""
-    from storm_py.stateful.redis_state import RedisKeyValueState
+    from storm_py.stateful.state.redis_state import RedisKeyValueState
 
     counts: Counter[str] = Counter()
     for state in RedisKeyValueState.committed_of("count", conf["topology.state.provider.config"]).values():

@@ -23,8 +23,8 @@ from storm_py.errors import StaleBuildError
 #: user-facing component, copied and pickled with topologies, which mypyc's native classes do not support), and
 #: the Parquet sink's per-value passes over a batch, and the window manager with its events, policies and
 #: watermarks (the windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted),
-#: and the managed state's in-memory ``KeyValueState`` and a stateful bolt's data path and collector (each runs
-#: for every tuple of a stateful bolt; the bolt's executor is created at ``prepare``, never copied), and a
+#: and the managed state's in-memory ``KeyValueState`` and each guarantee's per-tuple path of a bolt (each runs
+#: for every tuple of a managed bolt; the bolt's executor is created per task, never copied), and a
 #: stateful spout's per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic,
 #: pending ledger and wire formats (made in ``prepare``; the shell components themselves stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
@@ -50,9 +50,10 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.windowing.manager",
     "storm_py.windowing.policies",
     "storm_py.windowing.watermarks",
-    "storm_py.stateful.state",
-    "storm_py.stateful.tracking",
-    "storm_py.stateful.spout_path",
+    "storm_py.stateful.state.key_value",
+    "storm_py.stateful.at_least_once.tuple_path",
+    "storm_py.stateful.exactly_once.tuple_path",
+    "storm_py.stateful.exactly_once.spout_path",
     "storm_py.multilang.json_fast",
     "storm_py.multilang.ledger",
     "storm_py.multilang.msgpack_fast",

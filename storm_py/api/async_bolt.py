@@ -49,7 +49,7 @@ class AsyncBolt(Component):
     (:class:`~storm_py.errors.FailedException` quietly, anything else reported too) or runs longer than
     ``topology.async.execute.timeout.secs`` (it is cancelled).  ``prepare`` and ``cleanup`` may be plain or
     ``async def``; both run on the bolt's loop.  Combine with
-    :class:`~storm_py.stateful.bolt.BaseStatefulBolt` for managed state (``class B(AsyncBolt,
+    :class:`~storm_py.stateful.api.bolt.BaseStatefulBolt` for managed state (``class B(AsyncBolt,
     BaseStatefulBolt)``): a checkpoint waits until the executions in flight have completed.
     """
 

@@ -4,9 +4,9 @@ exactly-once sink under ``exactly_once``) and :class:`JdbcLookupBolt` (one selec
 At-least-once: rows are written once a batch holds ``batch_size`` of them and on every tick tuple (every
 :data:`TICK_SECS`), so a light load waits at most a tick; each input is acked once its row's transaction commits.
 A row the database refuses fails its input only (reported with the component id and the database's message); a
-database that is down keeps the batch, is reported and retried with :class:`~storm_py.stateful.sink.RetryBackoff`.
+database that is down keeps the batch, is reported and retried with :class:`~storm_py.stateful.api.sink.RetryBackoff`.
 
-Exactly-once (the bolt is a :class:`~storm_py.stateful.sink.CheckpointedSink`): the rows of checkpoint ``n`` are
+Exactly-once (the bolt is a :class:`~storm_py.stateful.api.sink.CheckpointedSink`): the rows of checkpoint ``n`` are
 sealed into the bolt's managed state when ``n`` is prepared and written when it commits, in one transaction with
 the row ``(topology, component, task) -> n`` of the commit table; a checkpoint whose txid the commit table already
 holds is not written again.
@@ -27,8 +27,8 @@ from storm_py.jdbc.mappers import JdbcLookupMapper, JdbcMapper, SimpleJdbcMapper
 from storm_py.jdbc.provider import ConnectionProvider
 from storm_py.jdbc.sql import insert_query
 from storm_py.jdbc.types import Column, JdbcError
-from storm_py.stateful.sink import RetryBackoff, SinkLedger
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.api.sink import RetryBackoff, SinkLedger
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 
 log = logging.getLogger(__name__)
 

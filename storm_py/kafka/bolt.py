@@ -24,7 +24,7 @@ from storm_py.clock import SYSTEM_CLOCK, Clock
 from storm_py.errors import StormPyError
 from storm_py.kafka.client import KafkaClientError, KafkaProducerClient, KafkaTransactionalProducer
 from storm_py.kafka.tx_producer import TransactionalOutput
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.state.key_value import KeyValueState
 
 log = logging.getLogger(__name__)
 

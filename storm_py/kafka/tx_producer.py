@@ -17,8 +17,8 @@ from typing import Any
 
 from storm_py.clock import Clock
 from storm_py.kafka.client import KafkaClientError, KafkaTransactionalProducer
-from storm_py.stateful.sink import RetryBackoff, SinkLedger
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.api.sink import RetryBackoff, SinkLedger
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 
 #: how long one transactional call may wait for the broker (seconds)
 TX_TIMEOUT = 30.0

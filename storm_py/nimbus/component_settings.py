@@ -12,8 +12,8 @@ from typing import Any
 from storm_py.api.topology import StormTopology
 from storm_py.config.keys import KEYS
 from storm_py.runtime.key_groups import STATE_KIND
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
-from storm_py.stateful.windowed import MESSAGE_ID_FIELD
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.stateful.windowed_runner import MESSAGE_ID_FIELD
 from storm_py.windowing.spec import WINDOW_KEYS
 
 #: the per-component keys shown as a component's window and state settings

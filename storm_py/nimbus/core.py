@@ -47,8 +47,8 @@ from storm_py.nimbus.validation import checked_conf_overrides, checked_system_to
 from storm_py.packaging.code_store import CodeStore
 from storm_py.runtime.system_topology import SYSTEM_IDS, num_ackers
 from storm_py.scheduler.resource_aware import schedule_resource_aware, unplaceable, user_pools
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
-from storm_py.stateful.task_names import RESCALES
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.stateful.state.task_names import RESCALES
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ a count that is not an integer from 1 to the key groups (``topology.state.max.pa
 with keyed state, a component whose state is not keyed (a stateful bolt not behind fields groupings, a stateful
 windowed bolt, a checkpointed sink, a stateful spout: its state is per task, it cannot be split).
 :func:`rescaled_counts` gives the topology's task and executor counts and the rescale history its workers name
-their state namespaces by (:mod:`storm_py.stateful.task_names`).  Nimbus keeps that history by topology name
+their state namespaces by (:mod:`storm_py.stateful.state.task_names`).  Nimbus keeps that history by topology name
 across kills; :func:`resubmitted_history` gives a resubmit's history from it, so the resubmitted tasks read the
 state in the layout of its last rescale (a task count differing from the last one is one more rescale).  All
 are pure.
@@ -21,7 +21,7 @@ from storm_py.config.keys import setting
 from storm_py.errors import InvalidTopologyException
 from storm_py.runtime.key_groups import KEY_VALUE, MAX_PARALLELISM, STATE_KIND
 from storm_py.runtime.system_topology import layout_from_counts
-from storm_py.stateful.task_names import RESCALES, Rescales
+from storm_py.stateful.state.task_names import RESCALES, Rescales
 
 #: the groupings a component's keyed state can follow (a key always reaches the task owning its key group)
 _KEYED_GROUPINGS = frozenset({"fields"})

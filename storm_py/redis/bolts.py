@@ -2,7 +2,7 @@
 (an exactly-once sink under ``exactly_once``), :class:`RedisLookupBolt` and :class:`RedisFilterBolt`.
 
 A server that cannot be reached is reported and retried with
-:class:`~storm_py.stateful.sink.RetryBackoff`: the store bolt keeps its inputs (neither acked nor failed) and
+:class:`~storm_py.stateful.api.sink.RetryBackoff`: the store bolt keeps its inputs (neither acked nor failed) and
 sends them again on the next tick; lookups and filters wait and retry.  Under exactly_once the store bolt seals
 each checkpoint's commands into its managed state and runs them when the checkpoint commits, in one
 ``MULTI``/``EXEC`` with ``HSET <commit key> <topology>/<component>/<task> <txid>``; a checkpoint whose txid is
@@ -29,9 +29,9 @@ from storm_py.redis.commands import (
 )
 from storm_py.redis.config import AnyRedisConfig, RedisClusterConfig, as_config
 from storm_py.redis.mappers import RedisError, RedisFilterMapper, RedisLookupMapper, RedisStoreMapper
-from storm_py.stateful.redis_client import is_connection_error, is_redis_error
-from storm_py.stateful.sink import RetryBackoff, SinkLedger
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.api.sink import RetryBackoff, SinkLedger
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
+from storm_py.stateful.state.redis_client import is_connection_error, is_redis_error
 
 log = logging.getLogger(__name__)
 

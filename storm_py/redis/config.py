@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storm_py.stateful.redis_client import cluster_client, sentinel_client, server_client
+from storm_py.stateful.state.redis_client import cluster_client, sentinel_client, server_client
 
 
 @dataclass

@@ -64,7 +64,7 @@ DRAIN_POLL_SECS: Final = 0.05
 
 @runtime_checkable
 class _StateHooks(Protocol):
-    """The hooks of a stateful bolt (:class:`~storm_py.stateful.bolt.BaseStatefulBolt`) the driver passes on."""
+    """The hooks of a stateful bolt (:class:`~storm_py.stateful.api.bolt.BaseStatefulBolt`) the driver passes on."""
 
     def init_state(self, state: Any) -> None: ...
 

@@ -1,5 +1,6 @@
 """This module owns the contracts a spout or bolt may declare to the runtime beyond Storm's interfaces, as
-Protocols: a component run inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
+Protocols: a bolt that stands for the bolt its tasks run, chosen once from the topology's conf, a component run
+inside another (a wrapper), a wrapper that runs as a basic bolt once prepared, work
 that arrives from outside a bolt's inputs and a bounded inbox (a shell bolt's), a bolt taking batches whole, its
 own configuration, a log reader's lag report, a checkpoint's gauges, a spout that checkpoints while its topology is
 held, a wrapper whose component the runtime replaces
@@ -22,10 +23,22 @@ from storm_py.api.components import BasicBolt, Configured, own_configuration
 from storm_py.api.tuple import Tuple
 
 __all__ = ["BackgroundWork", "BoundedInbox", "CheckpointGaugeSource", "CheckpointsWhileHeld", "Configured", "Drains",
-           "LagReporter", "ReplacesWrapped", "RunsAsBasic", "TakesBatches", "Wrapper", "layers", "own_configuration"]
+           "LagReporter", "ReplacesWrapped", "ResolvesToBolt", "RunsAsBasic", "TakesBatches", "Wrapper", "layers",
+           "own_configuration"]
 
 #: wrappers nest a few deep at most; a deeper chain is cut here rather than followed
 MAX_LAYERS = 8
+
+
+@runtime_checkable
+class ResolvesToBolt(Protocol):
+    """A bolt of a built topology that stands for the bolt its tasks run, which the topology's conf chooses
+    (managed state's bolt: the executor of ``topology.state.guarantee``).  The system-topology rewrite puts
+    ``resolve_bolt(conf)`` in its place (``conf``: the topology's merged with the component's own), once per component
+    and before any task is made, so it is never prepared itself; what it returns is copied for each task and must
+    hold nothing a copy cannot take until ``prepare``."""
+
+    def resolve_bolt(self, conf: dict[str, Any]) -> Any: ...
 
 
 @runtime_checkable

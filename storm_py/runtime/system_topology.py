@@ -1,7 +1,8 @@
-"""The system-topology rewrite: adds ``__acker`` with Storm's ack streams, the ``__eventlogger`` bolts of
-``topology.eventlogger.executors`` fed by every component's ``__eventlog`` stream, the metrics consumers of
-``topology.metrics.consumer.register`` as ``__metrics_<class>`` bolts fed by every component's ``__metrics``
-stream, and lays out task ids and executors.
+"""The system-topology rewrite: puts in place of each bolt that stands for another
+(:class:`~storm_py.runtime.contracts.ResolvesToBolt`) the bolt the conf chooses, adds ``__acker`` with Storm's ack
+streams, the ``__eventlogger`` bolts of ``topology.eventlogger.executors`` fed by every component's ``__eventlog``
+stream, the metrics consumers of ``topology.metrics.consumer.register`` as ``__metrics_<class>`` bolts fed by every
+component's ``__metrics`` stream, and lays out task ids and executors.
 
 Pure: takes a user :class:`StormTopology` plus the topology conf and returns the topology that actually runs.
 """
@@ -13,8 +14,10 @@ from typing import Any
 
 from storm_py.api.topology import DIRECT, FIELDS, SHUFFLE, ComponentSpec, Grouping, StormTopology
 from storm_py.api.tuple import Fields
+from storm_py.config import merge_component_conf
 from storm_py.config.keys import setting
 from storm_py.metrics.consumer import MetricsConsumerBolt, registrations
+from storm_py.runtime.contracts import ResolvesToBolt
 from storm_py.runtime.eventlogger import EVENTLOG_FIELDS, EVENTLOG_STREAM, EVENTLOGGER_COMPONENT, EventLoggerBolt
 
 ACKER_COMPONENT = "__acker"
@@ -39,13 +42,17 @@ def num_ackers(conf: dict[str, Any]) -> int:
 
 
 def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
-    """A copy of ``topology`` with the acker (when ackers > 0) and every system stream wired in."""
+    """A copy of ``topology`` with each bolt that stands for another resolved, the acker (when ackers > 0) and
+    every system stream wired in."""
     from storm_py.runtime.acker import AckerBolt
 
     topo = StormTopology(
         {k: _shallow(v) for k, v in topology.spouts.items()}, {k: _shallow(v) for k, v in topology.bolts.items()},
         list(topology.worker_hooks),
     )
+    for spec in topo.bolts.values():
+        if isinstance(spec.obj, ResolvesToBolt):
+            spec.obj = spec.obj.resolve_bolt(merge_component_conf(conf, spec.conf))
     for spec in topo.components().values():
         spec.streams[SYSTEM_STREAM] = (Fields("event"), False)
     _with_event_loggers(topo, conf)

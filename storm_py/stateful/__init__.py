@@ -6,12 +6,12 @@ through a topology with stateful bolts.
 from __future__ import annotations
 
 from storm_py.api.topology import register_topology_rewrite
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
-from storm_py.stateful.providers import StateProvider
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.stateful_spout import StatefulSpout
-from storm_py.stateful.windowed_bolt import BaseStatefulWindowedBolt
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.api.spout import StatefulSpout
+from storm_py.stateful.api.windowed_bolt import BaseStatefulWindowedBolt
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import StateProvider
 from storm_py.stateful.wiring import with_checkpoints
 
 register_topology_rewrite(with_checkpoints)

@@ -1,14 +1,14 @@
 """This module owns the checkpoint wiring of a topology with stateful bolts (what Storm's builder does in
 ``createTopology``): the ``$checkpointspout`` component, the ``$checkpoint`` stream through every bolt, and each
-bolt wrapped in a :class:`~storm_py.stateful.managed.ManagedBolt` (which runs Storm's stateful executor, its
+bolt wrapped in a :class:`~storm_py.stateful.managed_bolt.ManagedBolt` (which runs Storm's stateful executor, its
 checkpoint forwarder or, under exactly_once, the aligned executor); each :class:`StatefulSpout` is wrapped in a
-:class:`~storm_py.stateful.spout_executor.StatefulSpoutExecutor`.
+:class:`~storm_py.stateful.managed_spout.StatefulSpoutExecutor`.
 
 A bolt fed by a spout takes ``$checkpoint`` from the checkpoint spout; a bolt fed by a bolt takes that bolt's
 ``$checkpoint``; all with all-grouping, so every task sees every checkpoint from every task upstream.  The
 ``$barrier`` stream of exactly_once follows the data instead: a bolt takes it from every bolt and every stateful
 spout it reads.
-:class:`~storm_py.stateful.sink.CheckpointedSink` that takes part counts as a stateful bolt (under exactly_once).
+:class:`~storm_py.stateful.api.sink.CheckpointedSink` that takes part counts as a stateful bolt (under exactly_once).
 :func:`with_checkpoints` is registered with the builder by :mod:`storm_py.stateful`; a topology without a stateful
 bolt is left as it is.
 """
@@ -23,17 +23,17 @@ from storm_py.api.tuple import Fields
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, InvalidTopologyException
 from storm_py.runtime.key_groups import KEY_VALUE, MAX_PARALLELISM, STATE_KIND
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
-from storm_py.stateful.exactly_once import BARRIER_FIELDS, BARRIER_STREAM_ID
-from storm_py.stateful.managed import ManagedBolt
-from storm_py.stateful.providers import check_provider
-from storm_py.stateful.sink import CheckpointedSink, takes_part
-from storm_py.stateful.spout import CheckpointSpout
-from storm_py.stateful.spout_executor import StatefulSpoutExecutor
-from storm_py.stateful.stateful_spout import StatefulSpout
-from storm_py.stateful.task_names import RESCALES
-from storm_py.stateful.windowed import StatefulWindowedBolt
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.api.sink import CheckpointedSink, takes_part
+from storm_py.stateful.api.spout import StatefulSpout
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_FIELDS, CHECKPOINT_STREAM_ID
+from storm_py.stateful.at_least_once.checkpoint_spout import CheckpointSpout
+from storm_py.stateful.exactly_once.coordinator import BARRIER_FIELDS, BARRIER_STREAM_ID
+from storm_py.stateful.managed_bolt import ManagedBolt
+from storm_py.stateful.managed_spout import StatefulSpoutExecutor
+from storm_py.stateful.state.providers import check_provider
+from storm_py.stateful.state.task_names import RESCALES
+from storm_py.stateful.windowed_runner import StatefulWindowedBolt
 
 AT_LEAST_ONCE: Final = "at_least_once"
 EXACTLY_ONCE: Final = "exactly_once"

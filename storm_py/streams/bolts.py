@@ -16,8 +16,8 @@ from typing import Any
 from storm_py.api.components import Anchors, Bolt, OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.state.key_value import KeyValueState
 from storm_py.streams.planner import PUNCTUATION, BoltPlan
 from storm_py.streams.processors import Pipeline
 from storm_py.windowing.bolt import BaseWindowedBolt

@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol
 
 from storm_py.api.components import Anchors
 from storm_py.api.tuple import Tuple
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.state.key_value import KeyValueState
 from storm_py.streams import nodes as n
 from storm_py.streams import planner as p
 from storm_py.streams.aggregators import Count as CountAggregator

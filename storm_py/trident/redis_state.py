@@ -1,5 +1,5 @@
 """``RedisMapState``: Trident map state in a real Redis (Storm's storm-redis ``RedisMapState``), through
-the Redis state provider's client (:mod:`storm_py.stateful.redis_client` is the one module importing redis-py).
+the Redis state provider's client (:mod:`storm_py.stateful.state.redis_client` is the one module importing redis-py).
 
 Keys are ``<key_prefix><JSON list of the group's values>``; each stored value is one JSON document: the
 opaque kind stores ``{"txid", "curr", "prev"}`` (``OpaqueValue``), the transactional kind ``{"txid", "val"}``
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from storm_py.errors import InvalidTopologyException
-from storm_py.stateful.redis_state import redis_client
+from storm_py.stateful.state.redis_state import redis_client
 from storm_py.transactional.map_state import OpaqueValue, TransactionalValue
 from storm_py.trident.state import KINDS, CachedMap, MapState, StateFactory
 

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from storm_py.clock import SYSTEM_CLOCK, wait_until
-from storm_py.stateful.checkpoint_dir import CheckpointDirState, settings_of
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, settings_of
 from tests.autoscale.harness import APP, PARTITIONS, PacedProducer
 from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)
 from tests.cluster.harness import DevClusterProcess, build_wheel

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.stateful.redis_state import RedisKeyValueState
+from storm_py.stateful.state.redis_state import RedisKeyValueState
 from tests.cluster.conftest import zk_root_conf
 from tests.cluster.harness import APPS, DevClusterProcess, alive, build_wheel
 

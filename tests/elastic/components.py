@@ -11,10 +11,10 @@ from typing import Any
 from storm_py import BaseStatefulWindowedBolt, Count, TopologyBuilder
 from storm_py.config import defaults
 from storm_py.config.keys import setting
-from storm_py.stateful.checkpoint_dir import CheckpointDirState
-from storm_py.stateful.providers import checkpoint_dir_settings, provider_config
-from storm_py.stateful.redis_state import RedisKeyValueState
-from storm_py.stateful.state import MEMORY_STORES
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState
+from storm_py.stateful.state.key_value import MEMORY_STORES
+from storm_py.stateful.state.providers import checkpoint_dir_settings, provider_config
+from storm_py.stateful.state.redis_state import RedisKeyValueState
 from tests.stateful.components import RUNS, CountBolt, PositionSpout, ReplayingWordSpout, SinkBolt, SplitBolt
 
 #: how many of its words each run's spout may emit so far

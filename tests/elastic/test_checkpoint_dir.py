@@ -17,7 +17,7 @@ import pytest
 
 from storm_py.clock import wait_until
 from storm_py.errors import ConfigError, InvalidTopologyException, StateBackendError
-from storm_py.stateful.checkpoint_dir import (
+from storm_py.stateful.state.checkpoint_dir import (
     CheckpointDirState,
     FsspecBlobs,
     LocalBlobs,
@@ -27,7 +27,7 @@ from storm_py.stateful.checkpoint_dir import (
     open_root,
     settings_of,
 )
-from storm_py.stateful.providers import check_provider
+from storm_py.stateful.state.providers import check_provider
 
 
 class Crash(Exception):
@@ -113,7 +113,7 @@ def test_a_writer_dying_at_any_write_leaves_a_whole_commit(tmp_path: Path, kind:
 
 CHILD = textwrap.dedent("""
     import sys
-    from storm_py.stateful.checkpoint_dir import CheckpointDirState, LocalBlobs
+    from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, LocalBlobs
     from pathlib import Path
     from tests.elastic.test_checkpoint_dir import run_checkpoints
     state = CheckpointDirState(LocalBlobs(Path(sys.argv[1])), compact_files=4)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from storm_py import LocalCluster, NotAliveException
 from storm_py.clock import wait_until
-from storm_py.stateful.checkpoint_dir import CheckpointDirState, Settings
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, Settings
 from tests.elastic.components import committed_counts
 from tests.stateful.components import counts, new_run, truth, word_count_topology
 

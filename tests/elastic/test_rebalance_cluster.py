@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from storm_py.clock import wait_until
-from storm_py.stateful.checkpoint_dir import CheckpointDirState, Settings
-from storm_py.stateful.redis_state import RedisKeyValueState
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, Settings
+from storm_py.stateful.state.redis_state import RedisKeyValueState
 from tests.cluster.conftest import zk_root_conf
 from tests.cluster.harness import DevClusterProcess, build_wheel
 from tests.elastic.components import PacedProducer, committed_counts

@@ -11,8 +11,8 @@ import pytest
 from storm_py.jdbc import Column, HikariCPConnectionProvider, JdbcError, PooledConnectionProvider, Types
 from storm_py.jdbc.driver import driver_for
 from storm_py.jdbc.sql import count_placeholders, insert_query, rewrite_placeholders
-from storm_py.stateful.sink import RetryBackoff, SinkLedger
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.api.sink import RetryBackoff, SinkLedger
+from storm_py.stateful.state.key_value import KeyValueState
 
 
 def test_placeholders_follow_the_paramstyle_and_skip_literals_identifiers_and_comments():

@@ -55,7 +55,7 @@ def test_the_insert_bolt_under_exactly_once_by_hand(postgres):
     """Rows reach the table only when their checkpoint commits, with its txid; a refused row is left out and
     reported; a database that is down delays the write; a restarted task skips what the table holds."""
     from storm_py.jdbc import Column, JdbcInsertBolt, PooledConnectionProvider, SimpleJdbcMapper, Types
-    from storm_py.stateful.state import KeyValueState
+    from storm_py.stateful.state.key_value import KeyValueState
     from tests.jdbc.harness import run_bolt, tick, tup
 
     table = f"eo_{uuid.uuid4().hex[:8]}"

@@ -13,7 +13,7 @@ import pytest
 
 from storm_py.clock import wait_until
 from storm_py.dev.redis import RedisServerProcess
-from storm_py.stateful.redis_state import RedisKeyValueState
+from storm_py.stateful.state.redis_state import RedisKeyValueState
 from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)
 from tests.cluster.harness import DevClusterProcess, alive, build_wheel
 from tests.kafka.conftest import Broker

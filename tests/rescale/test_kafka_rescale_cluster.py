@@ -19,10 +19,10 @@ import pytest
 from storm_py.clock import wait_until
 from storm_py.dev.redis import RedisServerProcess
 from storm_py.runtime.key_groups import groups_of_task
-from storm_py.stateful.checkpoint_dir import CheckpointDirState, settings_of
-from storm_py.stateful.redis_state import RedisKeyValueState
-from storm_py.stateful.rescaled import key_group_of
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, settings_of
+from storm_py.stateful.state.key_group_move import key_group_of
+from storm_py.stateful.state.redis_state import RedisKeyValueState
+from storm_py.stateful.state.task_names import Rescales, namespace
 from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)
 from tests.cluster.harness import DevClusterProcess, build_wheel
 from tests.kafka.conftest import Broker, broker, kafka_broker  # noqa: F401  (fixtures)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from storm_py.cluster_state.models import ACTIVE, REBALANCING, StormBase
 from storm_py.errors import InvalidTopologyException
 from storm_py.nimbus.rescale import checked_tasks, rescaled_counts, unkeyed_reason
-from storm_py.stateful.task_names import Rescales
+from storm_py.stateful.state.task_names import Rescales
 
 
 def _base(status: str = ACTIVE, conf: dict[str, Any] | None = None) -> StormBase:

@@ -21,7 +21,7 @@ from storm_py.config import defaults
 from storm_py.nimbus.rescale_checkpoint import POLL_SECS, CheckpointReading, decide, new_request, reading_of
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
-from storm_py.stateful.checkpoint import COMMITTED, INITIAL, CheckpointAsk, CheckpointCoordinator, TxState
+from storm_py.stateful.at_least_once.checkpoint import COMMITTED, INITIAL, CheckpointAsk, CheckpointCoordinator, TxState
 
 REQUEST = CheckpointRequest(id=1_000_000, asked_at=1000.0, until=1030.0, txid=4)
 

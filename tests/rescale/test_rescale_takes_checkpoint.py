@@ -13,8 +13,8 @@ import pytest
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.runtime.system_topology import layout_from_counts
-from storm_py.stateful.state import MEMORY_STORES
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.state.key_value import MEMORY_STORES
+from storm_py.stateful.state.task_names import Rescales, namespace
 from tests.rescale.components import Run, keyed_count_topology, new_run, truth, words
 
 #: checkpoints every 3 s: a rescale that took none would restore one up to 3 s old and replay what came after it

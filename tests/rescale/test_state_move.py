@@ -11,9 +11,9 @@ import pytest
 
 from storm_py.errors import ConfigError
 from storm_py.runtime.key_groups import groups_of_task, task_index_of_group
-from storm_py.stateful.rescaled import KeyGroupMove, key_group_of
-from storm_py.stateful.state import KeyValueState, MemoryStore
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.state.key_group_move import KeyGroupMove, key_group_of
+from storm_py.stateful.state.key_value import KeyValueState, MemoryStore
+from storm_py.stateful.state.task_names import Rescales, namespace
 
 M = 128
 WORDS = Counter({f"word{i}": i + 1 for i in range(400)})

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storm_py import BaseStatefulBolt, Bolt, Spout, StatefulSpout, TopologyBuilder
-from storm_py.stateful.checkpoint_dir import CheckpointDirState
-from storm_py.stateful.providers import checkpoint_dir_settings
-from storm_py.stateful.state import MEMORY_STORES
+from storm_py.stateful.state.checkpoint_dir import CheckpointDirState
+from storm_py.stateful.state.key_value import MEMORY_STORES
+from storm_py.stateful.state.providers import checkpoint_dir_settings
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
 from storm_py.metrics import prometheus, reports
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID
 from storm_py.ui import stats_views
 from tests.stateful.components import new_run, word_count_topology
 

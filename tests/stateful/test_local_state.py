@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from storm_py import LocalCluster
 from storm_py.clock import wait_until
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
 from tests.stateful.components import counts, new_run, truth, word_count_topology
 
 WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 40
@@ -59,7 +59,7 @@ def test_acks_wait_for_the_checkpoint_and_checkpoints_follow_the_cluster_clock()
 
 
 def test_a_stateful_spout_is_checkpointed_with_the_bolts_under_at_least_once():
-    from storm_py.stateful.state import MEMORY_STORES
+    from storm_py.stateful.state.key_value import MEMORY_STORES
 
     run = new_run("spout-state")
     words = WORDS[:60]

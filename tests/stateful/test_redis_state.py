@@ -12,7 +12,7 @@ from storm_py import LocalCluster, NotAliveException
 from storm_py.clock import Deadline, wait_until
 from storm_py.dev.redis import RedisServerProcess
 from storm_py.errors import ConfigError, StateBackendError
-from storm_py.stateful.redis_state import RedisKeyValueState, redis_client
+from storm_py.stateful.state.redis_state import RedisKeyValueState, redis_client
 from tests.stateful.components import counts, new_run, truth, word_count_topology
 
 WORDS = ["apple", "pear", "fig", "kiwi", "plum", "lime"] * 30

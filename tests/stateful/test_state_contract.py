@@ -14,8 +14,8 @@ import pytest
 from storm_py import KeyValueState
 from storm_py.api.context import TopologyContext
 from storm_py.errors import StateBackendError
-from storm_py.stateful.providers import new_state
-from storm_py.stateful.state import MEMORY_STORES
+from storm_py.stateful.state.key_value import MEMORY_STORES
+from storm_py.stateful.state.providers import new_state
 
 
 def _context(topology: str) -> TopologyContext:

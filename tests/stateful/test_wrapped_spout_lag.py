@@ -9,7 +9,7 @@ from storm_py import LocalCluster, TopologyBuilder
 from storm_py.clock import wait_until
 from storm_py.metrics import reports
 from storm_py.runtime.contracts import LagReporter, layers
-from storm_py.stateful.spout_executor import StatefulSpoutExecutor
+from storm_py.stateful.managed_spout import StatefulSpoutExecutor
 from storm_py.ui import stats_views
 from tests.stateful.components import CountBolt, PositionSpout, SplitBolt, new_run
 

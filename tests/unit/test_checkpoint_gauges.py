@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py.clock import SimulatedClock
-from storm_py.stateful.spout import GAUGE_COMMITTED_AT, GAUGE_TXID, CheckpointSpout
+from storm_py.stateful.at_least_once.checkpoint_spout import GAUGE_COMMITTED_AT, GAUGE_TXID, CheckpointSpout
 from tests.unit.test_window_executor import context
 
 

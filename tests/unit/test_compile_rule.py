@@ -51,9 +51,10 @@ HOT_MODULE_ROLES = {
     "storm_py.windowing.manager": "ledger",
     "storm_py.windowing.policies": "pure core",
     "storm_py.windowing.watermarks": "pure core",
-    "storm_py.stateful.state": "ledger",
-    "storm_py.stateful.tracking": "collector",
-    "storm_py.stateful.spout_path": "executor",
+    "storm_py.stateful.state.key_value": "ledger",
+    "storm_py.stateful.at_least_once.tuple_path": "collector",
+    "storm_py.stateful.exactly_once.tuple_path": "collector",
+    "storm_py.stateful.exactly_once.spout_path": "executor",
     "storm_py.multilang.json_fast": "codec",
     "storm_py.multilang.ledger": "ledger",
     "storm_py.multilang.msgpack_fast": "codec",
@@ -93,7 +94,7 @@ def user_facing_classes(module: str) -> list[str]:
 def test_no_compiled_module_defines_a_user_facing_class():
     offending = [cls for module in HOT_MODULES for cls in user_facing_classes(module)]
     assert not offending, f"user-facing classes stay interpreted (move them out of the hot module): {offending}"
-    assert user_facing_classes("storm_py.stateful.managed") == ["storm_py.stateful.managed.ManagedBolt"]
+    assert user_facing_classes("storm_py.stateful.managed_bolt") == ["storm_py.stateful.managed_bolt.ManagedBolt"]
 
 
 def test_every_system_built_exception_is_still_in_a_hot_module():

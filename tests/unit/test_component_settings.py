@@ -7,7 +7,7 @@ from __future__ import annotations
 from storm_py import Count, TopologyBuilder
 from storm_py.cluster_state.models import StormBase
 from storm_py.nimbus.component_settings import component_settings
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID
 from tests.unit.test_stateful_windowed import WindowSum, _Spout
 
 

@@ -16,6 +16,8 @@ from storm_py.runtime.contracts import (
     BackgroundWork,
     BoundedInbox,
     Configured,
+    ReplacesWrapped,
+    ResolvesToBolt,
     RunsAsBasic,
     Wrapper,
     own_configuration,
@@ -23,8 +25,8 @@ from storm_py.runtime.contracts import (
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.transfer.in_process import InProcessTransfer
 from storm_py.runtime.worker_runtime import WorkerRuntime
-from storm_py.stateful.executors import CheckpointTupleForwarder
-from storm_py.stateful.managed import ManagedBolt
+from storm_py.stateful.at_least_once.bolt_wrappers import CheckpointTupleForwarder
+from storm_py.stateful.managed_bolt import ManagedBolt
 from storm_py.worker.core import stack_owners
 from tests.unit.sources import parsed_sources
 
@@ -85,9 +87,12 @@ def test_managed_state_wrappers_declare_what_they_run():
     user = _Plain()
     managed = ManagedBolt(user, stateful=False, checkpoint_sources=["$checkpoint"], barrier_sources=[])
     assert isinstance(managed, Wrapper) and managed.wrapped_component is user
-    assert isinstance(managed, RunsAsBasic) and managed.basic_bolt is None  # until prepared
-    assert isinstance(CheckpointTupleForwarder(user, ["$checkpoint"]), RunsAsBasic)
-    assert not isinstance(user, (RunsAsBasic, Wrapper, BackgroundWork, BoundedInbox, Configured))
+    assert isinstance(managed, ResolvesToBolt) and not isinstance(managed, RunsAsBasic)
+    forwarder = managed.resolve_bolt({"topology.state.guarantee": "at_least_once"})
+    assert isinstance(forwarder, CheckpointTupleForwarder) and forwarder.wrapped_component is user
+    assert isinstance(forwarder, RunsAsBasic) and forwarder.basic_bolt is None  # until prepared
+    assert isinstance(forwarder, ReplacesWrapped) and not isinstance(forwarder, ResolvesToBolt)
+    assert not isinstance(user, (RunsAsBasic, Wrapper, BackgroundWork, BoundedInbox, Configured, ResolvesToBolt))
 
 
 def test_a_wrapper_passes_on_its_users_own_configuration_and_none_for_a_component_without_one():

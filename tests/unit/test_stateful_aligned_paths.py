@@ -14,9 +14,9 @@ from storm_py.config import defaults
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.system_topology import layout_tasks, system_topology
 from storm_py.runtime.worker_runtime import WorkerRuntime
-from storm_py.stateful.aligned import AlignedBasicBolt
-from storm_py.stateful.spout_path import PollGate, UntrackedSpoutCollector
-from storm_py.stateful.tracking import FailWatchingCollector
+from storm_py.stateful.exactly_once.aligned_bolt import AlignedBasicBolt
+from storm_py.stateful.exactly_once.spout_path import PollGate, UntrackedSpoutCollector
+from storm_py.stateful.exactly_once.tuple_path import FailWatchingCollector
 from tests.core.test_ack_rows import ack_rows, bolt_executor
 from tests.stateful.components import RUNS, CountBolt, committed_counts, new_run, truth
 

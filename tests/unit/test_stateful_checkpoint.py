@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storm_py.stateful.checkpoint import (
+from storm_py.stateful.at_least_once.checkpoint import (
     COMMIT,
     COMMITTED,
     COMMITTING,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from storm_py.stateful.aligned import DROP, HOLD, RUN, Alignment
-from storm_py.stateful.exactly_once import (
+from storm_py.stateful.exactly_once.aligned_bolt import DROP, HOLD, RUN, Alignment
+from storm_py.stateful.exactly_once.coordinator import (
     COMMITTED,
     INITIAL,
     PREPARING,
@@ -89,8 +89,8 @@ def test_alignment_holds_the_channels_that_delivered_the_barrier_and_fences_afte
 
 def test_aligned_executor_holds_until_aligned_prepares_and_fences_after_a_restart():
     from storm_py import KeyValueState
-    from storm_py.stateful.aligned import AlignedBoltExecutor
-    from storm_py.stateful.exactly_once import BARRIER_STREAM_ID
+    from storm_py.stateful.exactly_once.aligned_bolt import AlignedBoltExecutor
+    from storm_py.stateful.exactly_once.coordinator import BARRIER_STREAM_ID
     from storm_py.testing import test_tuple
     from tests.unit.test_stateful_executors import Counter, Recorder, context
 

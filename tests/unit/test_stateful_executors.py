@@ -9,8 +9,7 @@ import pytest
 
 from storm_py import BaseStatefulBolt, BasicBolt, Bolt, FailedException, KeyValueState
 from storm_py.api.context import TopologyContext
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
-from storm_py.stateful.executors import (
+from storm_py.stateful.at_least_once.bolt_wrappers import (
     HANDLE,
     STALE,
     WAIT,
@@ -19,6 +18,7 @@ from storm_py.stateful.executors import (
     CheckpointTupleForwarder,
     StatefulBoltExecutor,
 )
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, CHECKPOINT_STREAM_ID
 from storm_py.testing import test_tuple
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from storm_py import KeyValueState, StatefulSpout
-from storm_py.stateful.exactly_once import RESTARTING, Published
-from storm_py.stateful.spout_executor import StatefulSpoutExecutor
-from storm_py.stateful.state import MemoryStore
+from storm_py.stateful.exactly_once.coordinator import RESTARTING, Published
+from storm_py.stateful.managed_spout import StatefulSpoutExecutor
+from storm_py.stateful.state.key_value import MemoryStore
 
 
 class Positions(StatefulSpout):

@@ -7,8 +7,8 @@ import pytest
 from storm_py import KeyValueState
 from storm_py.api.context import TopologyContext
 from storm_py.errors import ConfigError, InvalidTopologyException, StateBackendError
-from storm_py.stateful.providers import new_state, provider_config
-from storm_py.stateful.state import MEMORY_STORES
+from storm_py.stateful.state.key_value import MEMORY_STORES
+from storm_py.stateful.state.providers import new_state, provider_config
 
 
 def ctx(topology_id: str = "topo-1") -> TopologyContext:

@@ -10,10 +10,10 @@ import pytest
 
 from storm_py import BaseStatefulWindowedBolt, Count, Duration, KeyValueState, TopologyBuilder
 from storm_py.clock import SimulatedClock
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, COMMIT, INITSTATE, PREPARE, ROLLBACK
-from storm_py.stateful.executors import StatefulBoltExecutor
-from storm_py.stateful.state import MemoryStore
-from storm_py.stateful.windowed import (
+from storm_py.stateful.at_least_once.bolt_wrappers import StatefulBoltExecutor
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, COMMIT, INITSTATE, PREPARE, ROLLBACK
+from storm_py.stateful.state.key_value import MemoryStore
+from storm_py.stateful.windowed_runner import (
     DROP,
     HOLD,
     LAST,

@@ -3,11 +3,11 @@ what a spout task does with them.
 
 Under exactly_once the checkpoint spout sends no tuples.  It *publishes* its decision in its managed state
 (:class:`Published`: the txid, the phase, the generation and the txid a restart restores), and every
-:class:`~storm_py.stateful.stateful_spout.StatefulSpout` task reads it every poll, acts on it and *reports* in a
+:class:`~storm_py.stateful.api.spout.StatefulSpout` task reads it every poll, acts on it and *reports* in a
 control state of its own (:class:`Report`): the last txid whose barrier tree completed, the last generation whose
 restart marker tree completed, the last generation in which something failed.  Barriers and restart markers
 travel from the spouts along the data channels (stream ``$barrier``), so each channel carries them in order with
-the data; bolts align on them (see :mod:`storm_py.stateful.aligned`).
+the data; bolts align on them (see :mod:`storm_py.stateful.exactly_once.aligned_bolt`).
 
 - ``COMMITTED(n)``: every interval the coordinator publishes ``PREPARING(n+1)``; each spout snapshots its
   position (prepare ``n+1``) and sends barrier ``n+1``; when every spout reports ``n+1`` prepared, every bolt has

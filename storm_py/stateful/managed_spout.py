@@ -1,13 +1,13 @@
-"""This module owns the wrapper of a :class:`~storm_py.stateful.stateful_spout.StatefulSpout`: it gives the spout
+"""This module owns the wrapper of a :class:`~storm_py.stateful.api.spout.StatefulSpout`: it gives the spout
 its managed state and, every poll, reads the checkpoint spout's state and acts on it.
 
 - at_least_once (Storm's protocol, the spout's position checkpointed beside the bolts' states): on
   ``PREPARING(n)`` the spout's state is prepared as ``n``, on ``COMMITTED(n)`` committed; a state that went back
   (the checkpoint was rolled back) is rolled back and handed to ``init_state`` again.  Replays come from ``fail``.
-- exactly_once: the steps of :class:`~storm_py.stateful.exactly_once.SpoutView` (commit, restart with a marker,
-  prepare with a barrier); data is emitted untracked (no tuple trees: the checkpoint decides what is replayed),
-  barriers and markers as tracked tuples on ``$barrier`` whose trees tell the spout they went through; their fate
-  is reported in the control state ``<component>-<task>$control``.
+- exactly_once: the steps of :class:`~storm_py.stateful.exactly_once.coordinator.SpoutView` (commit, restart with a
+  marker, prepare with a barrier); data is emitted untracked (no tuple trees: the checkpoint decides what is replayed),
+  barriers and markers as tracked tuples on ``$barrier`` whose trees tell the spout they went through; their fate is
+  reported in the control state ``<component>-<task>$control``.
 
 While its topology is held for a checkpoint (nimbus asked for one before rescaling the tasks) the spout's own
 ``next_tuple`` is not called and it is deactivated, while the executor goes on following the checkpoints.
@@ -25,9 +25,10 @@ from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.clock import Clock
 from storm_py.config.keys import setting
 from storm_py.runtime.spout_executor import SpoutCollector
-from storm_py.stateful import checkpoint as storm
-from storm_py.stateful.checkpoint import CHECKPOINT_COMPONENT_ID, MIN_INTERVAL_MS
-from storm_py.stateful.exactly_once import (
+from storm_py.stateful.api.spout import StatefulSpout
+from storm_py.stateful.at_least_once import checkpoint as storm
+from storm_py.stateful.at_least_once.checkpoint import CHECKPOINT_COMPONENT_ID, MIN_INTERVAL_MS
+from storm_py.stateful.exactly_once.coordinator import (
     BARRIER,
     BARRIER_FIELDS,
     BARRIER_STREAM_ID,
@@ -36,11 +37,10 @@ from storm_py.stateful.exactly_once import (
     Report,
     SpoutView,
 )
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.spout_path import PollGate, UntrackedSpoutCollector
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.stateful_spout import StatefulSpout
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.exactly_once.spout_path import PollGate, UntrackedSpoutCollector
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
+from storm_py.stateful.state.task_names import Rescales, namespace
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ def control_namespace(component: str, task: int) -> str:
 
 class UntrackedCollector:
     """The collector a spout sees under exactly_once over any collector but a task's own (which gets the compiled
-    :class:`~storm_py.stateful.spout_path.UntrackedSpoutCollector`): its emits carry no message id (no tuple
-    tree)."""
+    :class:`~storm_py.stateful.exactly_once.spout_path.UntrackedSpoutCollector`): its emits carry no message id
+    (no tuple tree)."""
 
     def __init__(self, delegate: SpoutOutputCollector) -> None:
         self._delegate = delegate

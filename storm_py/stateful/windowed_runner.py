@@ -1,4 +1,4 @@
-"""This module owns what runs a :class:`~storm_py.stateful.windowed_bolt.BaseStatefulWindowedBolt` in a topology:
+"""This module owns what runs a :class:`~storm_py.stateful.api.windowed_bolt.BaseStatefulWindowedBolt` in a topology:
 :class:`StatefulWindowedBolt`, a stateful bolt (so the wiring wraps it in Storm's stateful executor, which holds
 its acks until a checkpoint commits) around a window executor, and the pure :class:`ReplayTracker`.
 
@@ -27,9 +27,9 @@ from storm_py.api.components import OutputCollector, OutputFieldsDeclarer
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.errors import FailedException
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 from storm_py.windowing.events import Event, Expiry, Step
 from storm_py.windowing.executor import WindowedBoltExecutor, WindowedComponent
 from storm_py.windowing.watermarks import WatermarkGenerator
@@ -49,7 +49,7 @@ MESSAGE_ID_FIELD: Final = "topology.bolts.message.id.field.name"
 
 
 class StatefulWindowedComponent(WindowedComponent, Protocol):
-    """What runs here: a :class:`~storm_py.stateful.windowed_bolt.BaseStatefulWindowedBolt` (a windowed bolt
+    """What runs here: a :class:`~storm_py.stateful.api.windowed_bolt.BaseStatefulWindowedBolt` (a windowed bolt
     with its state hooks and persistence settings)."""
 
     def is_persistent(self) -> bool: ...

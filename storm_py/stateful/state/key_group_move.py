@@ -4,7 +4,7 @@ Each entry of a keyed component's state belongs to the key group of its key: the
 grouping field, or the list (or tuple) of the grouping values, hashed as the fields grouping hashes them
 (:mod:`storm_py.runtime.key_groups`).  Partitioned that way, a task's committed state can be split by group.
 
-After a rescale a task of the new generation starts from an empty namespace (:mod:`storm_py.stateful.task_names`)
+After a rescale a task of the new generation starts from an empty namespace (:mod:`storm_py.stateful.state.task_names`)
 and, before its first tuple, takes its key groups from the committed states of the previous generation's tasks
 that held them (:func:`storm_py.runtime.key_groups.sources_of`), commits them under the checkpoint's txid and
 marks its namespace moved.  A task killed midway moves again from the same committed sources (they are never
@@ -22,9 +22,9 @@ from storm_py.api.context import TopologyContext
 from storm_py.config.keys import setting
 from storm_py.runtime.groupers import values_hash
 from storm_py.runtime.key_groups import MAX_PARALLELISM, groups_of_task, key_group, sources_of
-from storm_py.stateful.providers import new_state
-from storm_py.stateful.state import NO_TXID, KeyValueState
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
+from storm_py.stateful.state.providers import new_state
+from storm_py.stateful.state.task_names import Rescales, namespace
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from storm_py.api.context import TopologyContext
 from storm_py.clock import Clock
 from storm_py.cluster_state.checkpoint_request import SERVED_GAUGE
 from storm_py.config.keys import setting
-from storm_py.stateful.checkpoint import (
+from storm_py.stateful.at_least_once.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
     COMMITTED,
@@ -24,15 +24,15 @@ from storm_py.stateful.checkpoint import (
     CheckpointCoordinator,
     TxState,
 )
-from storm_py.stateful.exactly_once import COMMITTED as EO_COMMITTED
-from storm_py.stateful.exactly_once import INITIAL as INITIAL_DECISION
-from storm_py.stateful.exactly_once import PREPARING as EO_PREPARING
-from storm_py.stateful.exactly_once import RESTARTING as EO_RESTARTING
-from storm_py.stateful.exactly_once import ExactlyOnceCoordinator, Published, Report
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.spout_executor import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
-from storm_py.stateful.spout_executor import TX_STATE_KEY as SPOUT_TX_STATE_KEY
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.exactly_once.coordinator import COMMITTED as EO_COMMITTED
+from storm_py.stateful.exactly_once.coordinator import INITIAL as INITIAL_DECISION
+from storm_py.stateful.exactly_once.coordinator import PREPARING as EO_PREPARING
+from storm_py.stateful.exactly_once.coordinator import RESTARTING as EO_RESTARTING
+from storm_py.stateful.exactly_once.coordinator import ExactlyOnceCoordinator, Published, Report
+from storm_py.stateful.managed_spout import EXACTLY_ONCE, REPORT_KEY, control_namespace, poll_secs
+from storm_py.stateful.managed_spout import TX_STATE_KEY as SPOUT_TX_STATE_KEY
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def checkpoint_interval_secs(conf: dict[str, Any]) -> float:
 class CheckpointSpout(Spout):
     """Emits ``[txid, action]`` on ``$checkpoint`` with message id ``txid``; one task per topology.  Under
     exactly_once it emits nothing: it publishes its decisions in its state (see
-    :mod:`storm_py.stateful.exactly_once`), reading the reports of the tasks of ``stateful_spouts``."""
+    :mod:`storm_py.stateful.exactly_once.coordinator`), reading the reports of the tasks of ``stateful_spouts``."""
 
     def __init__(self, stateful_spouts: Sequence[str] = ()) -> None:
         self.stateful_spouts = tuple(stateful_spouts)

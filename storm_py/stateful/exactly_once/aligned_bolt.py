@@ -19,7 +19,7 @@ order with its data.  :class:`Alignment` is the pure core; the executor applies 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,13 +32,13 @@ from storm_py.api.components import (
 from storm_py.api.context import TopologyContext
 from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException
-from storm_py.runtime.contracts import Drains
-from storm_py.stateful.exactly_once import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
-from storm_py.stateful.executors import AnchoredCollector
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.rescaled import KeyGroupMove
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AlignedPath, FailWatchingCollector
+from storm_py.runtime.contracts import Drains, own_configuration
+from storm_py.stateful.anchored_collector import AnchoredCollector
+from storm_py.stateful.exactly_once.coordinator import BARRIER, BARRIER_FIELDS, BARRIER_STREAM_ID, RESTART
+from storm_py.stateful.exactly_once.tuple_path import AlignedPath, FailWatchingCollector
+from storm_py.stateful.state.key_group_move import KeyGroupMove
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class Alignment:
 
 class AlignedBasicBolt(BasicBolt):
     """What the bolt executor runs in place of a basic bolt under exactly_once (its compiled basic runner: emits
-    anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's
-    compiled :meth:`AlignedPath.execute_basic <storm_py.stateful.tracking.AlignedPath.execute_basic>`."""
+    anchored to the input, the input acked, or failed when ``execute`` raises): ``execute`` is the executor's compiled
+    :meth:`AlignedPath.execute_basic <storm_py.stateful.exactly_once.tuple_path.AlignedPath.execute_basic>`."""
 
     def __init__(self, owner: AlignedBoltExecutor) -> None:
         self.owner = owner
@@ -117,11 +117,15 @@ class AlignedBoltExecutor:
     """Runs one bolt task under exactly_once (see the module's description); ``stateful`` bolts get their state
     and its hooks, the others only pass barriers and markers on.
 
-    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.tracking.AlignedPath`): straight into the
-    bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.  A
-    basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with
-    an anchoring collector of its own (what a caller without that runner uses).
+    Data tuples run through :attr:`path` (:class:`~storm_py.stateful.exactly_once.tuple_path.AlignedPath`): straight
+    into the bolt while no barrier blocks and no restart fences a channel (:meth:`_sync`), else through the alignment.
+    A basic bolt is run by the bolt executor's basic runner through :attr:`basic_bolt`; :meth:`execute` runs it with an
+    anchoring collector of its own (what a caller without that runner uses).
     """
+
+    #: the compiled path data tuples run through: made at ``prepare``, since this bolt is copied for each task
+    #: before (and compiled objects are not copied)
+    path: AlignedPath
 
     def __init__(self, bolt: Any, barrier_sources: Sequence[str], stateful: bool) -> None:
         self.bolt = bolt
@@ -134,9 +138,18 @@ class AlignedBoltExecutor:
         self.held: list[tuple[Tuple, bool]] = []
         self._basic: AnchoredCollector | None = None
         self.basic_bolt: AlignedBasicBolt | None = None
-        self.path = AlignedPath(self._execute, self._failed, self._execute_basic, self._broken)
+
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's bolt this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
+    def replace_wrapped(self, component: Any) -> None:
+        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
+        self.bolt = component
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.path = AlignedPath(self._execute, self._failed, self._execute_basic, self._broken)
         self.collector = collector
         self.component_id = context.this_component_id
         channels = frozenset(t for c in self.barrier_sources for t in context.get_component_tasks(c))
@@ -152,8 +165,10 @@ class AlignedBoltExecutor:
             self.bolt.prepare(conf, context, FailWatchingCollector(collector, self._broken))
         self._sync()
 
-    def execute(self, tup: Tuple) -> None:
-        self.path.execute(tup)
+    @property
+    def execute(self) -> Callable[[Tuple], None]:
+        """The compiled path's ``execute``, once prepared: the executor runs every input straight through it."""
+        return self.path.execute
 
     def _broken(self) -> None:
         """The bolt failed a tuple or raised: the next barrier fails (every component rolls back)."""
@@ -316,6 +331,9 @@ class AlignedBoltExecutor:
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.bolt.declare_output_fields(declarer)
         declarer.declare_stream(BARRIER_STREAM_ID, list(BARRIER_FIELDS))
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return own_configuration(self.bolt)
 
     def cleanup(self) -> None:
         self.bolt.cleanup()

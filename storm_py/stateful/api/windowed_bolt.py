@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Final, Self
 
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.windowed import MESSAGE_ID_FIELD, StatefulWindowedBolt
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.windowed_runner import MESSAGE_ID_FIELD, StatefulWindowedBolt
 from storm_py.windowing.bolt import BaseWindowedBolt
 
 #: how many window events one saved partition holds unless ``with_max_events_in_memory`` says otherwise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storm_py.api.components import Spout
-from storm_py.stateful.state import KeyValueState
+from storm_py.stateful.state.key_value import KeyValueState
 
 
 class StatefulSpout(Spout):

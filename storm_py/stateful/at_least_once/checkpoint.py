@@ -8,8 +8,8 @@ opening the spout: ``PREPARING(n)`` is rolled back (``ROLLBACK``, then ``COMMITT
 committed again (``COMMIT``), and ``COMMITTED(n)`` ends recovery by sending ``INITSTATE`` to every bolt.
 
 :class:`CheckpointCoordinator` takes the events (``now``, acks, fails) and returns what to emit and what to save;
-:class:`~storm_py.stateful.spout.CheckpointSpout` drives it.  :class:`CheckpointAsk` follows a checkpoint asked for
-out of the interval (a rescale's), under either guarantee.
+:class:`~storm_py.stateful.at_least_once.checkpoint_spout.CheckpointSpout` drives it.  :class:`CheckpointAsk` follows a
+checkpoint asked for out of the interval (a rescale's), under either guarantee.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""This module owns the per-call path of a :class:`~storm_py.stateful.stateful_spout.StatefulSpout` under
+"""This module owns the per-call path of a :class:`~storm_py.stateful.api.spout.StatefulSpout` under
 exactly_once: :class:`UntrackedSpoutCollector`, the collector the spout emits through (no tuple trees: the
 checkpoint, not the acker, decides what is replayed), and :class:`PollGate`, which stands for the wrapper's
 ``next_tuple`` (it looks at the checkpoint spout's decision every poll interval, and otherwise calls the spout's

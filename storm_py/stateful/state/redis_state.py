@@ -1,5 +1,5 @@
 """This module owns the Redis state provider (``topology.state.provider: redis``), over the clients of
-:mod:`storm_py.stateful.redis_client`.
+:mod:`storm_py.stateful.state.redis_client`.
 
 A task's state lives in three Redis hashes under ``key_prefix`` (Storm's layout): ``<ns>`` the committed map,
 ``<ns>$prepare`` the prepared changes and ``<ns>$txid`` the txids last prepared and committed.  Keys and values
@@ -17,8 +17,8 @@ from typing import Any
 
 from storm_py.errors import StateBackendError
 from storm_py.protocol.codec import pack_value, unpack_value
-from storm_py.stateful.redis_client import DEFAULTS, is_redis_error, redis_client
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
+from storm_py.stateful.state.redis_client import DEFAULTS, is_redis_error, redis_client
 
 __all__ = ["RedisKeyValueState", "redis_client"]
 

@@ -16,15 +16,15 @@ from typing import Any, Protocol, runtime_checkable
 from storm_py.api.context import TopologyContext
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError
-from storm_py.stateful.checkpoint_dir import (
+from storm_py.stateful.state.checkpoint_dir import (
     CHECKPOINT_DIR,
     CheckpointDirState,
     Settings,
     check_reachable,
     settings_of,
 )
-from storm_py.stateful.state import MEMORY_STORES, KeyValueState
-from storm_py.stateful.task_names import Rescales, namespace
+from storm_py.stateful.state.key_value import MEMORY_STORES, KeyValueState
+from storm_py.stateful.state.task_names import Rescales, namespace
 
 MEMORY = "memory"
 REDIS = "redis"
@@ -39,7 +39,7 @@ class StateProvider(Protocol):
 
 def state_namespace(context: TopologyContext) -> str:
     """The namespace of a task's state: ``<component>-<task>`` (Storm's), named after the submit's task ids and
-    the component's rescale generation once the topology was rescaled (:mod:`storm_py.stateful.task_names`)."""
+    the component's rescale generation once the topology was rescaled (:mod:`storm_py.stateful.state.task_names`)."""
     return namespace(Rescales.of(context.get_storm_conf()), context.this_component_id,
                      context.get_this_task_index(), context.this_task_id)
 
@@ -90,7 +90,7 @@ def new_state(namespace: str, conf: Mapping[str, Any], context: TopologyContext)
     if name == MEMORY:
         return KeyValueState(MEMORY_STORES.store(context.topology_id, namespace))
     if name == REDIS:
-        from storm_py.stateful.redis_state import RedisKeyValueState
+        from storm_py.stateful.state.redis_state import RedisKeyValueState
 
         return RedisKeyValueState.from_config(namespace, provider_config(conf))
     if name == CHECKPOINT_DIR:

@@ -14,7 +14,7 @@ implements ``handle_tuple`` and ``handle_checkpoint``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from storm_py.api.components import (
@@ -25,12 +25,13 @@ from storm_py.api.components import (
     OutputFieldsDeclarer,
 )
 from storm_py.api.context import TopologyContext
-from storm_py.api.tuple import DEFAULT_STREAM, Tuple
+from storm_py.api.tuple import Tuple
 from storm_py.errors import FailedException, ReportedFailedException
 from storm_py.runtime.bolt_collectors import HeldAcks, HoldingCollector
 from storm_py.runtime.contracts import Drains, own_configuration
-from storm_py.stateful.bolt import BaseStatefulBolt
-from storm_py.stateful.checkpoint import (
+from storm_py.stateful.anchored_collector import AnchoredCollector
+from storm_py.stateful.api.bolt import BaseStatefulBolt
+from storm_py.stateful.at_least_once.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM_ID,
     COMMIT,
@@ -38,10 +39,10 @@ from storm_py.stateful.checkpoint import (
     PREPARE,
     ROLLBACK,
 )
-from storm_py.stateful.providers import new_state, state_namespace
-from storm_py.stateful.rescaled import KeyGroupMove
-from storm_py.stateful.state import KeyValueState
-from storm_py.stateful.tracking import AckTrackingCollector, DataPath, tracking_collector
+from storm_py.stateful.at_least_once.tuple_path import AckTrackingCollector, DataPath, tracking_collector
+from storm_py.stateful.state.key_group_move import KeyGroupMove
+from storm_py.stateful.state.key_value import KeyValueState
+from storm_py.stateful.state.providers import new_state, state_namespace
 
 __all__ = ["AckTrackingCollector", "BasicCheckpointForwarder", "CheckpointBarrier", "CheckpointHandler",
            "CheckpointTupleForwarder", "StatefulBoltExecutor"]
@@ -85,6 +86,15 @@ class CheckpointHandler(Bolt):
         self.checkpoint_sources = tuple(checkpoint_sources)
         self.collector: OutputCollector | None = None
         self.barrier = CheckpointBarrier(0)
+
+    @property
+    def wrapped_component(self) -> Any:
+        """The user's bolt this runs (what the runtime hands to it, e.g. credentials, goes there)."""
+        return self.bolt
+
+    def replace_wrapped(self, component: Any) -> None:
+        """Run ``component`` in place of the user's bolt (its async driver); before ``prepare`` only."""
+        self.bolt = component
 
     def init_checkpoints(self, context: TopologyContext, collector: OutputCollector) -> None:
         """Count the tasks that send this bolt checkpoint tuples; keep the collector."""
@@ -139,23 +149,6 @@ class CheckpointHandler(Bolt):
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
-
-
-class AnchoredCollector:
-    """The collector a wrapped :class:`BasicBolt` emits through: every emit anchored to the current input."""
-
-    def __init__(self, collector: OutputCollector) -> None:
-        self._collector = collector
-        self.input: Tuple | None = None
-
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit(values, self.input, stream)
-
-    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
-        self._collector.emit_direct(task_id, values, anchors=self.input, stream=stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._collector.report_error(exc)
 
 
 class BasicCheckpointForwarder(BasicBolt):
@@ -254,13 +247,16 @@ class StatefulBoltExecutor(CheckpointHandler):
     - ``INITSTATE``: ``init_state(state)``; the first one also runs the inputs that arrived before it.
     """
 
+    #: the compiled data path every input runs through, and the acks held at the last ``PREPARE``: made at
+    #: ``prepare``, since this bolt is copied for each task before (and compiled objects are not copied)
+    path: DataPath
+    prepared: HeldAcks
+
     def __init__(self, bolt: BaseStatefulBolt, checkpoint_sources: Sequence[str]) -> None:
         super().__init__(bolt, checkpoint_sources)
         self.bolt: BaseStatefulBolt = bolt
         self.state: KeyValueState | None = None
-        self.prepared = HeldAcks()
         self.tracking: HoldingCollector | AckTrackingCollector | None = None
-        self.path = DataPath(bolt.execute, self.process_checkpoint)
         #: the move of this task's key groups after a rescale, done before the first checkpoint action it handles
         self.move: KeyGroupMove | None = None
 
@@ -272,6 +268,8 @@ class StatefulBoltExecutor(CheckpointHandler):
     ) -> None:
         """``prepare`` with a given state (what unit tests call)."""
         self.init_checkpoints(context, collector)
+        self.prepared = HeldAcks()
+        self.path = DataPath(self.bolt.execute, self.process_checkpoint)
         self.tracking = tracking_collector(collector, context.this_component_id)
         self.move = KeyGroupMove.of_task(conf, context)
         self.bolt.prepare(conf, context, self.tracking)
@@ -283,8 +281,11 @@ class StatefulBoltExecutor(CheckpointHandler):
         """Whether the state was handed to the bolt (inputs before are kept until then)."""
         return self.path.initialized
 
-    def execute(self, tup: Tuple) -> None:  # CheckpointHandler.execute through the compiled data path
-        self.path.execute(tup)
+    @property
+    def execute(self) -> Callable[[Tuple], None]:
+        """CheckpointHandler's ``execute`` as the compiled data path's, once prepared: the executor runs every input
+        straight through it."""
+        return self.path.execute
 
     def handle_tuple(self, tup: Tuple) -> None:
         self.path.execute(tup)

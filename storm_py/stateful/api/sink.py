@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 
 
 @runtime_checkable
 class CheckpointedSink(Protocol):
     """A bolt the wiring treats as stateful under exactly_once when :meth:`takes_part_in_checkpoints` says so
-    (its hooks are :class:`~storm_py.stateful.bolt.BaseStatefulBolt`'s); under at_least_once it is a plain bolt,
+    (its hooks are :class:`~storm_py.stateful.api.bolt.BaseStatefulBolt`'s); under at_least_once it is a plain bolt,
     unless :meth:`requires_exactly_once`: then a topology of another guarantee is refused at submit."""
 
     def takes_part_in_checkpoints(self) -> bool: ...

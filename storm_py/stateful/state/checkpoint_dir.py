@@ -30,7 +30,7 @@ from typing import Any, Final, Protocol
 
 from storm_py.errors import CodecError, ConfigError, StateBackendError
 from storm_py.protocol.codec import pack_value, unpack_value
-from storm_py.stateful.state import NO_TXID, KeyValueState
+from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 
 #: the provider's name in ``topology.state.provider``
 CHECKPOINT_DIR: Final = "checkpoint_dir"
