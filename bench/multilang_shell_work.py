@@ -33,8 +33,9 @@ import msgpack
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.multilang.bolt import ShellBolt
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
-from storm_py.multilang.serializer import Serializer, serializer_for
+from storm_py.multilang.serializer import serializer_for
 from storm_py.multilang.traffic import BoltTraffic
+from storm_py.multilang.wire import Serializer
 
 SENTENCE = "the quick brown fox jumps over the lazy"
 

@@ -54,10 +54,10 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.stateful.at_least_once.tuple_path",
     "storm_py.stateful.exactly_once.tuple_path",
     "storm_py.stateful.exactly_once.spout_path",
-    "storm_py.multilang.json_fast",
+    "storm_py.multilang.json_wire",
     "storm_py.multilang.ledger",
-    "storm_py.multilang.msgpack_fast",
-    "storm_py.multilang.serializer",
+    "storm_py.multilang.msgpack_wire",
+    "storm_py.multilang.wire",
     "storm_py.multilang.traffic",
 )
 

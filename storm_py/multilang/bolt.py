@@ -30,9 +30,9 @@ from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.ledger import Heartbeat, PendingLedger, write_room
 from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
-from storm_py.multilang.serializer import EncodeError
 from storm_py.multilang.shell import MAX_PENDING_KEY, ShellComponent
 from storm_py.multilang.traffic import BoltTraffic
+from storm_py.multilang.wire import EncodeError
 
 #: Storm's heartbeat stream and the task id its heartbeat tuples come from
 HEARTBEAT_STREAM: Final = "__heartbeat"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Generic, TypeVar
 
-from storm_py.multilang.msgpack_fast import MAX_ID_DIGITS
-from storm_py.multilang.serializer import ProtocolError
+from storm_py.multilang.wire import MAX_ID_DIGITS, ProtocolError
 
 #: seconds between heartbeats sent to a shell bolt (Storm's fixed one second)
 HEARTBEAT_INTERVAL: Final = 1.0
@@ -32,7 +31,7 @@ class PendingLedger(Generic[T]):
 
     Ids are the strings of 1, 2, 3, ... in the order written.  They are kept by number in a window: slot ``i`` of a
     list holds the item of id ``base + i``, None once answered, so finding an id is an index, not a hash (an id
-    read as its number, as :func:`~storm_py.multilang.msgpack_fast.scan` reads pystorm's, needs no string at all:
+    read as its number, as :func:`~storm_py.multilang.msgpack_wire.scan` reads pystorm's, needs no string at all:
     :meth:`answer_number`).  The answered slots at the head are cut off as answers come.  An id the process keeps
     while many after it are answered would make the window grow with every input: once it is mostly answered
     slots, the ids still pending in it move to a map of stragglers and the window starts over empty.

@@ -34,7 +34,7 @@ from typing import IO, Any, Final
 from storm_py.clock import Clock
 from storm_py.config.keys import KEYS
 from storm_py.errors import ShellProcessError
-from storm_py.multilang.serializer import DEFAULT_MAX_MESSAGE, QUOTE_LIMIT, ProtocolError, Serializer, quote
+from storm_py.multilang.wire import DEFAULT_MAX_MESSAGE, QUOTE_LIMIT, ProtocolError, Serializer, quote
 
 #: how much of a process's stdout is read at once, and at most per :meth:`ShellProcess.read`
 CHUNK: Final = 1 << 16
@@ -112,7 +112,7 @@ class ShellProcess:
         #: may gather for ``GATHER_WAIT`` before the executor is woken
         self._busy = busy
         #: decoded messages and faults, in the order they were read (with ``shorthand``, pystorm's emits and acks
-        #: may be in :func:`storm_py.multilang.msgpack_fast.scan`'s form)
+        #: may be in :func:`storm_py.multilang.msgpack_wire.scan`'s form)
         self.inbox: deque[Any] = deque()
         self._decoder = serializer.decoder(shorthand, max_message)
         self._max_stderr_line = max_stderr_line

@@ -20,7 +20,8 @@ from storm_py.config.keys import setting
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.handshake import caller_file, handshake, resources_dir
 from storm_py.multilang.process import MAX_STDERR_LINE_KEY, ShellProcess, component_logger
-from storm_py.multilang.serializer import MAX_MESSAGE_KEY, ProtocolError, Serializer, quote, serializer_for
+from storm_py.multilang.serializer import serializer_for
+from storm_py.multilang.wire import MAX_MESSAGE_KEY, ProtocolError, Serializer, quote
 
 #: Storm's multilang log levels
 LOG_LEVELS: Final = {0: 5, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}

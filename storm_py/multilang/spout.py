@@ -20,8 +20,8 @@ from storm_py.api.tuple import DEFAULT_STREAM
 from storm_py.errors import ShellProcessError
 from storm_py.multilang.ledger import Heartbeat
 from storm_py.multilang.process import WAIT_SLICE, Fault, ShellProcess
-from storm_py.multilang.serializer import EncodeError, ProtocolError, quote
 from storm_py.multilang.shell import ShellComponent
+from storm_py.multilang.wire import EncodeError, ProtocolError, quote
 
 #: longest wait between attempts to start a process that would not start
 MAX_RESTART_BACKOFF = 30.0

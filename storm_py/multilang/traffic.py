@@ -18,8 +18,8 @@ from typing import Any
 
 from storm_py.api.tuple import DEFAULT_STREAM, Tuple
 from storm_py.multilang.ledger import PendingLedger, write_room
-from storm_py.multilang.msgpack_fast import ShortEmit
-from storm_py.multilang.serializer import EncodeError, MsgpackSerializer, ProtocolError, Serializer, quote
+from storm_py.multilang.msgpack_wire import MsgpackSerializer
+from storm_py.multilang.wire import EncodeError, ProtocolError, Serializer, ShortEmit, quote
 from storm_py.runtime.bolt_collectors import BoltCollector
 
 

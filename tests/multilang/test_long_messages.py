@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from storm_py.clock import SYSTEM_CLOCK
+from storm_py.multilang.json_wire import JsonSerializer
 from storm_py.multilang.process import ShellProcess
-from storm_py.multilang.serializer import JsonSerializer
 
 RESOURCES = Path(__file__).parent / "resources"
 SIZE = 40 * 1000 * 1000

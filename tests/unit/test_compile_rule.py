@@ -55,10 +55,10 @@ HOT_MODULE_ROLES = {
     "storm_py.stateful.at_least_once.tuple_path": "collector",
     "storm_py.stateful.exactly_once.tuple_path": "collector",
     "storm_py.stateful.exactly_once.spout_path": "executor",
-    "storm_py.multilang.json_fast": "codec",
+    "storm_py.multilang.json_wire": "codec",
     "storm_py.multilang.ledger": "ledger",
-    "storm_py.multilang.msgpack_fast": "codec",
-    "storm_py.multilang.serializer": "codec",
+    "storm_py.multilang.msgpack_wire": "codec",
+    "storm_py.multilang.wire": "codec",
     "storm_py.multilang.traffic": "executor",
 }
 

@@ -14,7 +14,9 @@ from typing import Any, cast
 
 import pytest
 
+from storm_py.multilang.json_wire import JsonDecoder, JsonSerializer
 from storm_py.multilang.ledger import Heartbeat
+from storm_py.multilang.msgpack_wire import MsgpackDecoder, MsgpackSerializer
 from storm_py.multilang.process import (
     CHUNK,
     COMPONENTS_LOGGER,
@@ -23,15 +25,7 @@ from storm_py.multilang.process import (
     ShellProcess,
     show_component_logs,
 )
-from storm_py.multilang.serializer import (
-    DEFAULT_MAX_MESSAGE,
-    MAX_MESSAGE_KEY,
-    JsonDecoder,
-    JsonSerializer,
-    MsgpackDecoder,
-    MsgpackSerializer,
-    ProtocolError,
-)
+from storm_py.multilang.wire import DEFAULT_MAX_MESSAGE, MAX_MESSAGE_KEY, ProtocolError
 
 MIB = 1 << 20
 

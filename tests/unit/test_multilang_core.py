@@ -17,19 +17,12 @@ from storm_py.errors import ConfigError
 from storm_py.multilang import ShellBolt, ShellSpout
 from storm_py.multilang import process as process_module
 from storm_py.multilang.handshake import context_json, resources_dir
-from storm_py.multilang.json_fast import dump_values
+from storm_py.multilang.json_wire import JsonSerializer, dump_values
 from storm_py.multilang.ledger import Heartbeat, PendingLedger, write_room
-from storm_py.multilang.msgpack_fast import pack_str, pack_values
+from storm_py.multilang.msgpack_wire import MsgpackDecoder, MsgpackSerializer, pack_str, pack_values
 from storm_py.multilang.process import GATHER_WAIT, ShellProcess
-from storm_py.multilang.serializer import (
-    STORM_JSON_CLASS,
-    EncodeError,
-    JsonSerializer,
-    MsgpackDecoder,
-    MsgpackSerializer,
-    ProtocolError,
-    serializer_for,
-)
+from storm_py.multilang.serializer import STORM_JSON_CLASS, serializer_for
+from storm_py.multilang.wire import EncodeError, ProtocolError
 
 
 def test_json_framing_round_trip_across_chunk_boundaries() -> None:

@@ -14,16 +14,11 @@ import pytest
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import Clock, SimulatedClock
 from storm_py.multilang import ShellBolt
+from storm_py.multilang.json_wire import JsonSerializer
 from storm_py.multilang.ledger import PendingLedger
-from storm_py.multilang.serializer import (
-    EncodeError,
-    JsonSerializer,
-    MsgpackDecoder,
-    MsgpackSerializer,
-    ProtocolError,
-    Serializer,
-)
+from storm_py.multilang.msgpack_wire import MsgpackDecoder, MsgpackSerializer
 from storm_py.multilang.traffic import BoltTraffic
+from storm_py.multilang.wire import EncodeError, ProtocolError, Serializer
 from storm_py.runtime.acker import ACK
 from storm_py.runtime.bolt_collectors import BoltCollector, SentAcks
 from storm_py.runtime.executor import ExecutorStats
