@@ -212,6 +212,7 @@ def _check_start(text: bytes, complete: bool) -> None:
     line = head.split(b"\n", 1)[0]
     raise ProtocolError(f"not the multilang protocol: {quote(line)}")
 
+
 #: the head of pystorm's auto-anchored emit up to its first value, the text between values and anchor, its end
 _EMIT: Final = b'{"command": "emit", "tuple": ['
 _EMIT_LEN: Final = len(_EMIT)
