@@ -32,8 +32,9 @@ Diagnoses and their resolutions:
   stays saturated or the input still waits: it does not scale with executors (a lock, a slow service every
   executor waits on, executors sharing one worker's thread); not scaled again until its throughput changes.
 
-No change is decided within ``topology.autoscale.cooldown.secs`` of the last one (a rebalance restarts the
-topology's executors, so the figures after it are new).
+No change is decided within ``topology.autoscale.cooldown.secs`` of the last one, nor of the first sample of a
+new layout (a rebalance pauses the topology and restarts its executors: the figures after it are new, and the lag
+that grew during the pause is caught up first).
 """
 
 from __future__ import annotations
@@ -290,6 +291,10 @@ class AutoscalePolicy:
         if executors != self._executors:
             if self._executors:
                 self._restart()
+                # the cooldown counts from the first sample of the new layout: the rebalance's own pause (its wait,
+                # the workers' restart, the spouts held meanwhile) grew the lag, and the catch-up after it keeps
+                # the bolt busy; neither says anything of the executors it now has
+                self._last_change = now
             self._executors = executors
         if sample.lag is not None:
             self._trend.add(now, float(sample.lag))

@@ -209,6 +209,31 @@ def test_nothing_changes_within_the_cooldown():
     assert all(b - a >= 120.0 for a, b in itertools.pairwise(times))
 
 
+def test_the_cooldown_counts_from_the_first_sample_of_the_new_layout():
+    """A rebalance pauses the topology longer than the cooldown (the wait, the workers' restart): the catch-up of
+    the lag the pause grew comes first, and the busy bolt and the growing lag of those samples move nothing."""
+    policy = AutoscalePolicy(settings(cooldown_secs=30.0))
+    idle = BoltSample(8, 200.0, 0.4, 0.06)
+    for i in range(3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": idle}, spout_rate=200.0, lag=10), i * PERIOD)
+    assert [(d.from_, d.to) for d in step.decisions] == [(8, 1)]
+    policy.changed(step.decisions, 2 * PERIOD)
+    # no sample while the workers restart; the new layout's first at 60 s, catching up with what the pause left
+    busy = BoltSample(1, 450.0, 1.0, 1.0)
+    decided = []
+    for i, lag in enumerate([12_000, 14_000, 16_000, 13_000, 10_000]):
+        now = 60.0 + i * PERIOD
+        step = policy.step(TopologySample(T0 + now, {"work": busy}, spout_rate=200.0, lag=lag), now)
+        decided += [(now, d.from_, d.to) for d in step.decisions]
+    assert decided == []
+    # past the cooldown from the new layout's first sample, a bolt that stays saturated behind a growing lag grows
+    for i, lag in enumerate([14_000, 18_000, 22_000]):
+        now = 110.0 + i * PERIOD
+        step = policy.step(TopologySample(T0 + now, {"work": busy}, spout_rate=200.0, lag=lag), now)
+        decided += [(now, d.from_, d.to) for d in step.decisions]
+    assert decided and all(now >= 90.0 and to > 1 for now, _, to in decided)
+
+
 def test_a_change_made_by_someone_else_restarts_the_streaks():
     model = Model()
     policy = AutoscalePolicy(settings())
