@@ -209,6 +209,24 @@ def test_nothing_changes_within_the_cooldown():
     assert all(b - a >= 120.0 for a, b in itertools.pairwise(times))
 
 
+def test_a_step_is_sized_on_the_bolts_input_when_the_spouts_emit_ahead_of_it():
+    """Without tuple trees (exactly_once) the spouts emit ahead of a saturated bolt into the workers' queues: the
+    lag grows by less than the bolt falls behind, and the step is sized on the records arriving instead."""
+    policy = AutoscalePolicy(settings())
+    steady = BoltSample(1, 200.0, 0.44, 0.44)
+    for i in range(3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": steady}, spout_rate=200.0, lag=50), i * PERIOD)
+        assert step.decisions == ()
+    # 2,000/s arrive; the spout emits 1,100/s, the bolt executes 450/s at its one executor's limit
+    behind = BoltSample(1, 450.0, 1.0, 1.0)
+    decided = []
+    for i, lag in enumerate([9_050, 18_050], start=3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": behind}, spout_rate=1100.0, lag=lag), i * PERIOD)
+        decided += [(d.from_, d.to) for d in step.decisions]
+    # 2,000 / 450 = 4.4 of the executor's busy time, at capacity 0.7: 7 executors in one step (not 3 for 1.8x)
+    assert decided == [(1, 7)], decided
+
+
 def test_the_cooldown_counts_from_the_first_sample_of_the_new_layout():
     """A rebalance pauses the topology longer than the cooldown (the wait, the workers' restart): the catch-up of
     the lag the pause grew comes first, and the busy bolt and the growing lag of those samples move nothing."""
