@@ -3,17 +3,17 @@
     python bench/autoscale_step.py [--low-secs 20] [--high-secs 60] [--after-secs 60] [--low 200] [--high 2000]
                                    [--peak-executors 7] [--period 3] [--cooldown 12] [--wait 3] [--json out.jsonl]
 
-Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors), then runs the
+Starts the dev broker and ``storm-py dev-cluster`` (ZooKeeper, nimbus, two supervisors of four slots), then runs the
 autoscaler's test topology (``tests/autoscale/apps/scaleapp``: a KafkaSpout and a bolt ``work`` waiting 2 ms per
-record over 8 tasks, ``--workers`` workers) twice, each on a new topic: *autoscaled* (one executor at first,
-``topology.autoscale.*`` with the given period, cooldown and rebalance wait) and *fixed* (``--peak-executors``
-executors, no autoscaler).  Each run produces ``--low`` records/s for ``--low-secs``, ``--high`` for
-``--high-secs``, then ``--low`` again for ``--after-secs``, sampling every half second the spout's lag, the bolt's
-executors and the slots the topology holds.  Per run it prints: the seconds from the step up to the lag being
-stable (under ``--stable-lag`` for the next ``--stable-secs``), the peak lag, the most and the last executors, the
-seconds from the step down until the executors reached their last count, the executor-seconds used from the step
-up to the end (the resource the autoscaler saves), the slots held, and whether every record was processed exactly
-once.
+record over 8 tasks, ``--workers`` workers, by default one a slot) twice, each on a new topic: *autoscaled* (one
+executor at first, ``topology.autoscale.*`` with the given period, cooldown and rebalance wait) and *fixed*
+(``--peak-executors`` executors, no autoscaler).  Each run produces ``--low`` records/s for ``--low-secs``,
+``--high`` for ``--high-secs``, then ``--low`` again for ``--after-secs``, sampling every half second the spout's
+lag, the bolt's executors and the slots the topology holds.  Per run it prints: the seconds from the step up to the
+lag being stable (under ``--stable-lag`` for the next ``--stable-secs``), the peak lag, the most and the last
+executors, the seconds from the step down until the executors reached their last count, the executor-seconds used
+from the step up to the end (the resource the autoscaler saves), the slots held, and whether every record was
+processed exactly once.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import cluster_perf as cp  # noqa: E402  (bench/ is the script's own directory)
 from storm_py.clock import SYSTEM_CLOCK, wait_until  # noqa: E402
 from storm_py.dev.kafka import KafkaBrokerProcess  # noqa: E402
 from storm_py.kafka.client import KafkaAdmin  # noqa: E402
-from tests.autoscale.harness import APP, PARTITIONS, PacedProducer  # noqa: E402
+from tests.autoscale.harness import APP, BUFFER, PARTITIONS, PATIENT, WORKERS, PacedProducer  # noqa: E402
 from tests.cluster.harness import DevClusterProcess, build_wheel  # noqa: E402
 
 #: seconds between two samples
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace, cluster: DevClusterProcess, wheel: Path, boots
     conf: dict[str, Any] = {
         "scaleapp.bootstrap": bootstrap, "scaleapp.topic": topic, "scaleapp.group": f"g-{uuid.uuid4().hex[:8]}",
         "scaleapp.out.dir": str(out_dir), "scaleapp.cost.ms": 2, "scaleapp.tasks": 8, "topology.workers": args.workers,
-        "topology.max.spout.pending": 1000, "topology.message.timeout.secs": 30,
+        "topology.max.spout.pending": 1000, "topology.executor.receive.buffer.size": BUFFER,
+        "topology.message.timeout.secs": 30,
     }
     if mode == "autoscaled":
         conf.update({"topology.autoscale.enabled": "true", "topology.autoscale.period.secs": args.period,
@@ -143,7 +144,7 @@ def main() -> None:
         ("--low-secs", float, 20.0, "seconds at the low rate first"),
         ("--high-secs", float, 60.0, "seconds at the high rate"),
         ("--after-secs", float, 60.0, "seconds at the low rate after"),
-        ("--workers", int, 4, "topology.workers (a worker runs its executors on one thread)"),
+        ("--workers", int, WORKERS, "topology.workers (a worker runs its executors on one thread)"),
         ("--peak-executors", int, 7, "the fixed topology's executors (2,000/s x 2 ms / 0.7 = 6: sized with room)"),
         ("--period", float, 3.0, "topology.autoscale.period.secs"),
         ("--cooldown", float, 12.0, "topology.autoscale.cooldown.secs"),
@@ -161,7 +162,7 @@ def main() -> None:
         wheel = build_wheel(APP, work / "wheel")
         broker = KafkaBrokerProcess(log_path=work / "broker.log", die_with_parent=True)
         broker.start()
-        cluster = DevClusterProcess(work / "cluster", supervisors=2)
+        cluster = DevClusterProcess(work / "cluster", supervisors=2, conf=PATIENT)
         try:
             cluster.start()
             for mode in args.modes.split(","):

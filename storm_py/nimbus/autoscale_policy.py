@@ -21,7 +21,9 @@ Diagnoses and their resolutions:
 
 * *under-provisioned* (saturated in :data:`SUSTAIN` samples in a row): executors to ``ceil(busy x growth /
   target)``, ``growth`` the share of the spouts' input the topology does not keep up with (from the lag's
-  trend), at least one more, at most the bound; not while the lag shrinks fast enough to be gone within
+  trend), or, when more, the records arriving over what the bolt executes, times the tuples it executes per
+  record the spouts emit (learned while it kept up: the spouts may emit ahead of a saturated bolt into the
+  workers' queues), at least one more, at most the bound; not while the lag shrinks fast enough to be gone within
   :data:`DRAIN_SECS` (the bolt is busy catching up, and will not be once it has);
 * *over-provisioned* (idle in :data:`SUSTAIN` samples in a row): executors to ``ceil(busy / target)``, at least
   the bound; at the new count the utilization is at most the target, under the high mark, so the step is never
@@ -32,8 +34,9 @@ Diagnoses and their resolutions:
   stays saturated or the input still waits: it does not scale with executors (a lock, a slow service every
   executor waits on, executors sharing one worker's thread); not scaled again until its throughput changes.
 
-No change is decided within ``topology.autoscale.cooldown.secs`` of the last one (a rebalance restarts the
-topology's executors, so the figures after it are new).
+No change is decided within ``topology.autoscale.cooldown.secs`` of the last one, nor of the first sample of a
+new layout (a rebalance pauses the topology and restarts its executors: the figures after it are new, and the lag
+that grew during the pause is caught up first).
 """
 
 from __future__ import annotations
@@ -238,6 +241,9 @@ class _Bolt:
     stuck_rate: float | None = None
     #: the diagnosis last reported (reported again only when it changes)
     reported: str = ""
+    #: tuples it executes per record the spouts emit, as last seen while it kept up (not saturated, the lag neither
+    #: growing nor draining; None: not seen yet)
+    share: float | None = None
 
 
 @dataclass
@@ -290,6 +296,10 @@ class AutoscalePolicy:
         if executors != self._executors:
             if self._executors:
                 self._restart()
+                # the cooldown counts from the first sample of the new layout: the rebalance's own pause (its wait,
+                # the workers' restart, the spouts held meanwhile) grew the lag, and the catch-up after it keeps
+                # the bolt busy; neither says anything of the executors it now has
+                self._last_change = now
             self._executors = executors
         if sample.lag is not None:
             self._trend.add(now, float(sample.lag))
@@ -307,6 +317,7 @@ class AutoscalePolicy:
             growth = min(MAX_GROWTH, (sample.spout_rate + slope) / sample.spout_rate)
         elif growing:
             growth = MAX_GROWTH
+        arrival = sample.spout_rate + slope if growing else None
         cooling = self._last_change is not None and now - self._last_change < self.settings.cooldown_secs
         decisions: list[Decision] = []
         diagnoses: list[Diagnosis] = []
@@ -314,7 +325,8 @@ class AutoscalePolicy:
             if name not in self.settings.max_executors:
                 continue  # not a bolt of the topology's settings (a system bolt)
             bolt = self._bolts.setdefault(name, _Bolt())
-            decision, found = self._bolt(name, bolt, sample, cooling, pressure, growth, draining, sample.time)
+            decision, found = self._bolt(name, bolt, sample, cooling, pressure, growth, arrival, draining,
+                                         sample.time)
             if decision is not None:
                 decisions.append(decision)
             diagnoses.extend(found)
@@ -332,12 +344,19 @@ class AutoscalePolicy:
             bolt.pending_check = (d.from_, rate, d.to) if d.to > d.from_ else None
 
     def _bolt(self, name: str, bolt: _Bolt, sample: TopologySample, cooling: bool, pressure: bool,
-              growth: float, draining: bool, time: float) -> tuple[Decision | None, list[Diagnosis]]:
+              growth: float, arrival: float | None, draining: bool,
+              time: float) -> tuple[Decision | None, list[Diagnosis]]:
         s = sample.bolts[name]
         self._rates[name] = s.executed_per_sec
         low_mark, high_mark = marks(self.settings.target)
         saturated = s.utilization >= high_mark or s.capacity >= high_mark
         idle = s.utilization < low_mark and s.capacity < high_mark and not pressure
+        if not saturated and arrival is None and not draining and sample.spout_rate > 0 and s.executed_per_sec > 0:
+            bolt.share = s.executed_per_sec / sample.spout_rate  # it keeps up, the lag holds: a steady ratio
+        elif arrival is not None and bolt.share is not None and s.executed_per_sec > 0:
+            # the spouts may emit ahead of a saturated bolt (what they emit waits in the workers' queues): its own
+            # input is the records arriving times its tuples per record
+            growth = max(growth, min(MAX_GROWTH, arrival * bolt.share / s.executed_per_sec))
         bolt.saturated = bolt.saturated + 1 if saturated else 0
         bolt.idle = bolt.idle + 1 if idle else 0
         if cooling:

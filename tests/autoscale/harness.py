@@ -12,6 +12,18 @@ from storm_py.clock import SYSTEM_CLOCK
 #: the project of the I/O-bound test topology (``scaleapp.topology:build``)
 APP = Path(__file__).parent / "apps" / "scaleapp"
 PARTITIONS = 4
+#: the topology's workers, one a slot of the dev cluster's two supervisors: a worker runs its executors on one
+#: thread, where a bolt sleeping 2 ms a record does about 450 records a second, so the bolt's executors reach
+#: 2,000 a second only spread over five workers or more (``topology.autoscale.max.parallelism`` 8: one each)
+WORKERS = 8
+#: ``topology.executor.receive.buffer.size``: records a worker queues before the spouts pause.  A worker's loop
+#: runs an executor's queued records in one pass, and under ``exactly_once`` a checkpoint's barrier waits behind
+#: them: at 2 ms a record the default (32,768) is a minute of both; 500 is about a second
+BUFFER = 500
+#: the daemons' patience with a worker whose loop is silent (the tests' fast timings say 8 s): on a loaded
+#: machine a pass of 2 ms records still takes seconds now and then, and a worker restarted for it replays from the
+#: last checkpoint, each restart a pause the bolt has to catch up with
+PATIENT = {"supervisor.worker.timeout.secs": 30, "nimbus.task.timeout.secs": 30}
 
 
 class PacedProducer:

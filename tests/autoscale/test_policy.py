@@ -209,6 +209,49 @@ def test_nothing_changes_within_the_cooldown():
     assert all(b - a >= 120.0 for a, b in itertools.pairwise(times))
 
 
+def test_a_step_is_sized_on_the_bolts_input_when_the_spouts_emit_ahead_of_it():
+    """Without tuple trees (exactly_once) the spouts emit ahead of a saturated bolt into the workers' queues: the
+    lag grows by less than the bolt falls behind, and the step is sized on the records arriving instead."""
+    policy = AutoscalePolicy(settings())
+    steady = BoltSample(1, 200.0, 0.44, 0.44)
+    for i in range(3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": steady}, spout_rate=200.0, lag=50), i * PERIOD)
+        assert step.decisions == ()
+    # 2,000/s arrive; the spout emits 1,100/s, the bolt executes 450/s at its one executor's limit
+    behind = BoltSample(1, 450.0, 1.0, 1.0)
+    decided = []
+    for i, lag in enumerate([9_050, 18_050], start=3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": behind}, spout_rate=1100.0, lag=lag), i * PERIOD)
+        decided += [(d.from_, d.to) for d in step.decisions]
+    # 2,000 / 450 = 4.4 of the executor's busy time, at capacity 0.7: 7 executors in one step (not 3 for 1.8x)
+    assert decided == [(1, 7)], decided
+
+
+def test_the_cooldown_counts_from_the_first_sample_of_the_new_layout():
+    """A rebalance pauses the topology longer than the cooldown (the wait, the workers' restart): the catch-up of
+    the lag the pause grew comes first, and the busy bolt and the growing lag of those samples move nothing."""
+    policy = AutoscalePolicy(settings(cooldown_secs=30.0))
+    idle = BoltSample(8, 200.0, 0.4, 0.06)
+    for i in range(3):
+        step = policy.step(TopologySample(T0 + i * PERIOD, {"work": idle}, spout_rate=200.0, lag=10), i * PERIOD)
+    assert [(d.from_, d.to) for d in step.decisions] == [(8, 1)]
+    policy.changed(step.decisions, 2 * PERIOD)
+    # no sample while the workers restart; the new layout's first at 60 s, catching up with what the pause left
+    busy = BoltSample(1, 450.0, 1.0, 1.0)
+    decided = []
+    for i, lag in enumerate([12_000, 14_000, 16_000, 13_000, 10_000]):
+        now = 60.0 + i * PERIOD
+        step = policy.step(TopologySample(T0 + now, {"work": busy}, spout_rate=200.0, lag=lag), now)
+        decided += [(now, d.from_, d.to) for d in step.decisions]
+    assert decided == []
+    # past the cooldown from the new layout's first sample, a bolt that stays saturated behind a growing lag grows
+    for i, lag in enumerate([14_000, 18_000, 22_000]):
+        now = 110.0 + i * PERIOD
+        step = policy.step(TopologySample(T0 + now, {"work": busy}, spout_rate=200.0, lag=lag), now)
+        decided += [(now, d.from_, d.to) for d in step.decisions]
+    assert decided and all(now >= 90.0 and to > 1 for now, _, to in decided)
+
+
 def test_a_change_made_by_someone_else_restarts_the_streaks():
     model = Model()
     policy = AutoscalePolicy(settings())
