@@ -14,7 +14,8 @@ share (two rescales in a row) is read through: its share comes from its own sour
 A source is read once per worker: the first new task of a worker that needs it reads its committed entries,
 hashes each key once and buckets the entries of the key groups the worker's pending new tasks own
 (:class:`GroupedSources`); the worker's other new tasks take their groups from those buckets, and each task
-releases its groups once its move is committed, so the buckets are gone when the worker's moves are done.
+releases its groups once its move is committed, so the buckets are gone when the worker's moves are done (the
+groups of tasks in other workers are never kept: those tasks read the source in their own worker).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ MOVED_KEY: Final = "moved"
 OpenState = Callable[[str], KeyValueState]
 #: the entries of one key group of one source, as ``(key, value)`` pairs
 Entries = list[tuple[Any, Any]]
-#: a source read by a worker: its namespace and the checkpoint it was read as of
+#: a source read by a worker: its topology (the move's scope), its namespace and the checkpoint it is read as of
 SourceKey = tuple[str, str, int]
 
 
@@ -196,7 +197,7 @@ class KeyGroupMove:
         if not own and (generation == 0 or self._moved(ns)):
             source = (self.scope, ns, committed)
             used.append(source)
-            buckets = self.sources.buckets(source, lambda: self._committed_entries(ns, committed),
+            buckets = self.sources.buckets(source, lambda: self._committed_state(ns, committed),
                                            self._wanted, self.max_parallelism)
             for group in groups:
                 bucket = buckets.get(group)
@@ -218,7 +219,7 @@ class KeyGroupMove:
                 wanted.update(self._groups(index))
         return wanted
 
-    def _committed_entries(self, ns: str, committed: int) -> KeyValueState:
+    def _committed_state(self, ns: str, committed: int) -> KeyValueState:
         """The state of ``ns`` as of checkpoint ``committed``: a snapshot it prepared is committed first when
         the checkpoint covers it (its commit had not reached it), else rolled back, as its recovery would."""
         state = self.open_state(ns)
