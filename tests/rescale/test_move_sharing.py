@@ -101,6 +101,20 @@ def test_a_worker_keeps_only_the_groups_of_its_own_pending_tasks() -> None:
     assert len(shared) == 0
 
 
+def test_groups_read_as_of_another_checkpoint_are_freed_by_the_task_that_moved() -> None:
+    stores = Stores()
+    rescales = Rescales({"count": 5}, {"count": [4, 8]})
+    _seed(stores, rescales, 4, txid=3)
+    shared = GroupedSources()
+    # task 0 moves as of checkpoint 3 and keeps task 1's groups; task 1 moves as of 2 (a rollback's recovery)
+    KeyGroupMove(rescales, "count", 0, M, stores.open, [0, 1], shared, "topo").settle(
+        stores.open(namespace(rescales, "count", 0, -1)), 3)
+    assert len(shared) == 1
+    KeyGroupMove(rescales, "count", 1, M, stores.open, [0, 1], shared, "topo").settle(
+        stores.open(namespace(rescales, "count", 1, -1)), 2)
+    assert len(shared) == 0
+
+
 class FailingCommit(KeyValueState):
     """A task's own state whose first commit fails (the task dies before its move is committed)."""
 
@@ -163,7 +177,8 @@ def test_sources_of_two_topologies_or_two_checkpoints_are_kept_apart() -> None:
     assert shared.buckets(("t1", "count-5", 3), read("again"), lambda: groups, M) is a
     assert reads == ["a", "b", "c"] and a != b and a != c
     shared.release([("t1", "count-5", 3)], range(M))
-    assert len(shared) == 2
+    assert len(shared) == 1  # t1's state as of either checkpoint is released; t2's is not
+    assert shared.buckets(("t2", "count-5", 3), read("again"), lambda: groups, M) is b
 
 
 def _states(tmp_path: Path, redis_server: Any) -> list[KeyValueState]:

@@ -93,12 +93,12 @@ class GroupedSources:
             return found
 
     def release(self, sources: Iterable[SourceKey], groups: range) -> None:
-        """Drop the buckets of ``groups`` (a task's, its move committed) from ``sources``."""
+        """Drop the buckets of ``groups`` (a task's, its move committed) from ``sources``, and from the same
+        states read as of another checkpoint (a task that moved as of another one will not take them)."""
+        states = {source[:2] for source in sources}
         with self._lock:
-            for source in sources:
-                found = self._sources.get(source)
-                if found is None:
-                    continue
+            for source in [s for s in self._sources if s[:2] in states]:
+                found = self._sources[source]
                 for group in groups:
                     found.pop(group, None)
                 if not found:
