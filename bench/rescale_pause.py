@@ -13,6 +13,7 @@ second); the spout emits each of N distinct keys once, then a trickle of known k
 - worker start: from the rescale going on until the last new count task is prepared (the old worker stopped, the
   new one built);
 - moves: the longest time a new task spent taking its key groups from the old tasks' states, and their sum;
+  ``move_cpu_sum_s`` is the CPU time the moves' thread spent in them (what a loaded machine does not inflate);
 - restore: from a task's move done to its ``init_state`` (the state handed over), longest;
 - pause: until a new count task executes its first tuple, and until every new task has its share (all restored:
   the tasks of one worker take their shares one after the other, on the worker's loop thread).
@@ -92,11 +93,12 @@ def _timed_settle() -> None:
     settle = KeyGroupMove.settle
 
     def timed(self: KeyGroupMove, state: KeyValueState, committed: int) -> int:
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.thread_time()
         moved = settle(self, state, committed)
         if moved or self.generation:
             with LOCK:
-                MARKS.setdefault("moves", []).append((self.index, start, time.monotonic(), moved))
+                MARKS.setdefault("moves", []).append((self.index, start, time.monotonic(), moved,
+                                                      time.thread_time() - cpu))
         return moved
 
     KeyGroupMove.settle = timed  # type: ignore[method-assign]
@@ -138,7 +140,7 @@ def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
         wait_until(lambda: len(MARKS.get("first-8", {})) >= 1, 600, interval=0.01, what="a new task counting")
         wait_until(lambda: len(MARKS.get("init-8", {})) >= 8, 600, interval=0.01, what="every new task restored")
         moves = [m for m in MARKS.get("moves", []) if m[1] >= t0]
-        ends = {i: end for i, _, end, _ in moves}
+        ends = {i: end for i, _, end, _, _ in moves}
         prepared = sorted(MARKS["prepared-8"].values())
         rebalanced = MARKS["rebalanced"]
         result = {
@@ -148,8 +150,9 @@ def run(keys: int, provider: str, redis_port: int | None) -> dict[str, Any]:
             "restored_txid": min(MARKS["restored-8"].values()),
             "checkpoint_age_s": round(t0 - last_commit, 3),
             "worker_start_s": round(prepared[-1] - rebalanced, 3),
-            "move_longest_s": round(max(end - start for _, start, end, _ in moves), 3),
-            "move_sum_s": round(sum(end - start for _, start, end, _ in moves), 3),
+            "move_longest_s": round(max(end - start for _, start, end, _, _ in moves), 3),
+            "move_sum_s": round(sum(end - start for _, start, end, _, _ in moves), 3),
+            "move_cpu_sum_s": round(sum(m[4] for m in moves), 3),
             "moved_entries": sum(m[3] for m in moves),
             "restore_longest_s": round(max(t - ends.get(i, t) for i, t in MARKS["init-8"].items()), 3),
             "pause_s": round(min(MARKS["first-8"].values()) - t0, 3),

@@ -23,7 +23,7 @@ import contextlib
 import os
 import threading
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -510,6 +510,10 @@ class CheckpointDirState(KeyValueState):
         k = pack_value(key)
         self._touch(k)
         self._current[k] = value
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self._current.get(pack_value(key), default)

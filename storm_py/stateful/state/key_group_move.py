@@ -10,12 +10,19 @@ that held them (:func:`storm_py.runtime.key_groups.sources_of`), commits them un
 marks its namespace moved.  A task killed midway moves again from the same committed sources (they are never
 written after the rescale), so the move is all or nothing.  A previous-generation task that never took its own
 share (two rescales in a row) is read through: its share comes from its own sources, recursively.
+
+A source is read once per worker: the first new task of a worker that needs it reads its committed entries,
+hashes each key once and buckets the entries of the key groups the worker's pending new tasks own
+(:class:`GroupedSources`); the worker's other new tasks take their groups from those buckets, and each task
+releases its groups once its move is committed, so the buckets are gone when the worker's moves are done (the
+groups of tasks in other workers are never kept: those tasks read the source in their own worker).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from storm_py.api.context import TopologyContext
@@ -33,13 +40,78 @@ MOVED_SUFFIX: Final = "$moved"
 MOVED_KEY: Final = "moved"
 
 OpenState = Callable[[str], KeyValueState]
+#: the entries of one key group of one source, as ``(key, value)`` pairs
+Entries = list[tuple[Any, Any]]
+#: a source read by a worker: its topology (the move's scope), its namespace and the checkpoint it is read as of
+SourceKey = tuple[str, str, int]
 
 
 def key_group_of(key: Any, max_parallelism: int) -> int:
     """The key group of a state entry's key: the grouping values' hash (a list or tuple key: its items are the
     values; any other key is the one value) mod ``max_parallelism``."""
-    values = list(key) if isinstance(key, (list, tuple)) else [key]
-    return key_group(values_hash(values), max_parallelism)
+    return key_group(values_hash(key if isinstance(key, (list, tuple)) else (key,)), max_parallelism)
+
+
+def by_key_group(entries: Iterable[tuple[Any, Any]], groups: Collection[int],
+                 max_parallelism: int) -> dict[int, Entries]:
+    """The entries whose key group is one of ``groups``, bucketed by group (each key hashed once); a group
+    without entries has no bucket."""
+    out: dict[int, Entries] = {}
+    for key, value in entries:
+        group = key_group_of(key, max_parallelism)
+        if group in groups:
+            bucket = out.get(group)
+            if bucket is None:
+                bucket = out[group] = []
+            bucket.append((key, value))
+    return out
+
+
+class GroupedSources:
+    """The previous-generation states one worker's new tasks read, each read once and bucketed by key group.
+
+    A source is keyed by its topology, namespace and the checkpoint it is read as of.  The first task to need
+    it reads it and keeps the buckets of the groups the worker's pending new tasks own; a task releases its
+    groups once its move is committed (a move that failed releases nothing: its retry finds them again), and a
+    source whose buckets are all released is dropped.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sources: dict[SourceKey, dict[int, Entries]] = {}
+
+    def buckets(self, source: SourceKey, read: Callable[[], Iterable[tuple[Any, Any]]],
+                wanted: Callable[[], Collection[int]], max_parallelism: int) -> dict[int, Entries]:
+        """The buckets of ``source``, read (``read()``: its committed entries) and bucketed for the groups
+        ``wanted()`` names the first time it is asked for."""
+        with self._lock:
+            found = self._sources.get(source)
+            if found is None:
+                found = by_key_group(read(), wanted(), max_parallelism)
+                if found:
+                    self._sources[source] = found
+            return found
+
+    def release(self, sources: Iterable[SourceKey], groups: range) -> None:
+        """Drop the buckets of ``groups`` (a task's, its move committed) from ``sources``, and from the same
+        states read as of another checkpoint (a task that moved as of another one will not take them)."""
+        states = {source[:2] for source in sources}
+        with self._lock:
+            for source in [s for s in self._sources if s[:2] in states]:
+                found = self._sources[source]
+                for group in groups:
+                    found.pop(group, None)
+                if not found:
+                    del self._sources[source]
+
+    def __len__(self) -> int:
+        """How many sources are held."""
+        with self._lock:
+            return len(self._sources)
+
+
+#: the sources read by the new tasks of this process (a worker), shared by them
+WORKER_SOURCES = GroupedSources()
 
 
 def _overlap(a: range, b: range) -> range:
@@ -47,28 +119,44 @@ def _overlap(a: range, b: range) -> range:
 
 
 class KeyGroupMove:
-    """The move of one task's share of a rescaled component's state (a thin driver over ``open_state``)."""
+    """The move of one task's share of a rescaled component's state (a thin driver over ``open_state``).
+
+    ``local`` are the indexes of the component's new tasks that run in this task's worker (this task's own
+    when not given) and ``sources`` the worker's :class:`GroupedSources` (one of its own when not given);
+    ``scope`` tells the sources of different topologies apart."""
 
     def __init__(self, rescales: Rescales, component: str, index: int, max_parallelism: int,
-                 open_state: OpenState) -> None:
+                 open_state: OpenState, local: Collection[int] = (), sources: GroupedSources | None = None,
+                 scope: str = "") -> None:
         self.rescales = rescales
         self.component = component
         self.index = index
         self.max_parallelism = max_parallelism
         self.open_state = open_state
         self.generation = rescales.generation(component)
+        self.local = sorted(set(local) | {index})
+        self.sources = sources if sources is not None else GroupedSources()
+        self.scope = scope
 
     @classmethod
     def of_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> KeyGroupMove:
-        """The move of the task ``context`` runs, its states opened through the topology's provider."""
-        return cls(Rescales.of(conf), context.this_component_id, context.get_this_task_index(),
-                   int(setting(conf, MAX_PARALLELISM)), lambda ns: new_state(ns, conf, context))
+        """The move of the task ``context`` runs, its states opened through the topology's provider, sharing
+        what it reads with the other new tasks of its worker."""
+        component = context.this_component_id
+        tasks = context.get_component_tasks(component)
+        local = [tasks.index(t) for t in context.get_this_worker_tasks() if t in tasks]
+        return cls(Rescales.of(conf), component, context.get_this_task_index(),
+                   int(setting(conf, MAX_PARALLELISM)), lambda ns: new_state(ns, conf, context), local,
+                   WORKER_SOURCES, context.topology_id)
 
     def _namespace(self, generation: int, index: int) -> str:
         return namespace(self.rescales, self.component, index, -1, generation)
 
     def _moved(self, ns: str) -> bool:
         return self.open_state(ns + MOVED_SUFFIX).get(MOVED_KEY) is not None
+
+    def _groups(self, index: int) -> range:
+        return groups_of_task(index, self.rescales.tasks_at(self.component, self.generation), self.max_parallelism)
 
     @property
     def pending(self) -> bool:
@@ -81,13 +169,12 @@ class KeyGroupMove:
         happens when the share was taken already."""
         if not self.pending:
             return 0
-        n = self.rescales.tasks_at(self.component, self.generation)
+        used: list[SourceKey] = []
         moved = 0
-        for key, value in self._gather(self.generation, self.index, groups_of_task(self.index, n,
-                                                                                     self.max_parallelism),
-                                       committed, own=True):
-            state.put(key, value)
-            moved += 1
+        for bucket in self._gather(self.generation, self.index, self._groups(self.index), committed, used,
+                                   own=True):
+            state.put_all(bucket)
+            moved += len(bucket)
         if committed > NO_TXID:
             state.prepare_commit(committed)
             state.commit(committed)
@@ -96,30 +183,44 @@ class KeyGroupMove:
         marker = self.open_state(self._namespace(self.generation, self.index) + MOVED_SUFFIX)
         marker.put(MOVED_KEY, committed)
         marker.commit()
+        self.sources.release(used, self._groups(self.index))
         log.info("%s task index %d (generation %d) took %d entries of its key groups", self.component, self.index,
                  self.generation, moved)
         return moved
 
-    def _gather(self, generation: int, index: int, groups: range, committed: int,
-                own: bool = False) -> Iterator[tuple[Any, Any]]:
+    def _gather(self, generation: int, index: int, groups: range, committed: int, used: list[SourceKey],
+                own: bool = False) -> Iterator[Entries]:
         """The committed entries of ``groups`` that task ``index`` of ``generation`` holds, or would hold had it
-        moved (``own``: the task itself, which gathers from its sources)."""
+        moved (``own``: the task itself, which gathers from its sources), by key group; ``used`` collects the
+        sources read."""
         ns = self._namespace(generation, index)
         if not own and (generation == 0 or self._moved(ns)):
-            m = self.max_parallelism
-            for key, value in self._committed_entries(ns, committed):
-                if key_group_of(key, m) in groups:
-                    yield key, value
+            source = (self.scope, ns, committed)
+            used.append(source)
+            buckets = self.sources.buckets(source, lambda: self._committed_state(ns, committed),
+                                           self._wanted, self.max_parallelism)
+            for group in groups:
+                bucket = buckets.get(group)
+                if bucket is not None:
+                    yield bucket
             return
         old = self.rescales.tasks_at(self.component, generation - 1)
         new = self.rescales.tasks_at(self.component, generation)
         for move in sources_of(index, old, new, self.max_parallelism):
             overlap = _overlap(move.groups, groups)
             if overlap:
-                yield from self._gather(generation - 1, move.source, overlap, committed)
+                yield from self._gather(generation - 1, move.source, overlap, committed, used)
 
-    def _committed_entries(self, ns: str, committed: int) -> list[tuple[Any, Any]]:
-        """The entries of ``ns`` as of checkpoint ``committed``: a snapshot it prepared is committed first when
+    def _wanted(self) -> set[int]:
+        """The key groups of this task and of the worker's other new tasks that did not move yet."""
+        wanted: set[int] = set()
+        for index in self.local:
+            if index == self.index or not self._moved(self._namespace(self.generation, index)):
+                wanted.update(self._groups(index))
+        return wanted
+
+    def _committed_state(self, ns: str, committed: int) -> KeyValueState:
+        """The state of ``ns`` as of checkpoint ``committed``: a snapshot it prepared is committed first when
         the checkpoint covers it (its commit had not reached it), else rolled back, as its recovery would."""
         state = self.open_state(ns)
         prepared = state.prepared_txid()
@@ -129,4 +230,4 @@ class KeyGroupMove:
             else:
                 state.rollback()
             state = self.open_state(ns)
-        return list(state)
+        return state

@@ -12,7 +12,7 @@ A compiled build compiles this module (``get`` and ``put`` run for every tuple o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,16 @@ class KeyValueState:
             self._current[key] = value
         except TypeError:  # unhashable: kept by its encoding
             self._current[_PackedKey(pack_value(key))] = value
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        """``put`` every ``(key, value)`` pair of ``entries``, in their order (one bulk update of the current
+        map)."""
+        pairs = entries if isinstance(entries, list) else list(entries)
+        try:
+            self._current.update(pairs)
+        except TypeError:  # an unhashable key: every pair is put by itself (those before it again, unchanged)
+            for key, value in pairs:
+                self.put(key, value)
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The current value of ``key``, or ``default``."""

@@ -12,7 +12,7 @@ found there), a commit moves them into ``<ns>`` in one MULTI/EXEC transaction, a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from storm_py.errors import StateBackendError
@@ -73,6 +73,9 @@ class RedisKeyValueState(KeyValueState):
 
     def put(self, key: Any, value: Any) -> None:
         self._pending[pack_value(key)] = pack_value(value)
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        self._pending.update({pack_value(key): pack_value(value) for key, value in entries})
 
     def get(self, key: Any, default: Any = None) -> Any:
         k = pack_value(key)
