@@ -8,7 +8,9 @@ also arrives from outside its inputs (a shell bolt's process:
 has ``background_step`` called on every pass, on the loop's thread, so what it emits, acks and fails there goes
 out like the rest.  Such a bolt may also bound its inputs (:class:`~storm_py.runtime.contracts.BoundedInbox`):
 the executor hands it no more tuples than its ``room()`` and keeps the rest in its inbox (still counted in the
-worker's backlog, which pauses the spouts), while the loop goes on with other executors.
+worker's backlog, which pauses the spouts), while the loop goes on with other executors.  A step runs its inbox
+for at most :data:`STEP_SECS` (between batches), so a slow bolt with a long inbox never holds the worker's loop, nor
+its liveness, for longer.
 Acks of consecutive inputs of one tree are XORed into one ack row
 (:class:`~storm_py.runtime.bolt_collectors.SentAcks`, the collectors' one ack path); acks held and released in
 bulk (a stateful bolt's at a commit) go out a bounded number a step (:meth:`BoltExecutor.ack_held`).
@@ -38,6 +40,10 @@ log = logging.getLogger(__name__)
 
 #: how many released ack rows a step sends (see :meth:`BoltExecutor.ack_held`)
 RELEASED_ROWS_PER_STEP: Final = 4096
+#: how long a step runs its inbox's batches before it leaves the rest for the loop's next pass (checked between
+#: batches): the worker's other executors, its timers and the pass count its liveness is judged by go on while a
+#: slow bolt works through a long inbox
+STEP_SECS: Final = 0.1
 
 
 # the asyncio bolts' executor (runtime/async_executor.py) is an interpreted subclass: its overrides must be called
@@ -189,6 +195,7 @@ class BoltExecutor(Executor):
             clock = self.clock
             n = 0
             start = clock.now()
+            step_ends = start + STEP_SECS
             samples = self.process_samples
             sampled = self.sampled_tasks
             rooms = self.rooms
@@ -226,6 +233,8 @@ class BoltExecutor(Executor):
                     entry[1] += secs
                 else:
                     self._count_mixed(batch, secs)
+                if end > step_ends:  # the rest waits for the next pass
+                    break
             self.stats.executed += n
             self.rt.backlog -= n
             did = n > 0 or not rooms  # inputs held back for room are no work done (the loop may wait)
