@@ -1,8 +1,8 @@
 """This module owns the checkpoint wiring of a topology with stateful bolts (what Storm's builder does in
-``createTopology``): the ``$checkpointspout`` component, the ``$checkpoint`` stream through every bolt, and each
-bolt wrapped in a :class:`~storm_py.stateful.managed_bolt.ManagedBolt` (which runs Storm's stateful executor, its
-checkpoint forwarder or, under exactly_once, the aligned executor); each :class:`StatefulSpout` is wrapped in a
-:class:`~storm_py.stateful.managed_spout.StatefulSpoutExecutor`.
+``createTopology``): the ``$checkpointspout`` component, the ``$checkpoint`` stream through every bolt, and each bolt
+wrapped in a :class:`~storm_py.stateful.managed_bolt.ManagedBolt` (which the system topology replaces with Storm's
+stateful executor, its checkpoint forwarder or, under exactly_once, the aligned executor); each :class:`StatefulSpout`
+is wrapped in a :class:`~storm_py.stateful.managed_spout.StatefulSpoutExecutor`.
 
 A bolt fed by a spout takes ``$checkpoint`` from the checkpoint spout; a bolt fed by a bolt takes that bolt's
 ``$checkpoint``; all with all-grouping, so every task sees every checkpoint from every task upstream.  The
