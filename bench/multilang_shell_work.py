@@ -8,14 +8,12 @@ is a stand-in that hands over those bytes (made before the measured loop) and sw
 collector is a stub.  So it counts the multilang package's encoding, decoding, ledger and dispatch, nothing of the
 runtime.
 
-Instructions per sentence (the preparation subtracted by a run with ``--prepare-only``):
-
-    for n in 1000 3000; do for p in "" --prepare-only; do
-      valgrind --tool=callgrind --callgrind-out-file=/dev/null python bench/multilang_shell_work.py \\
-        --serializer msgpack --n $n $p 2>&1 | grep Collected; done; done
-    # (I(3000) - I(1000) - (P(3000) - P(1000))) / 2000
+Instructions per sentence (``--instructions``, with valgrind): runs of 1,000 and 3,000 sentences under
+``valgrind --tool=cachegrind``, each with and without ``--prepare-only`` (the preparation subtracted):
+(I(3000) - P(3000) - (I(1000) - P(1000))) / 2000.
 
 usage: python bench/multilang_shell_work.py [--serializer json|msgpack] [--n 3000] [--prepare-only]
+       python bench/multilang_shell_work.py --instructions [--serializer json|msgpack]
 """
 
 from __future__ import annotations
@@ -23,14 +21,20 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import sys
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import msgpack
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other bench scripts
+from two_workers import cachegrind
+
 from storm_py.api.tuple import Fields, Tuple
+from storm_py.build import describe
 from storm_py.multilang.bolt import ShellBolt
 from storm_py.multilang.ledger import Heartbeat, PendingLedger
 from storm_py.multilang.serializer import serializer_for
@@ -113,7 +117,17 @@ def main() -> None:
     ap.add_argument("--serializer", default="msgpack", choices=("json", "msgpack"))
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--prepare-only", action="store_true", help="make the inputs and stop (to subtract)")
+    ap.add_argument("--instructions", action="store_true", help="instructions per sentence, with valgrind")
     a = ap.parse_args()
+    if a.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+        runs = {(n, prep): cachegrind(__file__, "--serializer", a.serializer, "--n", str(n), *prep)
+                for n in (1000, 3000) for prep in ((), ("--prepare-only",))}
+        work = {n: runs[n, ()][1] - runs[n, ("--prepare-only",)][1] for n in (1000, 3000)}
+        print(json.dumps({"serializer": a.serializer, "build": describe(),
+                          "instructions_per_sentence": round((work[3000] - work[1000]) / 2000)}))
+        return
     n = a.n
     serializer = serializer_for(a.serializer, "bench")
 
@@ -131,6 +145,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # the inputs made above are not walked by the collector's passes in the measured loop
     if a.prepare_only:
+        print("acked 0")  # (read by --instructions)
         return
     split, split_proc = shell_bolt(serializer)
     count, count_proc = shell_bolt(serializer)
@@ -147,6 +162,7 @@ def main() -> None:
         count.background_step(0.0)
     secs = time.thread_time() - started
     assert not len(split._ledger) and not len(count._ledger), "every input answered"
+    print(f"acked {n}")  # the sentences run (read by --instructions)
     print(json.dumps({"serializer": a.serializer, "n": n, "us_per_sentence": round(secs / n * 1e6, 2),
                       "bytes_written_per_sentence": round((split_proc.written + count_proc.written) / n)}),
           file=sys.stderr)

@@ -1,8 +1,7 @@
 """Trident word count against the same count written as a transactional topology: words/s, one worker.
 
     python bench/trident_word_count.py [--batch 1000] [--secs 5] [--warmup 1] [--rounds 2] [--pending 1]
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null python bench/trident_word_count.py \
-        --delegates 22 --variant trident   # minus the same with --delegates 2, divided by 20
+    python bench/trident_word_count.py --instructions [--variant trident] [--batch 1000]   # needs valgrind
 
 Both count the words of the same cycling sentences (10 words each, 1,000 distinct words) exactly once into an
 opaque map state in memory (``OpaqueValue`` per word, the same ``OpaqueMap`` over a ``MemoryBackingMap``):
@@ -23,6 +22,8 @@ for ``--rounds``; one JSON line per run, then the ratios of the medians (wall cl
 ``--delegates N`` runs no cluster: it feeds one variant's two bolts (the delegates their coordinated bolts run,
 prepared with a stand-in collector and context) ``N`` batches in this thread, the first bolt's output to the
 second, and finishes each batch in both: the per-batch work of the bolts alone, for instruction counts.
+``--instructions`` runs ``--delegates 2`` and ``--delegates 22`` under ``valgrind --tool=cachegrind`` and reports
+the instructions per batch and per sentence from the difference of the two runs.
 ``--batches N`` runs one variant in a LocalCluster until ``N`` batches are committed, then stops: the same
 difference of two runs counts the whole pipeline's instructions per batch (spout, coordination, acker, both
 bolts, the worker's executors).
@@ -34,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
@@ -45,10 +47,11 @@ sys.path.append(str(Path(__file__).resolve().parent))  # the other bench scripts
 
 from thread_cpu import busiest_thread_cpu  # bench/ is the script's own directory
 from transactional_bench import EndlessRows
+from two_workers import cachegrind
 
 from storm_py import LocalCluster
 from storm_py.api.tuple import Fields, Tuple
-from storm_py.build import compiled_modules
+from storm_py.build import compiled_modules, describe
 from storm_py.clock import wait_until
 from storm_py.transactional import (
     BaseTransactionalBolt,
@@ -250,6 +253,7 @@ def delegates(variant: str, batch: int, batches: int) -> None:
             second.execute(tup)
         wire1.out.clear()
         second.finished_id(attempt)
+    print(f"acked {batches * batch}")  # the sentences run (read by --instructions)
 
 
 def committed(variant: str, batch: int, pending: int, batches: int) -> None:
@@ -279,7 +283,19 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=0,
                         help="one LocalCluster run of --variant until this many batches are committed, no timing")
     parser.add_argument("--variant", choices=["trident", "transactional"], default="trident")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instructions per batch of the --delegates run, with valgrind")
     args = parser.parse_args()
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+        common = ("--variant", args.variant, "--batch", str(args.batch))
+        s1, i1 = cachegrind(__file__, *common, "--delegates", "2")
+        s2, i2 = cachegrind(__file__, *common, "--delegates", "22")
+        print(json.dumps({"bench": "trident_word_count", "variant": args.variant, "batch": args.batch,
+                          "build": describe(), "instructions_per_batch": round((i2 - i1) / 20),
+                          "instructions_per_sentence": round((i2 - i1) / (s2 - s1))}), flush=True)
+        return
     if args.delegates:
         delegates(args.variant, args.batch, args.delegates)
         return

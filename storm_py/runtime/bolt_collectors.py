@@ -71,10 +71,26 @@ class AckRuns:
         self.run_root: Id = None
         self.run_val = 0
 
-    def add(self, root: Id, val: int) -> None:
-        """XOR ``val`` into the ack of ``root``: into the open run when it is of the same tree (an equal root is
-        the same tree: a root decoded from a frame is another object), else the open run is a row and this one
-        opens."""
+    def ack(self, tup: Tuple | None, root: Id = None, val: int = 0) -> None:
+        """Add the acks of ``tup`` (acked: its edge XORed with what its emits XORed in) into each of its trees, or
+        with ``tup`` None the ack ``val`` into the tree of ``root`` (see :meth:`add`): the one merge.
+
+        An ack of one tree (the common case: an input of one spout tuple) is merged here, in this one call: into
+        the open run when it is of the same tree (an equal root is the same tree: a root decoded from a frame is
+        another object), else the open run is a row and this one opens.  An input of several trees comes back
+        here once per tree.
+        """
+        if tup is not None:
+            root = tup._root
+            if root is None:
+                ids = tup._ids
+                if ids:
+                    av: int = tup._ack_val
+                    for r, v in ids.items():
+                        self.ack(None, r, v ^ av)
+                return
+            edge: int = tup._edge  # compiled: XORed as machine ints
+            val = edge ^ tup._ack_val
         last = self.run_root
         if root is last or (last is not None and root == last):
             self.run_val ^= val
@@ -84,18 +100,9 @@ class AckRuns:
         self.run_root = root
         self.run_val = val
 
-    def ack(self, tup: Tuple) -> None:
-        """Add the acks of ``tup`` (acked: its edge XORed with what its emits XORed in) into each of its trees."""
-        root = tup._root
-        if root is not None:
-            edge: int = tup._edge  # compiled: XORed as machine ints
-            self.add(root, edge ^ tup._ack_val)
-            return
-        ids = tup._ids
-        if ids:
-            av: int = tup._ack_val
-            for r, v in ids.items():
-                self.add(r, v ^ av)
+    def add(self, root: Id, val: int) -> None:
+        """XOR ``val`` into the ack of ``root`` (merged by :meth:`ack`)."""
+        self.ack(None, root, val)
 
     def close(self) -> None:
         """End the open run: it becomes a row."""

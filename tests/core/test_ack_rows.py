@@ -3,11 +3,12 @@ collector's acks go out per tree when released."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 
-from storm_py import BasicBolt, Spout, TopologyBuilder
+from storm_py import BasicBolt, Spout, TopologyBuilder, build
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
@@ -272,3 +273,27 @@ def test_a_basic_bolts_acks_go_through_its_collectors_ack() -> None:
     ex.step(0.0)
     assert ex.process_samples == {} and ex.stats.process_count == 1 and ex.stats.acked == 3
     assert ack_rows(ex) == [(ACK, 2**61 + 1, 0b11), (ACK, 9, 0b100)]
+
+
+def test_an_ack_of_one_tree_is_merged_in_the_collectors_one_call_into_its_ack_runs() -> None:
+    """The per-ack cost of the pure build is its Python calls: a collector's ``ack`` of an input of one tree makes
+    exactly one more, ``AckRuns.ack``, which merges it (a compiled build's native calls are not profiled)."""
+    ex = bolt_executor()
+    collector = next(iter(ex.collectors.values()))
+    first, second = inputs_of((2**61 + 1, 0b1), (2**61 + 1, 0b10))
+    collector.ack(first)  # the run is open: the second ack joins it
+    calls: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        collector.ack(second)
+    finally:
+        sys.setprofile(None)
+    compiled = "storm_py.runtime.bolt_collectors" in build.compiled_modules()
+    assert calls == ([] if compiled else ["BoltCollector.ack", "AckRuns.ack"])
+    ex.step(0.0)
+    assert ack_rows(ex) == [(ACK, 2**61 + 1, 0b11)]
