@@ -201,3 +201,23 @@ def test_put_all_is_put_of_every_pair_in_order_on_every_provider(tmp_path: Path,
         assert state.get(["l", 1]) == 2 and state.get(5) == {"x": [1]}, type(state).__name__
         assert state.get(("t", 2)) == 3 or state.get(["t", 2]) == 3, type(state).__name__
         assert state.get("first") == 2 and len(state) == 6, type(state).__name__
+
+
+def test_two_workers_in_one_process_each_move_their_own_tasks_groups() -> None:
+    """LocalCluster runs several workers in one process: a source one worker bucketed for its own tasks is not
+    what another worker's tasks take their groups from."""
+    stores = Stores()
+    rescales = Rescales({"count": 5}, {"count": [2, 8]})
+    _seed(stores, rescales, 2, txid=3)  # each old task's state holds the groups of four new tasks, two a worker
+    shared = GroupedSources()
+    workers = [range(0, 8, 2), range(1, 8, 2)]
+    merged: dict[Any, Any] = {}
+    for i in range(8):  # the two workers' tasks move in turn, while the other's buckets are held
+        local = workers[i % 2]
+        ns = namespace(rescales, "count", i, -1)
+        KeyGroupMove(rescales, "count", i, M, stores.open, local, shared, "topo").settle(stores.open(ns), 3)
+        share = stores.committed(ns)
+        assert share and all(key_group_of(k, M) in groups_of_task(i, 8, M) for k in share)
+        merged.update(share)
+    assert merged == KEYS
+    assert len(shared) == 0

@@ -122,8 +122,9 @@ class KeyGroupMove:
     """The move of one task's share of a rescaled component's state (a thin driver over ``open_state``).
 
     ``local`` are the indexes of the component's new tasks that run in this task's worker (this task's own
-    when not given) and ``sources`` the worker's :class:`GroupedSources` (one of its own when not given);
-    ``scope`` tells the sources of different topologies apart."""
+    when not given) and ``sources`` the process's :class:`GroupedSources` (one of its own when not given);
+    ``scope`` tells the sources of different topologies apart, and ``local`` those of different workers in one
+    process."""
 
     def __init__(self, rescales: Rescales, component: str, index: int, max_parallelism: int,
                  open_state: OpenState, local: Collection[int] = (), sources: GroupedSources | None = None,
@@ -136,7 +137,9 @@ class KeyGroupMove:
         self.generation = rescales.generation(component)
         self.local = sorted(set(local) | {index})
         self.sources = sources if sources is not None else GroupedSources()
-        self.scope = scope
+        #: the sources' scope: the topology and this worker's new tasks (a process may run several workers, as
+        #: LocalCluster does: each keeps the groups of its own tasks, never another worker's buckets)
+        self.scope = f"{scope}@{','.join(map(str, self.local))}"
 
     @classmethod
     def of_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> KeyGroupMove:
