@@ -17,6 +17,8 @@ class Run:
 
     go_until: int = 0  # the spout emits up to this position
     emitted: int = 0
+    held_at: int | None = None  # what the spout had emitted when it was first deactivated (held)
+    spout_restored: list[int] = field(default_factory=list)  # per ``init_state`` of the spout: its position
     #: per prepare of a counter task: (task id, index, the component's tasks listed by its context)
     prepared: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)
     #: per counter task id, what happened first after its last prepare ("init" or "execute")
@@ -55,6 +57,7 @@ class GatedPositionSpout(StatefulSpout):
     def init_state(self, state):
         self.state = state
         self.pos = state.get("pos", 0)
+        RUNS[self.run].spout_restored.append(self.pos)
 
     def pre_prepare(self, txid):
         self.state.put("pos", self.pos)
@@ -65,6 +68,11 @@ class GatedPositionSpout(StatefulSpout):
             self.collector.emit([self.words[self.pos]])
             self.pos += 1
             run.emitted += 1
+
+    def deactivate(self):
+        run = RUNS[self.run]
+        if run.held_at is None:
+            run.held_at = run.emitted
 
     def declare_output_fields(self, declarer):
         declarer.declare(["word"])
