@@ -24,7 +24,8 @@ from storm_py.errors import StaleBuildError
 #: the Parquet sink's per-value passes over a batch, and the window manager with its events, policies and
 #: watermarks (the windowed bolt and its executor are user-facing, copied with topologies, and stay interpreted),
 #: and the managed state's in-memory ``KeyValueState`` and each guarantee's per-tuple path of a bolt (each runs
-#: for every tuple of a managed bolt; its compiled path is made at ``prepare``, never copied), and a
+#: for every tuple of a managed bolt; its compiled path is made at ``prepare``, never copied), the buckets a
+#: rescale's moves hash every key of a state into, and a
 #: stateful spout's per-call path under exactly_once (made in ``open``), and a shell bolt's per-tuple traffic,
 #: pending ledger and wire formats (made in ``prepare``; the shell components themselves stay interpreted)
 HOT_MODULES: tuple[str, ...] = (
@@ -51,6 +52,7 @@ HOT_MODULES: tuple[str, ...] = (
     "storm_py.windowing.policies",
     "storm_py.windowing.watermarks",
     "storm_py.stateful.state.key_value",
+    "storm_py.stateful.state.key_buckets",
     "storm_py.stateful.at_least_once.tuple_path",
     "storm_py.stateful.exactly_once.tuple_path",
     "storm_py.stateful.exactly_once.spout_path",

@@ -20,7 +20,7 @@ from storm_py.clock import wait_until
 from storm_py.dev.redis import RedisServerProcess
 from storm_py.runtime.key_groups import groups_of_task
 from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, settings_of
-from storm_py.stateful.state.key_group_move import key_group_of
+from storm_py.stateful.state.key_buckets import key_group_of
 from storm_py.stateful.state.redis_state import RedisKeyValueState
 from storm_py.stateful.state.task_names import Rescales, namespace
 from tests.cluster.conftest import dev_cluster, zk_root_conf  # noqa: F401  (dev_cluster is a fixture)

@@ -15,7 +15,7 @@ from storm_py import InvalidTopologyException, LocalCluster, Spout, TopologyBuil
 from storm_py.clock import wait_until
 from storm_py.runtime.key_groups import groups_of_task
 from storm_py.runtime.system_topology import layout_from_counts
-from storm_py.stateful.state.key_group_move import key_group_of
+from storm_py.stateful.state.key_buckets import key_group_of
 from storm_py.stateful.state.key_value import MEMORY_STORES
 from storm_py.stateful.state.task_names import Rescales, namespace
 from tests.rescale.components import KeyedCount, PassBolt, keyed_count_topology, new_run, truth, words

@@ -13,7 +13,8 @@ import pytest
 
 from storm_py.runtime.key_groups import groups_of_task, task_index_of_group
 from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, LocalBlobs
-from storm_py.stateful.state.key_group_move import GroupedSources, KeyGroupMove, by_key_group, key_group_of
+from storm_py.stateful.state.key_buckets import GroupedSources, by_key_group, key_group_of
+from storm_py.stateful.state.key_group_move import KeyGroupMove
 from storm_py.stateful.state.key_value import KeyValueState, MemoryStore
 from storm_py.stateful.state.redis_state import RedisKeyValueState
 from storm_py.stateful.state.task_names import Rescales, namespace

@@ -20,7 +20,7 @@ from storm_py.nimbus.rescale import resubmitted_history
 from storm_py.runtime.key_groups import groups_of_task
 from storm_py.runtime.system_topology import layout_from_counts
 from storm_py.stateful.state.checkpoint_dir import CheckpointDirState, Settings
-from storm_py.stateful.state.key_group_move import key_group_of
+from storm_py.stateful.state.key_buckets import key_group_of
 from storm_py.stateful.state.task_names import Rescales, namespace
 from tests.rescale.components import keyed_count_topology, new_run, truth, words
 

@@ -11,7 +11,8 @@ import pytest
 
 from storm_py.errors import ConfigError
 from storm_py.runtime.key_groups import groups_of_task, task_index_of_group
-from storm_py.stateful.state.key_group_move import KeyGroupMove, key_group_of
+from storm_py.stateful.state.key_buckets import key_group_of
+from storm_py.stateful.state.key_group_move import KeyGroupMove
 from storm_py.stateful.state.key_value import KeyValueState, MemoryStore
 from storm_py.stateful.state.task_names import Rescales, namespace
 

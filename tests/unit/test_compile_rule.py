@@ -52,6 +52,7 @@ HOT_MODULE_ROLES = {
     "storm_py.windowing.policies": "pure core",
     "storm_py.windowing.watermarks": "pure core",
     "storm_py.stateful.state.key_value": "ledger",
+    "storm_py.stateful.state.key_buckets": "ledger",
     "storm_py.stateful.at_least_once.tuple_path": "collector",
     "storm_py.stateful.exactly_once.tuple_path": "collector",
     "storm_py.stateful.exactly_once.spout_path": "executor",

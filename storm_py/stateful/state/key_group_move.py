@@ -11,24 +11,23 @@ marks its namespace moved.  A task killed midway moves again from the same commi
 written after the rescale), so the move is all or nothing.  A previous-generation task that never took its own
 share (two rescales in a row) is read through: its share comes from its own sources, recursively.
 
-A source is read once per worker: the first new task of a worker that needs it reads its committed entries,
-hashes each key once and buckets the entries of the key groups the worker's pending new tasks own
-(:class:`GroupedSources`); the worker's other new tasks take their groups from those buckets, and each task
-releases its groups once its move is committed, so the buckets are gone when the worker's moves are done (the
-groups of tasks in other workers are never kept: those tasks read the source in their own worker).
+A source is read once per worker: the first new task of a worker that needs it reads its committed entries into
+the buckets of the key groups the worker's pending new tasks own (:mod:`storm_py.stateful.state.key_buckets`); the
+worker's other new tasks take their groups from those buckets, and each task releases its groups once its move is
+committed, so the buckets are gone when the worker's moves are done (the groups of tasks in other workers are
+never kept: those tasks read the source in their own worker).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Final
 
 from storm_py.api.context import TopologyContext
 from storm_py.config.keys import setting
-from storm_py.runtime.groupers import values_hash
-from storm_py.runtime.key_groups import MAX_PARALLELISM, groups_of_task, key_group, sources_of
+from storm_py.runtime.key_groups import MAX_PARALLELISM, groups_of_task, sources_of
+from storm_py.stateful.state.key_buckets import WORKER_SOURCES, Entries, GroupedSources, SourceKey
 from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 from storm_py.stateful.state.providers import new_state
 from storm_py.stateful.state.task_names import Rescales, namespace
@@ -40,78 +39,6 @@ MOVED_SUFFIX: Final = "$moved"
 MOVED_KEY: Final = "moved"
 
 OpenState = Callable[[str], KeyValueState]
-#: the entries of one key group of one source, as ``(key, value)`` pairs
-Entries = list[tuple[Any, Any]]
-#: a source read by a worker: its topology (the move's scope), its namespace and the checkpoint it is read as of
-SourceKey = tuple[str, str, int]
-
-
-def key_group_of(key: Any, max_parallelism: int) -> int:
-    """The key group of a state entry's key: the grouping values' hash (a list or tuple key: its items are the
-    values; any other key is the one value) mod ``max_parallelism``."""
-    return key_group(values_hash(key if isinstance(key, (list, tuple)) else (key,)), max_parallelism)
-
-
-def by_key_group(entries: Iterable[tuple[Any, Any]], groups: Collection[int],
-                 max_parallelism: int) -> dict[int, Entries]:
-    """The entries whose key group is one of ``groups``, bucketed by group (each key hashed once); a group
-    without entries has no bucket."""
-    out: dict[int, Entries] = {}
-    for key, value in entries:
-        group = key_group_of(key, max_parallelism)
-        if group in groups:
-            bucket = out.get(group)
-            if bucket is None:
-                bucket = out[group] = []
-            bucket.append((key, value))
-    return out
-
-
-class GroupedSources:
-    """The previous-generation states one worker's new tasks read, each read once and bucketed by key group.
-
-    A source is keyed by its topology, namespace and the checkpoint it is read as of.  The first task to need
-    it reads it and keeps the buckets of the groups the worker's pending new tasks own; a task releases its
-    groups once its move is committed (a move that failed releases nothing: its retry finds them again), and a
-    source whose buckets are all released is dropped.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sources: dict[SourceKey, dict[int, Entries]] = {}
-
-    def buckets(self, source: SourceKey, read: Callable[[], Iterable[tuple[Any, Any]]],
-                wanted: Callable[[], Collection[int]], max_parallelism: int) -> dict[int, Entries]:
-        """The buckets of ``source``, read (``read()``: its committed entries) and bucketed for the groups
-        ``wanted()`` names the first time it is asked for."""
-        with self._lock:
-            found = self._sources.get(source)
-            if found is None:
-                found = by_key_group(read(), wanted(), max_parallelism)
-                if found:
-                    self._sources[source] = found
-            return found
-
-    def release(self, sources: Iterable[SourceKey], groups: range) -> None:
-        """Drop the buckets of ``groups`` (a task's, its move committed) from ``sources``, and from the same
-        states read as of another checkpoint (a task that moved as of another one will not take them)."""
-        states = {source[:2] for source in sources}
-        with self._lock:
-            for source in [s for s in self._sources if s[:2] in states]:
-                found = self._sources[source]
-                for group in groups:
-                    found.pop(group, None)
-                if not found:
-                    del self._sources[source]
-
-    def __len__(self) -> int:
-        """How many sources are held."""
-        with self._lock:
-            return len(self._sources)
-
-
-#: the sources read by the new tasks of this process (a worker), shared by them
-WORKER_SOURCES = GroupedSources()
 
 
 def _overlap(a: range, b: range) -> range:
