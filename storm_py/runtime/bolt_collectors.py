@@ -282,8 +282,21 @@ class BoltCollector(_TaskEmitter):
             self._processed(tup)
         if self._hooks:
             report_ack(self._hooks, tup, self._task, None)
-        if self._acking:
+        if self._acking and (tup._root is not None or tup._ids):  # an input of no tree has nothing to tell
             self._acks.ack(tup)
+
+    def ack_all(self, tups: list[Tuple]) -> None:
+        """``ack`` each of ``tups``, in order (a basic bolt's inputs of one batch): counted at once, each merged
+        into its tree's run, unless hooks or process samples watch acks (then one :meth:`ack` each)."""
+        if self._samples or self._hooks:
+            for tup in tups:
+                self.ack(tup)
+            return
+        self._stats.acked += len(tups)
+        if self._acking:
+            acks = self._acks
+            for tup in tups:
+                acks.ack(tup)
 
     def _processed(self, tup: Tuple) -> None:
         """A sampled input (in ``_samples``): its process latency runs from its batch's start to now."""
@@ -396,7 +409,7 @@ class HoldingCollector(BoltCollector):
     def emit(self, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         if anchors is None:
             unanchored(self.component_id, stream)
-        return super().emit(values, anchors, stream)
+        return self._emit(values, anchors, stream)
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], anchors: Any = None, stream: str = DEFAULT_STREAM

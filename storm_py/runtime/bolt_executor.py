@@ -63,7 +63,7 @@ class BoltExecutor(Executor):
         self.collectors: dict[int, BoltCollector] = {}
         self.runners: dict[int, Any] = {}
         #: id of a sampled input -> when its batch started (first input of each batch of a plain bolt's task;
-        #: the collector's ``ack`` takes it out); basic bolts ack inline, where process time is execute time
+        #: the collector's ``ack`` takes it out); a basic bolt's tasks are not sampled: its process time is execute time
         self.process_samples: dict[int, float] = {}
         self.sampled_tasks: set[int] = set()
         #: ``background_step`` of the tasks' bolts that have one, and their ``room`` (see the module's docstring)
@@ -165,8 +165,10 @@ class BoltExecutor(Executor):
         report = self.report_error
         on_error = self._on_error
         task = collector._task
+        each = bool(collector._hooks)  # hooks see each ack before the next input runs (Storm's order)
 
         def run(batch: list[Tuple]) -> None:
+            done: list[Tuple] = []  # else acked together after the batch: one count, no call per input
             for tup in batch:
                 basic.input = tup
                 try:
@@ -181,7 +183,12 @@ class BoltExecutor(Executor):
                 except Exception as exc:
                     on_error(task, tup, exc)
                     continue
-                collector.ack(tup)  # the collector's one ack (compiled: a native call, not a bound method's)
+                if each:
+                    collector.ack(tup)
+                else:
+                    done.append(tup)
+            if done:
+                collector.ack_all(done)
 
         return run
 

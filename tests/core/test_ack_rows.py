@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from storm_py import BasicBolt, Spout, TopologyBuilder, build
+from storm_py import BasicBolt, FailedException, Spout, TopologyBuilder, build
+from storm_py.api.hooks import BaseTaskHook, BoltAckInfo
 from storm_py.api.tuple import Fields, Tuple
 from storm_py.clock import SimulatedClock
 from storm_py.config import defaults
@@ -297,3 +298,66 @@ def test_an_ack_of_one_tree_is_merged_in_the_collectors_one_call_into_its_ack_ru
     assert calls == ([] if compiled else ["BoltCollector.ack", "AckRuns.ack"])
     ex.step(0.0)
     assert ack_rows(ex) == [(ACK, 2**61 + 1, 0b11)]
+
+
+class Picky(BasicBolt):
+    """Fails an input of value "bad"; records what it executed in ``log``."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.log.append(f"execute {tup.values[0]}")
+        if tup.values[0] == "bad":
+            raise FailedException("bad input")
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+
+def test_a_basic_bolts_batch_is_acked_in_one_collector_call_after_it_runs() -> None:
+    """Without hooks, the basic runner hands a batch's executed inputs to one ``ack_all``: counted once, each
+    merged into its tree's run; a failed input is failed, not acked; an input of no tree is counted, no row."""
+    ex = bolt_executor()
+    collector = next(iter(ex.collectors.values()))
+    run = ex._basic_runner(Picky([]), collector)
+    r = 2**61 + 1
+    batch = [*inputs_of((r, 0b1), (r, 0b10)), Tuple(["bad"], Fields(["n"]), "spout", "default", 1, None, 5, 0b100),
+             Tuple(["free"], Fields(["n"]), "spout", "default", 1, None), *inputs_of((9, 0b1000))]
+    calls: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_qualname.startswith("BoltCollector."):
+            calls.append(frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        run(batch)
+    finally:
+        sys.setprofile(None)
+    if "storm_py.runtime.bolt_collectors" not in build.compiled_modules():
+        assert calls == ["BoltCollector.fail", "BoltCollector.ack_all"]
+    ex.step(0.0)
+    assert ex.stats.acked == 4 and ex.stats.failed == 1
+    assert ack_rows(ex) == [(ACK, r, 0b11), (ACK, 9, 0b1000)]
+    assert [row for row in rows(ex) if type(row) is tuple and row[0] == FAIL] == [(FAIL, 5)]
+
+
+class AckLog(BaseTaskHook):
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def bolt_ack(self, info: BoltAckInfo) -> None:
+        self.log.append(f"ack {info.tuple.values[0]}")
+
+
+def test_a_basic_bolt_with_hooks_acks_each_input_before_the_next_one_runs() -> None:
+    ex = bolt_executor()
+    collector = next(iter(ex.collectors.values()))
+    log: list[str] = []
+    collector._hooks = [AckLog(log)]
+    run = ex._basic_runner(Picky(log), collector)
+    run([Tuple([w], Fields(["n"]), "spout", "default", 1, None, 7, 1 << i) for i, w in enumerate("ab")])
+    assert log == ["execute a", "ack a", "execute b", "ack b"]
+    ex.step(0.0)
+    assert ex.stats.acked == 2 and ack_rows(ex) == [(ACK, 7, 0b11)]
