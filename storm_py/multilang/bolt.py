@@ -69,7 +69,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._failures = 0
         self._restart_at = 0.0
         self._process = None
-        self._beat = Heartbeat(self._timeout, self._clock.now())
+        self._beat = Heartbeat(self._timeout, self._clock.now(), forgive_unwatched=not self._clock.simulated)
         # a process that cannot start is reported and tried again (backing off) rather than taking the worker
         # down: its inputs fail at once meanwhile, and the rest of the worker runs on
         self._restart(self._clock.now())
@@ -128,6 +128,7 @@ class ShellBolt(ShellComponent, Bolt):
         proc = self._process
         if proc is None:
             return self._restart(now) if now >= self._restart_at else False
+        self._beat.watched(now)
         if self._outbuf:
             self._flush(proc)
             did = True
@@ -178,6 +179,7 @@ class ShellBolt(ShellComponent, Bolt):
                 proc.flush()
             stirred = not proc.inbox and proc.wait(WAIT_SLICE)
             now = clock.now()
+            self._beat.watched(now)
             if proc.inbox:
                 self._drain(proc, now)
             elif stirred:
@@ -246,6 +248,6 @@ class ShellBolt(ShellComponent, Bolt):
             self._collector.report_error(exc)
             return False
         self._failures = 0
-        self._beat = Heartbeat(self._timeout, self._clock.now())
+        self._beat = Heartbeat(self._timeout, self._clock.now(), forgive_unwatched=not self._clock.simulated)
         self._traffic.unsent = self._process.unsent  # the compiled execute writes while it is empty
         return True

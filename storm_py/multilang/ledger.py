@@ -207,7 +207,8 @@ def _number(tid: Any) -> int:
 class Heartbeat:
     """When to send the next heartbeat and whether the process has been silent too long."""
 
-    def __init__(self, timeout: float, now: float, interval: float = HEARTBEAT_INTERVAL) -> None:
+    def __init__(self, timeout: float, now: float, interval: float = HEARTBEAT_INTERVAL,
+                 forgive_unwatched: bool = True) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.timeout = timeout
@@ -216,6 +217,20 @@ class Heartbeat:
         self.next_beat = now + interval
         #: a heartbeat went out and the process has said nothing since
         self.outstanding = False
+        #: whether a long gap between looks counts as one interval of silence only (not under simulated time,
+        #: whose clock jumps by design)
+        self.forgive_unwatched = forgive_unwatched
+        self.last_watched = now
+
+    def watched(self, now: float) -> None:
+        """The driver looks at the process now (before reading it).  A gap since it last looked longer than a
+        heartbeat interval (its worker's loop ran something else that long, or its process did not run) counts
+        as one interval of silence, not the whole gap: meanwhile the process could neither be sent a heartbeat
+        nor be read.  A process that stays silent still expires, after more such gaps."""
+        gap = now - self.last_watched
+        if gap > self.interval and self.forgive_unwatched:
+            self.last_heard = min(now, self.last_heard + gap - self.interval)
+        self.last_watched = now
 
     def heard(self, now: float) -> None:
         """The process said something: it is alive."""

@@ -181,6 +181,26 @@ def test_heartbeat_due_every_interval_and_expiry_from_last_heard() -> None:
     assert beat.silence(106.2) == pytest.approx(3.1)
 
 
+def test_a_gap_in_watching_counts_as_one_interval_of_silence_unless_time_is_simulated() -> None:
+    beat = Heartbeat(timeout=3.0, now=0.0, interval=1.0)
+    for t in (0.5, 1.0, 1.5):  # watched often: every second of silence counts
+        beat.watched(t)
+    assert beat.silence(1.5) == pytest.approx(1.5)
+    beat.watched(4.5)  # the loop was elsewhere for 3 s: one interval of it counts
+    assert beat.silence(4.5) == pytest.approx(1.5 + 1.0) and not beat.expired(4.5)
+    beat.watched(4.6)
+    assert not beat.expired(4.6) and beat.expired(5.1)  # silent while watched: it expires as before
+    stalls = Heartbeat(timeout=3.0, now=0.0, interval=1.0)
+    t = 0.0
+    while not stalls.expired(t):  # a silent process behind a loop held 2 s at a time still expires
+        t += 2.0
+        stalls.watched(t)
+        assert t < 10
+    simulated = Heartbeat(timeout=2.0, now=0.0, interval=1.0, forgive_unwatched=False)
+    simulated.watched(3.0)
+    assert simulated.expired(3.0)
+
+
 class _Split(ShellBolt):
     def __init__(self) -> None:
         super().__init__("python3", "split.py")
