@@ -69,7 +69,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._failures = 0
         self._restart_at = 0.0
         self._process = None
-        self._beat = Heartbeat(self._timeout, self._clock.now(), forgive_unwatched=not self._clock.simulated)
+        self._beat = self._heartbeat()
         # a process that cannot start is reported and tried again (backing off) rather than taking the worker
         # down: its inputs fail at once meanwhile, and the rest of the worker runs on
         self._restart(self._clock.now())
@@ -117,6 +117,10 @@ class ShellBolt(ShellComponent, Bolt):
                 self._collector.fail(tup)
                 return False
         return True
+
+    def _heartbeat(self) -> Heartbeat:
+        """A new process's heartbeat deadlines (a gap in watching forgiven, except under simulated time)."""
+        return Heartbeat(self._timeout, self._clock.now(), forgive_unwatched=not self._clock.simulated)
 
     def _busy(self) -> bool:
         """More than one input is out: the process goes on writing answers after the first."""
@@ -248,6 +252,6 @@ class ShellBolt(ShellComponent, Bolt):
             self._collector.report_error(exc)
             return False
         self._failures = 0
-        self._beat = Heartbeat(self._timeout, self._clock.now(), forgive_unwatched=not self._clock.simulated)
+        self._beat = self._heartbeat()
         self._traffic.unsent = self._process.unsent  # the compiled execute writes while it is empty
         return True

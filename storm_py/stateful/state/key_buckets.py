@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from storm_py.runtime.groupers import values_hash
+from storm_py.runtime.key_groups import key_group
 
 #: the entries of one key group of one source, as ``(key, value)`` pairs
 Entries = list[tuple[Any, Any]]
@@ -27,7 +28,7 @@ SourceKey = tuple[str, str, int]
 def key_group_of(key: Any, max_parallelism: int) -> int:
     """The key group of a state entry's key: the grouping values' hash (a list or tuple key: its items are the
     values; any other key is the one value) mod ``max_parallelism``, as the fields grouping routes it."""
-    return values_hash(key if isinstance(key, (list, tuple)) else (key,)) % max_parallelism
+    return key_group(values_hash(key if isinstance(key, (list, tuple)) else (key,)), max_parallelism)
 
 
 def by_key_group(entries: Iterable[tuple[Any, Any]], groups: Collection[int],
