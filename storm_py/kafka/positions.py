@@ -13,13 +13,17 @@ from storm_py.kafka.offsets import PartitionOffsets
 POSITIONS_KEY = "offsets"
 
 
-def positions(managers: Mapping[TopicPartition, PartitionOffsets], waiting: Iterable[Any]) -> dict[TopicPartition, int]:
-    """The next offset to emit per owned partition: its first fetched record still waiting, else what is fetched
-    next."""
-    out = {tp: m.fetched_to for tp, m in managers.items()}
+def positions(managers: Mapping[TopicPartition, PartitionOffsets], waiting: Iterable[Any],
+              unassigned: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, int]:
+    """The next offset to emit per partition: an owned partition's first fetched record still waiting, else what
+    it fetches next; a partition restored but not assigned yet (``unassigned``: the spout has not looked up which
+    partitions it owns since its restore) keeps its restored position, so a checkpoint taken in between saves it."""
+    out = {tp: o for tp, o in (unassigned or {}).items() if tp not in managers}
+    for tp, m in managers.items():
+        out[tp] = m.fetched_to
     for record in waiting:
         tp = (record[0], record[1])
-        if tp in out and record[2] < out[tp]:
+        if tp in managers and record[2] < out[tp]:
             out[tp] = record[2]
     return out
 

@@ -107,6 +107,9 @@ class KafkaSpout(StatefulSpout):
         #: exactly_once managed state: the position lives in the state, records need no tuple tree
         self.exactly_once = conf.get("topology.state.guarantee") == "exactly_once"
         self.restored: dict[TopicPartition, int] = {}
+        #: the restored positions until the spout next looks up the partitions it owns (saved as they are by a
+        #: checkpoint taken before: a spout held, or a broker away, right after its restore)
+        self.unassigned: dict[TopicPartition, int] = {}
         self.prepared: dict[int, dict[TopicPartition, int]] = {}
         self.tracked = cfg.processing_guarantee == "AT_LEAST_ONCE" and not self.exactly_once
         #: the most records one tuple tree holds (tracked only)
@@ -156,6 +159,7 @@ class KafkaSpout(StatefulSpout):
         if not self.exactly_once:
             return
         self.restored = from_saved(state.get(POSITIONS_KEY))
+        self.unassigned = dict(self.restored)
         self.prepared = {}
         self.waiting.clear()
         self.managers.clear()  # in place: the bound ack function holds this dict
@@ -164,7 +168,7 @@ class KafkaSpout(StatefulSpout):
 
     def pre_prepare(self, txid: int) -> None:
         if self.exactly_once:
-            pos = positions(self.managers, self.waiting)
+            pos = positions(self.managers, self.waiting, self.unassigned)
             self.state.put(POSITIONS_KEY, to_saved(pos))
             self.prepared = {t: p for t, p in self.prepared.items() if t > txid - 8}
             self.prepared[txid] = pos
@@ -455,6 +459,7 @@ class KafkaSpout(StatefulSpout):
             mine = wanted[self.index::self.num_tasks]
             if set(mine) != set(self.managers):
                 self._reassign(mine, now)
+            self.unassigned = {}
         except KafkaClientError as err:
             self.next_refresh = now + self.refresh_backoff
             self.refresh_backoff = min(self.refresh_backoff * 2, REFRESH_BACKOFF_MAX)

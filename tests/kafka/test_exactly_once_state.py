@@ -8,10 +8,14 @@ from __future__ import annotations
 from collections import Counter
 
 from storm_py import Bolt, LocalCluster, TopologyBuilder
+from storm_py.api.context import TopologyContext
 from storm_py.clock import wait_until
 from storm_py.kafka import KafkaSpout, KafkaSpoutConfig
+from storm_py.kafka.positions import POSITIONS_KEY, from_saved
+from storm_py.stateful.state.key_value import KeyValueState
 from tests.kafka.conftest import Broker
 from tests.stateful.components import CountBolt, committed_counts, new_run
+from tests.transactional.helpers import SpoutCapture
 
 VOCABULARY = ["apple", "pear", "fig", "kiwi", "plum", "lime", "date"]
 RECORDS = 3000
@@ -29,6 +33,38 @@ class ValueWord(Bolt):
 
     def declare_output_fields(self, declarer):
         declarer.declare(["word"])
+
+
+def test_a_checkpoint_before_the_restored_spout_takes_its_partitions_keeps_their_positions(broker: Broker) -> None:
+    """A restored spout that has not run yet (held for a checkpoint, or the broker away) saves the positions it
+    restored, not none: a restart from that checkpoint must not replay from the group's commits."""
+    topic = broker.topic(2, "eo-held")
+    broker.produce(topic, ((i % 2, None, b"r%d" % i) for i in range(20)))
+    spout = KafkaSpout(KafkaSpoutConfig(broker.bootstrap, [topic], group_id=f"g-{topic}",
+                                        first_poll_offset_strategy="EARLIEST"))
+    context = TopologyContext(topology_id="held-1", topology_name="held", task_id=3, component_id="records",
+                              task_to_component={3: "records"}, component_tasks={"records": [3]},
+                              component_streams={}, worker_tasks=[3])
+    collector = SpoutCapture()
+    spout.open({"topology.state.guarantee": "exactly_once"}, context, collector)
+    try:
+        state = KeyValueState()
+        state.put(POSITIONS_KEY, [[topic, 0, 7], [topic, 1, 4]])
+        state.prepare_commit(1)
+        state.commit(1)
+        spout.init_state(state)
+        spout.pre_prepare(2)  # before any next_tuple
+        assert from_saved(state.get(POSITIONS_KEY)) == {(topic, 0): 7, (topic, 1): 4}
+
+        def emitted() -> int:
+            spout.next_tuple()
+            return len(collector.emitted.get("default", []))
+
+        wait_until(lambda: emitted() == (10 - 7) + (10 - 4), 30, interval=0.05, what="the records after the positions")
+        spout.pre_prepare(3)
+        assert from_saved(state.get(POSITIONS_KEY)) == {(topic, 0): 10, (topic, 1): 10}
+    finally:
+        spout.close()
 
 
 def test_kafka_records_counted_exactly_once_through_failures(broker: Broker) -> None:

@@ -24,3 +24,11 @@ def test_the_first_waiting_record_is_the_position_else_the_fetch_position():
     assert from_saved(None) == {}
     with pytest.raises(ValueError, match=r"\['t', '0', 4\] is not \[topic, partition, offset\]"):
         from_saved([["t", "0", 4]])
+
+
+def test_a_restored_partition_not_assigned_yet_keeps_its_restored_position():
+    restored = {("t", 0): 7, ("t", 1): 4}
+    assert positions({}, [], restored) == restored  # a checkpoint before the spout looked up its partitions
+    managers = {("t", 0): manager(50)}
+    assert positions(managers, [("t", 0, 42, None, b"x")], restored) == {("t", 0): 42, ("t", 1): 4}
+    assert positions(managers, []) == {("t", 0): 50}
