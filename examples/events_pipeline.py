@@ -136,8 +136,9 @@ def enrich(partition: int, offset: int, payload: str) -> list[Any]:
 
 
 class SeededFaults:
-    """Fails a seeded ``rate`` of the attempts at each point (drawn per point, txid and attempt id), and the first
-    attempt at each ``(point, txid)`` of ``force``.
+    """Fails a seeded ``rate`` of the attempts at each point (drawn per point, txid and attempt id), and, for each
+    ``(point, txid)`` of ``force``, the first attempt at that point of that txid or a later one (a batch may bring
+    no tuple to a point: its next one fails instead).
 
     Usable in any worker process: the draw depends only on its inputs.  Fired failures are appended to
     ``log_path`` (one line each: point, txid, pid) when given, and kept in ``fired`` in-process.
@@ -148,16 +149,17 @@ class SeededFaults:
         self.seed = seed
         self.rate = rate
         self.log_path = log_path
-        self.force = set(force)  # (point, txid): fail the first attempt this process sees there
+        #: point -> the txid from which its first attempt this process sees fails
+        self.force = {point: txid for point, txid in sorted(force, reverse=True)}
         self.fired: list[tuple[str, int]] = []
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SeededFaults:
         return self
 
     def __call__(self, point: str, attempt: TransactionAttempt) -> None:
-        key = (point, attempt.transaction_id)
-        forced = key in self.force
-        self.force.discard(key)
+        forced = attempt.transaction_id >= self.force.get(point, attempt.transaction_id + 1)
+        if forced:
+            del self.force[point]
         draw = random.Random(f"{self.seed}/{point}/{attempt.transaction_id}/{attempt.attempt_id}").random()
         if not forced and draw >= self.rate:
             return
