@@ -78,6 +78,9 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
     pods = [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"]
     assert sorted(pods) == ["storm-py-nimbus-0", "storm-py-supervisor-0", "storm-py-supervisor-1",
                             "storm-py-zookeeper-0"]
+    stale = [n for n in engine.run("pod", "ps", "--format", "{{.Name}}").stdout.split() if n in pods]
+    if stale:  # an earlier run's pods (stopped midway) would make kube play refuse these names
+        engine.run("pod", "rm", "-f", "-t", "10", *stale, check=False, timeout=180)
     for claim in claims:  # a ConfigMap's volume left by an earlier run would be played as it was, not as written
         engine.run("volume", "rm", "-f", claim, check=False)
     try:
