@@ -57,6 +57,13 @@ class KafkaClientError(StormPyError):
     code = "kafka_client_error"
 
 
+class CommitPending(KafkaClientError):
+    """A transaction's commit got no answer in time and may still complete: call the commit again (aborting it
+    now could follow a commit the broker made, and the transaction's records would be written again)."""
+
+    code = "kafka_commit_pending"
+
+
 @dataclass(slots=True)
 class KafkaRecord:
     """One consumed record (Storm's ``ConsumerRecord``); key and value are bytes or None."""
@@ -405,8 +412,9 @@ class KafkaProducerClient:
 
 class KafkaTransactionalProducer(KafkaProducerClient):
     """A producer with a ``transactional.id``: :meth:`init_transactions` fences an earlier producer of the same id
-    (and aborts its open transaction); :meth:`commit` commits the open transaction together with a *marker*, an
-    offset committed for consumer group ``marker_group`` on one partition (what :meth:`marker` reads back)."""
+    (and aborts its open transaction); :meth:`send_marker` adds a *marker* to the open transaction, an offset
+    committed for consumer group ``marker_group`` on one partition (what :meth:`marker` reads back), and
+    :meth:`complete_commit` commits them together."""
 
     def __init__(self, bootstrap_servers: str, transactional_id: str, options: Mapping[str, Any] | None = None,
                  marker_group: str | None = None) -> None:
@@ -435,13 +443,29 @@ class KafkaTransactionalProducer(KafkaProducerClient):
     def begin(self) -> None:
         self._call("begin_transaction", self._producer.begin_transaction)
 
-    def commit(self, marker: tuple[str, int, int], timeout: float) -> None:
-        """Commit the open transaction with the marker ``(topic, partition, value)``."""
+    def send_marker(self, marker: tuple[str, int, int], timeout: float) -> None:
+        """Add the marker ``(topic, partition, value)`` to the open transaction (committed with it)."""
         topic, partition, value = marker
         meta = self._marker.consumer_group_metadata()
         self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
             [ck.TopicPartition(topic, partition, value)], meta, timeout))
-        self._call("commit_transaction", lambda: self._producer.commit_transaction(timeout))
+
+    def complete_commit(self, timeout: float) -> None:
+        """Commit the open transaction; after :class:`CommitPending` call it again: the commit goes on from where
+        it was.
+
+        Raises:
+            CommitPending: no answer within ``timeout``; the commit may still complete.
+            KafkaClientError: the transaction cannot commit (abort it).
+        """
+        try:
+            self._producer.commit_transaction(timeout)
+        except ck.KafkaException as err:
+            error = err.args[0] if err.args else None
+            if isinstance(error, ck.KafkaError) and error.retriable() and not error.txn_requires_abort():
+                raise CommitPending(f"commit_transaction of transactional id {self.transactional_id!r} is not "
+                                    f"confirmed yet: {err}") from err
+            raise _client_error(f"commit_transaction of transactional id {self.transactional_id!r}", err) from err
 
     def abort(self, timeout: float) -> None:
         self._call("abort_transaction", lambda: self._producer.abort_transaction(timeout))

@@ -6,17 +6,19 @@ commits; then they are produced in one transaction of the task's ``transactional
 the marker ``n + 1``, an offset committed for consumer group ``<transactional.id>`` on partition 0 of the bolt's
 topic.  A restarted task's ``init_transactions`` fences its previous incarnation and aborts what that left open;
 it reads the marker back, so a checkpoint already committed to Kafka is never produced again.  A transaction that
-fails is aborted and tried again with backoff.  Records of a checkpoint that rolls back never reach the broker,
-so even a reader without ``read_committed`` sees no record of it.
+fails is aborted and tried again with backoff; a commit that got no answer in time is not aborted (the broker may
+have made it) but committed again, until it is confirmed or fails.  Records of a checkpoint that rolls back never
+reach the broker, so even a reader without ``read_committed`` sees no record of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from storm_py.clock import Clock
-from storm_py.kafka.client import KafkaClientError, KafkaTransactionalProducer
+from storm_py.kafka.client import CommitPending, KafkaClientError, KafkaTransactionalProducer
 from storm_py.stateful.api.sink import RetryBackoff, SinkLedger
 from storm_py.stateful.state.key_value import NO_TXID, KeyValueState
 
@@ -38,6 +40,8 @@ class TransactionalOutput:
         self.ledger = SinkLedger()
         self.backoff = RetryBackoff()
         self.written = NO_TXID
+        #: the checkpoint whose transaction's commit got no answer yet (committed again before anything else)
+        self.committing: int | None = None
         self.committed_transactions = 0
         self.aborted_transactions = 0
 
@@ -65,22 +69,35 @@ class TransactionalOutput:
         self.ledger.rollback()
 
     def write_due(self) -> None:
+        """Write each committed checkpoint not yet in Kafka, in order; a commit that got no answer goes first."""
+        pending = self.committing
+        if pending is not None and not self._attempt(pending, partial(self._complete, pending)):
+            return
         for txid, records in self.ledger.due():
-            if txid > self.written:
-                if not self.backoff.ready(self.clock.now()):
-                    return
-                try:
-                    self._transaction(txid, records)
-                except KafkaClientError as exc:
-                    delay = self.backoff.failed(self.clock.now())
-                    self.report(f"transaction of checkpoint {txid} failed (aborted, retrying in {delay:.1f}s): "
-                                f"{exc.message}")
-                    return
-                self.backoff.succeeded()
-                self.written = txid
+            if txid > self.written and not self._attempt(txid, partial(self._write, txid, records)):
+                return
             self.ledger.written(txid)
 
+    def _attempt(self, txid: int, action: Callable[[], None]) -> bool:
+        """Run ``action`` (a step of ``txid``'s transaction) unless the backoff holds it; whether it succeeded."""
+        if not self.backoff.ready(self.clock.now()):
+            return False
+        try:
+            action()
+        except KafkaClientError as exc:
+            delay = self.backoff.failed(self.clock.now())
+            outcome = "not confirmed: committing it again" if self.committing is not None else "aborted: retrying"
+            self.report(f"transaction of checkpoint {txid} failed ({outcome} in {delay:.1f}s): {exc.message}")
+            return False
+        self.backoff.succeeded()
+        return True
+
+    def _write(self, txid: int, records: list[Any]) -> None:
+        self._transaction(txid, records)
+        self._complete(txid)
+
     def _transaction(self, txid: int, records: list[Any]) -> None:
+        """Produce the records of ``txid`` in a transaction and send its marker; its commit is :meth:`_complete`."""
         errors: list[str] = []
 
         def delivered(error: str | None, topic: str, partition: int, offset: int) -> None:
@@ -94,12 +111,30 @@ class TransactionalOutput:
             left = self.producer.flush(TX_TIMEOUT)
             if left or errors:
                 raise KafkaClientError(f"{left} records unconfirmed, delivery errors {errors[:3]}")
-            self.producer.commit((self.marker_topic, 0, txid + 1), TX_TIMEOUT)
-            self.committed_transactions += 1
+            self.producer.send_marker((self.marker_topic, 0, txid + 1), TX_TIMEOUT)
         except KafkaClientError:
-            self.aborted_transactions += 1
-            try:
-                self.producer.abort(TX_TIMEOUT)
-            except KafkaClientError as exc:
-                self.report(f"abort of checkpoint {txid}'s transaction failed: {exc.message}")
+            self._abort(txid)
             raise
+        self.committing = txid
+
+    def _complete(self, txid: int) -> None:
+        """Commit the open transaction of ``txid``: no answer in time leaves it open, committed again next time
+        (aborting it could follow a commit the broker made, and its records would be written twice)."""
+        try:
+            self.producer.complete_commit(TX_TIMEOUT)
+        except CommitPending:
+            raise
+        except KafkaClientError:
+            self.committing = None
+            self._abort(txid)
+            raise
+        self.committing = None
+        self.committed_transactions += 1
+        self.written = max(self.written, txid)
+
+    def _abort(self, txid: int) -> None:
+        self.aborted_transactions += 1
+        try:
+            self.producer.abort(TX_TIMEOUT)
+        except KafkaClientError as exc:
+            self.report(f"abort of checkpoint {txid}'s transaction failed: {exc.message}")
