@@ -23,6 +23,7 @@ from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.secret import new_secrets
 from storm_py.dev.zookeeper import free_port
+from storm_py.errors import WaitTimeoutError
 from tests.cluster.harness import REPO, build_wheel, storm_py_command, word_count_project
 from tests.deploy.containers import Engine
 from tests.deploy.images import base_images, drop_older_project_images, project_image
@@ -102,7 +103,13 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
                 return set()
 
         want = {"storm-py-supervisor-0.storm-py-supervisor", "storm-py-supervisor-1.storm-py-supervisor"}
-        wait_until(lambda: supervisors() == want, 240.0, interval=0.5, what="both supervisor pods registered")
+        try:
+            wait_until(lambda: supervisors() == want, 240.0, interval=0.5, what="both supervisor pods registered")
+        except WaitTimeoutError:  # what the pods said, to tell a slow start from a daemon that cannot reach another
+            for pod in pods:
+                said = engine.run("pod", "logs", "--tail", "40", pod, check=False)
+                print(f"\n--- {pod} (registered: {sorted(supervisors())}):\n{said.stdout[-4000:]}{said.stderr[-1000:]}")
+            raise
         timings["up"] = time.monotonic() - mark
 
         wheel = build_wheel(word_count_project(tmp_path / "src"), tmp_path / "wheels")
