@@ -149,15 +149,18 @@ class SeededFaults:
         self.seed = seed
         self.rate = rate
         self.log_path = log_path
-        #: point -> the txid from which its first attempt this process sees fails
-        self.force = {point: txid for point, txid in sorted(force, reverse=True)}
+        #: point -> the txid from which its first attempt this process sees fails (the lowest one given)
+        self.force: dict[str, int] = {}
+        for point, txid in force:
+            self.force[point] = min(txid, self.force.get(point, txid))
         self.fired: list[tuple[str, int]] = []
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SeededFaults:
         return self
 
     def __call__(self, point: str, attempt: TransactionAttempt) -> None:
-        forced = attempt.transaction_id >= self.force.get(point, attempt.transaction_id + 1)
+        start = self.force.get(point)
+        forced = start is not None and attempt.transaction_id >= start
         if forced:
             del self.force[point]
         draw = random.Random(f"{self.seed}/{point}/{attempt.transaction_id}/{attempt.attempt_id}").random()

@@ -18,9 +18,8 @@ def positions(managers: Mapping[TopicPartition, PartitionOffsets], waiting: Iter
     """The next offset to emit per partition: an owned partition's first fetched record still waiting, else what
     it fetches next; a partition restored but not assigned yet (``unassigned``: the spout has not looked up which
     partitions it owns since its restore) keeps its restored position, so a checkpoint taken in between saves it."""
-    out = {tp: o for tp, o in (unassigned or {}).items() if tp not in managers}
-    for tp, m in managers.items():
-        out[tp] = m.fetched_to
+    out = dict(unassigned or {})
+    out.update((tp, m.fetched_to) for tp, m in managers.items())
     for record in waiting:
         tp = (record[0], record[1])
         if tp in managers and record[2] < out[tp]:

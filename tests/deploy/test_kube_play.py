@@ -59,6 +59,16 @@ def documents(bases: dict[str, str], image: str, secrets: dict[str, str], subnet
                     {("storm-py-nimbus-0", 6627): port})
 
 
+def present_pods(engine: Engine, names: list[str]) -> list[str]:
+    """Which of the pods ``names`` exist now."""
+    return [n for n in engine.run("pod", "ps", "--format", "{{.Name}}").stdout.split() if n in names]
+
+
+def remove_pods(engine: Engine, names: list[str]) -> None:
+    if names:
+        engine.run("pod", "rm", "-f", "-t", "10", *names, check=False, timeout=180)
+
+
 def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: Engine, tmp_path: Path) -> None:
     if engine.kind != "podman":
         pytest.fail("podman kube play needs podman (the compose test covers Docker)")
@@ -79,9 +89,7 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
     pods = [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"]
     assert sorted(pods) == ["storm-py-nimbus-0", "storm-py-supervisor-0", "storm-py-supervisor-1",
                             "storm-py-zookeeper-0"]
-    stale = [n for n in engine.run("pod", "ps", "--format", "{{.Name}}").stdout.split() if n in pods]
-    if stale:  # an earlier run's pods (stopped midway) would make kube play refuse these names
-        engine.run("pod", "rm", "-f", "-t", "10", *stale, check=False, timeout=180)
+    remove_pods(engine, present_pods(engine, pods))  # an earlier run's, stopped midway: kube play refuses their names
     for claim in claims:  # a ConfigMap's volume left by an earlier run would be played as it was, not as written
         engine.run("volume", "rm", "-f", claim, check=False)
     try:
@@ -106,9 +114,10 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
         try:
             wait_until(lambda: supervisors() == want, 240.0, interval=0.5, what="both supervisor pods registered")
         except WaitTimeoutError:  # what the pods said, to tell a slow start from a daemon that cannot reach another
+            print(f"\nregistered: {sorted(supervisors())}")
             for pod in pods:
                 said = engine.run("pod", "logs", "--tail", "40", pod, check=False)
-                print(f"\n--- {pod} (registered: {sorted(supervisors())}):\n{said.stdout[-4000:]}{said.stderr[-1000:]}")
+                print(f"--- {pod}:\n{said.stdout[-4000:]}{said.stderr[-1000:]}")
             raise
         timings["up"] = time.monotonic() - mark
 
@@ -140,16 +149,16 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
         timings["nimbus back"] = time.monotonic() - mark
     finally:
         down = engine.run("kube", "down", str(played), check=False, timeout=300)
-        stuck = [n for n in engine.run("pod", "ps", "--format", "{{.Name}}").stdout.split() if n in pods]
-        if stuck:  # kube down does not always take every pod (a pod removed while its infra container stops)
+        stuck = present_pods(engine, pods)
+        if stuck:  # kube down stops at the first pod it cannot find, leaving the others
             print(f"\nkube down ({down.returncode}) left {stuck}: {down.stderr.strip()[-2000:]}")
-            engine.run("pod", "rm", "-f", "-t", "10", *stuck, check=False, timeout=180)
+            remove_pods(engine, stuck)
         for claim in claims:
             engine.run("volume", "rm", "-f", claim, check=False)
         engine.run("network", "rm", "-f", network, check=False)
         drop_older_project_images(engine, image)
         print(f"\nkube play test timings (s): {', '.join(f'{k} {v:.1f}' for k, v in timings.items())}")
-    left = [n for n in engine.run("pod", "ps", "--format", "{{.Name}}").stdout.split() if n in pods]
+    left = present_pods(engine, pods)
     left += [v for v in engine.run("volume", "ls", "--format", "{{.Name}}").stdout.split() if v in claims]
     left += [n for n in engine.run("network", "ls", "--format", "{{.Name}}").stdout.split() if n == network]
     assert left == [], left
