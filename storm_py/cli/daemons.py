@@ -24,14 +24,15 @@ from storm_py.config import parse_override
 from storm_py.config import validate as validate_conf
 from storm_py.config.keys import setting
 from storm_py.errors import ConfigError, StormPyError
-from storm_py.node.loop import STOP_POLL_SECS
+from storm_py.node.loop import STOP_POLL_SECS, until_stopped
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
 def _stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGINT or SIGTERM (the previous handlers come back afterwards)."""
+    """An event set by SIGINT or SIGTERM (the previous handlers come back afterwards).  Wait for it
+    with :func:`~storm_py.node.loop.until_stopped` or timed waits, never an untimed one."""
     stop = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -189,7 +190,7 @@ def ui(config_file: str | None, overrides: tuple[str, ...]) -> None:
         daemon.start()
         click.echo(f"ui: {daemon.url}", err=False)
         try:
-            stop.wait()
+            until_stopped(stop)
         finally:
             daemon.stop()
 

@@ -40,6 +40,7 @@ from storm_py.drpc.wire import (
 from storm_py.errors import ConfigError, StormPyError, WaitTimeoutError
 from storm_py.node.http_api import JsonApiServer, Reply, Request, Route
 from storm_py.node.http_guard import JSON, allowed_hosts
+from storm_py.node.loop import until_stopped
 from storm_py.node.tls import server_context
 from storm_py.node.user_tokens import TokenDirectory, UserTokenGate
 
@@ -139,7 +140,7 @@ class DRPCServer:
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop`` is set."""
-        stop.wait()
+        until_stopped(stop)
 
     def stop(self) -> None:
         """Answer waiting clients with a shutdown error, then release the ports."""

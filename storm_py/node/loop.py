@@ -22,6 +22,16 @@ log = logging.getLogger(__name__)
 STOP_POLL_SECS = 0.2
 
 
+def until_stopped(stop: threading.Event) -> None:
+    """Return once ``stop`` (set by a signal handler) is set.
+
+    The wait is a loop of short ones, never one untimed wait: Python runs signal handlers on the main thread only,
+    and a signal the kernel hands to another of the process's threads does not wake a main thread blocked in an
+    untimed wait, which would then wait for ever."""
+    while not stop.wait(STOP_POLL_SECS):
+        pass
+
+
 class DaemonLoop:
     """Runs ``round`` until stopped (see the module docstring).
 

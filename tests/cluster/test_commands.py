@@ -153,7 +153,11 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
         assert "steady" in names
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        finally:
+            proc.kill()  # nothing when it stopped; a ui that did not stop is not left behind
+            proc.wait()
     assert proc.returncode == 0
 
 
