@@ -94,6 +94,8 @@ class SessionKeeper:
         self.state: ConnectionState = "lost"
         self.session_id: int | None = None
         self._needs_resync = False
+        #: whether the connection was down since the last ``connected`` handled (the first one is no reconnection)
+        self._was_down = False
         self.dispatcher = CallbackThread(name, idle=self._on_idle)
 
     def on_state(self, state: ConnectionState) -> None:
@@ -126,10 +128,12 @@ class SessionKeeper:
                     previous,
                     session or 0,
                 )
-            elif previous is not None:
+            elif self._was_down:
                 log.info("reconnected to ZooKeeper %s", self._hosts)
+            self._was_down = False
             self.resync()
         else:
+            self._was_down = True
             log.warning("ZooKeeper connection %s (%s)", state, self._hosts)
         for listener in self.listeners.snapshot():
             try:
