@@ -136,17 +136,20 @@ def _run_daemon(make: Callable[[], _Daemon], what: str) -> None:
     except StormPyError as err:
         raise _fail(err) from err
     with _stop_on_signals() as stop:
-        try:
-            daemon.start()
-        except StormPyError as err:
-            daemon.stop()
-            raise _fail(err) from err
         ended = threading.Event()
+        # from before the start: a signal while the start waits for ZooKeeper ends that wait too
         interrupter = threading.Thread(target=_interrupt_when_set, args=(stop, ended, daemon), daemon=True,
                                        name=f"{what}-interrupt")  # fmt: skip
         interrupter.start()
         try:
-            daemon.run(stop)
+            try:
+                daemon.start()
+            except StormPyError as err:
+                if not stop.is_set():
+                    raise _fail(err) from err
+                log.info("%s stopped while starting (%s)", what, err.message)  # asked to: a clean exit
+            else:
+                daemon.run(stop)
         finally:
             ended.set()
             interrupter.join()

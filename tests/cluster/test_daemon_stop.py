@@ -62,7 +62,10 @@ def test_sigterm_with_zookeeper_gone_stops_the_daemon_within_seconds(kind: str, 
         try:
             code = proc.wait(10.0)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{kind} still running 10 s after SIGTERM with ZooKeeper gone:\n{log.read_text()[-3000:]}")
+            stacks = subprocess.run([str(Path(sys.executable).with_name("py-spy")), "dump", "--pid", str(proc.pid)],
+                                    capture_output=True, text=True, timeout=60, check=False)
+            pytest.fail(f"{kind} still running 10 s after SIGTERM with ZooKeeper gone:\n{log.read_text()[-3000:]}"
+                        f"\nits threads:\n{stacks.stdout}{stacks.stderr}")
         took = SYSTEM_CLOCK.now() - asked
         assert code == 0, log.read_text()[-3000:]
         assert took < 10.0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 
 from storm_py.clock import SimulatedClock, wait_until
@@ -90,24 +88,3 @@ def test_an_outside_stop_event_ends_the_loop() -> None:
     t.join(5)
     assert not t.is_alive() and rounds.count == 1
 
-
-#: A main thread waiting for a stop that a signal sets, while the kernel hands every signal to another thread
-#: (as it may for a signal sent to the process); the other thread keeps signalling until the stop is seen.
-SIGNAL_ON_ANOTHER_THREAD = """
-import signal, sys, threading
-from storm_py.node.loop import until_stopped
-stop = threading.Event()
-signal.signal(signal.SIGUSR1, lambda signum, frame: stop.set())
-def signal_this_thread():
-    while not stop.wait(0.05):
-        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
-threading.Thread(target=signal_this_thread, daemon=True).start()
-until_stopped(stop)
-print("stopped")
-"""
-
-
-def test_a_signal_handled_while_the_main_thread_waits_for_the_stop_ends_the_wait() -> None:
-    proc = subprocess.run([sys.executable, "-c", SIGNAL_ON_ANOTHER_THREAD], capture_output=True, text=True,
-                          timeout=20)
-    assert (proc.returncode, proc.stdout.strip()) == (0, "stopped"), proc.stderr
