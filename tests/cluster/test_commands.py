@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -155,6 +157,10 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # where it is stuck
+            stacks = subprocess.run([str(Path(sys.executable).with_name("py-spy")), "dump", "--pid", str(proc.pid)],
+                                    capture_output=True, text=True, timeout=60, check=False)
+            pytest.fail(f"ui still running 30 s after SIGTERM; its threads:\n{stacks.stdout}{stacks.stderr}")
         finally:
             proc.kill()  # nothing when it stopped; a ui that did not stop is not left behind
             proc.wait()

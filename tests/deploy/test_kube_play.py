@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,14 +112,21 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
                 return set()
 
         want = {"storm-py-supervisor-0.storm-py-supervisor", "storm-py-supervisor-1.storm-py-supervisor"}
-        try:
-            wait_until(lambda: supervisors() == want, 240.0, interval=0.5, what="both supervisor pods registered")
-        except WaitTimeoutError:  # what the pods said, to tell a slow start from a daemon that cannot reach another
-            print(f"\nregistered: {sorted(supervisors())}")
-            for pod in pods:
-                said = engine.run("pod", "logs", "--tail", "40", pod, check=False)
-                print(f"--- {pod}:\n{said.stdout[-4000:]}{said.stderr[-1000:]}")
-            raise
+
+        def waiting(predicate: Callable[[], object], timeout: float, what: str) -> None:
+            """wait_until, printing what the pods said when it times out (a slow start or a daemon that cannot
+            reach another)."""
+            try:
+                wait_until(predicate, timeout, interval=0.5, what=what)
+            except WaitTimeoutError:
+                print(f"\nregistered: {sorted(supervisors())}")
+                print(engine.run("pod", "ps", check=False).stdout)
+                for pod in pods:
+                    said = engine.run("pod", "logs", "--tail", "40", pod, check=False)
+                    print(f"--- {pod}:\n{said.stdout[-4000:]}{said.stderr[-1000:]}")
+                raise
+
+        waiting(lambda: supervisors() == want, 240.0, "both supervisor pods registered")
         timings["up"] = time.monotonic() - mark
 
         wheel = build_wheel(word_count_project(tmp_path / "src"), tmp_path / "wheels")
@@ -132,8 +140,7 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
         def spout(name: str) -> dict[str, Any]:
             return dict(client.topology(name)["spouts"][0])
 
-        wait_until(lambda: int(spout("wordcount")["acked"]) == sentences, 300.0, interval=0.5,
-                   what=f"{sentences} sentences acked")
+        waiting(lambda: int(spout("wordcount")["acked"]) == sentences, 300.0, f"{sentences} sentences acked")
         page = client.topology("wordcount")
         assert int(page["spouts"][0]["failed"]) == 0
         assert {w["host"] for w in page["workers"]} == want, "a worker on each supervisor pod"
@@ -142,9 +149,9 @@ def test_the_kubernetes_manifests_run_a_topology_under_podman_kube_play(engine: 
         # nimbus's pod restarted: the topology is still there (its volume, ZooKeeper's), and still ACTIVE
         mark = time.monotonic()
         engine.run("pod", "restart", "storm-py-nimbus-0", timeout=120)
-        wait_until(lambda: supervisors() == want, 180.0, interval=0.5, what="nimbus back after its pod's restart")
-        wait_until(lambda: client.topology("wordcount")["id"] == topology_id, 60.0, interval=0.5,
-                   what="the topology in the restarted nimbus's view")
+        waiting(lambda: supervisors() == want, 180.0, "nimbus back after its pod's restart")
+        waiting(lambda: client.topology("wordcount")["id"] == topology_id, 60.0,
+                "the topology in the restarted nimbus's view")
         assert client.topology("wordcount")["status"] == "ACTIVE"
         timings["nimbus back"] = time.monotonic() - mark
     finally:
