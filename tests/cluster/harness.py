@@ -22,6 +22,7 @@ import yaml
 from storm_py.client import NimbusClient
 from storm_py.clock import wait_until
 from storm_py.dev.cluster import RECORD
+from storm_py.supervisor.profiler import find_py_spy
 
 APPS = Path(__file__).parent / "apps"
 REPO = Path(__file__).resolve().parents[2]
@@ -187,6 +188,15 @@ class DevClusterProcess:
             pass
         if proc.poll() is None:
             proc.wait(10)
+
+
+def thread_stacks(pid: int) -> str:
+    """What each thread of process ``pid`` is doing (py-spy's dump), for a test to print when the process hangs."""
+    py_spy = find_py_spy("py-spy")
+    if py_spy is None:
+        return "(py-spy not found)"
+    dump = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60, check=False)
+    return dump.stdout + dump.stderr
 
 
 def alive(pid: int) -> bool:

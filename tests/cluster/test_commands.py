@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from storm_py.clock import wait_until
 from storm_py.dev.zookeeper import free_port
-from tests.cluster.harness import DevClusterProcess, Ledger, storm_py_command
+from tests.cluster.harness import DevClusterProcess, Ledger, storm_py_command, thread_stacks
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(300)]
 
@@ -158,9 +156,7 @@ def test_ui_serves_the_api_of_the_leader(cluster) -> None:
         try:
             proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:  # where it is stuck
-            stacks = subprocess.run([str(Path(sys.executable).with_name("py-spy")), "dump", "--pid", str(proc.pid)],
-                                    capture_output=True, text=True, timeout=60, check=False)
-            pytest.fail(f"ui still running 30 s after SIGTERM; its threads:\n{stacks.stdout}{stacks.stderr}")
+            pytest.fail(f"ui still running 30 s after SIGTERM; its threads:\n{thread_stacks(proc.pid)}")
         finally:
             proc.kill()  # nothing when it stopped; a ui that did not stop is not left behind
             proc.wait()

@@ -16,6 +16,7 @@ import yaml
 
 from storm_py.clock import SYSTEM_CLOCK, wait_until
 from storm_py.dev.zookeeper import ZooKeeperProcess, free_port
+from tests.cluster.harness import thread_stacks
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
 
@@ -62,10 +63,8 @@ def test_sigterm_with_zookeeper_gone_stops_the_daemon_within_seconds(kind: str, 
         try:
             code = proc.wait(10.0)
         except subprocess.TimeoutExpired:
-            stacks = subprocess.run([str(Path(sys.executable).with_name("py-spy")), "dump", "--pid", str(proc.pid)],
-                                    capture_output=True, text=True, timeout=60, check=False)
             pytest.fail(f"{kind} still running 10 s after SIGTERM with ZooKeeper gone:\n{log.read_text()[-3000:]}"
-                        f"\nits threads:\n{stacks.stdout}{stacks.stderr}")
+                        f"\nits threads:\n{thread_stacks(proc.pid)}")
         took = SYSTEM_CLOCK.now() - asked
         assert code == 0, log.read_text()[-3000:]
         assert took < 10.0

@@ -87,4 +87,3 @@ def test_an_outside_stop_event_ends_the_loop() -> None:
     stop.set()
     t.join(5)
     assert not t.is_alive() and rounds.count == 1
-
